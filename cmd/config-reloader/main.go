@@ -1,0 +1,126 @@
+// Command config-reloader is a sidecar that renders a mounted Prometheus
+// configuration (gunzip, $(VAR) expansion) and reloads Prometheus whenever it
+// or a watched rules directory changes. It accepts prometheus-config-reloader's
+// flags and serves its metric names.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	oklog "github.com/oklog/run"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+
+	"github.com/podreload/podreload/envsubst"
+	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/reloader"
+)
+
+const program = "config-reloader"
+
+type config struct {
+	configFile, output, webConfig, listen string
+	watchedDirs                           []string
+	watchInterval, delayInterval          time.Duration
+	retryInterval, reloadTimeout          time.Duration
+	reloadURL, runtimeInfoURL             *url.URL
+	method, processName, ordinalFrom      string
+	strict                                bool
+	memlimitRatio                         float64
+	log                                   promslog.Config
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat()}}
+	a := kingpin.New(program, "Renders a mounted Prometheus configuration and reloads Prometheus when it or a watched directory changes.")
+	a.Version(version.Print(program))
+	a.HelpFlag.Short('h')
+	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
+	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
+	a.Flag("watched-dir", "Directory whose top-level files are watched, non-recursively (repeatable).").StringsVar(&cfg.watchedDirs)
+	a.Flag("watch-interval", "How often everything is re-read as a safety net; 0 renders the configuration once and exits (init-container mode).").Default("3m").DurationVar(&cfg.watchInterval)
+	a.Flag("delay-interval", "Wait this long after the last change before reloading; 0 reloads the first change at once and coalesces a burst into one trailing reload.").Default("0s").DurationVar(&cfg.delayInterval)
+	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("5s").DurationVar(&cfg.retryInterval)
+	a.Flag("reload-timeout", "How long a reload request (or its confirmation) may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
+	a.Flag("reload-url", "URL called with POST to reload.").Default("http://127.0.0.1:9090/-/reload").URLVar(&cfg.reloadURL)
+	a.Flag("reload-method", "How to reload: http (POST --reload-url) or signal (SIGHUP to --process-executable-name, confirmed through --runtimeinfo-url).").Default("http").EnumVar(&cfg.method, "http", "signal")
+	a.Flag("process-executable-name", "Executable name of the process to signal with --reload-method=signal.").Default("prometheus").StringVar(&cfg.processName)
+	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal.").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").URLVar(&cfg.runtimeInfoURL)
+	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
+	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; with --no-config-envsubst-strict it is left verbatim and counted.").Default("true").BoolVar(&cfg.strict)
+	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
+	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
+	a.Flag("auto-gomemlimit-ratio", "Ratio of the container memory limit set as the Go memory limit.").Default("0.9").Float64Var(&cfg.memlimitRatio)
+	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
+	a.Flag("log-level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
+	if _, err := a.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		return 2
+	}
+	logger := promslog.New(&cfg.log)
+	if cfg.memlimitRatio <= 0 || cfg.memlimitRatio > 1 {
+		logger.Error("--auto-gomemlimit-ratio must be in (0, 1]", "ratio", cfg.memlimitRatio)
+		return 2
+	}
+	app.SetMemoryLimit(cfg.memlimitRatio)
+
+	var trigger reloader.Trigger = &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout}
+	if cfg.method == "signal" {
+		trigger = &reloader.SignalTrigger{ProcessName: cfg.processName, RuntimeInfoURL: cfg.runtimeInfoURL, Timeout: cfg.reloadTimeout, Signal: syscall.SIGHUP}
+	}
+	reg := app.NewRegistry(program)
+	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
+		ConfigFile:    cfg.configFile,
+		ConfigOutput:  cfg.output,
+		WatchedDirs:   cfg.watchedDirs,
+		Expander:      envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom}),
+		Trigger:       trigger,
+		DelayInterval: cfg.delayInterval,
+		WatchInterval: cfg.watchInterval,
+		RetryInterval: cfg.retryInterval,
+	})
+	if err != nil {
+		logger.Error("invalid flags", "err", err)
+		return 2
+	}
+	logger.Info("starting", "program", program, "version", version.Info())
+
+	if cfg.watchInterval == 0 {
+		if err := rel.Render(); err != nil {
+			logger.Error("render config", "err", err)
+			return 1
+		}
+		logger.Info("config rendered", "output", cfg.output)
+		return 0
+	}
+
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
+	}
+	if cfg.listen != "" { // Web server.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Termination.
+		g.Add(oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM))
+	}
+	if err := g.Run(); err != nil {
+		if _, ok := err.(oklog.SignalError); ok {
+			logger.Info("stopping", "reason", err)
+			return 0
+		}
+		logger.Error("run", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,459 @@
+// Package reloader makes a running process converge on the files mounted
+// next to it. It watches a configuration file and directories (through their
+// parent directories, so the kubelet's atomic ..data swaps of Secret and
+// ConfigMap volumes are always seen), renders the configuration (gunzip,
+// $(VAR) expansion, atomic write), and asks the process to reload through a
+// Trigger when, and only when, the content it would read has changed.
+//
+// The first change after a quiet period is applied at once; further changes
+// within Options.QuietWindow are coalesced into one trailing reload. Failed
+// reloads are retried with exponential backoff and jitter, and a newer change
+// supersedes a pending retry.
+package reloader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/podreload/podreload/envsubst"
+)
+
+const (
+	// DefaultQuietWindow is the coalescing window used when Options.QuietWindow is 0.
+	DefaultQuietWindow = 100 * time.Millisecond
+	// settleTimeout bounds how long a kubelet volume may look half-updated
+	// before its content is taken as it is.
+	settleTimeout = time.Second
+	// maxRetryInterval caps the exponential backoff.
+	maxRetryInterval = 2 * time.Minute
+)
+
+// Options configures a Reloader.
+type Options struct {
+	// ConfigFile is the configuration to render, plain or gzipped. Optional.
+	ConfigFile string
+	// ConfigOutput receives ConfigFile gunzipped and with $(VAR) expanded.
+	// Empty means ConfigFile is only watched, not rendered.
+	ConfigOutput string
+	// WatchedDirs are directories whose top-level files the process reads.
+	WatchedDirs []string
+	// Expander expands $(VAR) references in the configuration; nil copies it verbatim.
+	Expander *envsubst.Expander
+	// Trigger reloads the process. Required by Run.
+	Trigger Trigger
+	// DelayInterval, when positive, delays every reload until no change has
+	// been seen for this long (prometheus-config-reloader's --delay-interval).
+	// Zero applies the first change at once and coalesces the rest.
+	DelayInterval time.Duration
+	// QuietWindow is how long after a reload further changes are coalesced
+	// into one trailing reload; 0 means DefaultQuietWindow.
+	QuietWindow time.Duration
+	// WatchInterval re-hashes everything periodically as a safety net; 0 disables it.
+	WatchInterval time.Duration
+	// RetryInterval is the first backoff step after a failed reload; 0 means 5s.
+	RetryInterval time.Duration
+}
+
+// Reloader watches files and reloads a process when their content changes.
+type Reloader struct {
+	logger  *slog.Logger
+	opts    Options
+	targets []string
+	m       metrics
+	ready   atomic.Bool
+
+	// Owned by Run.
+	watcher  *fsnotify.Watcher
+	rendered []byte // last good rendered configuration
+	applied  uint64 // hash of the state the process last accepted
+	synced   bool   // applied is valid and nothing failed since
+}
+
+type metrics struct {
+	reloads, reloadsFailed          prometheus.Counter
+	lastSuccess, lastSuccessSeconds prometheus.Gauge
+	applies, appliesFailed          prometheus.Counter
+	expansionErrors                 prometheus.Gauge
+	watches                         prometheus.Gauge
+	events, watchErrors             prometheus.Counter
+	duration                        prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) metrics {
+	f := promauto.With(reg)
+	return metrics{
+		reloads: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_reloads_total",
+			Help: "Total number of reload requests.",
+		}),
+		reloadsFailed: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_reloads_failed_total",
+			Help: "Total number of reload requests that failed.",
+		}),
+		lastSuccess: f.NewGauge(prometheus.GaugeOpts{
+			Name: "reloader_last_reload_successful",
+			Help: "Whether the last reload attempt was successful.",
+		}),
+		lastSuccessSeconds: f.NewGauge(prometheus.GaugeOpts{
+			Name: "reloader_last_reload_success_timestamp_seconds",
+			Help: "Timestamp of the last successful reload.",
+		}),
+		applies: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_config_apply_operations_total",
+			Help: "Total number of times the watched files were read and the configuration rendered.",
+		}),
+		appliesFailed: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_config_apply_operations_failed_total",
+			Help: "Total number of times reading the watched files or rendering the configuration failed.",
+		}),
+		expansionErrors: f.NewGauge(prometheus.GaugeOpts{
+			Name: "reloader_config_environment_variable_expansion_errors",
+			Help: "Number of environment variable references that could not be expanded in the last render.",
+		}),
+		watches: f.NewGauge(prometheus.GaugeOpts{
+			Name: "reloader_watches",
+			Help: "Number of directories watched.",
+		}),
+		events: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_watch_events_total",
+			Help: "Total number of file system events received.",
+		}),
+		watchErrors: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_watch_errors_total",
+			Help: "Total number of errors from the file system watcher.",
+		}),
+		duration: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reloader_reload_duration_seconds",
+			Help:    "Duration of reload requests, successful or not.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+	}
+}
+
+// New returns a Reloader. A nil logger discards logs.
+func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloader, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ConfigFile == "" && len(opts.WatchedDirs) == 0 {
+		return nil, errors.New("nothing to watch: give a config file or a watched directory")
+	}
+	if opts.ConfigOutput != "" && opts.ConfigFile == "" {
+		return nil, errors.New("a config output needs a config file")
+	}
+	if opts.QuietWindow <= 0 {
+		opts.QuietWindow = DefaultQuietWindow
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = 5 * time.Second
+	}
+	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg)}, nil
+}
+
+// Ready reports whether the process has accepted the current state once.
+func (r *Reloader) Ready() bool { return r.ready.Load() }
+
+// Render writes ConfigOutput once, without reloading: the init-container mode.
+func (r *Reloader) Render() error {
+	_, err := r.render()
+	return err
+}
+
+// render reads, expands and writes the configuration, returning the rendered
+// bytes. On error the previous output stays in place.
+func (r *Reloader) render() ([]byte, error) {
+	r.m.applies.Inc()
+	out, err := r.renderConfig()
+	if err != nil {
+		r.m.appliesFailed.Inc()
+		return nil, err
+	}
+	return out, nil
+}
+
+func (r *Reloader) renderConfig() ([]byte, error) {
+	b, err := readConfig(r.opts.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if r.opts.Expander != nil {
+		var undefined int
+		b, undefined, err = r.opts.Expander.Expand(b)
+		r.m.expansionErrors.Set(float64(undefined))
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
+		}
+	}
+	if r.opts.ConfigOutput != "" {
+		if err := writeAtomic(r.opts.ConfigOutput, b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// Run watches until ctx is done. Watches are in place before the first
+// apply, so nothing changed during start-up is missed.
+func (r *Reloader) Run(ctx context.Context) error {
+	if r.opts.Trigger == nil {
+		return errors.New("run: no trigger")
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("create watcher: %w", err)
+	}
+	r.watcher = w
+	defer closeWatcher(w)
+	r.syncWatches()
+	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
+		"dirs", strings.Join(r.opts.WatchedDirs, ","), "trigger", r.opts.Trigger.String())
+
+	var (
+		timer      = time.NewTimer(0) // The first apply runs at once.
+		due        = time.Now()
+		windowEnd  time.Time // changes before this coalesce into a trailing apply
+		settling   time.Time // when a half-updated volume was first seen
+		attempt    int       // consecutive failures
+		safetyTick <-chan time.Time
+	)
+	defer timer.Stop()
+	schedule := func(at time.Time) {
+		due = at
+		timer.Reset(time.Until(at))
+	}
+	if r.opts.WatchInterval > 0 {
+		t := time.NewTicker(r.opts.WatchInterval)
+		defer t.Stop()
+		safetyTick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-w.Errors:
+			r.m.watchErrors.Inc()
+			r.logger.Warn("watch error", "err", err)
+		case ev := <-w.Events:
+			r.m.events.Inc()
+			if !r.relevant(ev) {
+				continue
+			}
+			r.logger.Debug("change seen", "path", ev.Name, "op", ev.Op.String())
+			now := time.Now()
+			switch {
+			case r.opts.DelayInterval > 0:
+				schedule(now.Add(r.opts.DelayInterval))
+			case now.Before(windowEnd) && settling.IsZero():
+				schedule(now.Add(r.opts.QuietWindow))
+			default:
+				// The first change after a quiet period, or the next step
+				// of a half-done kubelet update. A newer change also
+				// supersedes a pending retry.
+				schedule(now)
+			}
+			windowEnd = now.Add(r.opts.QuietWindow)
+		case <-safetyTick:
+			if due.IsZero() {
+				schedule(time.Now())
+			}
+		case <-timer.C:
+			due = time.Time{}
+			force := !settling.IsZero() && time.Since(settling) >= settleTimeout
+			res, err := r.apply(ctx, !force)
+			now := time.Now()
+			switch {
+			case res == resultSettling:
+				if settling.IsZero() {
+					settling = now
+				}
+				schedule(now.Add(r.opts.QuietWindow))
+				continue
+			case err != nil:
+				wait := backoff(r.opts.RetryInterval, attempt)
+				attempt++
+				level := slog.LevelError
+				if !r.Ready() {
+					level = slog.LevelWarn // The process may still be starting.
+				}
+				r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
+				schedule(now.Add(wait))
+			default:
+				attempt = 0
+			}
+			if res == resultReloaded {
+				windowEnd = now.Add(r.opts.QuietWindow)
+			}
+			settling = time.Time{}
+		}
+	}
+}
+
+// closeWatcher closes w while draining its channels, so its goroutine never
+// blocks on a send.
+func closeWatcher(w *fsnotify.Watcher) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range w.Events {
+		}
+	}()
+	go func() {
+		for range w.Errors {
+		}
+	}()
+	_ = w.Close()
+	<-done
+}
+
+type result int
+
+const (
+	resultUnchanged result = iota
+	resultSettling
+	resultReloaded
+)
+
+// apply renders the configuration, hashes what the process would read and
+// reloads it when that differs from what it last accepted.
+func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
+	if consistent {
+		for _, dir := range r.targets {
+			if settling(dir) {
+				return resultSettling, nil
+			}
+		}
+	}
+	h := xxhash.New()
+	var renderErr error
+	if r.opts.ConfigFile != "" {
+		out, err := r.render()
+		switch {
+		case err != nil && r.rendered == nil:
+			return resultUnchanged, err
+		case err != nil:
+			// Keep the last good configuration: the watched directories
+			// may still need a reload. The error still makes Run retry.
+			renderErr = fmt.Errorf("%w (keeping the previous config)", err)
+		default:
+			r.rendered = out
+		}
+		_, _ = h.Write(r.rendered)
+	}
+	for _, dir := range r.opts.WatchedDirs {
+		sum, err := hashDir(dir)
+		if err != nil {
+			r.m.appliesFailed.Inc()
+			return resultUnchanged, fmt.Errorf("read watched dir %s: %w", dir, err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", dir, sum)
+	}
+	sum := h.Sum64()
+	if r.synced && sum == r.applied {
+		return resultUnchanged, renderErr
+	}
+	start := time.Now()
+	err := r.opts.Trigger.Reload(ctx)
+	r.m.duration.Observe(time.Since(start).Seconds())
+	r.m.reloads.Inc()
+	if err != nil {
+		r.m.reloadsFailed.Inc()
+		r.m.lastSuccess.Set(0)
+		r.synced = false
+		return resultUnchanged, errors.Join(renderErr, err)
+	}
+	r.m.lastSuccess.Set(1)
+	r.m.lastSuccessSeconds.SetToCurrentTime()
+	r.applied, r.synced = sum, true
+	r.ready.Store(true)
+	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))
+	return resultReloaded, renderErr
+}
+
+// backoff returns the wait before retry number attempt: exponential from
+// first, capped, with up to 20% jitter either way.
+func backoff(first time.Duration, attempt int) time.Duration {
+	d := first
+	for range attempt {
+		if d >= maxRetryInterval/2 {
+			d = maxRetryInterval
+			break
+		}
+		d *= 2
+	}
+	d = max(d, first) // A first interval above the cap is kept.
+	jitter := time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
+	return d + jitter
+}
+
+// targets returns the directories whose entries matter: the config file's
+// directory and every watched directory.
+func targets(opts Options) []string {
+	var dirs []string
+	if opts.ConfigFile != "" {
+		dirs = append(dirs, filepath.Dir(filepath.Clean(opts.ConfigFile)))
+	}
+	for _, d := range opts.WatchedDirs {
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	slices.Sort(dirs)
+	return slices.Compact(dirs)
+}
+
+// syncWatches watches every target directory, or, while one is missing, its
+// nearest existing ancestor so that its creation is seen.
+func (r *Reloader) syncWatches() {
+	for _, dir := range r.targets {
+		for d := dir; ; d = filepath.Dir(d) {
+			err := r.watcher.Add(d)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				r.m.watchErrors.Inc()
+				r.logger.Warn("watch dir", "dir", d, "err", err)
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	r.m.watches.Set(float64(len(r.watcher.WatchList())))
+}
+
+// relevant reports whether an event may change what the process reads.
+// Kubelet bookkeeping (..<timestamp> dirs, ..data_tmp) is not.
+func (r *Reloader) relevant(ev fsnotify.Event) bool {
+	name := filepath.Clean(ev.Name)
+	for _, t := range r.targets {
+		if t == name || strings.HasPrefix(t, name+string(filepath.Separator)) {
+			// A target or one of its ancestors appeared or vanished.
+			r.syncWatches()
+			return true
+		}
+	}
+	dir, base := filepath.Dir(name), filepath.Base(name)
+	if hidden(base) && base != dataDir {
+		return false
+	}
+	for _, d := range r.opts.WatchedDirs {
+		if filepath.Clean(d) == dir {
+			return true
+		}
+	}
+	cfg := filepath.Clean(r.opts.ConfigFile)
+	return r.opts.ConfigFile != "" && dir == filepath.Dir(cfg) && (base == filepath.Base(cfg) || base == dataDir)
+}

@@ -1,0 +1,260 @@
+package reloader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Trigger makes the watched process load its configuration again.
+type Trigger interface {
+	// Reload returns nil once the process has accepted the new configuration.
+	Reload(ctx context.Context) error
+	// String names the target in logs.
+	String() string
+}
+
+// maxBody bounds how much of a reload response is kept for the log.
+const maxBody = 4 << 10
+
+// HTTPTrigger reloads by calling an HTTP endpoint, such as Prometheus'
+// POST /-/reload.
+type HTTPTrigger struct {
+	// URL is the reload endpoint.
+	URL *url.URL
+	// Method is the HTTP method; empty means POST.
+	Method string
+	// Status is the status code that means success; 0 means any 2xx.
+	Status int
+	// Timeout bounds each call; 0 means no bound beyond the context.
+	Timeout time.Duration
+	// Client sends the request; nil means a client without keep-alives.
+	Client *http.Client
+}
+
+// String returns the URL without its password.
+func (t *HTTPTrigger) String() string { return t.URL.Redacted() }
+
+// Reload calls the endpoint. A failed call returns an error carrying the
+// status and the start of the response body, which is where Prometheus
+// explains why it rejected a configuration.
+func (t *HTTPTrigger) Reload(ctx context.Context) error {
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	method := t.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.URL.String(), nil)
+	if err != nil {
+		return fmt.Errorf("reload %s: %w", t, err)
+	}
+	client := t.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return fmt.Errorf("reload %s: no response within %s", t, t.Timeout)
+		}
+		return fmt.Errorf("reload %s: %w", t, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	ok := resp.StatusCode/100 == 2
+	if t.Status != 0 {
+		ok = resp.StatusCode == t.Status
+	}
+	if !ok {
+		return fmt.Errorf("reload %s: status %d: %s", t, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// SignalTrigger reloads a process of the same pod (which must share its
+// process namespace) by sending it a signal.
+type SignalTrigger struct {
+	// ProcessName selects the process by executable name, when PIDFile is empty.
+	ProcessName string
+	// PIDFile selects the process by the PID written in this file.
+	PIDFile string
+	// Signal is sent to the process; 0 means SIGHUP.
+	Signal syscall.Signal
+	// RuntimeInfoURL, when set, is Prometheus' /api/v1/status/runtimeinfo:
+	// the reload counts as done once it reports a successful load after the signal.
+	RuntimeInfoURL *url.URL
+	// Timeout bounds the wait for that confirmation.
+	Timeout time.Duration
+	// Client queries RuntimeInfoURL; nil means http.DefaultClient.
+	Client *http.Client
+	// Proc is the procfs mount; empty means /proc.
+	Proc string
+}
+
+// String names the target process.
+func (t *SignalTrigger) String() string {
+	if t.PIDFile != "" {
+		return "pid file " + t.PIDFile
+	}
+	return "process " + strconv.Quote(t.ProcessName)
+}
+
+// Reload signals the process and, with RuntimeInfoURL, waits for it to report
+// the reload.
+func (t *SignalTrigger) Reload(ctx context.Context) error {
+	pid, err := t.pid()
+	if err != nil {
+		return fmt.Errorf("reload %s: %w", t, err)
+	}
+	sig := t.Signal
+	if sig == 0 {
+		sig = syscall.SIGHUP
+	}
+	sent := time.Now()
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("reload %s: send %s to pid %d: %w", t, sig, pid, err)
+	}
+	if t.RuntimeInfoURL == nil {
+		return nil
+	}
+	if err := t.confirm(ctx, sent); err != nil {
+		return fmt.Errorf("reload %s: %w", t, err)
+	}
+	return nil
+}
+
+func (t *SignalTrigger) pid() (int, error) {
+	if t.PIDFile != "" {
+		b, err := os.ReadFile(t.PIDFile)
+		if err != nil {
+			return 0, fmt.Errorf("read pid file: %w", err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			return 0, fmt.Errorf("pid file %s holds %q, not a pid", t.PIDFile, bytes.TrimSpace(b))
+		}
+		if err := syscall.Kill(pid, 0); err != nil {
+			return 0, fmt.Errorf("pid %d from %s: %w", pid, t.PIDFile, err)
+		}
+		return pid, nil
+	}
+	proc := t.Proc
+	if proc == "" {
+		proc = "/proc"
+	}
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	self := os.Getpid()
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if processName(filepath.Join(proc, e.Name())) == t.ProcessName {
+			found = append(found, pid)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, errors.New("no such process (does the pod share its process namespace?)")
+	case 1:
+		return found[0], nil
+	default:
+		return 0, fmt.Errorf("%d processes match: %v", len(found), found)
+	}
+}
+
+// processName returns the base name of the executable a /proc/<pid> entry
+// runs, from its command line (comm is cut at 15 bytes).
+func processName(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	argv0, _, _ := bytes.Cut(b, []byte{0})
+	return filepath.Base(string(argv0))
+}
+
+// confirm polls Prometheus' runtime information until it reports a successful
+// configuration load at or after sent.
+func (t *SignalTrigger) confirm(ctx context.Context, sent time.Time) error {
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	client := t.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	// Prometheus reports the load time in whole seconds.
+	since := sent.Truncate(time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		info, err := runtimeInfo(ctx, client, t.RuntimeInfoURL)
+		switch {
+		case err != nil && ctx.Err() != nil && last != nil:
+			// Keep the answer of the last completed query.
+		case err != nil:
+			last = err
+		case !info.ReloadConfigSuccess:
+			last = errors.New("process reports that its last reload failed")
+		case info.LastConfigTime.Before(since):
+			last = errors.New("process has not reloaded since the signal")
+		default:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("confirm through %s: %w", t.RuntimeInfoURL.Redacted(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+type runtimeStatus struct {
+	ReloadConfigSuccess bool      `json:"reloadConfigSuccess"`
+	LastConfigTime      time.Time `json:"lastConfigTime"`
+}
+
+func runtimeInfo(ctx context.Context, client *http.Client, u *url.URL) (runtimeStatus, error) {
+	var out struct {
+		Data runtimeStatus `json:"data"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return out.Data, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return out.Data, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out.Data, fmt.Errorf("runtime info: status %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return out.Data, fmt.Errorf("decode runtime info: %w", err)
+	}
+	return out.Data, nil
+}

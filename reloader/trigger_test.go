@@ -1,0 +1,136 @@
+package reloader
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
+}
+
+// target starts a process whose executable is named name; the returned
+// function waits for it and returns the signal that ended it.
+func target(t *testing.T, name string) (*exec.Cmd, func() syscall.Signal) {
+	t.Helper()
+	src, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, b, 0o755))
+	cmd := exec.Command(path, "60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, func() syscall.Signal {
+		var exit *exec.ExitError
+		require.True(t, errors.As(cmd.Wait(), &exit))
+		return exit.Sys().(syscall.WaitStatus).Signal()
+	}
+}
+
+func TestSignalTrigger(t *testing.T) {
+	t.Run("by name", func(t *testing.T) {
+		name := fmt.Sprintf("podreload-target-%d", os.Getpid())
+		_, wait := target(t, name)
+		require.NoError(t, (&SignalTrigger{ProcessName: name}).Reload(t.Context()))
+		require.Equal(t, syscall.SIGHUP, wait())
+	})
+	t.Run("by pid file with another signal", func(t *testing.T) {
+		cmd, wait := target(t, "sleep")
+		pidFile := filepath.Join(t.TempDir(), "app.pid")
+		require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644))
+		require.NoError(t, (&SignalTrigger{PIDFile: pidFile, Signal: syscall.SIGUSR1}).Reload(t.Context()))
+		require.Equal(t, syscall.SIGUSR1, wait())
+	})
+	t.Run("confirmed by runtime info", func(t *testing.T) {
+		name := fmt.Sprintf("podreload-confirm-%d", os.Getpid())
+		_, wait := target(t, name)
+		srv := runtimeInfoServer(t, true, func() time.Time { return time.Now() })
+		tr := &SignalTrigger{ProcessName: name, RuntimeInfoURL: mustURL(t, srv.URL), Timeout: 5 * time.Second}
+		require.NoError(t, tr.Reload(t.Context()))
+		require.Equal(t, syscall.SIGHUP, wait())
+	})
+
+	stale := exec.Command("true")
+	require.NoError(t, stale.Run())
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	stalePID := write("stale.pid", strconv.Itoa(stale.Process.Pid))
+	garbage := write("garbage.pid", "not a pid\n")
+	missing := filepath.Join(dir, "missing.pid")
+	name := fmt.Sprintf("podreload-unconfirmed-%d", os.Getpid())
+	target(t, name)
+	failed := runtimeInfoServer(t, false, func() time.Time { return time.Now() })
+	old := runtimeInfoServer(t, true, func() time.Time { return time.Now().Add(-time.Hour) })
+	for _, tc := range []struct {
+		name    string
+		trigger *SignalTrigger
+		err     string
+	}{
+		{"absent process", &SignalTrigger{ProcessName: "podreload-absent"},
+			`reload process "podreload-absent": no such process (does the pod share its process namespace?)`},
+		{"missing pid file", &SignalTrigger{PIDFile: missing},
+			`reload pid file ` + missing + `: read pid file: open ` + missing + `: no such file or directory`},
+		{"stale pid file", &SignalTrigger{PIDFile: stalePID},
+			fmt.Sprintf(`reload pid file %s: pid %d from %s: no such process`, stalePID, stale.Process.Pid, stalePID)},
+		{"garbage pid file", &SignalTrigger{PIDFile: garbage},
+			`reload pid file ` + garbage + `: pid file ` + garbage + ` holds "not a pid", not a pid`},
+		{"reload reported failed", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: mustURL(t, failed.URL), Timeout: 200 * time.Millisecond},
+			`reload process "` + name + `": confirm through ` + failed.URL + `: process reports that its last reload failed`},
+		{"no reload since the signal", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: mustURL(t, old.URL), Timeout: 200 * time.Millisecond},
+			`reload process "` + name + `": confirm through ` + old.URL + `: process has not reloaded since the signal`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.EqualError(t, tc.trigger.Reload(t.Context()), tc.err)
+		})
+	}
+}
+
+func runtimeInfoServer(t *testing.T, success bool, last func() time.Time) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{
+			"reloadConfigSuccess": success, "lastConfigTime": last().UTC().Format(time.RFC3339),
+		}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHTTPTrigger(t *testing.T) {
+	var method string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method = r.Method
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	require.NoError(t, (&HTTPTrigger{URL: mustURL(t, srv.URL)}).Reload(t.Context()))
+	require.Equal(t, http.MethodPost, method)
+	tr := &HTTPTrigger{URL: mustURL(t, srv.URL), Method: http.MethodGet, Status: http.StatusAccepted}
+	require.EqualError(t, tr.Reload(t.Context()), "reload "+srv.URL+": status 200: ok")
+	require.Equal(t, http.MethodGet, method)
+	u := mustURL(t, srv.URL)
+	u.User = url.UserPassword("admin", "secret")
+	require.Equal(t, "http://admin:xxxxx@"+u.Host, (&HTTPTrigger{URL: u}).String())
+}
