@@ -254,7 +254,6 @@ func TestKubeletSwaps(t *testing.T) {
 	require.Zero(t, testutil.ToFloat64(r.m.appliesFailed))
 }
 
-
 func TestNothingChanged(t *testing.T) {
 	s := newSetup(t)
 	cfg, rules := projector(t, s.cfgDir), projector(t, s.rulesDir)
