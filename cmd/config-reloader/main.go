@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -111,11 +112,15 @@ func run(args []string) int {
 		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
+	{ // Trim start-up-only code pages.
+		ctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { app.TrimCodeAfter(ctx, logger, 2*time.Second); return nil }, func(error) { cancel() })
+	}
 	{ // Termination.
 		g.Add(oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM))
 	}
 	if err := g.Run(); err != nil {
-		if _, ok := err.(oklog.SignalError); ok {
+		if errors.As(err, new(*oklog.SignalError)) {
 			logger.Info("stopping", "reason", err)
 			return 0
 		}

@@ -5,12 +5,15 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -37,9 +40,12 @@ type Server struct {
 	log   *slog.Logger
 }
 
-// NewServer returns a server for addr; webConfig is an exporter-toolkit web
+// NewServer returns a server for addr (a nil logger discards logs); webConfig is an exporter-toolkit web
 // configuration file (TLS, basic auth), or empty. metricsPath defaults to /metrics.
 func NewServer(logger *slog.Logger, reg *prometheus.Registry, addr, webConfig, metricsPath string, ready func() bool) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	if metricsPath == "" {
 		metricsPath = "/metrics"
 	}
@@ -90,3 +96,54 @@ func SetMemoryLimit(ratio float64) int64 {
 	debug.SetMemoryLimit(n)
 	return n
 }
+
+// TrimCodeAfter calls TrimCode once, after d, and returns when ctx is done.
+func TrimCodeAfter(ctx context.Context, logger *slog.Logger, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		if n, err := TrimCode(); err != nil {
+			logger.Debug("trim code pages", "err", err)
+		} else {
+			logger.Debug("trimmed code pages", "bytes", n)
+		}
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+}
+
+// TrimCode drops this process's mappings of its own executable's read-only
+// segments (code and constant data). Most of those pages were touched once,
+// during start-up; the kernel maps back, from the page cache, only the ones
+// used afterwards. It returns the number of bytes advised.
+func TrimCode() (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[5] != exe || strings.Contains(f[1], "w") {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if !ok || err1 != nil || err2 != nil {
+			continue
+		}
+		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, uintptr(start), uintptr(end-start), madvDontNeed); errno != 0 {
+			return total, fmt.Errorf("madvise %s: %w", f[0], errno)
+		}
+		total += int(end - start)
+	}
+	return total, nil
+}
+
+const madvDontNeed = 4

@@ -1,0 +1,59 @@
+# podreload: make demo runs the demo, make test runs every test.
+GO        ?= go
+BIN       := $(CURDIR)/bin
+GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w'
+# The tools module builds the real components the tests run against.
+TOOLS     := cd tools && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(BIN)
+BINARIES  := config-reloader
+SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_test.go') go.mod go.sum
+export PODRELOAD_BIN := $(BIN)
+
+.DEFAULT_GOAL := help
+.PHONY: help build test unit e2e lint bench demo tools fuzz clean
+
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
+
+bin/%: $(SOURCES)
+	$(GOBUILD) -o $@ ./cmd/$*
+
+tools: bin/prometheus bin/promtool bin/projector ## Build the real components tests use (cached in bin/).
+
+bin/prometheus bin/promtool: tools/go.mod tools/go.sum
+	$(TOOLS) github.com/prometheus/prometheus/cmd/$(notdir $@)
+
+bin/projector: tools/go.mod tools/go.sum tools/projector/main.go
+	$(TOOLS) ./projector
+
+bin/prometheus-config-reloader: tools/go.mod tools/go.sum
+	$(TOOLS) github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
+
+test: build tools ## Run unit and e2e tests with the race detector.
+	$(GO) test -race -count=1 ./...
+
+unit: tools ## Run the unit tests only.
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e: build tools ## Run the e2e tests against real Prometheus.
+	$(GO) test -race -count=1 -v ./e2e/
+
+fuzz: ## Fuzz the $(VAR) expansion for a minute.
+	$(GO) test -run=NONE -fuzz=FuzzExpand -fuzztime=60s ./envsubst/
+
+lint: ## gofmt, go vet and tidy checks.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	cd tools && $(GO) vet ./...
+	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
+
+bench: build tools bin/prometheus-config-reloader ## Measure the reloaders; writes docs/benchmarks.md.
+	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
+
+demo: build tools ## Run the demo: real Prometheus reloaded by config-reloader.
+	$(GO) run ./e2e/demo
+
+clean: ## Remove bin/.
+	rm -rf bin

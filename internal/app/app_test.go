@@ -1,0 +1,68 @@
+package app
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func rssFile(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
+
+func TestTrimCode(t *testing.T) {
+	before := rssFile(t)
+	n, err := TrimCode()
+	require.NoError(t, err)
+	require.Positive(t, n)
+	require.Less(t, rssFile(t), before)
+}
+
+func TestServer(t *testing.T) {
+	reg := NewRegistry("config-reloader")
+	ready := false
+	srv := NewServer(nil, reg, "127.0.0.1:0", "", "", func() bool { return ready })
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		srv.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	for _, tc := range []struct {
+		path   string
+		ready  bool
+		status int
+		body   string
+	}{
+		{"/healthz", false, 200, `{"status":"up"}`},
+		{"/-/ready", false, 503, "not ready: no reload has succeeded yet\n"},
+		{"/-/ready", true, 200, "ready\n"},
+	} {
+		ready = tc.ready
+		status, body := get(tc.path)
+		require.Equal(t, tc.status, status, tc.path)
+		require.Equal(t, tc.body, body, tc.path)
+	}
+	status, body := get("/metrics")
+	require.Equal(t, 200, status)
+	for _, name := range []string{"config_reloader_build_info", "go_goroutines", "process_start_time_seconds"} {
+		require.Contains(t, body, name)
+	}
+}
