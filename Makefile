@@ -1,9 +1,15 @@
 # podreload: make demo runs the demo, make test runs every test.
 GO        ?= go
 BIN       := $(CURDIR)/bin
-GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w'
-# The tools module builds the real components the tests run against.
-TOOLS     := cd tools && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(BIN)
+REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION).Version=0.1.0 -X $(VERSION).Revision=$(REVISION)'
+# The tools module (tools/go.mod) builds the real components the tests run
+# against; -mod=readonly overrides a GOFLAGS=-mod=mod in the environment.
+TOOLS     = cd $(CURDIR)/tools && $(GO) build -mod=readonly -trimpath
+VERSION   := github.com/prometheus/common/version
+# Prometheus 3.X.Y is Go module version v0.3XX.Y; evaluated only when used.
+PROMETHEUS_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/prometheus | sed -E 's/^v0\.3([0-9]{2})\.([0-9]+)$$/3.\1.\2/')
+PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
 BINARIES  := config-reloader
 SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_test.go') go.mod go.sum
 export PODRELOAD_BIN := $(BIN)
@@ -22,13 +28,13 @@ bin/%: $(SOURCES)
 tools: bin/prometheus bin/promtool bin/projector ## Build the real components tests use (cached in bin/).
 
 bin/prometheus bin/promtool: tools/go.mod tools/go.sum
-	$(TOOLS) github.com/prometheus/prometheus/cmd/$(notdir $@)
+	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/$(notdir $@)
 
 bin/projector: tools/go.mod tools/go.sum tools/projector/main.go
-	$(TOOLS) ./projector
+	$(TOOLS) -o $(CURDIR)/$@ ./projector
 
 bin/prometheus-config-reloader: tools/go.mod tools/go.sum
-	$(TOOLS) github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
+	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
 
 test: build tools ## Run unit and e2e tests with the race detector.
 	$(GO) test -race -count=1 ./...
