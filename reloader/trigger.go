@@ -114,8 +114,9 @@ func (t *SignalTrigger) String() string {
 	return "process " + strconv.Quote(t.ProcessName)
 }
 
-// Reload signals the process and, with RuntimeInfoURL, waits for it to report
-// the reload.
+// Reload signals the process. With RuntimeInfoURL it first checks that the
+// process is up (a process that has not yet installed its signal handler
+// would die of SIGHUP), then waits for it to report the reload.
 func (t *SignalTrigger) Reload(ctx context.Context) error {
 	pid, err := t.pid()
 	if err != nil {
@@ -125,17 +126,54 @@ func (t *SignalTrigger) Reload(ctx context.Context) error {
 	if sig == 0 {
 		sig = syscall.SIGHUP
 	}
-	sent := time.Now()
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	var before runtimeStatus
+	if t.RuntimeInfoURL != nil {
+		if before, err = runtimeInfo(ctx, t.client(), t.RuntimeInfoURL); err != nil {
+			return fmt.Errorf("reload %s: process not ready: %w", t, err)
+		}
+		// Prometheus reports load times in whole seconds: signal in a later
+		// second than the last load, so that the next one can be told apart.
+		if err := sleep(ctx, time.Until(before.LastConfigTime.Add(time.Second))); err != nil {
+			return fmt.Errorf("reload %s: %w", t, err)
+		}
+	}
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("reload %s: send %s to pid %d: %w", t, sig, pid, err)
 	}
 	if t.RuntimeInfoURL == nil {
 		return nil
 	}
-	if err := t.confirm(ctx, sent); err != nil {
+	if err := t.confirm(ctx, before); err != nil {
 		return fmt.Errorf("reload %s: %w", t, err)
 	}
 	return nil
+}
+
+func (t *SignalTrigger) client() *http.Client {
+	if t.Client == nil {
+		return http.DefaultClient
+	}
+	return t.Client
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (t *SignalTrigger) pid() (int, error) {
@@ -193,36 +231,29 @@ func processName(dir string) string {
 	return filepath.Base(string(argv0))
 }
 
-// confirm polls Prometheus' runtime information until it reports a successful
-// configuration load at or after sent.
-func (t *SignalTrigger) confirm(ctx context.Context, sent time.Time) error {
-	if t.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
-		defer cancel()
-	}
-	client := t.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	// Prometheus reports the load time in whole seconds.
-	since := sent.Truncate(time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
+// confirm polls Prometheus' runtime information until it reports a load
+// newer than before. A load that fails right after a successful one is
+// reported at once; one that fails after a failed one looks like no load at
+// all, until the timeout.
+func (t *SignalTrigger) confirm(ctx context.Context, before runtimeStatus) error {
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var last error
 	for {
-		info, err := runtimeInfo(ctx, client, t.RuntimeInfoURL)
+		info, err := runtimeInfo(ctx, t.client(), t.RuntimeInfoURL)
 		switch {
 		case err != nil && ctx.Err() != nil && last != nil:
 			// Keep the answer of the last completed query.
 		case err != nil:
 			last = err
-		case !info.ReloadConfigSuccess:
-			last = errors.New("process reports that its last reload failed")
-		case info.LastConfigTime.Before(since):
-			last = errors.New("process has not reloaded since the signal")
-		default:
+		case info.ReloadConfigSuccess && info.LastConfigTime.After(before.LastConfigTime):
 			return nil
+		case !info.ReloadConfigSuccess && before.ReloadConfigSuccess:
+			return fmt.Errorf("confirm through %s: process reports that the reload failed", t.RuntimeInfoURL.Redacted())
+		case !info.ReloadConfigSuccess:
+			last = errors.New("process has not reported a successful reload since the signal, and reports that its last reload failed")
+		default:
+			last = errors.New("process has not reloaded since the signal")
 		}
 		select {
 		case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestSignalTrigger(t *testing.T) {
 	t.Run("confirmed by runtime info", func(t *testing.T) {
 		name := fmt.Sprintf("podreload-confirm-%d", os.Getpid())
 		_, wait := target(t, name)
-		srv := runtimeInfoServer(t, true, func() time.Time { return time.Now() })
+		srv := runtimeInfoServer(t, func(int) (bool, time.Time) { return true, time.Now() })
 		tr := &SignalTrigger{ProcessName: name, RuntimeInfoURL: mustURL(t, srv.URL), Timeout: 5 * time.Second}
 		require.NoError(t, tr.Reload(t.Context()))
 		require.Equal(t, syscall.SIGHUP, wait())
@@ -82,8 +83,13 @@ func TestSignalTrigger(t *testing.T) {
 	missing := filepath.Join(dir, "missing.pid")
 	name := fmt.Sprintf("podreload-unconfirmed-%d", os.Getpid())
 	target(t, name)
-	failed := runtimeInfoServer(t, false, func() time.Time { return time.Now() })
-	old := runtimeInfoServer(t, true, func() time.Time { return time.Now().Add(-time.Hour) })
+	start := time.Now().Add(-time.Hour)
+	// Succeeded before the signal, failed after it.
+	failed := runtimeInfoServer(t, func(n int) (bool, time.Time) { return n == 0, start })
+	// Failed before and after.
+	failedAgain := runtimeInfoServer(t, func(int) (bool, time.Time) { return false, start })
+	old := runtimeInfoServer(t, func(int) (bool, time.Time) { return true, start })
+	down := mustURL(t, "http://127.0.0.1:1/api/v1/status/runtimeinfo")
 	for _, tc := range []struct {
 		name    string
 		trigger *SignalTrigger
@@ -97,8 +103,12 @@ func TestSignalTrigger(t *testing.T) {
 			fmt.Sprintf(`reload pid file %s: pid %d from %s: no such process`, stalePID, stale.Process.Pid, stalePID)},
 		{"garbage pid file", &SignalTrigger{PIDFile: garbage},
 			`reload pid file ` + garbage + `: pid file ` + garbage + ` holds "not a pid", not a pid`},
-		{"reload reported failed", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: mustURL(t, failed.URL), Timeout: 200 * time.Millisecond},
-			`reload process "` + name + `": confirm through ` + failed.URL + `: process reports that its last reload failed`},
+		{"reload reported failed", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: mustURL(t, failed.URL), Timeout: time.Minute},
+			`reload process "` + name + `": confirm through ` + failed.URL + `: process reports that the reload failed`},
+		{"reload failed again", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: mustURL(t, failedAgain.URL), Timeout: 200 * time.Millisecond},
+			`reload process "` + name + `": confirm through ` + failedAgain.URL + `: process has not reported a successful reload since the signal, and reports that its last reload failed`},
+		{"process not ready", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: down, Timeout: time.Second},
+			`reload process "` + name + `": process not ready: Get "` + down.String() + `": dial tcp 127.0.0.1:1: connect: connection refused`},
 		{"no reload since the signal", &SignalTrigger{ProcessName: name, Signal: syscall.SIGCONT, RuntimeInfoURL: mustURL(t, old.URL), Timeout: 200 * time.Millisecond},
 			`reload process "` + name + `": confirm through ` + old.URL + `: process has not reloaded since the signal`},
 	} {
@@ -108,10 +118,18 @@ func TestSignalTrigger(t *testing.T) {
 	}
 }
 
-func runtimeInfoServer(t *testing.T, success bool, last func() time.Time) *httptest.Server {
+// runtimeInfoServer answers like Prometheus' runtime information endpoint,
+// with status(n) for its n-th query.
+func runtimeInfoServer(t *testing.T, status func(n int) (bool, time.Time)) *httptest.Server {
+	var mu sync.Mutex
+	n := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		success, last := status(n)
+		n++
+		mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{
-			"reloadConfigSuccess": success, "lastConfigTime": last().UTC().Format(time.RFC3339),
+			"reloadConfigSuccess": success, "lastConfigTime": last.UTC().Format(time.RFC3339),
 		}})
 	}))
 	t.Cleanup(srv.Close)
