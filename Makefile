@@ -9,6 +9,8 @@ TOOLS     = cd $(CURDIR)/tools && $(GO) build -mod=readonly -trimpath
 VERSION   := github.com/prometheus/common/version
 # Prometheus 3.X.Y is Go module version v0.3XX.Y; evaluated only when used.
 PROMETHEUS_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/prometheus | sed -E 's/^v0\.3([0-9]{2})\.([0-9]+)$$/3.\1.\2/')
+# Alertmanager has its own module (tools/alertmanager/go.mod, see there why).
+ALERTMANAGER_VERSION = $(shell cd tools/alertmanager && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/alertmanager | sed 's/^v//')
 PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
 BINARIES  := config-reloader
 SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_test.go') go.mod go.sum
@@ -25,10 +27,13 @@ build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
-tools: bin/prometheus bin/promtool bin/projector ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/alertmanager ## Build the real components tests use (cached in bin/).
 
 bin/prometheus bin/promtool: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/$(notdir $@)
+
+bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
+	cd $(CURDIR)/tools/alertmanager && $(GO) build -mod=readonly -trimpath -ldflags '-X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
 
 bin/projector: tools/go.mod tools/go.sum tools/projector/main.go
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
@@ -58,8 +63,8 @@ lint: ## gofmt, go vet and tidy checks.
 bench: build tools bin/prometheus-config-reloader ## Measure the reloaders; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 
-demo: build tools ## Run the demo: real Prometheus reloaded by config-reloader.
-	$(GO) run ./e2e/demo
+demo: tools ## Run the demo: real Prometheus reloaded by config-reloader, narrated.
+	$(GO) test -count=1 -run '^TestDemo$$' -v ./e2e/
 
 clean: ## Remove bin/.
 	rm -rf bin
