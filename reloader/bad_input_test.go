@@ -279,3 +279,20 @@ func TestBadInput(t *testing.T) {
 		require.Positive(t, testutil.ToFloat64(h.r.m.reloadsFailed))
 	})
 }
+
+func TestRetriesBound(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Retries = 2
+	h.ep.answer(http.StatusInternalServerError, "no")
+	cfg := projector(t, h.cfgDir)
+	project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+	h.start(t)
+	h.logs.waitErr(t, regexp.QuoteMeta(`reload `+h.ep.URL+`/-/reload: status 500: no`))
+	eventually(t, "three attempts", func() bool { return testutil.ToFloat64(h.r.m.reloadsFailed) == 3 })
+	time.Sleep(10 * h.opts.RetryInterval) // A fourth attempt would show here.
+	require.Equal(t, 3.0, testutil.ToFloat64(h.r.m.reloadsFailed))
+
+	h.ep.answer(http.StatusOK, "")
+	project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
+	h.reloaded(t, 1, "a: 2\n|")
+}

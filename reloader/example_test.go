@@ -30,6 +30,7 @@ func Example() {
 		}}),
 		Trigger:       &reloader.HTTPTrigger{URL: u, Timeout: 30 * time.Second},
 		WatchInterval: 3 * time.Minute,
+		Retries:       -1,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -66,15 +66,19 @@ type Options struct {
 	WatchInterval time.Duration
 	// RetryInterval is the first backoff step after a failed reload; 0 means 5s.
 	RetryInterval time.Duration
+	// Retries bounds how often a failed apply is retried before waiting for
+	// the next change or the next WatchInterval; negative means no bound.
+	Retries int
 }
 
 // Reloader watches files and reloads a process when their content changes.
 type Reloader struct {
-	logger  *slog.Logger
-	opts    Options
-	targets []string
-	m       metrics
-	ready   atomic.Bool
+	logger    *slog.Logger
+	opts      Options
+	targets   []string
+	m         metrics
+	ready     atomic.Bool
+	watchErrs atomic.Uint64
 
 	// Owned by Run.
 	watcher  *fsnotify.Watcher
@@ -164,6 +168,14 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg)}, nil
 }
 
+func (r *Reloader) watchError() {
+	r.m.watchErrors.Inc()
+	r.watchErrs.Add(1)
+}
+
+// WatchErrors returns how many errors the file system watcher reported.
+func (r *Reloader) WatchErrors() uint64 { return r.watchErrs.Load() }
+
 // Ready reports whether the process has accepted the current state once.
 func (r *Reloader) Ready() bool { return r.ready.Load() }
 
@@ -245,7 +257,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-w.Errors:
-			r.m.watchErrors.Inc()
+			r.watchError()
 			r.logger.Warn("watch error", "err", err)
 		case ev := <-w.Events:
 			r.m.events.Inc()
@@ -282,6 +294,9 @@ func (r *Reloader) Run(ctx context.Context) error {
 				}
 				schedule(now.Add(r.opts.QuietWindow))
 				continue
+			case err != nil && r.opts.Retries >= 0 && attempt >= r.opts.Retries:
+				attempt = 0
+				r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
 			case err != nil:
 				wait := backoff(r.opts.RetryInterval, attempt)
 				attempt++
@@ -423,7 +438,7 @@ func (r *Reloader) syncWatches() {
 				break
 			}
 			if !errors.Is(err, fs.ErrNotExist) {
-				r.m.watchErrors.Inc()
+				r.watchError()
 				r.logger.Warn("watch dir", "dir", d, "err", err)
 			}
 			if d == filepath.Dir(d) {

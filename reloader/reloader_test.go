@@ -202,6 +202,7 @@ func newSetup(t *testing.T) *setup {
 		QuietWindow:   50 * time.Millisecond,
 		RetryInterval: 20 * time.Millisecond,
 		WatchInterval: time.Minute,
+		Retries:       -1,
 	}
 	return s
 }

@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Trigger makes the watched process load its configuration again.
@@ -41,6 +44,9 @@ type HTTPTrigger struct {
 	Timeout time.Duration
 	// Client sends the request; nil means a client without keep-alives.
 	Client *http.Client
+	// Observe, when set, is told of each call: the status code (0 without
+	// an answer), the duration and the error.
+	Observe func(status int, d time.Duration, err error)
 }
 
 // String returns the URL without its password.
@@ -50,6 +56,15 @@ func (t *HTTPTrigger) String() string { return t.URL.Redacted() }
 // status and the start of the response body, which is where Prometheus
 // explains why it rejected a configuration.
 func (t *HTTPTrigger) Reload(ctx context.Context) error {
+	start := time.Now()
+	status, err := t.call(ctx)
+	if t.Observe != nil {
+		t.Observe(status, time.Since(start), err)
+	}
+	return err
+}
+
+func (t *HTTPTrigger) call(ctx context.Context) (int, error) {
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
@@ -61,7 +76,7 @@ func (t *HTTPTrigger) Reload(ctx context.Context) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.URL.String(), nil)
 	if err != nil {
-		return fmt.Errorf("reload %s: %w", t, err)
+		return 0, fmt.Errorf("reload %s: %w", t, err)
 	}
 	client := t.Client
 	if client == nil {
@@ -70,9 +85,9 @@ func (t *HTTPTrigger) Reload(ctx context.Context) error {
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return fmt.Errorf("reload %s: no response within %s", t, t.Timeout)
+			return 0, fmt.Errorf("reload %s: no response within %s", t, t.Timeout)
 		}
-		return fmt.Errorf("reload %s: %w", t, err)
+		return 0, fmt.Errorf("reload %s: %w", t, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -81,9 +96,82 @@ func (t *HTTPTrigger) Reload(ctx context.Context) error {
 		ok = resp.StatusCode == t.Status
 	}
 	if !ok {
-		return fmt.Errorf("reload %s: status %d: %s", t, resp.StatusCode, strings.TrimSpace(string(body)))
+		return resp.StatusCode, fmt.Errorf("reload %s: status %d: %s", t, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return resp.StatusCode, nil
+}
+
+// Triggers reloads through every trigger in turn: several webhooks, or a
+// webhook and a signal. It fails if any of them fails, after trying all.
+type Triggers []Trigger
+
+// Reload calls every trigger.
+func (ts Triggers) Reload(ctx context.Context) error {
+	var errs []error
+	for _, t := range ts {
+		errs = append(errs, t.Reload(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// String lists the triggers.
+func (ts Triggers) String() string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// CommandTrigger reloads by running a command, for apps with a reload CLI
+// (nginx -s reload, haproxy, ...). The command runs in the reloader's
+// container, so it must exist there.
+type CommandTrigger struct {
+	// Args is the command and its arguments; no shell is involved.
+	Args []string
+	// Timeout bounds the command; it is killed after that.
+	Timeout time.Duration
+}
+
+// String returns the command line.
+func (t *CommandTrigger) String() string { return "command " + strconv.Quote(strings.Join(t.Args, " ")) }
+
+// Reload runs the command; a non-zero exit is an error carrying the end of
+// its output.
+func (t *CommandTrigger) Reload(ctx context.Context) error {
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, t.Args[0], t.Args[1:]...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("reload %s: no exit within %s", t, t.Timeout)
+	}
+	if err != nil {
+		if len(out) > maxBody {
+			out = out[len(out)-maxBody:]
+		}
+		return fmt.Errorf("reload %s: %w: %s", t, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// ParseSignal parses a signal name (HUP, SIGHUP, usr1) or number.
+func ParseSignal(s string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q", s)
 }
 
 // SignalTrigger reloads a process of the same pod (which must share its

@@ -152,3 +152,60 @@ func TestHTTPTrigger(t *testing.T) {
 	u.User = url.UserPassword("admin", "secret")
 	require.Equal(t, "http://admin:xxxxx@"+u.Host, (&HTTPTrigger{URL: u}).String())
 }
+
+func TestCommandTrigger(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "reloaded")
+	require.NoError(t, (&CommandTrigger{Args: []string{"touch", marker}}).Reload(t.Context()))
+	require.FileExists(t, marker)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"fails", []string{"sh", "-c", "echo 'nginx: [emerg] unknown directive \"x\"' >&2; exit 1"},
+			`reload command "sh -c echo 'nginx: [emerg] unknown directive \"x\"' >&2; exit 1": exit status 1: nginx: [emerg] unknown directive "x"`},
+		{"hangs", []string{"sleep", "30"}, `reload command "sleep 30": no exit within 100ms`},
+		{"missing", []string{"/no/such/reload-cli"}, `reload command "/no/such/reload-cli": fork/exec /no/such/reload-cli: no such file or directory: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := (&CommandTrigger{Args: tc.args, Timeout: 100 * time.Millisecond}).Reload(t.Context())
+			require.EqualError(t, err, tc.err)
+		})
+	}
+}
+
+func TestTriggers(t *testing.T) {
+	var calls []string
+	handler := func(name string, status int) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			calls = append(calls, name)
+			w.WriteHeader(status)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	a, b, c := handler("a", 200), handler("b", 500), handler("c", 200)
+	var observed []int
+	observe := func(status int, _ time.Duration, _ error) { observed = append(observed, status) }
+	ts := Triggers{
+		&HTTPTrigger{URL: mustURL(t, a.URL), Observe: observe},
+		&HTTPTrigger{URL: mustURL(t, b.URL), Observe: observe},
+		&HTTPTrigger{URL: mustURL(t, c.URL), Observe: observe},
+	}
+	require.EqualError(t, ts.Reload(t.Context()), "reload "+b.URL+": status 500: ")
+	require.Equal(t, []string{"a", "b", "c"}, calls, "every trigger is called, even after a failure")
+	require.Equal(t, []int{200, 500, 200}, observed)
+	require.Equal(t, a.URL+", "+b.URL+", "+c.URL, ts.String())
+}
+
+func TestParseSignal(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"HUP": syscall.SIGHUP, "SIGUSR1": syscall.SIGUSR1, "usr2": syscall.SIGUSR2, "15": syscall.SIGTERM} {
+		got, err := ParseSignal(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseSignal("SIGNOPE")
+	require.EqualError(t, err, `unknown signal "SIGNOPE"`)
+}

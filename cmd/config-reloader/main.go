@@ -87,6 +87,7 @@ func run(args []string) int {
 		DelayInterval: cfg.delayInterval,
 		WatchInterval: cfg.watchInterval,
 		RetryInterval: cfg.retryInterval,
+		Retries:       -1,
 	})
 	if err != nil {
 		logger.Error("invalid flags", "err", err)
