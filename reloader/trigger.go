@@ -134,7 +134,9 @@ type CommandTrigger struct {
 }
 
 // String returns the command line.
-func (t *CommandTrigger) String() string { return "command " + strconv.Quote(strings.Join(t.Args, " ")) }
+func (t *CommandTrigger) String() string {
+	return "command " + strconv.Quote(strings.Join(t.Args, " "))
+}
 
 // Reload runs the command; a non-zero exit is an error carrying the end of
 // its output.
