@@ -82,9 +82,10 @@ type Reloader struct {
 
 	// Owned by Run.
 	watcher  *fsnotify.Watcher
-	rendered []byte // last good rendered configuration
-	applied  uint64 // hash of the state the process last accepted
-	synced   bool   // applied is valid and nothing failed since
+	missing  map[string]bool // target dirs seen missing
+	rendered []byte          // last good rendered configuration
+	applied  uint64          // hash of the state the process last accepted
+	synced   bool            // applied is valid and nothing failed since
 }
 
 type metrics struct {
@@ -228,7 +229,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create watcher: %w", err)
 	}
-	r.watcher = w
+	r.watcher, r.missing = w, map[string]bool{}
 	defer closeWatcher(w)
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
@@ -435,6 +436,14 @@ func (r *Reloader) syncWatches() {
 		for d := dir; ; d = filepath.Dir(d) {
 			err := r.watcher.Add(d)
 			if err == nil {
+				switch {
+				case d != dir && !r.missing[dir]:
+					r.missing[dir] = true
+					r.logger.Warn("watched dir is missing, waiting for it", "dir", dir, "watching", d)
+				case d == dir && r.missing[dir]:
+					delete(r.missing, dir)
+					r.logger.Info("watched dir appeared", "dir", dir)
+				}
 				break
 			}
 			if !errors.Is(err, fs.ErrNotExist) {

@@ -91,11 +91,10 @@ func (t *HTTPTrigger) call(ctx context.Context) (int, error) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	ok := resp.StatusCode/100 == 2
-	if t.Status != 0 {
-		ok = resp.StatusCode == t.Status
-	}
-	if !ok {
+	switch {
+	case t.Status != 0 && resp.StatusCode != t.Status:
+		return resp.StatusCode, fmt.Errorf("reload %s: status %d, want %d: %s", t, resp.StatusCode, t.Status, strings.TrimSpace(string(body)))
+	case t.Status == 0 && resp.StatusCode/100 != 2:
 		return resp.StatusCode, fmt.Errorf("reload %s: status %d: %s", t, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return resp.StatusCode, nil

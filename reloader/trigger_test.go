@@ -146,7 +146,7 @@ func TestHTTPTrigger(t *testing.T) {
 	require.NoError(t, (&HTTPTrigger{URL: mustURL(t, srv.URL)}).Reload(t.Context()))
 	require.Equal(t, http.MethodPost, method)
 	tr := &HTTPTrigger{URL: mustURL(t, srv.URL), Method: http.MethodGet, Status: http.StatusAccepted}
-	require.EqualError(t, tr.Reload(t.Context()), "reload "+srv.URL+": status 200: ok")
+	require.EqualError(t, tr.Reload(t.Context()), "reload "+srv.URL+": status 200, want 202: ok")
 	require.Equal(t, http.MethodGet, method)
 	u := mustURL(t, srv.URL)
 	u.User = url.UserPassword("admin", "secret")

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"syscall"
@@ -37,10 +38,12 @@ type config struct {
 	log                                   promslog.Config
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stderr)) }
 
-func run(args []string) int {
-	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat()}}
+// run runs until ctx is done or a termination signal arrives, logging to
+// stderr, and returns the exit code.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
 	a := kingpin.New(program, "Renders a mounted Prometheus configuration and reloads Prometheus when it or a watched directory changes.")
 	a.Version(version.Print(program))
 	a.HelpFlag.Short('h')
@@ -63,7 +66,7 @@ func run(args []string) int {
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	a.Flag("log-level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
 	if _, err := a.Parse(args); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
@@ -106,7 +109,7 @@ func run(args []string) int {
 
 	var g oklog.Group
 	{ // Reloader.
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(ctx)
 		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.listen != "" { // Web server.
@@ -114,14 +117,14 @@ func run(args []string) int {
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trim start-up-only code pages.
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(ctx)
 		g.Add(func() error { app.TrimCodeAfter(ctx, logger, 2*time.Second); return nil }, func(error) { cancel() })
 	}
 	{ // Termination.
-		g.Add(oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM))
+		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	}
 	if err := g.Run(); err != nil {
-		if errors.As(err, new(*oklog.SignalError)) {
+		if errors.As(err, new(*oklog.SignalError)) || errors.Is(err, context.Canceled) {
 			logger.Info("stopping", "reason", err)
 			return 0
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,7 +49,7 @@ func TestInitMode(t *testing.T) {
 				"--statefulset-ordinal-from-envvar=MY_POD", "--listen-address=127.0.0.1:0", "--web-config-file=",
 				"--log-format=json", "--log-level=debug",
 			}, tc.extra...)
-			require.Equal(t, tc.code, run(args))
+			require.Equal(t, tc.code, run(t.Context(), args, io.Discard))
 			b, err := os.ReadFile(out)
 			require.NoError(t, err)
 			require.Equal(t, tc.output, string(b))
