@@ -1,0 +1,419 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// output is a goroutine-safe log sink.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitLog waits for a JSON log record whose msg is msg and whose err, if
+// pattern is not empty, matches the anchored regexp pattern.
+func (o *output) waitLog(t *testing.T, msg, pattern string) {
+	t.Helper()
+	re := regexp.MustCompile("^" + pattern + "$")
+	eventually(t, fmt.Sprintf("log %q %s", msg, pattern), func() bool {
+		for _, line := range strings.Split(o.String(), "\n") {
+			var rec struct{ Msg, Err string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == msg && (pattern == "" || re.MatchString(rec.Err)) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// start runs rules-reloader with args until the test ends.
+func start(t *testing.T, args ...string) *output {
+	t.Helper()
+	out := &output{}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	args = append([]string{"--log.format=json", "--retry-interval=20ms"}, args...)
+	if !strings.Contains(strings.Join(args, " "), "--web.listen-address=") {
+		args = append(args, "--web.listen-address=")
+	}
+	go func() { code <- run(ctx, args, out) }()
+	t.Cleanup(func() {
+		cancel()
+		require.Equal(t, 0, <-code, "exit code; log:\n%s", out)
+		if t.Failed() {
+			t.Logf("rules-reloader log:\n%s", out)
+		}
+	})
+	return out
+}
+
+// webhook records calls with what the volume held at that moment.
+type webhook struct {
+	*httptest.Server
+	mu      sync.Mutex
+	calls   []string
+	headers []http.Header
+	status  int
+}
+
+func newWebhook(t *testing.T, snapshot func() string) *webhook {
+	w := &webhook{status: http.StatusOK}
+	w.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.calls = append(w.calls, r.Method+" "+snapshot())
+		w.headers = append(w.headers, r.Header.Clone())
+		rw.WriteHeader(w.status)
+		_, _ = io.WriteString(rw, "answer from the app")
+	}))
+	t.Cleanup(w.Close)
+	return w
+}
+
+func (w *webhook) answer(status int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status = status
+}
+
+func (w *webhook) seen() ([]string, []http.Header) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.calls...), append([]http.Header(nil), w.headers...)
+}
+
+func (w *webhook) waitCalls(t *testing.T, n int) []string {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d calls", n), func() bool { c, _ := w.seen(); return len(c) >= n })
+	c, _ := w.seen()
+	return c
+}
+
+// readDir renders a directory's visible files as "name=content;" pairs.
+func readDir(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	var b strings.Builder
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		c, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		b.WriteString(e.Name() + "=" + string(c) + ";")
+	}
+	return b.String()
+}
+
+func projector(t *testing.T, dst string) *volume.Projector {
+	t.Helper()
+	p, err := volume.Start(context.Background(), dst, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	return p
+}
+
+func project(t *testing.T, p *volume.Projector, files map[string]string) {
+	t.Helper()
+	_, err := p.Project(files)
+	require.NoError(t, err)
+}
+
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"no volume dir", []string{"--webhook-url=http://127.0.0.1:9090/-/reload"}, "rules-reloader: required flag(s) '--volume-dir' not provided\n"},
+		{"url does not parse", []string{"--webhook-url=http://[::1"}, `rules-reloader: --webhook-url "http://[::1": want an http or https URL with a host` + "\n"},
+		{"url without host", []string{"--webhook-url=/-/reload"}, `rules-reloader: --webhook-url "/-/reload": want an http or https URL with a host` + "\n"},
+		{"nothing to reload", nil, "rules-reloader: nothing to reload: give --webhook-url, --process-executable-name, --pid-file or --reload-command\n"},
+		{"bad signal", []string{"--pid-file=/run/app.pid", "--reload-signal=SIGNOPE"}, `rules-reloader: --reload-signal: unknown signal "SIGNOPE"` + "\n"},
+		{"password file without user", []string{"--webhook-url=http://127.0.0.1/", "--webhook-password-file=/p"},
+			"rules-reloader: --webhook-password-file needs a user name in --webhook-url http://127.0.0.1/\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := tc.args
+			if tc.name != "no volume dir" {
+				args = append(args, "--volume-dir="+dir)
+			}
+			require.Equal(t, 2, run(t.Context(), args, &stderr))
+			require.Equal(t, tc.err, stderr.String())
+		})
+	}
+}
+
+func TestWebhooks(t *testing.T) {
+	root := t.TempDir()
+	rules, alerts := filepath.Join(root, "rules"), filepath.Join(root, "alerts")
+	snapshot := func() string { return readDir(rules) + "|" + readDir(alerts) }
+	a, b := newWebhook(t, snapshot), newWebhook(t, snapshot)
+	a.Start()
+	b.Start()
+	pr, pa := projector(t, rules), projector(t, alerts)
+	project(t, pr, map[string]string{"r.yaml": "r0"})
+	project(t, pa, map[string]string{"a.yaml": "a0"})
+	metricsAddr := freeAddr(t)
+	start(t, "--volume-dir="+rules, "--volume-dir="+alerts, "--webhook-url="+a.URL+"/-/reload",
+		"--webhook-url="+b.URL+"/reload", "--webhook-method=PUT", "--web.listen-address="+metricsAddr, "--web.telemetry-path=/m")
+	first := a.waitCalls(t, 1)
+	require.Equal(t, []string{"PUT r.yaml=r0;|a.yaml=a0;"}, first)
+
+	// A burst over both volumes: at most two calls per webhook, the last
+	// with the last state.
+	for i := 1; i <= 10; i++ {
+		if i%2 == 0 {
+			project(t, pr, map[string]string{"r.yaml": "r" + strconv.Itoa(i)})
+		} else {
+			project(t, pa, map[string]string{"a.yaml": "a" + strconv.Itoa(i)})
+		}
+		time.Sleep(20 * time.Millisecond) // The pace of the burst.
+	}
+	last := "PUT r.yaml=r10;|a.yaml=a9;"
+	for _, w := range []*webhook{a, b} {
+		eventually(t, "last state", func() bool { c, _ := w.seen(); return c[len(c)-1] == last })
+	}
+	time.Sleep(300 * time.Millisecond) // A late extra call would show here.
+	for _, w := range []*webhook{a, b} {
+		calls, _ := w.seen()
+		require.LessOrEqual(t, len(calls), 3, "1 initial call and at most 2 for the burst: %q", calls)
+	}
+
+	// Bookkeeping entries and identical content: no call.
+	n := len(a.waitCalls(t, 1))
+	project(t, pr, map[string]string{"r.yaml": "r10"})
+	require.NoError(t, os.Mkdir(filepath.Join(rules, "..2026_11_21_00_00_00.1"), 0o755))
+	time.Sleep(300 * time.Millisecond)
+	calls, _ := a.seen()
+	require.Len(t, calls, n)
+
+	resp, err := http.Get("http://" + metricsAddr + "/m")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	require.NoError(t, resp.Body.Close())
+	for _, want := range []string{
+		fmt.Sprintf(`configmap_reload_requests_total{status_code="200",webhook="%s/-/reload"} %d`, a.URL, n),
+		fmt.Sprintf(`configmap_reload_success_reloads_total{webhook="%s/reload"} %d`, b.URL, n),
+		fmt.Sprintf(`configmap_reload_last_reload_error{webhook="%s/reload"} 0`, b.URL),
+		`configmap_reload_watcher_errors_total 0`,
+		fmt.Sprintf(`reloader_reloads_total %d`, n),
+		`reloader_watches 2`,
+	} {
+		require.Contains(t, string(body), want)
+	}
+}
+
+func TestInPlaceEdits(t *testing.T) {
+	dir := t.TempDir()
+	w := newWebhook(t, func() string { return readDir(dir) })
+	w.Start()
+	path := filepath.Join(dir, "nginx.conf")
+	require.NoError(t, os.WriteFile(path, []byte("worker_processes 1;"), 0o644))
+	start(t, "--volume-dir="+dir, "--webhook-url="+w.URL)
+	w.waitCalls(t, 1)
+
+	require.NoError(t, os.WriteFile(path, []byte("worker_processes 1;"), 0o644))
+	time.Sleep(300 * time.Millisecond) // Same content: a call would show here.
+	calls, _ := w.seen()
+	require.Len(t, calls, 1)
+	require.NoError(t, os.WriteFile(path, []byte("worker_processes 2;"), 0o644))
+	eventually(t, "edit", func() bool { c, _ := w.seen(); return c[len(c)-1] == "POST nginx.conf=worker_processes 2;;" })
+}
+
+func TestAuth(t *testing.T) {
+	dir := t.TempDir()
+	secrets := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(secrets, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	change := func(i int) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(strconv.Itoa(i)), 0o644))
+	}
+	change(0)
+
+	t.Run("basic auth from the URL", func(t *testing.T) {
+		w := newWebhook(t, func() string { return "" })
+		w.Start()
+		start(t, "--volume-dir="+dir, "--webhook-url=http://admin:s3cret@"+w.Listener.Addr().String()+"/")
+		w.waitCalls(t, 1)
+		_, h := w.seen()
+		require.Equal(t, "Basic YWRtaW46czNjcmV0", h[0].Get("Authorization"))
+	})
+	t.Run("password file", func(t *testing.T) {
+		w := newWebhook(t, func() string { return "" })
+		w.Start()
+		start(t, "--volume-dir="+dir, "--webhook-url=http://admin@"+w.Listener.Addr().String()+"/",
+			"--webhook-password-file="+write("password", "from-file\n"))
+		w.waitCalls(t, 1)
+		_, h := w.seen()
+		require.Equal(t, "Basic YWRtaW46ZnJvbS1maWxl", h[0].Get("Authorization")) // admin:from-file
+	})
+	t.Run("rotated bearer token", func(t *testing.T) {
+		w := newWebhook(t, func() string { return "" })
+		w.Start()
+		token := write("token", "first")
+		start(t, "--volume-dir="+dir, "--webhook-url="+w.URL, "--webhook-bearer-token-file="+token)
+		w.waitCalls(t, 1)
+		write("token", "second")
+		change(1)
+		w.waitCalls(t, 2)
+		_, h := w.seen()
+		require.Equal(t, "Bearer first", h[0].Get("Authorization"))
+		require.Equal(t, "Bearer second", h[1].Get("Authorization"))
+	})
+	t.Run("custom CA and client certificate", func(t *testing.T) {
+		w := newWebhook(t, func() string { return "" })
+		clientCert, clientKey, pool := clientCertificate(t)
+		w.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+		w.StartTLS()
+		ca := write("ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.Certificate().Raw})))
+		start(t, "--volume-dir="+dir, "--webhook-url="+w.URL, "--webhook-ca-file="+ca,
+			"--webhook-cert-file="+write("cert.pem", clientCert), "--webhook-key-file="+write("key.pem", clientKey))
+		w.waitCalls(t, 1)
+	})
+}
+
+// clientCertificate returns a self-signed client certificate, its key and a
+// pool trusting it.
+func clientCertificate(t *testing.T) (certPEM, keyPEM string, pool *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rules-reloader"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})), pool
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestBadInput: each failure is logged with its cause, the reloader keeps
+// running, and the next change after the cause is fixed is applied.
+func TestBadInput(t *testing.T) {
+	t.Run("volume dir missing at start", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "later", "rules")
+		w := newWebhook(t, func() string { return readDir(dir) })
+		w.Start()
+		out := start(t, "--volume-dir="+dir, "--webhook-url="+w.URL)
+		out.waitLog(t, "watched dir is missing, waiting for it", "")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("r"), 0o644))
+		eventually(t, "call", func() bool { c, _ := w.seen(); return len(c) > 0 && c[len(c)-1] == "POST r.yaml=r;" })
+	})
+
+	dir := t.TempDir()
+	change := func(i int) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(strconv.Itoa(i)), 0o644))
+	}
+	change(0)
+	t.Run("webhook down", func(t *testing.T) {
+		addr := freeAddr(t)
+		out := start(t, "--volume-dir="+dir, "--webhook-url=http://"+addr+"/-/reload")
+		u := "http://" + addr + "/-/reload"
+		out.waitLog(t, "apply failed", regexp.QuoteMeta(`reload `+u+`: Post "`+u+`": dial tcp `+addr+`: connect: connection refused`))
+	})
+	t.Run("unexpected status", func(t *testing.T) {
+		w := newWebhook(t, func() string { return readDir(dir) })
+		w.answer(http.StatusAccepted)
+		w.Start()
+		out := start(t, "--volume-dir="+dir, "--webhook-url="+w.URL, "--webhook-retries=0")
+		out.waitLog(t, "apply failed, waiting for the next change", regexp.QuoteMeta(`reload `+w.URL+`: status 202, want 200: answer from the app`))
+		w.answer(http.StatusOK)
+		change(1)
+		eventually(t, "recovered", func() bool { c, _ := w.seen(); return c[len(c)-1] == "POST r.yaml=1;" })
+	})
+	t.Run("pid file missing", func(t *testing.T) {
+		pidFile := filepath.Join(t.TempDir(), "app.pid")
+		out := start(t, "--volume-dir="+dir, "--pid-file="+pidFile)
+		out.waitLog(t, "apply failed", regexp.QuoteMeta(`reload pid file `+pidFile+`: read pid file: open `+pidFile+`: no such file or directory`))
+	})
+	t.Run("pid file stale", func(t *testing.T) {
+		done := exec.Command("true")
+		require.NoError(t, done.Run())
+		pidFile := filepath.Join(t.TempDir(), "app.pid")
+		require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(done.Process.Pid)), 0o644))
+		out := start(t, "--volume-dir="+dir, "--pid-file="+pidFile, "--reload-signal=USR1")
+		out.waitLog(t, "apply failed", regexp.QuoteMeta(fmt.Sprintf(`reload pid file %s: pid %d from %s: no such process`, pidFile, done.Process.Pid, pidFile)))
+	})
+	t.Run("command fails", func(t *testing.T) {
+		out := start(t, "--volume-dir="+dir, "--reload-command=ls /no/such/dir")
+		out.waitLog(t, "apply failed", regexp.QuoteMeta(`reload command "ls /no/such/dir": exit status 2: ls: cannot access '/no/such/dir': No such file or directory`))
+	})
+	t.Run("command hangs", func(t *testing.T) {
+		out := start(t, "--volume-dir="+dir, "--reload-command=sleep 30", "--reload-timeout=100ms")
+		out.waitLog(t, "apply failed", regexp.QuoteMeta(`reload command "sleep 30": no exit within 100ms`))
+	})
+}
