@@ -59,6 +59,7 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools && $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
+	cd tools/alertmanager && $(GO) mod tidy -diff
 
 bench: build tools bin/prometheus-config-reloader ## Measure the reloaders; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
