@@ -29,15 +29,15 @@ import (
 const (
 	// deadline bounds every wait for a condition.
 	deadline = 20 * time.Second
-	// reloaderEnv names a prebuilt config-reloader to test instead of the
-	// working tree's.
-	reloaderEnv = "PODRELOAD_E2E_CONFIG_RELOADER"
-	podName     = "prom-0"
+	// binEnv names a directory holding prebuilt config-reloader and
+	// rules-reloader binaries to test instead of the working tree's.
+	binEnv  = "PODRELOAD_E2E_BIN"
+	podName = "prom-0"
 )
 
 func TestMain(m *testing.M) {
 	cleanup := os.Exit
-	if os.Getenv(reloaderEnv) == "" {
+	if os.Getenv(binEnv) == "" {
 		dir, err := os.MkdirTemp("", "podreload-e2e")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -47,16 +47,19 @@ func TestMain(m *testing.M) {
 			_ = os.RemoveAll(dir)
 			os.Exit(code)
 		}
-		bin := filepath.Join(dir, "config-reloader")
-		build := exec.Command("go", "build", "-race", "-o", bin, "github.com/podreload/podreload/cmd/config-reloader")
+		build := exec.Command("go", "build", "-race", "-o", dir+"/", "github.com/podreload/podreload/cmd/config-reloader",
+			"github.com/podreload/podreload/cmd/rules-reloader")
 		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build config-reloader: %v\n%s", err, out)
+			fmt.Fprintf(os.Stderr, "build the reloaders: %v\n%s", err, out)
 			cleanup(1)
 		}
-		_ = os.Setenv(reloaderEnv, bin)
+		_ = os.Setenv(binEnv, dir)
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(cleanup))
 }
+
+// ours returns the path of one of the reloaders under test.
+func ours(name string) string { return filepath.Join(os.Getenv(binEnv), name) }
 
 // eventually calls cond until it returns nil, failing the test with cond's
 // last error when that takes longer than deadline.
@@ -182,8 +185,8 @@ func ok(ctx context.Context, url string) error {
 	return err
 }
 
-// getJSON decodes the data field of a Prometheus API response.
-func getJSON(ctx context.Context, url string, data any) error {
+// getRawJSON decodes the JSON body of a GET of url.
+func getRawJSON(ctx context.Context, url string, v any) error {
 	code, body, err := get(ctx, url)
 	if err != nil {
 		return err
@@ -191,15 +194,23 @@ func getJSON(ctx context.Context, url string, data any) error {
 	if code != http.StatusOK {
 		return fmt.Errorf("GET %s: status %d: %s", url, code, bytes.TrimSpace(body))
 	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return nil
+}
+
+// getJSON decodes the data field of a Prometheus API response.
+func getJSON(ctx context.Context, url string, data any) error {
 	var resp struct {
 		Status string          `json:"status"`
 		Data   json.RawMessage `json:"data"`
 	}
-	if err := json.Unmarshal(body, &resp); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+	if err := getRawJSON(ctx, url, &resp); err != nil {
+		return err
 	}
 	if resp.Status != "success" {
-		return fmt.Errorf("GET %s: status %q: %s", url, resp.Status, body)
+		return fmt.Errorf("GET %s: status %q", url, resp.Status)
 	}
 	return json.Unmarshal(resp.Data, data)
 }
@@ -295,7 +306,7 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	p.setConfig(initial.version, "15s")
 	p.setRules(initial.rules)
 
-	reloader := os.Getenv(reloaderEnv)
+	reloader := ours("config-reloader")
 	env := []string{"POD_NAME=" + podName}
 	configArgs := []string{"--config-file=" + filepath.Join(p.configVol, "prometheus.yaml.gz"), "--config-envsubst-file=" + p.output}
 
