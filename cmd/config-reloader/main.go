@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,7 +32,9 @@ type config struct {
 	watchedDirs                           []string
 	watchInterval, delayInterval          time.Duration
 	retryInterval, reloadTimeout          time.Duration
-	reloadURL, runtimeInfoURL             *url.URL
+	reloadURL                             *url.URL
+	runtimeInfoURL, pidFile, signal       string
+	command                               string
 	method, processName, ordinalFrom      string
 	strict                                bool
 	memlimitRatio                         float64
@@ -55,9 +58,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("5s").DurationVar(&cfg.retryInterval)
 	a.Flag("reload-timeout", "How long a reload request (or its confirmation) may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
 	a.Flag("reload-url", "URL called with POST to reload.").Default("http://127.0.0.1:9090/-/reload").URLVar(&cfg.reloadURL)
-	a.Flag("reload-method", "How to reload: http (POST --reload-url) or signal (SIGHUP to --process-executable-name, confirmed through --runtimeinfo-url).").Default("http").EnumVar(&cfg.method, "http", "signal")
-	a.Flag("process-executable-name", "Executable name of the process to signal with --reload-method=signal.").Default("prometheus").StringVar(&cfg.processName)
-	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal.").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").URLVar(&cfg.runtimeInfoURL)
+	a.Flag("reload-method", "How to reload: http (POST --reload-url), signal (--reload-signal to --pid-file's process or else to --process-executable-name, confirmed through --runtimeinfo-url) or command (run --reload-command).").Default("http").EnumVar(&cfg.method, "http", "signal", "command")
+	a.Flag("process-executable-name", "Executable name of the process to signal with --reload-method=signal (needs a shared process namespace).").Default("prometheus").StringVar(&cfg.processName)
+	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
+	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
+	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
+	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
 	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; with --no-config-envsubst-strict it is left verbatim and counted.").Default("true").BoolVar(&cfg.strict)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
@@ -76,9 +82,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	app.SetMemoryLimit(cfg.memlimitRatio)
 
-	var trigger reloader.Trigger = &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout}
-	if cfg.method == "signal" {
-		trigger = &reloader.SignalTrigger{ProcessName: cfg.processName, RuntimeInfoURL: cfg.runtimeInfoURL, Timeout: cfg.reloadTimeout, Signal: syscall.SIGHUP}
+	trigger, err := newTrigger(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", program, err)
+		return 2
 	}
 	reg := app.NewRegistry(program)
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
@@ -132,4 +139,32 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// newTrigger returns the trigger --reload-method selects.
+func newTrigger(cfg config) (reloader.Trigger, error) {
+	switch cfg.method {
+	case "signal":
+		sig, err := reloader.ParseSignal(cfg.signal)
+		if err != nil {
+			return nil, fmt.Errorf("--reload-signal: %w", err)
+		}
+		t := &reloader.SignalTrigger{ProcessName: cfg.processName, PIDFile: cfg.pidFile, Signal: sig, Timeout: cfg.reloadTimeout}
+		if cfg.runtimeInfoURL != "" {
+			u, err := url.Parse(cfg.runtimeInfoURL)
+			if err != nil {
+				return nil, fmt.Errorf("--runtimeinfo-url: %w", err)
+			}
+			t.RuntimeInfoURL = u
+		}
+		return t, nil
+	case "command":
+		args := strings.Fields(cfg.command)
+		if len(args) == 0 {
+			return nil, errors.New("--reload-method=command needs --reload-command")
+		}
+		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, nil
+	default:
+		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout}, nil
+	}
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,14 +27,21 @@ func TestInitMode(t *testing.T) {
 		extra        []string
 		code         int
 		output       string
+		stderr       string // for exit code 2
 	}{
-		{"expands", "replica: $(MY_POD)\nshard: $(STATEFULSET_ORDINAL_NUMBER)\nregion: $(REGION)\n", nil, 0,
-			"replica: prometheus-main-7\nshard: 7\nregion: eu\n"},
-		{"strict undefined keeps output", "a: $(NOPE)\n", nil, 1, "replica: prometheus-main-7\nshard: 7\nregion: eu\n"},
-		{"tolerant undefined", "a: $(NOPE)\n", []string{"--no-config-envsubst-strict"}, 0, "a: $(NOPE)\n"},
-		{"unknown flag", "", []string{"--no-such-flag"}, 2, "a: $(NOPE)\n"},
-		{"bad reload method", "", []string{"--reload-method=carrier-pigeon"}, 2, "a: $(NOPE)\n"},
-		{"bad memlimit ratio", "", []string{"--auto-gomemlimit-ratio=2"}, 2, "a: $(NOPE)\n"},
+		{"expands", "replica: $(MY_POD)\nshard: $(STATEFULSET_ORDINAL_NUMBER)\nregion: $(REGION)\n", []string{"--reload-method=http"}, 0,
+			"replica: prometheus-main-7\nshard: 7\nregion: eu\n", ""},
+		{"strict undefined keeps output", "a: $(NOPE)\n", nil, 1, "replica: prometheus-main-7\nshard: 7\nregion: eu\n", ""},
+		{"tolerant undefined", "a: $(NOPE)\n", []string{"--no-config-envsubst-strict"}, 0, "a: $(NOPE)\n", ""},
+		{"unknown flag", "", []string{"--no-such-flag"}, 2, "a: $(NOPE)\n", "config-reloader: unknown long flag '--no-such-flag'\n"},
+		{"bad reload method", "", []string{"--reload-method=carrier-pigeon"}, 2, "a: $(NOPE)\n",
+			"config-reloader: enum value must be one of http,signal,command, got 'carrier-pigeon'\n"},
+		{"bad memlimit ratio", "", []string{"--auto-gomemlimit-ratio=2"}, 2, "a: $(NOPE)\n", "--auto-gomemlimit-ratio must be in (0, 1]"},
+		{"bad signal", "", []string{"--reload-method=signal", "--reload-signal=NOPE"}, 2, "a: $(NOPE)\n",
+			"config-reloader: --reload-signal: unknown signal \"NOPE\"\n"},
+		{"command without command", "", []string{"--reload-method=command"}, 2, "a: $(NOPE)\n",
+			"config-reloader: --reload-method=command needs --reload-command\n"},
+		{"signal by pid file", "b: 1\n", []string{"--reload-method=signal", "--pid-file=/run/x.pid", "--reload-signal=USR1"}, 0, "b: 1\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.config != "" {
@@ -44,12 +51,16 @@ func TestInitMode(t *testing.T) {
 				"--config-file=" + in, "--config-envsubst-file=" + out, "--watched-dir=" + dir,
 				"--watched-dir=" + filepath.Join(dir, "in"), "--watch-interval=0", "--delay-interval=1s",
 				"--retry-interval=1s", "--reload-timeout=5s", "--reload-url=http://127.0.0.1:9090/-/reload",
-				"--reload-method=http", "--process-executable-name=prometheus",
+				"--process-executable-name=prometheus",
 				"--runtimeinfo-url=http://127.0.0.1:9090/api/v1/status/runtimeinfo",
 				"--statefulset-ordinal-from-envvar=MY_POD", "--listen-address=127.0.0.1:0", "--web-config-file=",
 				"--log-format=json", "--log-level=debug",
 			}, tc.extra...)
-			require.Equal(t, tc.code, run(t.Context(), args, io.Discard))
+			var stderr bytes.Buffer
+			require.Equal(t, tc.code, run(t.Context(), args, &stderr), stderr.String())
+			if tc.code == 2 {
+				require.Contains(t, stderr.String(), tc.stderr)
+			}
 			b, err := os.ReadFile(out)
 			require.NoError(t, err)
 			require.Equal(t, tc.output, string(b))
