@@ -346,12 +346,20 @@ const (
 // apply renders the configuration, hashes what the process would read and
 // reloads it when that differs from what it last accepted.
 func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
-	if consistent {
-		for _, dir := range r.targets {
-			if settling(dir) {
-				return resultSettling, nil
-			}
+	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile)) {
+		return resultSettling, nil
+	}
+	sums := make([]uint64, len(r.opts.WatchedDirs))
+	for i, dir := range r.opts.WatchedDirs {
+		sum, settling, err := hashDir(dir, consistent)
+		if settling {
+			return resultSettling, nil
 		}
+		if err != nil {
+			r.m.appliesFailed.Inc()
+			return resultUnchanged, fmt.Errorf("read watched dir %s: %w", dir, err)
+		}
+		sums[i] = sum
 	}
 	h := xxhash.New()
 	var renderErr error
@@ -369,13 +377,8 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 		}
 		_, _ = h.Write(r.rendered)
 	}
-	for _, dir := range r.opts.WatchedDirs {
-		sum, err := hashDir(dir)
-		if err != nil {
-			r.m.appliesFailed.Inc()
-			return resultUnchanged, fmt.Errorf("read watched dir %s: %w", dir, err)
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", dir, sum)
+	for i, dir := range r.opts.WatchedDirs {
+		fmt.Fprintf(h, "%s\x00%d\x00", dir, sums[i])
 	}
 	sum := h.Sum64()
 	if r.synced && sum == r.applied {

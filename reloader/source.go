@@ -23,23 +23,13 @@ const dataDir = "..data"
 // (..data, ..data_tmp, ..2026_11_21_...) rather than content.
 func hidden(name string) bool { return strings.HasPrefix(name, "..") }
 
-// settling reports whether dir is a kubelet volume caught between the swap of
-// its ..data symlink and the update of its user-visible links: a reader would
-// see neither the old nor the new version. Each kubelet update ends with the
-// visible names equal to the names in ..data.
-func settling(dir string) bool {
-	visible, kubelet := names(dir)
-	if !kubelet {
-		return false
-	}
-	published, _ := names(filepath.Join(dir, dataDir))
-	return !slices.Equal(visible, published)
-}
-
 // names lists the content entries of dir in order, and whether dir holds a
-// ..data link.
-func names(dir string) (list []string, kubelet bool) {
-	entries, _ := os.ReadDir(dir)
+// ..data link. A missing dir has none.
+func names(dir string) (list []string, kubelet bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
 	for _, e := range entries {
 		switch {
 		case e.Name() == dataDir:
@@ -48,32 +38,57 @@ func names(dir string) (list []string, kubelet bool) {
 			list = append(list, e.Name())
 		}
 	}
-	return list, kubelet
+	return list, kubelet, err
+}
+
+// settling reports whether dir is a kubelet volume between the swap of its
+// ..data link and the update of its user-visible links (see hashDir).
+func settling(dir string) bool {
+	visible, kubelet, _ := names(dir)
+	if !kubelet {
+		return false
+	}
+	published, _, _ := names(filepath.Join(dir, dataDir))
+	return !slices.Equal(visible, published)
 }
 
 // hashDir hashes the content a reader of dir sees: every regular file at its
-// top level (symlinks followed), by name and bytes. Subdirectories and kubelet
-// bookkeeping entries are not content. A missing dir hashes as empty.
-func hashDir(dir string) (uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
+// top level (symlinks followed), by name and bytes; subdirectories and
+// kubelet bookkeeping entries are not content.
+//
+// A kubelet volume is hashed by the name of the directory ..data points to:
+// the kubelet never changes a published directory, and publishes a new one
+// only when the content differs. While its user-visible names differ from
+// the published ones, the kubelet is between the swap of ..data and the
+// update of its links, and a reader would see neither the old nor the new
+// version: hashDir then reports settling, unless told to hash the content
+// as it is.
+func hashDir(dir string, consistent bool) (sum uint64, settling bool, err error) {
+	visible, kubelet, err := names(dir)
 	if err != nil {
-		return 0, fmt.Errorf("read dir: %w", err)
+		return 0, false, fmt.Errorf("read dir: %w", err)
 	}
 	h := xxhash.New()
-	for _, e := range entries {
-		if hidden(e.Name()) {
-			continue
+	if kubelet && consistent {
+		target, err := os.Readlink(filepath.Join(dir, dataDir))
+		published, _, _ := names(filepath.Join(dir, dataDir))
+		if err != nil || !slices.Equal(visible, published) {
+			return 0, true, nil
 		}
-		path := filepath.Join(dir, e.Name())
+		_, _ = h.WriteString(dataDir + "=" + target)
+		for _, name := range visible {
+			_, _ = h.WriteString("\x00" + name)
+		}
+		return h.Sum64(), false, nil
+	}
+	for _, name := range visible {
+		path := filepath.Join(dir, name)
 		fi, err := os.Stat(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // A dangling link or a file removed since ReadDir.
 		}
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if !fi.Mode().IsRegular() {
 			continue
@@ -83,12 +98,12 @@ func hashDir(dir string) (uint64, error) {
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
 		_, _ = h.Write(b)
 	}
-	return h.Sum64(), nil
+	return h.Sum64(), false, nil
 }
 
 // readConfig reads path and gunzips it when it starts with the gzip magic bytes.
