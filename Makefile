@@ -17,7 +17,7 @@ SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_te
 export PODRELOAD_BIN := $(BIN)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test unit e2e lint bench demo tools fuzz clean
+.PHONY: help build test unit e2e lint bench demo tools fuzz clean generate
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,7 +27,7 @@ build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
-tools: bin/prometheus bin/promtool bin/projector bin/alertmanager ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen ## Build the real components tests use (cached in bin/).
 
 bin/prometheus bin/promtool: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/$(notdir $@)
@@ -35,11 +35,25 @@ bin/prometheus bin/promtool: tools/go.mod tools/go.sum
 bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 	cd $(CURDIR)/tools/alertmanager && $(GO) build -mod=readonly -trimpath -ldflags '-X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
 
+bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
+	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
 bin/projector: tools/go.mod tools/go.sum tools/projector/main.go
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
 
 bin/prometheus-config-reloader: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
+
+# The upstream kinds the controller reads, generated from the prometheus-operator
+# Go types go.mod requires; api/v1alpha1/crd_test.go runs the same commands.
+UPSTREAM_CRDS := servicemonitors podmonitors prometheusrules
+
+generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy/crds/.
+	rm -f deploy/crds/*.yaml
+	$(BIN)/controller-gen object crd paths=./api/... output:crd:dir=deploy/crds
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
+	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 
 test: build tools ## Run unit and e2e tests with the race detector.
 	$(GO) test -race -count=1 ./...

@@ -1,0 +1,245 @@
+// Package v1alpha1 is the podreload.dev/v1alpha1 API: the PrometheusServer
+// kind. The objects it selects are the upstream monitoring.coreos.com/v1
+// ServiceMonitor, PodMonitor and PrometheusRule kinds.
+//
+// +kubebuilder:object:generate=true
+// +groupName=podreload.dev
+package v1alpha1
+
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+const (
+	// Group is the API group.
+	Group = "podreload.dev"
+	// Version is the API version.
+	Version = "v1alpha1"
+	// Kind is the kind of PrometheusServer objects.
+	Kind = "PrometheusServer"
+)
+
+// GroupVersion returns the group and version of this API.
+func GroupVersion() schema.GroupVersion { return schema.GroupVersion{Group: Group, Version: Version} }
+
+// AddToScheme adds the kinds of this API to s.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion(), &PrometheusServer{}, &PrometheusServerList{})
+	metav1.AddToGroupVersion(s, GroupVersion())
+	return nil
+}
+
+// PrometheusServer runs a Prometheus StatefulSet whose configuration and
+// rules come from the ServiceMonitors, PodMonitors and PrometheusRules its
+// selectors match. Configuration changes reach Prometheus through the
+// config-reloader sidecar, never by restarting the pods.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=promsrv,categories=podreload
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Reconciled",type=string,JSONPath=`.status.conditions[?(@.type=="Reconciled")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PrometheusServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PrometheusServerSpec   `json:"spec,omitempty"`
+	Status PrometheusServerStatus `json:"status,omitempty"`
+}
+
+// PrometheusServerList is a list of PrometheusServers.
+//
+// +kubebuilder:object:root=true
+type PrometheusServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PrometheusServer `json:"items"`
+}
+
+// PrometheusServerSpec is the desired state of a PrometheusServer.
+type PrometheusServerSpec struct {
+	// Image is the Prometheus image; empty means the controller's default.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Replicas is the number of Prometheus pods; each scrapes every target.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// ServiceAccountName is the service account of the Prometheus pods.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Resources of the Prometheus container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Storage of the TSDB; none means an emptyDir.
+	// +optional
+	Storage *StorageSpec `json:"storage,omitempty"`
+	// Retention is how long samples are kept, a Prometheus duration.
+	// +kubebuilder:default="15d"
+	// +optional
+	Retention monitoringv1.Duration `json:"retention,omitempty"`
+	// Paused stops every write of the controller for this object.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// ExternalLabels are added to every series and alert. The controller
+	// also sets prometheus=<namespace>/<name> and prometheus_replica=<pod name>.
+	// +optional
+	ExternalLabels map[string]string `json:"externalLabels,omitempty"`
+	// ScrapeInterval is the default scrape interval.
+	// +kubebuilder:default="30s"
+	// +optional
+	ScrapeInterval monitoringv1.Duration `json:"scrapeInterval,omitempty"`
+	// EvaluationInterval is the rule evaluation interval.
+	// +kubebuilder:default="30s"
+	// +optional
+	EvaluationInterval monitoringv1.Duration `json:"evaluationInterval,omitempty"`
+	// Alerting lists the Alertmanagers alerts are sent to.
+	// +optional
+	Alerting *AlertingSpec `json:"alerting,omitempty"`
+	// RemoteWrite lists the remote write endpoints.
+	// +optional
+	RemoteWrite []RemoteWriteSpec `json:"remoteWrite,omitempty"`
+
+	// ServiceMonitorSelector selects ServiceMonitors by label; nil selects none.
+	// +optional
+	ServiceMonitorSelector *metav1.LabelSelector `json:"serviceMonitorSelector,omitempty"`
+	// ServiceMonitorNamespaceSelector selects the namespaces ServiceMonitors
+	// are taken from; nil means the PrometheusServer's own namespace, {} all.
+	// +optional
+	ServiceMonitorNamespaceSelector *metav1.LabelSelector `json:"serviceMonitorNamespaceSelector,omitempty"`
+	// PodMonitorSelector selects PodMonitors by label; nil selects none.
+	// +optional
+	PodMonitorSelector *metav1.LabelSelector `json:"podMonitorSelector,omitempty"`
+	// PodMonitorNamespaceSelector selects the namespaces PodMonitors are
+	// taken from; nil means the PrometheusServer's own namespace, {} all.
+	// +optional
+	PodMonitorNamespaceSelector *metav1.LabelSelector `json:"podMonitorNamespaceSelector,omitempty"`
+	// RuleSelector selects PrometheusRules by label; nil selects none.
+	// +optional
+	RuleSelector *metav1.LabelSelector `json:"ruleSelector,omitempty"`
+	// RuleNamespaceSelector selects the namespaces PrometheusRules are taken
+	// from; nil means the PrometheusServer's own namespace, {} all.
+	// +optional
+	RuleNamespaceSelector *metav1.LabelSelector `json:"ruleNamespaceSelector,omitempty"`
+
+	// Reloader configures the config-reloader sidecar and init container.
+	// +optional
+	Reloader ReloaderSpec `json:"reloader,omitempty"`
+}
+
+// StorageSpec chooses the TSDB volume: exactly one of its fields.
+type StorageSpec struct {
+	// EmptyDir keeps the TSDB in an emptyDir volume.
+	// +optional
+	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+	// VolumeClaimTemplate gives each pod a PersistentVolumeClaim.
+	// +optional
+	VolumeClaimTemplate *monitoringv1.EmbeddedPersistentVolumeClaim `json:"volumeClaimTemplate,omitempty"`
+}
+
+// AlertingSpec lists Alertmanagers.
+type AlertingSpec struct {
+	// Alertmanagers are found through the endpoints of their Services.
+	Alertmanagers []AlertmanagerEndpoint `json:"alertmanagers"`
+}
+
+// AlertmanagerEndpoint is a Service in front of Alertmanagers.
+type AlertmanagerEndpoint struct {
+	// Namespace of the Service; empty means the PrometheusServer's.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the Service.
+	Name string `json:"name"`
+	// Port of the Service, by name or number.
+	Port intstr.IntOrString `json:"port"`
+	// Scheme is http or https.
+	// +kubebuilder:validation:Enum=http;https
+	// +optional
+	Scheme string `json:"scheme,omitempty"`
+	// PathPrefix is prepended to the Alertmanager API paths.
+	// +optional
+	PathPrefix string `json:"pathPrefix,omitempty"`
+	// APIVersion of the Alertmanager API.
+	// +kubebuilder:validation:Enum=v2
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// RemoteWriteSpec is a remote write endpoint.
+type RemoteWriteSpec struct {
+	// URL of the endpoint.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+	// Name of the queue, unique among the endpoints.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// BasicAuth for the endpoint, from Secrets in the PrometheusServer's namespace.
+	// +optional
+	BasicAuth *monitoringv1.BasicAuth `json:"basicAuth,omitempty"`
+	// Authorization header for the endpoint, from a Secret in the
+	// PrometheusServer's namespace.
+	// +optional
+	Authorization *monitoringv1.Authorization `json:"authorization,omitempty"`
+}
+
+// ReloaderSpec configures the config-reloader containers.
+type ReloaderSpec struct {
+	// Image of config-reloader; empty means the controller's default.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Resources of the sidecar and the init container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// ReloadMethod is http (POST /-/reload) or signal (SIGHUP, with a shared
+	// process namespace).
+	// +kubebuilder:validation:Enum=http;signal
+	// +kubebuilder:default=http
+	// +optional
+	ReloadMethod string `json:"reloadMethod,omitempty"`
+}
+
+// PrometheusServerStatus is the observed state of a PrometheusServer.
+type PrometheusServerStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Reconciled and Available.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Replicas is the number of pods of the StatefulSet.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// ServiceMonitors counts the selected and rejected ServiceMonitors.
+	// +optional
+	ServiceMonitors Selection `json:"serviceMonitors,omitempty"`
+	// PodMonitors counts the selected and rejected PodMonitors.
+	// +optional
+	PodMonitors Selection `json:"podMonitors,omitempty"`
+	// Rules counts the selected and rejected PrometheusRules.
+	// +optional
+	Rules Selection `json:"rules,omitempty"`
+	// ConfigHash is the hash of the configuration last written.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+}
+
+// Selection counts the objects a selector matched.
+type Selection struct {
+	// Selected objects, rejected ones included.
+	Selected int32 `json:"selected"`
+	// Rejected objects, left out of the configuration because they are invalid.
+	Rejected int32 `json:"rejected"`
+}
