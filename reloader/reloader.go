@@ -69,6 +69,9 @@ type Options struct {
 	// Retries bounds how often a failed apply is retried before waiting for
 	// the next change or the next WatchInterval; negative means no bound.
 	Retries int
+	// AfterApply, when set, is called by Run after each apply, whatever its
+	// outcome. It must not block.
+	AfterApply func()
 }
 
 // Reloader watches files and reloads a process when their content changes.
@@ -287,6 +290,9 @@ func (r *Reloader) Run(ctx context.Context) error {
 			due = time.Time{}
 			force := !settling.IsZero() && time.Since(settling) >= settleTimeout
 			res, err := r.apply(ctx, !force)
+			if r.opts.AfterApply != nil {
+				r.opts.AfterApply()
+			}
 			now := time.Now()
 			switch {
 			case res == resultSettling:

@@ -24,20 +24,28 @@ const dataDir = "..data"
 func hidden(name string) bool { return strings.HasPrefix(name, "..") }
 
 // names lists the content entries of dir in order, and whether dir holds a
-// ..data link. A missing dir has none.
+// ..data link. A missing dir has none. Only names are read: a kubelet
+// volume of thousands of files is listed on every change.
 func names(dir string) (list []string, kubelet bool, err error) {
-	entries, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
-	for _, e := range entries {
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	all, err := f.Readdirnames(-1)
+	list = all[:0]
+	for _, name := range all {
 		switch {
-		case e.Name() == dataDir:
+		case name == dataDir:
 			kubelet = true
-		case !hidden(e.Name()):
-			list = append(list, e.Name())
+		case !hidden(name):
+			list = append(list, name)
 		}
 	}
+	slices.Sort(list)
 	return list, kubelet, err
 }
 

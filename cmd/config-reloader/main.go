@@ -87,6 +87,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
+	app.TuneGC()
+	// Drop the code pages that runtime and package initialisation touched:
+	// they would set the process' peak RSS.
+	_, _ = app.TrimCode()
+	trimmer := app.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program)
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
 		ConfigFile:    cfg.configFile,
@@ -97,6 +102,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		DelayInterval: cfg.delayInterval,
 		WatchInterval: cfg.watchInterval,
 		RetryInterval: cfg.retryInterval,
+		AfterApply:    trimmer.Worked,
 		Retries:       -1,
 	})
 	if err != nil {
@@ -123,9 +129,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
-	{ // Trim start-up-only code pages.
+	{ // Trim code pages used only at start-up or in a burst of work.
 		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { app.TrimCodeAfter(ctx, logger, 2*time.Second); return nil }, func(error) { cancel() })
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
 	}
 	{ // Termination.
 		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))

@@ -81,6 +81,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
+	app.TuneGC()
+	// Drop the code pages that runtime and package initialisation touched:
+	// they would set the process' peak RSS.
+	_, _ = app.TrimCode()
+	trimmer := app.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program)
 	trigger, err := triggers(cfg, reg)
 	if err != nil {
@@ -97,6 +102,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		DelayInterval: cfg.delayInterval,
 		WatchInterval: cfg.watchInterval,
 		RetryInterval: cfg.retryInterval,
+		AfterApply:    trimmer.Worked,
 		Retries:       retries,
 	})
 	if err != nil {
@@ -118,9 +124,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, rel.Ready)
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
-	{ // Trim start-up-only code pages.
+	{ // Trim code pages used only at start-up or in a burst of work.
 		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { app.TrimCodeAfter(ctx, logger, 2*time.Second); return nil }, func(error) { cancel() })
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
 	}
 	{ // Termination.
 		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))

@@ -97,20 +97,54 @@ func SetMemoryLimit(ratio float64) int64 {
 	return n
 }
 
-// TrimCodeAfter calls TrimCode once, after d, and returns when ctx is done.
-func TrimCodeAfter(ctx context.Context, logger *slog.Logger, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// Trimmer drops code pages once the process has been quiet for a while:
+// after start-up, and after each burst of work it is told about.
+type Trimmer struct {
+	logger *slog.Logger
+	quiet  time.Duration
+	kick   chan struct{}
+}
+
+// NewTrimmer returns a Trimmer that trims after quiet.
+func NewTrimmer(logger *slog.Logger, quiet time.Duration) *Trimmer {
+	return &Trimmer{logger: logger, quiet: quiet, kick: make(chan struct{}, 1)}
+}
+
+// Worked tells the Trimmer that the process just did some work; it never blocks.
+func (t *Trimmer) Worked() {
 	select {
-	case <-t.C:
-		if n, err := TrimCode(); err != nil {
-			logger.Debug("trim code pages", "err", err)
-		} else {
-			logger.Debug("trimmed code pages", "bytes", n)
-		}
-	case <-ctx.Done():
+	case t.kick <- struct{}{}:
+	default:
 	}
-	<-ctx.Done()
+}
+
+// Run trims quiet after start and after the last Worked, until ctx is done.
+func (t *Trimmer) Run(ctx context.Context) error {
+	timer := time.NewTimer(t.quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.kick:
+			timer.Reset(t.quiet)
+		case <-timer.C:
+			if n, err := TrimCode(); err != nil {
+				t.logger.Debug("trim code pages", "err", err)
+			} else {
+				t.logger.Debug("trimmed code pages", "bytes", n)
+			}
+		}
+	}
+}
+
+// TuneGC keeps the heap small, as fits a sidecar whose live heap is a few
+// hundred kilobytes: the collector runs when the heap has grown by 25%
+// rather than 100%, unless GOGC says otherwise.
+func TuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
+	}
 }
 
 // TrimCode drops this process's mappings of its own executable's read-only

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -34,6 +37,24 @@ func TestTrimCode(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 	require.Less(t, rssFile(t), before)
+}
+
+func TestTrimmer(t *testing.T) {
+	tr := NewTrimmer(slog.New(slog.DiscardHandler), 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- tr.Run(ctx) }()
+	for range 3 {
+		tr.Worked() // Never blocks, even when nobody reads.
+	}
+	before := rssFile(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for rssFile(t) >= before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Less(t, rssFile(t), before, "the trimmer dropped code pages")
+	cancel()
+	require.NoError(t, <-done)
 }
 
 func TestServer(t *testing.T) {
