@@ -1,0 +1,385 @@
+package controller
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/internal/volume"
+)
+
+// configCases returns the inputs under testdata/config: <case>.yaml, with
+// the expected output in <case>.golden.
+//
+// A case named error-* must fail, reject-* must leave monitors out, any
+// other must render every monitor, whatever its golden file says.
+func configCases(t testing.TB) []string {
+	t.Helper()
+	cases, err := filepath.Glob(filepath.Join("testdata", "config", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	goldens, err := filepath.Glob(filepath.Join("testdata", "config", "*.golden"))
+	require.NoError(t, err)
+	for _, g := range goldens {
+		require.FileExists(t, strings.TrimSuffix(g, ".golden")+".yaml", "golden file without an input")
+	}
+	return cases
+}
+
+// TestRenderConfig renders each case, compares the result with its golden
+// file, and checks the configuration with the real promtool.
+func TestRenderConfig(t *testing.T) {
+	promtool, err := volume.Bin("promtool")
+	require.NoError(t, err)
+	for _, path := range configCases(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, rejected, err := RenderConfig(loadConfigInput(t, path))
+			switch {
+			case strings.HasPrefix(name, "error-"):
+				require.Error(t, err)
+			case strings.HasPrefix(name, "reject-"):
+				require.NoError(t, err)
+				require.NotEmpty(t, rejected)
+			default:
+				require.NoError(t, err)
+				require.Empty(t, rejected)
+			}
+
+			// golden, and -update, come with TestMain in workload_test.go.
+			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderedGolden(out, rejected, err))
+
+			if err == nil {
+				checkConfig(t, promtool, out)
+			}
+		})
+	}
+}
+
+// TestRenderConfigDeterministic renders each case again with its monitors
+// and rule files shuffled, and checks that the output is the same and that
+// the input is left untouched.
+func TestRenderConfigDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, path := range configCases(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
+			in := loadConfigInput(t, path)
+			want, wantRejected, wantErr := RenderConfig(in)
+			for range 5 {
+				shuffled := in
+				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
+				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
+				shuffled.RuleFiles = shuffle(rng, in.RuleFiles)
+				got, gotRejected, gotErr := RenderConfig(shuffled)
+				require.Equal(t, string(want), string(got))
+				require.Equal(t, wantRejected, gotRejected)
+				require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
+			}
+			require.Equal(t, loadConfigInput(t, path), in, "RenderConfig changed its input")
+		})
+	}
+}
+
+// TestRenderConfigLarge checks the configuration of the benchmark with
+// promtool: 3,000 jobs with unique names.
+func TestRenderConfigLarge(t *testing.T) {
+	promtool, err := volume.Bin("promtool")
+	require.NoError(t, err)
+	out, rejected, err := RenderConfig(benchConfigInput(1000, 3))
+	require.NoError(t, err)
+	require.Empty(t, rejected)
+	require.Equal(t, 3000, bytes.Count(out, []byte("\n- job_name: serviceMonitor/")))
+	checkConfig(t, promtool, out)
+}
+
+// TestConfigYAMLEncoding checks that yaml.v2, which Prometheus reads its
+// configuration with, reads back the strings encodeYAML writes, and that
+// the usual ones are written plain.
+func TestConfigYAMLEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		plain bool
+	}{
+		{"", false}, {" ", false}, {"a b", false}, {" lead", false}, {"trail ", false},
+		{"yes", false}, {"No", false}, {"ON", false}, {"off", false}, {"y", false}, {"n", false},
+		{"true", false}, {"False", false}, {"null", false}, {"~", false},
+		{"0", false}, {"9093", false}, {"1e3", false}, {"0x1F", false}, {"0o17", false}, {"0b101", false},
+		{"1_000", false}, {"+1", false}, {"-1", false}, {".5", false}, {".inf", false}, {".NaN", false},
+		{"1:30", false}, {"2001-12-14", false}, {"12:30:00", false},
+		{"a: b", false}, {"a:", false}, {"#x", false}, {"a #b", false}, {"- x", false}, {"-", false},
+		{"--- x", false}, {"? x", false}, {":x", false}, {",x", false}, {"[x]", false}, {"{x}", false},
+		{"*x", false}, {"&x", false}, {"!x", false}, {"|x", false}, {">x", false}, {"%x", false},
+		{"@x", false}, {"`x", false}, {"'x", false}, {"\"x", false}, {"x'y", false}, {"x\"y", false},
+		{"<<", false}, {"multi\nline\n", false}, {"tab\there", false}, {"\x00", false}, {"\x7f", false},
+		{"\u2028", false}, {"\ufeff", false}, {"ünïcode", false},
+		{"a:b", true}, {"a#b", false}, {"...", false}, {"..", true}, {"\\", false}, {"a\\b", true},
+		{"$(POD_NAME)", true}, {"${1}", true}, {"(.+)", true}, {"(Failed|Succeeded)", true},
+		{"(app);true", true}, {";", true}, {"/", true}, {"^a.*$", true}, {"go_gc_.*", true},
+		{"__meta_kubernetes_pod_label_(.+)", true}, {"http://proxy:3128/a?b=c", true},
+		{"30s", true}, {"1m30s", true}, {"metrics-0", true}, {"monitoring/main", true},
+		{"serviceMonitor/default/app/0", true}, {"10.0.0.0/8,.svc", true}, {"TLS12", true},
+	} {
+		t.Run(fmt.Sprintf("%q", tc.s), func(t *testing.T) {
+			require.Equal(t, tc.plain, plainYAML(tc.s))
+			out, err := encodeYAML(yaml.MapSlice{
+				{Key: tc.s, Value: tc.s},
+				{Key: "list", Value: []string{tc.s}},
+				{Key: "maps", Value: []yaml.MapSlice{{{Key: tc.s, Value: tc.s}}}},
+			}, 0)
+			require.NoError(t, err)
+			var got yaml.MapSlice
+			require.NoError(t, yaml.UnmarshalStrict(out, &got), "%s", out)
+			want := yaml.MapSlice{
+				{Key: tc.s, Value: tc.s},
+				{Key: "list", Value: []any{tc.s}},
+				{Key: "maps", Value: []any{yaml.MapSlice{{Key: tc.s, Value: tc.s}}}},
+			}
+			require.Equal(t, want, got, "%s", out)
+		})
+	}
+}
+
+// TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
+// encodeYAML writes as what yaml.v2's own Marshal writes, for every case.
+func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
+	inputs := map[string]ConfigInput{"bench": benchConfigInput(20, 3)}
+	for _, path := range configCases(t) {
+		inputs[filepath.Base(path)] = loadConfigInput(t, path)
+	}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			cfg, _, err := renderConfig(in)
+			if err != nil {
+				return
+			}
+			ours, err := encodeYAML(cfg, 0)
+			require.NoError(t, err)
+			theirs, err := yaml.Marshal(cfg)
+			require.NoError(t, err)
+			var got, want any
+			require.NoError(t, yaml.UnmarshalStrict(ours, &got))
+			require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// TestConfigYAMLEncodingErrors covers values the configuration never
+// holds.
+func TestConfigYAMLEncodingErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  yaml.MapSlice
+		want string
+	}{
+		{"key", yaml.MapSlice{{Key: 1, Value: "a"}}, "encode yaml: key 1 is not a string"},
+		{"value", yaml.MapSlice{{Key: "a", Value: float32(1)}}, "encode yaml: unsupported value of type float32"},
+		{"nested", yaml.MapSlice{{Key: "a", Value: []yaml.MapSlice{{{Key: "b", Value: []int{1}}}}}}, "encode yaml: unsupported value of type []int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := encodeYAML(tc.cfg, 0)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each.
+func BenchmarkRenderConfig(b *testing.B) {
+	in := benchConfigInput(1000, 3)
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		out, _, err := RenderConfig(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+	}
+	b.ReportMetric(float64(size), "config-bytes")
+}
+
+// benchConfigInput returns n ServiceMonitors of endpoints endpoints each,
+// spread over 10 namespaces, with the usual selectors, relabelings and
+// credentials.
+func benchConfigInput(n, endpoints int) ConfigInput {
+	in := ConfigInput{
+		Server: &v1alpha1.PrometheusServer{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
+			Spec: v1alpha1.PrometheusServerSpec{
+				ScrapeInterval: "30s",
+				ExternalLabels: map[string]string{"cluster": "bench"},
+			},
+		},
+		RuleFiles: []string{"/etc/prometheus/rules/main-rulefiles-0/*.yaml"},
+		Secrets:   map[string]*corev1.Secret{},
+	}
+	for i := range n {
+		ns := fmt.Sprintf("team-%d", i%10)
+		app := fmt.Sprintf("app-%d", i)
+		in.Secrets[ns+"/"+app] = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+			Data:       map[string][]byte{"token": []byte("token-" + app)},
+		}
+		sm := &monitoringv1.ServiceMonitor{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+			Spec: monitoringv1.ServiceMonitorSpec{
+				JobLabel:     "app.kubernetes.io/name",
+				TargetLabels: []string{"team"},
+				Selector: metav1.LabelSelector{
+					MatchLabels: map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "bench"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"backend", "frontend"}},
+					},
+				},
+			},
+		}
+		for j := range endpoints {
+			sm.Spec.Endpoints = append(sm.Spec.Endpoints, monitoringv1.Endpoint{
+				Port:          fmt.Sprintf("metrics-%d", j),
+				Path:          "/metrics",
+				Interval:      "30s",
+				ScrapeTimeout: "10s",
+				HTTPConfigWithProxyAndTLSFiles: monitoringv1.HTTPConfigWithProxyAndTLSFiles{
+					HTTPConfigWithTLSFiles: monitoringv1.HTTPConfigWithTLSFiles{
+						HTTPConfigWithoutTLS: monitoringv1.HTTPConfigWithoutTLS{
+							Authorization: &monitoringv1.SafeAuthorization{Credentials: &corev1.SecretKeySelector{
+								LocalObjectReference: corev1.LocalObjectReference{Name: app},
+								Key:                  "token",
+							}},
+						},
+					},
+				},
+				RelabelConfigs: []monitoringv1.RelabelConfig{
+					{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node"},
+				},
+				MetricRelabelConfigs: []monitoringv1.RelabelConfig{
+					{SourceLabels: []monitoringv1.LabelName{"__name__"}, Regex: "go_gc_.*", Action: "drop"},
+				},
+			})
+		}
+		in.ServiceMonitors = append(in.ServiceMonitors, sm)
+	}
+	return in
+}
+
+// checkConfig runs promtool check config on a rendered configuration.
+func checkConfig(t *testing.T, promtool string, config []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "prometheus.yaml")
+	require.NoError(t, os.WriteFile(path, config, 0o644))
+	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", path).CombinedOutput()
+	require.NoError(t, err, "promtool check config:\n%s", out)
+}
+
+// renderedGolden is the content of a golden file: the error, or the
+// rejections as comments followed by prometheus.yaml.
+func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
+	var b bytes.Buffer
+	if err != nil {
+		fmt.Fprintf(&b, "# error: %v\n", err)
+		return b.Bytes()
+	}
+	for _, r := range rejected {
+		fmt.Fprintf(&b, "# rejected %s %s/%s: %s\n", r.Kind, r.Namespace, r.Name, r.Reason)
+	}
+	b.Write(config)
+	return b.Bytes()
+}
+
+// loadConfigInput reads a bundle of YAML documents: at most one
+// PrometheusServer, ServiceMonitors, PodMonitors and Secrets, and a
+// test-only document of kind RuleFiles whose files field gives
+// ConfigInput.RuleFiles. Unknown fields are errors, so a typo in a fixture
+// cannot go unnoticed.
+func loadConfigInput(t *testing.T, path string) ConfigInput {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	in := ConfigInput{Secrets: map[string]*corev1.Secret{}}
+	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		var tm metav1.TypeMeta
+		require.NoError(t, sigsyaml.Unmarshal(doc, &tm))
+		switch tm.Kind {
+		case "":
+			require.Empty(t, strings.TrimSpace(stripComments(doc)), "document without a kind in %s", path)
+		case v1alpha1.Kind:
+			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
+			in.Server = &v1alpha1.PrometheusServer{}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, in.Server))
+		case monitoringv1.ServiceMonitorsKind:
+			sm := &monitoringv1.ServiceMonitor{}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, sm))
+			in.ServiceMonitors = append(in.ServiceMonitors, sm)
+		case monitoringv1.PodMonitorsKind:
+			pm := &monitoringv1.PodMonitor{}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, pm))
+			in.PodMonitors = append(in.PodMonitors, pm)
+		case "Secret":
+			s := &corev1.Secret{}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, s))
+			// As the API server does.
+			for k, v := range s.StringData {
+				if s.Data == nil {
+					s.Data = map[string][]byte{}
+				}
+				s.Data[k] = []byte(v)
+			}
+			s.StringData = nil
+			in.Secrets[s.Namespace+"/"+s.Name] = s
+		case "RuleFiles":
+			var rf struct {
+				metav1.TypeMeta `json:",inline"`
+				Files           []string `json:"files"`
+			}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, &rf))
+			in.RuleFiles = append(in.RuleFiles, rf.Files...)
+		default:
+			t.Fatalf("unknown kind %q in %s", tm.Kind, path)
+		}
+	}
+	return in
+}
+
+func stripComments(doc []byte) string {
+	var b strings.Builder
+	for _, l := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+func shuffle[T any](rng *rand.Rand, s []T) []T {
+	if s == nil {
+		return nil
+	}
+	c := make([]T, len(s))
+	copy(c, s)
+	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+	return c
+}

@@ -1,0 +1,312 @@
+package controller
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+const (
+	// maxShardBytes bounds the rule file content of one ConfigMap: the sum of
+	// the lengths of its data values, keys and metadata not counted, which
+	// leaves ample room under the API server's 1 MiB object limit.
+	maxShardBytes = 512 << 10
+	// maxKeyLength is the longest ConfigMap data key the API server accepts.
+	maxKeyLength = 253
+	// maxReasonErrors bounds how many validation errors a Reason lists.
+	maxReasonErrors = 5
+
+	// LabelRuleFiles marks the rule file ConfigMaps of a server; its value is
+	// the server name.
+	LabelRuleFiles = "podreload.dev/rulefiles"
+	// KindPrometheusRule is the Kind of rejected PrometheusRules.
+	KindPrometheusRule = "PrometheusRule"
+)
+
+// yamlPosition is the "line:column: " prefix of rulefmt's errors, which
+// point into a file the user never sees.
+var yamlPosition = regexp.MustCompile(`^\d+:\d+: `)
+
+// ruleFile is a Prometheus rule file, in rulefmt's field order. Durations
+// stay strings so that rulefmt is the one to parse them.
+type ruleFile struct {
+	Groups []ruleGroup `yaml:"groups"`
+}
+
+type ruleGroup struct {
+	Name        string            `yaml:"name"`
+	Interval    string            `yaml:"interval,omitempty"`
+	QueryOffset string            `yaml:"query_offset,omitempty"`
+	Limit       int               `yaml:"limit,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Rules       []rule            `yaml:"rules"`
+}
+
+type rule struct {
+	Record        string            `yaml:"record,omitempty"`
+	Alert         string            `yaml:"alert,omitempty"`
+	Expr          string            `yaml:"expr"`
+	For           string            `yaml:"for,omitempty"`
+	KeepFiringFor string            `yaml:"keep_firing_for,omitempty"`
+	Labels        map[string]string `yaml:"labels,omitempty"`
+	Annotations   map[string]string `yaml:"annotations,omitempty"`
+}
+
+// ruleResult is what a PrometheusRule gives: a file, or why it has none.
+type ruleResult struct {
+	name, content, reason string
+}
+
+// ruleKey identifies one version of a PrometheusRule.
+type ruleKey struct {
+	uid             types.UID
+	resourceVersion string
+}
+
+// RuleCache remembers, by UID and resourceVersion, the rule files it
+// rendered and validated, so that a reconcile only validates the
+// PrometheusRules that changed: validation dominates the cost (rulefmt
+// parses the file twice and every alert template once per label and
+// annotation). It keeps only the entries of its last Render, so give each
+// PrometheusServer its own. The zero value is ready; it is safe for
+// concurrent use. Objects without a UID or resourceVersion are not cached.
+type RuleCache struct {
+	mu      sync.Mutex
+	entries map[ruleKey]ruleResult
+}
+
+// RenderRules turns the PrometheusRules selected for server into rule file
+// ConfigMaps named <server>-rulefiles-<i> in the server's namespace, each
+// holding at most 512 KiB of rule files (counted as the sum of the file
+// contents in bytes). Files are named <namespace>-<name>-<uid>.yaml and
+// placed first-fit in name order, so the same rules always give the same
+// ConfigMaps. A PrometheusRule that Prometheus would refuse, or whose file
+// alone exceeds a ConfigMap, is left out and returned as rejected, sorted by
+// namespace and name; the others are kept. Owner references are not set.
+func RenderRules(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []Rejection) {
+	return new(RuleCache).Render(server, rules)
+}
+
+// Render is RenderRules, reusing the results of the previous Render for the
+// PrometheusRules whose UID and resourceVersion have not changed.
+func (c *RuleCache) Render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []Rejection) {
+	results := make([]ruleResult, len(rules))
+	var todo []int
+	c.mu.Lock()
+	for i, r := range rules {
+		if r == nil {
+			continue
+		}
+		if e, ok := c.entries[keyOf(r)]; ok && cacheable(r) {
+			results[i] = e
+			continue
+		}
+		todo = append(todo, i)
+	}
+	c.mu.Unlock()
+	renderAll(rules, todo, results)
+
+	entries := make(map[ruleKey]ruleResult, len(rules))
+	for i, r := range rules {
+		if r != nil && cacheable(r) {
+			entries[keyOf(r)] = results[i]
+		}
+	}
+	c.mu.Lock()
+	c.entries = entries
+	c.mu.Unlock()
+
+	files := make([]ruleResult, 0, len(rules))
+	for i, r := range results {
+		switch {
+		case rules[i] == nil:
+		case r.reason != "":
+			rejected = append(rejected, Rejection{Kind: KindPrometheusRule, Namespace: rules[i].Namespace, Name: rules[i].Name, Reason: r.reason})
+		default:
+			files = append(files, r)
+		}
+	}
+	slices.SortFunc(files, func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
+	slices.SortFunc(rejected, func(a, b Rejection) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	var used []int
+	for _, f := range files {
+		i := slices.IndexFunc(used, func(n int) bool { return n+len(f.content) <= maxShardBytes })
+		if i < 0 {
+			i = len(shards)
+			shards = append(shards, ruleShard(server, i))
+			used = append(used, 0)
+		}
+		shards[i].Data[f.name] = f.content
+		used[i] += len(f.content)
+	}
+	return shards, rejected
+}
+
+func keyOf(r *monitoringv1.PrometheusRule) ruleKey {
+	return ruleKey{uid: r.UID, resourceVersion: r.ResourceVersion}
+}
+
+func cacheable(r *monitoringv1.PrometheusRule) bool {
+	return r.UID != "" && r.ResourceVersion != ""
+}
+
+// renderAll renders rules[i] into results[i] for every i of todo, on as
+// many goroutines as there are processors, and returns when all are done.
+func renderAll(rules []*monitoringv1.PrometheusRule, todo []int, results []ruleResult) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Go(func() {
+			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
+				results[todo[j]] = renderRule(rules[todo[j]])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func renderRule(r *monitoringv1.PrometheusRule) ruleResult {
+	content, err := renderRuleFile(r)
+	if err == nil && len(content) > maxShardBytes {
+		err = fmt.Errorf("rule file is %d bytes, more than the %d bytes a ConfigMap shard holds", len(content), maxShardBytes)
+	}
+	if err != nil {
+		return ruleResult{reason: err.Error()}
+	}
+	return ruleResult{name: ruleFileName(r), content: content}
+}
+
+// RuleShardName is the name of the i-th rule file ConfigMap of server.
+func RuleShardName(server *v1alpha1.PrometheusServer, i int) string {
+	return server.Name + "-rulefiles-" + strconv.Itoa(i)
+}
+
+func ruleShard(server *v1alpha1.PrometheusServer, i int) *corev1.ConfigMap {
+	l := selectorLabels(server)
+	l[LabelRuleFiles] = server.Name
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      RuleShardName(server, i),
+			Namespace: server.Namespace,
+			Labels:    l,
+		},
+		Data: map[string]string{},
+	}
+}
+
+// ruleFileName is <namespace>-<name>-<uid>.yaml, with the name shortened
+// when the whole would be too long for a ConfigMap key; the uid keeps it
+// unique.
+func ruleFileName(r *monitoringv1.PrometheusRule) string {
+	name := r.Name
+	if over := len(r.Namespace) + len(name) + len(r.UID) + len("--.yaml") - maxKeyLength; over > 0 {
+		name = name[:max(len(name)-over, 0)]
+	}
+	return fmt.Sprintf("%s-%s-%s.yaml", r.Namespace, name, r.UID)
+}
+
+// renderRuleFile marshals the groups of r and validates them as Prometheus
+// does when it loads the file.
+func renderRuleFile(r *monitoringv1.PrometheusRule) (string, error) {
+	var errs []string
+	// checkDuration parses a duration as rulefmt would, to say where a bad
+	// one is; it is then left out so that rulefmt reports everything else.
+	checkDuration := func(where, field string, d *monitoringv1.Duration) string {
+		if d == nil || *d == "" {
+			return ""
+		}
+		if _, err := model.ParseDuration(string(*d)); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %s: %v", where, field, err))
+			return ""
+		}
+		return string(*d)
+	}
+
+	f := ruleFile{Groups: make([]ruleGroup, 0, len(r.Spec.Groups))}
+	for _, g := range r.Spec.Groups {
+		where := fmt.Sprintf("group %q", g.Name)
+		rg := ruleGroup{
+			Name:        g.Name,
+			Interval:    checkDuration(where, "interval", g.Interval),
+			QueryOffset: checkDuration(where, "query_offset", g.QueryOffset),
+			Labels:      g.Labels,
+			Rules:       make([]rule, 0, len(g.Rules)),
+		}
+		if g.Limit != nil {
+			rg.Limit = *g.Limit
+		}
+		for i, gr := range g.Rules {
+			where := fmt.Sprintf("group %q, rule %d, %q", g.Name, i+1, cmp.Or(gr.Alert, gr.Record))
+			ru := rule{
+				Record:      gr.Record,
+				Alert:       gr.Alert,
+				Expr:        gr.Expr.String(),
+				For:         checkDuration(where, "for", gr.For),
+				Labels:      gr.Labels,
+				Annotations: gr.Annotations,
+			}
+			if gr.KeepFiringFor != nil {
+				d := monitoringv1.Duration(*gr.KeepFiringFor)
+				ru.KeepFiringFor = checkDuration(where, "keep_firing_for", &d)
+			}
+			rg.Rules = append(rg.Rules, ru)
+		}
+		f.Groups = append(f.Groups, rg)
+	}
+
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return "", fmt.Errorf("marshal rule file: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return "", fmt.Errorf("marshal rule file: %w", err)
+	}
+
+	_, perrs := rulefmt.Parse(buf.Bytes(), false, model.UTF8Validation)
+	for _, err := range perrs {
+		var rerr *rulefmt.Error
+		if errors.As(err, &rerr) {
+			errs = append(errs, fmt.Sprintf("group %q, rule %d, %q: %v", rerr.Group, rerr.Rule, rerr.RuleName, rerr.Err.Unwrap()))
+			continue
+		}
+		errs = append(errs, yamlPosition.ReplaceAllString(err.Error(), ""))
+	}
+	if len(errs) > 0 {
+		return "", invalidRules(errs)
+	}
+	return buf.String(), nil
+}
+
+// invalidRules is one error out of a rule file's validation errors, sorted
+// because rulefmt reports some of them in map order, and bounded in number.
+func invalidRules(errs []string) error {
+	slices.Sort(errs)
+	if n := len(errs); n > maxReasonErrors {
+		errs = append(errs[:maxReasonErrors], fmt.Sprintf("and %d more", n-maxReasonErrors))
+	}
+	return errors.New("invalid rules: " + strings.Join(errs, "; "))
+}

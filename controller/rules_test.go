@@ -1,0 +1,433 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+// loadRule reads a PrometheusRule fixture from testdata/rules.
+func loadRule(t testing.TB, name string) *monitoringv1.PrometheusRule {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "rules", name))
+	require.NoError(t, err)
+	var r monitoringv1.PrometheusRule
+	require.NoError(t, yaml.UnmarshalStrict(b, &r))
+	return &r
+}
+
+// sizedRule is a valid PrometheusRule whose rule file is size bytes (which
+// TestRenderRulesShards checks),
+// padded with a label of a recording rule (an alert's would be parsed as a
+// template, slowly).
+func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule {
+	t.Helper()
+	pad := func(n int) *monitoringv1.PrometheusRule {
+		return &monitoringv1.PrometheusRule{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID("uid-" + name)},
+			Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{
+				Name: name,
+				Rules: []monitoringv1.Rule{{
+					Record: "padded",
+					Expr:   intstr.FromString("up == 0"),
+					Labels: map[string]string{"pad": strings.Repeat("x", n)},
+				}},
+			}}},
+		}
+	}
+	small, err := renderRuleFile(pad(1))
+	require.NoError(t, err)
+	n := size - len(small) + 1
+	require.Positive(t, n, "%s: %d bytes is too small", name, size)
+	return pad(n)
+}
+
+// checkRules runs the real promtool on every file of shards.
+func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
+	t.Helper()
+	promtool, err := volume.Bin("promtool")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	args := []string{"check", "rules"}
+	for _, cm := range shards {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, cm.Name), 0o755))
+		for name, content := range cm.Data {
+			path := filepath.Join(dir, cm.Name, name)
+			require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+			args = append(args, path)
+		}
+	}
+	if len(args) == 2 {
+		return
+	}
+	out, err := exec.CommandContext(t.Context(), promtool, args...).CombinedOutput()
+	require.NoError(t, err, "promtool check rules:\n%s", out)
+}
+
+// shardFiles lists the file names of each shard.
+func shardFiles(shards []*corev1.ConfigMap) [][]string {
+	var files [][]string
+	for _, cm := range shards {
+		names := make([]string, 0, len(cm.Data))
+		for name := range cm.Data {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		files = append(files, names)
+	}
+	return files
+}
+
+func TestRenderRulesShards(t *testing.T) {
+	const half = maxShardBytes / 2
+	for _, tc := range []struct {
+		name         string
+		sizes        []int // of rules named a, b, c...
+		want         [][]string
+		wantRejected []Rejection
+	}{
+		{name: "no rules"},
+		{
+			name:  "files summing to the limit share a shard",
+			sizes: []int{half, half},
+			want:  [][]string{{"apps-a-uid-a.yaml", "apps-b-uid-b.yaml"}},
+		},
+		{
+			name:  "one byte more starts a second shard",
+			sizes: []int{half, half + 1},
+			want:  [][]string{{"apps-a-uid-a.yaml"}, {"apps-b-uid-b.yaml"}},
+		},
+		{
+			name:  "one file at the limit",
+			sizes: []int{maxShardBytes},
+			want:  [][]string{{"apps-a-uid-a.yaml"}},
+		},
+		{
+			name:  "first fit in name order",
+			sizes: []int{300 << 10, 300 << 10, 100 << 10, 300 << 10},
+			want:  [][]string{{"apps-a-uid-a.yaml", "apps-c-uid-c.yaml"}, {"apps-b-uid-b.yaml"}, {"apps-d-uid-d.yaml"}},
+		},
+		{
+			name:  "a file over the limit is rejected alone",
+			sizes: []int{1000, maxShardBytes + 1, 2000},
+			want:  [][]string{{"apps-a-uid-a.yaml", "apps-c-uid-c.yaml"}},
+			wantRejected: []Rejection{{
+				Kind: "PrometheusRule", Namespace: "apps", Name: "b",
+				Reason: "rule file is 524289 bytes, more than the 524288 bytes a ConfigMap shard holds",
+			}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rules []*monitoringv1.PrometheusRule
+			sizes := map[string]int{}
+			for i, size := range tc.sizes {
+				r := sizedRule(t, string(rune('a'+i)), size)
+				rules = append(rules, r)
+				sizes[ruleFileName(r)] = size
+			}
+			shards, rejected := RenderRules(testServer(), rules)
+			require.Equal(t, tc.want, shardFiles(shards))
+			require.Equal(t, tc.wantRejected, rejected)
+			for i, cm := range shards {
+				total := 0
+				for name, content := range cm.Data {
+					require.Len(t, content, sizes[name], name)
+					total += len(content)
+				}
+				require.LessOrEqual(t, total, maxShardBytes, cm.Name)
+				require.Equal(t, fmt.Sprintf("main-rulefiles-%d", i), cm.Name)
+			}
+			checkRules(t, shards)
+		})
+	}
+}
+
+func TestRenderRulesConfigMap(t *testing.T) {
+	r := loadRule(t, "valid.yaml")
+	content, err := renderRuleFile(r)
+	require.NoError(t, err)
+	shards, rejected := RenderRules(testServer(), []*monitoringv1.PrometheusRule{r})
+	require.Empty(t, rejected)
+	require.Equal(t, []*corev1.ConfigMap{{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "monitoring",
+			Name:      "main-rulefiles-0",
+			Labels: map[string]string{
+				"app.kubernetes.io/name":     "prometheus",
+				"app.kubernetes.io/instance": "main",
+				"podreload.dev/rulefiles":    "main",
+			},
+		},
+		Data: map[string]string{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml": content},
+	}}, shards)
+	golden(t, filepath.Join("testdata", "rules", "valid.golden"), []byte(content))
+	checkRules(t, shards)
+}
+
+func TestRenderRulesDeterministic(t *testing.T) {
+	var rules []*monitoringv1.PrometheusRule
+	for i := range 20 {
+		r := sizedRule(t, fmt.Sprintf("r%02d", i), 20000+(i*7919)%(80<<10))
+		r.ResourceVersion = "1"
+		rules = append(rules, r)
+	}
+	rules = append(rules, loadRule(t, "invalid-promql.yaml"), loadRule(t, "bad-duration.yaml"))
+	want, wantRejected := RenderRules(testServer(), rules)
+	require.Greater(t, len(want), 2, "enough rules for several shards")
+	require.Len(t, wantRejected, 2)
+
+	// The sorting and packing are checked on many orders, rendering (slow
+	// under -race) from scratch on one.
+	var cache RuleCache
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 10 {
+		shuffled := slices.Clone(rules)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		require.NotEqual(t, rules, shuffled)
+		render := cache.Render
+		if i == 0 {
+			render = RenderRules
+		}
+		got, rejected := render(testServer(), shuffled)
+		require.Equal(t, want, got)
+		require.Equal(t, wantRejected, rejected)
+	}
+	checkRules(t, want)
+}
+
+func TestRenderRulesRejects(t *testing.T) {
+	for _, tc := range []struct {
+		fixture, reason string
+	}{
+		{
+			fixture: "invalid-promql.yaml",
+			reason:  `invalid rules: group "broken", rule 1, "Broken": could not parse expression: 1:34: parse error: unclosed left parenthesis`,
+		},
+		{
+			fixture: "duplicate-group.yaml",
+			reason:  `invalid rules: groupname: "same" is repeated in the same file`,
+		},
+		{
+			fixture: "empty-expr.yaml",
+			reason:  `invalid rules: group "empty", rule 1, "Empty": field 'expr' must be set in rule`,
+		},
+		{
+			fixture: "bad-duration.yaml",
+			reason:  `invalid rules: group "slow", rule 1, "Slow": for: unknown unit "x" in duration "5x"; group "slow": interval: unknown unit " minute" in duration "1 minute"`,
+		},
+		{
+			fixture: "record-and-alert.yaml",
+			reason:  `invalid rules: group "both", rule 1, "JobUp": only one of 'record' and 'alert' must be set`,
+		},
+		{
+			fixture: "bad-template.yaml",
+			reason:  `invalid rules: group "templates", rule 1, "Unclosed": annotation "summary": template: __alert_Unclosed:1: unclosed action`,
+		},
+		{
+			fixture: "recording-annotations.yaml",
+			reason: `invalid rules: group "records", rule 1, "job:up{bad}": braces present in the recording rule name; should it be in expr?: job:up{bad}; ` +
+				`group "records", rule 1, "job:up{bad}": invalid field 'annotations' in recording rule; ` +
+				`group "records", rule 1, "job:up{bad}": invalid field 'for' in recording rule`,
+		},
+		{
+			fixture: "many-errors.yaml",
+			reason: `invalid rules: group "many", rule 1, "E1": could not parse expression: 1:6: parse error: unexpected end of input; ` +
+				`group "many", rule 2, "E2": could not parse expression: 1:6: parse error: unexpected end of input; ` +
+				`group "many", rule 3, "E3": could not parse expression: 1:6: parse error: unexpected end of input; ` +
+				`group "many", rule 4, "E4": could not parse expression: 1:6: parse error: unexpected end of input; ` +
+				`group "many", rule 5, "E5": could not parse expression: 1:6: parse error: unexpected end of input; ` +
+				`and 2 more`,
+		},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			valid, bad := loadRule(t, "valid.yaml"), loadRule(t, tc.fixture)
+			shards, rejected := RenderRules(testServer(), []*monitoringv1.PrometheusRule{bad, valid})
+			require.Equal(t, []Rejection{{Kind: "PrometheusRule", Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
+			require.Equal(t, [][]string{{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml"}}, shardFiles(shards))
+			checkRules(t, shards)
+		})
+	}
+}
+
+// TestRenderRulesVerbatim checks that the rule file says exactly what the
+// PrometheusRule says, for strings YAML could read back differently.
+func TestRenderRulesVerbatim(t *testing.T) {
+	for _, v := range []string{
+		"yes", "no", "null", "~", "1e3", "0x1F", "010", "2024-01-01", "true", "",
+		"a: b", "# not a comment", "- item", "[x]", "{x}", "*alias", "&anchor", "!tag", "%directive", "@at", "`tick`",
+		" leading space", "trailing space ", "\ttab", "line\nbreak", "trailing newline\n", "\n\nleading newlines",
+		"quote ' and \" quotes", "back\\slash", "ünïcødé ✓", "line\u2028separator", "---", "...",
+	} {
+		t.Run(v, func(t *testing.T) {
+			expr := "up == 0 # " + strings.ReplaceAll(v, "\n", "\n# ")
+			r := &monitoringv1.PrometheusRule{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "verbatim", UID: "uid"},
+				Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{
+					Name:   v + "group",
+					Labels: map[string]string{"g": v},
+					Rules: []monitoringv1.Rule{{
+						Alert:       "A" + v,
+						Expr:        intstr.FromString(expr),
+						Labels:      map[string]string{"l": v},
+						Annotations: map[string]string{"a": v},
+					}},
+				}}},
+			}
+			content, err := renderRuleFile(r)
+			require.NoError(t, err)
+			groups, errs := rulefmt.Parse([]byte(content), false, model.UTF8Validation)
+			require.Empty(t, errs)
+			g := groups.Groups[0]
+			require.Equal(t, v+"group", g.Name)
+			require.Equal(t, map[string]string{"g": v}, g.Labels)
+			require.Equal(t, "A"+v, g.Rules[0].Alert)
+			require.Equal(t, expr, g.Rules[0].Expr)
+			require.Equal(t, map[string]string{"l": v}, g.Rules[0].Labels)
+			require.Equal(t, map[string]string{"a": v}, g.Rules[0].Annotations)
+		})
+	}
+}
+
+func TestRuleCache(t *testing.T) {
+	server := testServer()
+	versioned := func(name, version string) *monitoringv1.PrometheusRule {
+		r := loadRule(t, name)
+		r.UID, r.ResourceVersion = types.UID("uid-"+r.Name), version
+		return r
+	}
+	valid, invalid := versioned("valid.yaml", "1"), versioned("invalid-promql.yaml", "1")
+	unversioned := sizedRule(t, "unversioned", 1000)
+	validFile, unversionedFile := ruleFileName(valid), ruleFileName(unversioned)
+	all := []*monitoringv1.PrometheusRule{valid, invalid, unversioned}
+
+	var cache RuleCache
+	want, wantRejected := RenderRules(server, all)
+	got, rejected := cache.Render(server, all)
+	require.Equal(t, want, got)
+	require.Equal(t, wantRejected, rejected)
+	require.Len(t, rejected, 1)
+	require.Len(t, cache.entries, 2, "objects without a resourceVersion are not cached")
+
+	// The same resourceVersion is trusted to mean the same content, so a
+	// spec changed under it shows that the cached file is served; an object
+	// without a resourceVersion is rendered again.
+	valid.Spec.Groups[0].Rules[1].Expr = intstr.FromString("vector(1) == 0")
+	unversioned.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2) == 0")
+	got, rejected = cache.Render(server, all)
+	require.Equal(t, want[0].Data[validFile], got[0].Data[validFile])
+	require.Contains(t, got[0].Data[unversionedFile], "vector(2) == 0")
+	require.Equal(t, wantRejected, rejected)
+
+	// A new resourceVersion is rendered and validated again.
+	valid.ResourceVersion = "2"
+	got, _ = cache.Render(server, all)
+	require.Contains(t, got[0].Data[validFile], "vector(1) == 0")
+	valid.ResourceVersion, valid.Spec.Groups[0].Rules[1].Expr = "3", intstr.FromString("vector(")
+	_, rejected = cache.Render(server, all)
+	require.Len(t, rejected, 2)
+	require.Equal(t, "api", rejected[0].Name)
+
+	// Only the objects of the last render are kept.
+	cache.Render(server, []*monitoringv1.PrometheusRule{invalid})
+	require.Equal(t, map[ruleKey]ruleResult{{uid: "uid-invalid-promql", resourceVersion: "1"}: {reason: wantRejected[0].Reason}}, cache.entries)
+	checkRules(t, got)
+}
+
+func TestRuleFileName(t *testing.T) {
+	long := strings.Repeat("n", 253)
+	for _, tc := range []struct {
+		namespace, name, uid, want string
+	}{
+		{"apps", "api", "6f1c", "apps-api-6f1c.yaml"},
+		{"apps", "api", "", "apps-api-.yaml"},
+		{
+			strings.Repeat("s", 63), long, "6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f",
+			strings.Repeat("s", 63) + "-" + long[:253-63-36-len("--.yaml")] + "-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml",
+		},
+	} {
+		got := ruleFileName(&monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: tc.namespace, Name: tc.name, UID: types.UID(tc.uid)}})
+		require.Equal(t, tc.want, got)
+		require.LessOrEqual(t, len(got), 253)
+	}
+}
+
+// BenchmarkRenderRules renders 1,000 PrometheusRules of 10 rules each:
+// from scratch, and through a RuleCache when one of them changed.
+func BenchmarkRenderRules(b *testing.B) {
+	rules := make([]*monitoringv1.PrometheusRule, 0, 1000)
+	for i := range 1000 {
+		r := &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{
+			Namespace:       fmt.Sprintf("team-%02d", i%50),
+			Name:            fmt.Sprintf("rules-%04d", i),
+			UID:             types.UID(fmt.Sprintf("uid-%04d", i)),
+			ResourceVersion: "1",
+		}}
+		g := monitoringv1.RuleGroup{Name: "service.rules", Interval: ptr.To(monitoringv1.Duration("1m"))}
+		for j := range 5 {
+			g.Rules = append(g.Rules,
+				monitoringv1.Rule{
+					Record: fmt.Sprintf("job:http_requests_%d:rate5m", j),
+					Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, code) (rate(http_requests_total{service="svc-%d", handler!~"/health.*"}[5m]))`, i)),
+				},
+				monitoringv1.Rule{
+					Alert:  fmt.Sprintf("HighErrorRate%d", j),
+					Expr:   intstr.FromString(fmt.Sprintf(`sum(rate(http_requests_total{service="svc-%d",code=~"5.."}[5m])) / sum(rate(http_requests_total{service="svc-%d"}[5m])) > 0.0%d`, i, i, j+1)),
+					For:    ptr.To(monitoringv1.Duration("10m")),
+					Labels: map[string]string{"severity": "warning", "team": fmt.Sprintf("team-%02d", i%50)},
+					Annotations: map[string]string{
+						"summary":     "{{ $labels.job }} returns errors for {{ $value | humanizePercentage }} of requests",
+						"runbook_url": "https://runbooks.example.com/http#high-error-rate",
+					},
+				},
+			)
+		}
+		r.Spec.Groups = []monitoringv1.RuleGroup{g}
+		rules = append(rules, r)
+	}
+	server := testServer()
+	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []Rejection) {
+		if len(rejected) > 0 || len(shards) == 0 {
+			b.Fatalf("%d shards, rejected %v", len(shards), rejected)
+		}
+	}
+
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			shards, rejected := RenderRules(server, rules)
+			check(b, shards, rejected)
+		}
+	})
+	version := 1 // across runs of the sub-benchmark, so that every change is new
+	b.Run("one-changed", func(b *testing.B) {
+		var cache RuleCache
+		cache.Render(server, rules)
+		b.ReportAllocs()
+		for b.Loop() {
+			version++
+			rules[version%len(rules)].ResourceVersion = strconv.Itoa(version)
+			shards, rejected := cache.Render(server, rules)
+			check(b, shards, rejected)
+		}
+	})
+}

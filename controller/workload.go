@@ -1,0 +1,294 @@
+package controller
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+const (
+	// ConfigMountPath is where the config Secret is mounted.
+	ConfigMountPath = "/etc/prometheus/config"
+	// ConfigSecretKey is the key of the gzipped configuration in the config
+	// Secret; $(POD_NAME) and $(SHARD) are left in it for the reloader.
+	ConfigSecretKey = "prometheus.yaml.gz"
+	// ConfigOutMountPath is the emptyDir where the reloaders write the
+	// expanded configuration Prometheus reads.
+	ConfigOutMountPath = "/etc/prometheus/config_out"
+	// ConfigEnvsubstFile is the name of the expanded configuration.
+	ConfigEnvsubstFile = "prometheus.env.yaml"
+	// RulesMountPath holds one directory per rule file ConfigMap, named
+	// after the ConfigMap.
+	RulesMountPath = "/etc/prometheus/rules"
+	// StorageMountPath is the TSDB directory.
+	StorageMountPath = "/prometheus"
+	// AnnotationInputHash, on the pod template, is a hash of everything
+	// rendered into the pods; the pods roll when it changes. The config
+	// Secret and the rule ConfigMaps are not part of it: they are reloaded.
+	AnnotationInputHash = "podreload.dev/input-hash"
+
+	// ruleVolumeStep is the granularity of the rule volumes a pod mounts:
+	// the rule shard count rounded up to a multiple of it, at least one step.
+	ruleVolumeStep = 4
+	webPort        = 9090
+	reloaderPort   = 8080
+	// nobody is the user of the Prometheus image.
+	nobody           = 65534
+	fsGroup          = 2000
+	defaultRetention = "15d"
+	// gracePeriod lets Prometheus finish writing its TSDB head on shutdown.
+	gracePeriod = 600
+
+	labelName     = "app.kubernetes.io/name"
+	labelInstance = "app.kubernetes.io/instance"
+)
+
+// WorkloadOptions are the controller-wide inputs of RenderWorkload.
+type WorkloadOptions struct {
+	// DefaultPrometheusImage is the image of servers that set none.
+	DefaultPrometheusImage string
+	// DefaultReloaderImage is the config-reloader image of servers that set none.
+	DefaultReloaderImage string
+	// RuleShards is the number of rule file ConfigMaps (from RenderRules);
+	// give RuleFilesGlobs the same number.
+	RuleShards int
+}
+
+// ConfigSecretName is the name of the Secret holding the configuration of server.
+func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
+	return server.Name + "-config"
+}
+
+// RuleFilesGlobs are the rule_files entries for the rule file ConfigMaps
+// the pods of server mount when there are shards of them: one per mounted
+// directory, because Prometheus allows a wildcard in the last path element
+// only. They cover the padded count (RuleVolumes), so the configuration
+// does not change when a shard is added within it.
+func RuleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
+	globs := make([]string, RuleVolumes(shards))
+	for i := range globs {
+		globs[i] = ruleDir(server, i) + "/*.yaml"
+	}
+	return globs
+}
+
+// RuleVolumes is the number of rule file ConfigMaps the pods mount for
+// shards of them: shards rounded up to a multiple of 4, at least 4. The
+// volumes are optional, so a new shard within that count appears in the
+// running pods without a restart.
+func RuleVolumes(shards int) int {
+	return max(ruleVolumeStep, (shards+ruleVolumeStep-1)/ruleVolumeStep*ruleVolumeStep)
+}
+
+// RenderWorkload renders the headless Service and the StatefulSet of server.
+// The pod template carries AnnotationInputHash. Owner references are not set.
+func RenderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*corev1.Service, *appsv1.StatefulSet) {
+	sel := selectorLabels(server)
+	meta := metav1.ObjectMeta{Name: server.Name, Namespace: server.Namespace, Labels: selectorLabels(server)}
+
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  sel,
+			Ports: []corev1.ServicePort{{
+				Name:       "web",
+				Port:       webPort,
+				TargetPort: intstr.FromString("web"),
+			}},
+		},
+	}
+
+	template, claims := podTemplate(server, opts)
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: *meta.DeepCopy(),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             ptr.To(ptr.Deref(server.Spec.Replicas, 1)),
+			Selector:             &metav1.LabelSelector{MatchLabels: selectorLabels(server)},
+			ServiceName:          svc.Name,
+			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			Template:             template,
+			VolumeClaimTemplates: claims,
+		},
+	}
+	return svc, sts
+}
+
+// ruleDir is where the i-th rule file ConfigMap of server is mounted.
+func ruleDir(server *v1alpha1.PrometheusServer, i int) string {
+	return RulesMountPath + "/" + RuleShardName(server, i)
+}
+
+func selectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
+	return map[string]string{labelName: "prometheus", labelInstance: server.Name}
+}
+
+func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
+	spec := server.Spec
+	signal := spec.Reloader.ReloadMethod == "signal"
+
+	configOut := ConfigOutMountPath + "/" + ConfigEnvsubstFile
+	mountConfig := corev1.VolumeMount{Name: "config", MountPath: ConfigMountPath, ReadOnly: true}
+	mountConfigOut := corev1.VolumeMount{Name: "config-out", MountPath: ConfigOutMountPath}
+	volumes := []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
+		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+
+	storage := corev1.VolumeMount{Name: "storage", MountPath: StorageMountPath}
+	var claims []corev1.PersistentVolumeClaim
+	switch {
+	case spec.Storage != nil && spec.Storage.VolumeClaimTemplate != nil:
+		t := spec.Storage.VolumeClaimTemplate
+		if t.Name != "" {
+			storage.Name = t.Name
+		}
+		claims = []corev1.PersistentVolumeClaim{{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: storage.Name, Labels: t.Labels, Annotations: t.Annotations},
+			Spec:       t.Spec,
+		}}
+	case spec.Storage != nil && spec.Storage.EmptyDir != nil:
+		volumes = append(volumes, corev1.Volume{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: spec.Storage.EmptyDir}})
+	default:
+		volumes = append(volumes, corev1.Volume{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+
+	ruleMounts := make([]corev1.VolumeMount, 0, RuleVolumes(opts.RuleShards))
+	var watched []string
+	for i := range RuleVolumes(opts.RuleShards) {
+		name := "rulefiles-" + strconv.Itoa(i)
+		dir := ruleDir(server, i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: RuleShardName(server, i)},
+			Optional:             ptr.To(true),
+		}}})
+		ruleMounts = append(ruleMounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		watched = append(watched, "--watched-dir="+dir)
+	}
+
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+		{Name: "SHARD", Value: "0"},
+	}
+	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
+	renderArgs := []string{
+		"--config-file=" + ConfigMountPath + "/" + ConfigSecretKey,
+		"--config-envsubst-file=" + configOut,
+	}
+	sidecarArgs := append(append([]string{}, renderArgs...), watched...)
+	if signal {
+		sidecarArgs = append(sidecarArgs, "--reload-method=signal")
+	} else {
+		sidecarArgs = append(sidecarArgs, "--reload-url=http://127.0.0.1:"+strconv.Itoa(webPort)+"/-/reload")
+	}
+	sidecarArgs = append(sidecarArgs, "--listen-address=:"+strconv.Itoa(reloaderPort))
+
+	prometheus := corev1.Container{
+		Name:  "prometheus",
+		Image: cmp.Or(spec.Image, opts.DefaultPrometheusImage),
+		Args: []string{
+			"--config.file=" + configOut,
+			"--web.enable-lifecycle",
+			"--storage.tsdb.path=" + StorageMountPath,
+			"--storage.tsdb.retention.time=" + cmp.Or(string(spec.Retention), defaultRetention),
+			"--web.listen-address=:" + strconv.Itoa(webPort),
+		},
+		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		ReadinessProbe:  httpProbe("/-/ready", 5, 3),
+		LivenessProbe:   httpProbe("/-/healthy", 10, 6),
+		Resources:       spec.Resources,
+		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: ConfigOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
+		SecurityContext: containerSecurity(),
+	}
+	initReloader := corev1.Container{
+		Name:            "init-config-reloader",
+		Image:           reloaderImage,
+		Args:            append([]string{"--watch-interval=0"}, renderArgs...),
+		Env:             env,
+		Resources:       spec.Reloader.Resources,
+		VolumeMounts:    []corev1.VolumeMount{mountConfig, mountConfigOut},
+		SecurityContext: containerSecurity(),
+	}
+	sidecar := corev1.Container{
+		Name:            "config-reloader",
+		Image:           reloaderImage,
+		Args:            sidecarArgs,
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}},
+		Resources:       spec.Reloader.Resources,
+		VolumeMounts:    append([]corev1.VolumeMount{mountConfig, mountConfigOut}, ruleMounts...),
+		SecurityContext: containerSecurity(),
+	}
+
+	t := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: selectorLabels(server)},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            spec.ServiceAccountName,
+			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:        ptr.To(true),
+				RunAsUser:           ptr.To[int64](nobody),
+				RunAsGroup:          ptr.To[int64](nobody),
+				FSGroup:             ptr.To[int64](fsGroup),
+				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			InitContainers: []corev1.Container{initReloader},
+			Containers:     []corev1.Container{prometheus, sidecar},
+			Volumes:        volumes,
+		},
+	}
+	if signal {
+		// The reloader signals Prometheus, which runs as the same user.
+		t.Spec.ShareProcessNamespace = ptr.To(true)
+	}
+	t.Annotations = map[string]string{AnnotationInputHash: inputHash(t, claims)}
+	return t, claims
+}
+
+// inputHash hashes the pod template (before it carries the hash) and the
+// volume claims: exactly what rolls the pods, replicas and the content of
+// the config Secret and rule ConfigMaps excluded. encoding/json writes
+// struct fields in order and map keys sorted, so it is deterministic.
+func inputHash(t corev1.PodTemplateSpec, claims []corev1.PersistentVolumeClaim) string {
+	// Kubernetes API types always marshal.
+	b, _ := json.Marshal(struct {
+		Template corev1.PodTemplateSpec         `json:"template"`
+		Claims   []corev1.PersistentVolumeClaim `json:"claims"`
+	}{t, claims})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func httpProbe(path string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString("web"), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    period,
+		TimeoutSeconds:   3,
+		SuccessThreshold: 1,
+		FailureThreshold: failures,
+	}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
