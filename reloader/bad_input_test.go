@@ -3,6 +3,7 @@ package reloader
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
-	"log/slog"
+
+	"github.com/podreload/podreload/internal/volume"
 )
 
 // logs collects JSON log records.
@@ -109,38 +111,38 @@ func readOnly(t *testing.T, dir string) (restore func()) {
 func TestBadInput(t *testing.T) {
 	t.Run("undefined variable", func(t *testing.T) {
 		h := newHarness(t)
-		cfg := projector(t, h.cfgDir)
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		cfg := volume.Open(t, h.cfgDir)
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.reloaded(t, 1, "a: 1\n|")
 
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": gz(t, "a: 2\nb: $(NOPE) $(NOPE)\n")})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: 2\nb: $(NOPE) $(NOPE)\n")})
 		h.logs.waitErr(t, regexp.QuoteMeta(`expand `+h.opts.ConfigFile+`: line 2: environment variable "NOPE" is not set, and 1 more (keeping the previous config)`))
 		require.Equal(t, "a: 1\n", readFile(h.out))
 		require.Len(t, h.ep.reloads(), 1)
 		require.Equal(t, 2.0, testutil.ToFloat64(h.r.m.expansionErrors))
 		require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
 
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 3\n"})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 3\n"})
 		h.reloaded(t, 2, "a: 3\n|")
 	})
 
 	t.Run("invalid gzip", func(t *testing.T) {
 		h := newHarness(t)
-		cfg := projector(t, h.cfgDir)
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": gz(t, "a: 1\n")})
+		cfg := volume.Open(t, h.cfgDir)
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: 1\n")})
 		h.start(t)
 		h.reloaded(t, 1, "a: 1\n|")
 
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "\x1f\x8bnot gzip"})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "\x1f\x8bnot gzip"})
 		h.logs.waitErr(t, regexp.QuoteMeta(`read config: gunzip `+h.opts.ConfigFile+`: gzip: invalid header (keeping the previous config)`))
 		truncated := gz(t, "a: 2\n")
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": truncated[:len(truncated)-4]})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": truncated[:len(truncated)-4]})
 		h.logs.waitErr(t, regexp.QuoteMeta(`read config: gunzip `+h.opts.ConfigFile+`: unexpected EOF (keeping the previous config)`))
 		require.Equal(t, "a: 1\n", readFile(h.out))
 		require.Len(t, h.ep.reloads(), 1)
 
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": gz(t, "a: 3\n")})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: 3\n")})
 		h.reloaded(t, 2, "a: 3\n|")
 	})
 
@@ -151,14 +153,14 @@ func TestBadInput(t *testing.T) {
 		require.Empty(t, h.ep.reloads())
 		require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
 
-		project(t, projector(t, h.cfgDir), map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		volume.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.reloaded(t, 1, "a: 1\n|")
 	})
 
 	t.Run("unreadable file", func(t *testing.T) {
 		h := newHarness(t)
 		require.NoError(t, os.MkdirAll(h.rulesDir, 0o755))
-		project(t, projector(t, h.cfgDir), map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		volume.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.reloaded(t, 1, "a: 1\n|")
 
@@ -176,7 +178,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("symlink loop", func(t *testing.T) {
 		h := newHarness(t)
 		require.NoError(t, os.MkdirAll(h.rulesDir, 0o755))
-		project(t, projector(t, h.cfgDir), map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		volume.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.reloaded(t, 1, "a: 1\n|")
 
@@ -192,13 +194,13 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("read-only output dir", func(t *testing.T) {
 		h := newHarness(t)
-		cfg := projector(t, h.cfgDir)
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		cfg := volume.Open(t, h.cfgDir)
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.reloaded(t, 1, "a: 1\n|")
 
 		restore := readOnly(t, filepath.Dir(h.out))
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
 		cause := "read-only file system"
 		if os.Geteuid() != 0 {
 			cause = "permission denied"
@@ -218,14 +220,14 @@ func TestBadInput(t *testing.T) {
 		addr := l.Addr().String()
 		require.NoError(t, l.Close())
 		h.opts.Trigger = &HTTPTrigger{URL: mustURL(t, "http://"+addr+"/-/reload"), Timeout: time.Second}
-		cfg := projector(t, h.cfgDir)
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		cfg := volume.Open(t, h.cfgDir)
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		u := "http://" + addr + "/-/reload"
 		h.logs.waitErr(t, regexp.QuoteMeta(`reload `+u+`: Post "`+u+`": dial tcp `+addr+`: connect: connection refused`))
 
 		// A change while the endpoint is down is not lost.
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
 		eventually(t, "output", func() bool { return readFile(h.out) == "a: 2\n" })
 		l, err = net.Listen("tcp", addr)
 		require.NoError(t, err)
@@ -240,19 +242,19 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("endpoint answers 500", func(t *testing.T) {
 		h := newHarness(t)
-		cfg := projector(t, h.cfgDir)
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		cfg := volume.Open(t, h.cfgDir)
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.reloaded(t, 1, "a: 1\n|")
 
 		h.ep.answer(http.StatusInternalServerError, `failed to reload config: couldn't load configuration (--config.file="x"): bad`+"\n")
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
 		h.logs.waitErr(t, regexp.QuoteMeta(`reload `+h.ep.URL+`/-/reload: status 500: failed to reload config: couldn't load configuration (--config.file="x"): bad`))
 		require.Zero(t, testutil.ToFloat64(h.r.m.lastSuccess))
 
 		// Back to the state the process last accepted: still reloaded, since
 		// the failed attempt may have changed what the process runs.
-		project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		eventually(t, "output", func() bool { return readFile(h.out) == "a: 1\n" })
 		h.ep.answer(http.StatusOK, "")
 		h.reloaded(t, 2, "a: 1\n|")
@@ -262,7 +264,7 @@ func TestBadInput(t *testing.T) {
 		h := newHarness(t)
 		h.opts.Trigger = h.ep.trigger(100 * time.Millisecond)
 		h.ep.answer(0, "")
-		project(t, projector(t, h.cfgDir), map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		volume.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.logs.waitErr(t, regexp.QuoteMeta(`reload `+h.ep.URL+`/-/reload: no response within 100ms`))
 		h.ep.answer(http.StatusOK, "")
@@ -272,7 +274,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("signal target absent", func(t *testing.T) {
 		h := newHarness(t)
 		h.opts.Trigger = &SignalTrigger{ProcessName: "podreload-absent"}
-		project(t, projector(t, h.cfgDir), map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+		volume.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 		h.start(t)
 		h.logs.waitErr(t, regexp.QuoteMeta(`reload process "podreload-absent": no such process (does the pod share its process namespace?)`))
 		require.Equal(t, "a: 1\n", readFile(h.out))
@@ -284,8 +286,8 @@ func TestRetriesBound(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Retries = 2
 	h.ep.answer(http.StatusInternalServerError, "no")
-	cfg := projector(t, h.cfgDir)
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+	cfg := volume.Open(t, h.cfgDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 	h.start(t)
 	h.logs.waitErr(t, regexp.QuoteMeta(`reload `+h.ep.URL+`/-/reload: status 500: no`))
 	eventually(t, "three attempts", func() bool { return testutil.ToFloat64(h.r.m.reloadsFailed) == 3 })
@@ -293,6 +295,6 @@ func TestRetriesBound(t *testing.T) {
 	require.Equal(t, 3.0, testutil.ToFloat64(h.r.m.reloadsFailed))
 
 	h.ep.answer(http.StatusOK, "")
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
 	h.reloaded(t, 1, "a: 2\n|")
 }

@@ -118,20 +118,6 @@ func start(t *testing.T, r *Reloader) {
 	})
 }
 
-func projector(t *testing.T, dst string) *volume.Projector {
-	t.Helper()
-	p, err := volume.Start(context.Background(), dst, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	return p
-}
-
-func project(t *testing.T, p *volume.Projector, files map[string]string) {
-	t.Helper()
-	_, err := p.Project(files)
-	require.NoError(t, err)
-}
-
 func gz(t *testing.T, s string) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -216,9 +202,9 @@ func (s *setup) start(t *testing.T) *Reloader {
 
 func TestKubeletSwaps(t *testing.T) {
 	s := newSetup(t)
-	cfg, rules := projector(t, s.cfgDir), projector(t, s.rulesDir)
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 1\n")})
-	project(t, rules, map[string]string{"a.yaml": "a1"})
+	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 1\n")})
+	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	r := s.start(t)
 
 	want := []string{"replica: prom-3\nv: 1\n|a.yaml=a1;"}
@@ -230,16 +216,16 @@ func TestKubeletSwaps(t *testing.T) {
 		state string
 	}{
 		{"config swap", func() {
-			project(t, cfg, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 2\n")})
+			cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 2\n")})
 		}, "replica: prom-3\nv: 2\n|a.yaml=a1;"},
 		{"config swap to plain text", func() {
-			project(t, cfg, map[string]string{"prometheus.yaml.gz": "ordinal: $(STATEFULSET_ORDINAL_NUMBER)\n"})
+			cfg.Set(t, map[string]string{"prometheus.yaml.gz": "ordinal: $(STATEFULSET_ORDINAL_NUMBER)\n"})
 		}, "ordinal: 3\n|a.yaml=a1;"},
-		{"rule changed", func() { project(t, rules, map[string]string{"a.yaml": "a2"}) }, "ordinal: 3\n|a.yaml=a2;"},
-		{"rule added", func() { project(t, rules, map[string]string{"a.yaml": "a2", "b.yaml": "b1"}) }, "ordinal: 3\n|a.yaml=a2;b.yaml=b1;"},
-		{"rule removed", func() { project(t, rules, map[string]string{"b.yaml": "b1"}) }, "ordinal: 3\n|b.yaml=b1;"},
-		{"rule renamed", func() { project(t, rules, map[string]string{"c.yaml": "b1"}) }, "ordinal: 3\n|c.yaml=b1;"},
-		{"every rule removed", func() { project(t, rules, map[string]string{}) }, "ordinal: 3\n|"},
+		{"rule changed", func() { rules.Set(t, map[string]string{"a.yaml": "a2"}) }, "ordinal: 3\n|a.yaml=a2;"},
+		{"rule added", func() { rules.Set(t, map[string]string{"a.yaml": "a2", "b.yaml": "b1"}) }, "ordinal: 3\n|a.yaml=a2;b.yaml=b1;"},
+		{"rule removed", func() { rules.Set(t, map[string]string{"b.yaml": "b1"}) }, "ordinal: 3\n|b.yaml=b1;"},
+		{"rule renamed", func() { rules.Set(t, map[string]string{"c.yaml": "b1"}) }, "ordinal: 3\n|c.yaml=b1;"},
+		{"every rule removed", func() { rules.Set(t, map[string]string{}) }, "ordinal: 3\n|"},
 	}
 	for _, step := range steps {
 		step.apply()
@@ -257,16 +243,16 @@ func TestKubeletSwaps(t *testing.T) {
 
 func TestNothingChanged(t *testing.T) {
 	s := newSetup(t)
-	cfg, rules := projector(t, s.cfgDir), projector(t, s.rulesDir)
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
-	project(t, rules, map[string]string{"a.yaml": "a1"})
+	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
+	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	r := s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
 
 	// The same payload again, kubelet bookkeeping entries, a touch and a
 	// chmod: none changes what Prometheus reads.
 	events := testutil.ToFloat64(r.m.events)
-	project(t, rules, map[string]string{"a.yaml": "a1"})
+	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	stamp := filepath.Join(s.rulesDir, "..2026_11_21_10_00_00.000000001")
 	require.NoError(t, os.Mkdir(stamp, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(stamp, "b.yaml"), []byte("b"), 0o644))
@@ -318,15 +304,15 @@ func TestPlainDirectoryEdits(t *testing.T) {
 func TestBurstIsCoalesced(t *testing.T) {
 	s := newSetup(t)
 	s.opts.QuietWindow = DefaultQuietWindow
-	cfg, rules := projector(t, s.cfgDir), projector(t, s.rulesDir)
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
-	project(t, rules, map[string]string{"a.yaml": "0"})
+	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
+	rules.Set(t, map[string]string{"a.yaml": "0"})
 	s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
 	time.Sleep(2 * DefaultQuietWindow)
 
 	for i := 1; i <= 10; i++ {
-		project(t, rules, map[string]string{"a.yaml": strings.Repeat("x", i)})
+		rules.Set(t, map[string]string{"a.yaml": strings.Repeat("x", i)})
 		time.Sleep(20 * time.Millisecond)
 	}
 	want := "v: 0\n|a.yaml=xxxxxxxxxx;"
@@ -338,8 +324,8 @@ func TestBurstIsCoalesced(t *testing.T) {
 func TestDelayInterval(t *testing.T) {
 	s := newSetup(t)
 	s.opts.DelayInterval = 300 * time.Millisecond
-	cfg := projector(t, s.cfgDir)
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
+	cfg := volume.Open(t, s.cfgDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
 	s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
 
@@ -353,8 +339,8 @@ func TestDelayInterval(t *testing.T) {
 func TestTolerantExpansion(t *testing.T) {
 	s := newSetup(t)
 	s.opts.Expander = expander(false)
-	cfg := projector(t, s.cfgDir)
-	project(t, cfg, map[string]string{"prometheus.yaml.gz": gz(t, "a: $(NOPE)\nb: $(CLUSTER) $(NOPE2) ${CLUSTER} $CLUSTER $$\n")})
+	cfg := volume.Open(t, s.cfgDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: $(NOPE)\nb: $(CLUSTER) $(NOPE2) ${CLUSTER} $CLUSTER $$\n")})
 	r := s.start(t)
 	eventually(t, "reload", func() bool { return len(s.ep.reloads()) == 1 })
 	require.Equal(t, "a: $(NOPE)\nb: eu1 $(NOPE2) ${CLUSTER} $CLUSTER $$\n|", s.ep.reloads()[0])
@@ -364,7 +350,7 @@ func TestTolerantExpansion(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	s := newSetup(t)
-	project(t, projector(t, s.cfgDir), map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\n")})
+	volume.Open(t, s.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\n")})
 	r, err := New(nil, s.reg, s.opts)
 	require.NoError(t, err)
 	require.NoError(t, r.Render())

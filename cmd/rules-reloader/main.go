@@ -14,11 +14,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	commoncfg "github.com/prometheus/common/config"
@@ -115,31 +113,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}, func() float64 { return float64(rel.WatchErrors()) })
 	logger.Info("starting", "program", program, "version", version.Info(), "trigger", trigger.String())
 
-	var g oklog.Group
-	{ // Reloader.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
-	}
-	if cfg.listen != "" { // Web server.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, rel.Ready)
-		g.Add(srv.Run, func(error) { srv.Close() })
-	}
-	{ // Trim code pages used only at start-up or in a burst of work.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
-	}
-	{ // Termination.
-		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
-	}
-	if err := g.Run(); err != nil {
-		if errors.As(err, new(*oklog.SignalError)) || errors.Is(err, context.Canceled) {
-			logger.Info("stopping", "reason", err)
-			return 0
-		}
-		logger.Error("run", "err", err)
-		return 1
-	}
-	return 0
+	return app.Sidecar{
+		Reloader: rel, Registry: reg, Trimmer: trimmer,
+		Listen: cfg.listen, WebConfig: cfg.webConfig, MetricsPath: cfg.metricsPath,
+	}.Run(ctx, logger)
 }
 
 // triggers builds one trigger per webhook, the signal and the command.

@@ -157,20 +157,6 @@ func readDir(dir string) string {
 	return b.String()
 }
 
-func projector(t *testing.T, dst string) *volume.Projector {
-	t.Helper()
-	p, err := volume.Start(context.Background(), dst, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	return p
-}
-
-func project(t *testing.T, p *volume.Projector, files map[string]string) {
-	t.Helper()
-	_, err := p.Project(files)
-	require.NoError(t, err)
-}
-
 func TestUsage(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -205,9 +191,9 @@ func TestWebhooks(t *testing.T) {
 	a, b := newWebhook(t, snapshot), newWebhook(t, snapshot)
 	a.Start()
 	b.Start()
-	pr, pa := projector(t, rules), projector(t, alerts)
-	project(t, pr, map[string]string{"r.yaml": "r0"})
-	project(t, pa, map[string]string{"a.yaml": "a0"})
+	pr, pa := volume.Open(t, rules), volume.Open(t, alerts)
+	pr.Set(t, map[string]string{"r.yaml": "r0"})
+	pa.Set(t, map[string]string{"a.yaml": "a0"})
 	metricsAddr := freeAddr(t)
 	start(t, "--volume-dir="+rules, "--volume-dir="+alerts, "--webhook-url="+a.URL+"/-/reload",
 		"--webhook-url="+b.URL+"/reload", "--webhook-method=PUT", "--web.listen-address="+metricsAddr, "--web.telemetry-path=/m")
@@ -218,9 +204,9 @@ func TestWebhooks(t *testing.T) {
 	// with the last state.
 	for i := 1; i <= 10; i++ {
 		if i%2 == 0 {
-			project(t, pr, map[string]string{"r.yaml": "r" + strconv.Itoa(i)})
+			pr.Set(t, map[string]string{"r.yaml": "r" + strconv.Itoa(i)})
 		} else {
-			project(t, pa, map[string]string{"a.yaml": "a" + strconv.Itoa(i)})
+			pa.Set(t, map[string]string{"a.yaml": "a" + strconv.Itoa(i)})
 		}
 		time.Sleep(20 * time.Millisecond) // The pace of the burst.
 	}
@@ -236,7 +222,7 @@ func TestWebhooks(t *testing.T) {
 
 	// Bookkeeping entries and identical content: no call.
 	n := len(a.waitCalls(t, 1))
-	project(t, pr, map[string]string{"r.yaml": "r10"})
+	pr.Set(t, map[string]string{"r.yaml": "r10"})
 	require.NoError(t, os.Mkdir(filepath.Join(rules, "..2026_11_21_00_00_00.1"), 0o755))
 	time.Sleep(300 * time.Millisecond)
 	calls, _ := a.seen()

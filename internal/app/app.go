@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -181,3 +182,49 @@ func TrimCode() (int, error) {
 }
 
 const madvDontNeed = 4
+
+// Sidecar is what a podreload sidecar runs: its reloader, its web server
+// (when Listen is set) and its trimmer.
+type Sidecar struct {
+	// Reloader is the engine; Ready tells /-/ready.
+	Reloader interface {
+		Run(ctx context.Context) error
+		Ready() bool
+	}
+	// Registry is served on MetricsPath.
+	Registry *prometheus.Registry
+	// Listen, WebConfig and MetricsPath configure the web server.
+	Listen, WebConfig, MetricsPath string
+	// Trimmer drops unused code pages.
+	Trimmer *Trimmer
+}
+
+// Run runs the sidecar until ctx is done or SIGINT or SIGTERM arrives, and
+// returns the exit code: 0 for a requested stop, 1 for a failure.
+func (s Sidecar) Run(ctx context.Context, logger *slog.Logger) int {
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return s.Reloader.Run(ctx) }, func(error) { cancel() })
+	}
+	if s.Listen != "" { // Web server.
+		srv := NewServer(logger.With("component", "web"), s.Registry, s.Listen, s.WebConfig, s.MetricsPath, s.Reloader.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Trim code pages used only at start-up or in a burst of work.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return s.Trimmer.Run(ctx) }, func(error) { cancel() })
+	}
+	{ // Termination.
+		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	}
+	if err := g.Run(); err != nil {
+		if errors.As(err, new(*oklog.SignalError)) || errors.Is(err, context.Canceled) {
+			logger.Info("stopping", "reason", err)
+			return 0
+		}
+		logger.Error("run", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -114,4 +115,28 @@ func (p *Projector) Project(files map[string]string) (time.Time, error) {
 func (p *Projector) Close() error {
 	_ = p.in.Close()
 	return p.cmd.Wait()
+}
+
+// Open starts a projector for the volume directory dst that stops when the
+// test ends; it fails the test when the projector cannot start.
+func Open(t testing.TB, dst string) *Projector {
+	t.Helper()
+	p, err := Start(context.Background(), dst, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("projector for %s: %v", dst, err)
+		}
+	})
+	return p
+}
+
+// Set replaces the volume's content with files, failing the test on error.
+func (p *Projector) Set(t testing.TB, files map[string]string) {
+	t.Helper()
+	if _, err := p.Project(files); err != nil {
+		t.Fatal(err)
+	}
 }
