@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	app.TuneGC()
+	app.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
 	_, _ = app.TrimCode()

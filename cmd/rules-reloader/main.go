@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	app.TuneGC()
+	app.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
 	_, _ = app.TrimCode()

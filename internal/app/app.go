@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -130,6 +131,7 @@ func (t *Trimmer) Run(ctx context.Context) error {
 		case <-t.kick:
 			timer.Reset(t.quiet)
 		case <-timer.C:
+			debug.FreeOSMemory() // Return the heap freed by the burst, too.
 			if n, err := TrimCode(); err != nil {
 				t.logger.Debug("trim code pages", "err", err)
 			} else {
@@ -139,12 +141,19 @@ func (t *Trimmer) Run(ctx context.Context) error {
 	}
 }
 
-// TuneGC keeps the heap small, as fits a sidecar whose live heap is a few
-// hundred kilobytes: the collector runs when the heap has grown by 25%
-// rather than 100%, unless GOGC says otherwise.
-func TuneGC() {
+// TuneRuntime sizes the Go runtime for a sidecar whose live heap is a few
+// hundred kilobytes and whose work is a burst now and then: one P (each P
+// caches memory of its own), a collection when the heap has grown by 50%
+// rather than 100%, and no heap profiling (nothing serves the profiles, and
+// their hash table would be the biggest thing in memory). GOMAXPROCS and
+// GOGC in the environment take precedence.
+func TuneRuntime() {
+	runtime.MemProfileRate = 0
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(25)
+		debug.SetGCPercent(50)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 }
 
