@@ -12,15 +12,18 @@ PROMETHEUS_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Vers
 # Alertmanager has its own module (tools/alertmanager/go.mod, see there why).
 ALERTMANAGER_VERSION = $(shell cd tools/alertmanager && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/alertmanager | sed 's/^v//')
 PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
+# The control plane has its own module (tools/controlplane/go.mod, see there why).
+KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_VERSION_FLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION))) -X $(pkg).gitTreeState=clean)
 BINARIES  := config-reloader rules-reloader
 SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_test.go') go.mod go.sum
 export PODRELOAD_BIN := $(BIN)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test unit e2e lint bench demo tools fuzz clean generate
+.PHONY: help build test unit e2e lint bench demo tools controlplane fuzz clean generate
 
 help: ## Show the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 
@@ -37,6 +40,15 @@ bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 
 bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+controlplane: bin/kube-apiserver bin/etcd ## Build kube-apiserver and etcd for envtest (KUBEBUILDER_ASSETS=bin).
+
+# Static like the upstream release binaries; etcd's version is in its source.
+bin/kube-apiserver: tools/controlplane/go.mod tools/controlplane/go.sum
+	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver
+
+bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
+	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
 
 bin/projector: tools/go.mod tools/go.sum tools/projector/main.go
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
@@ -74,6 +86,8 @@ lint: ## gofmt, go vet and tidy checks.
 	$(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
 	cd tools/alertmanager && $(GO) mod tidy -diff
+	cd tools/controller-gen && $(GO) mod tidy -diff
+	cd tools/controlplane && $(GO) mod tidy -diff
 
 bench: build tools bin/prometheus-config-reloader ## Measure the reloaders; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
