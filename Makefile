@@ -30,7 +30,7 @@ build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
-tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/kube-apiserver bin/etcd ## Build the real components tests use (cached in bin/).
 
 bin/prometheus bin/promtool: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/$(notdir $@)
