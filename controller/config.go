@@ -91,18 +91,62 @@ func RenderConfig(in ConfigInput) ([]byte, []Rejection, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("render config: %w", err)
 	}
-	// A job takes about 2.5 KiB: size the buffer once.
+	b, err := encodeYAML(cfg, configSize(cfg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("render config: %w", err)
+	}
+	return b, rejected, nil
+}
+
+// configSize is a little more than the size of cfg encoded: a job takes
+// about 2.5 KiB.
+func configSize(cfg yaml.MapSlice) int {
 	size := 4 << 10
 	for _, it := range cfg {
 		if jobs, ok := it.Value.([]yaml.MapSlice); ok && it.Key == "scrape_configs" {
 			size += len(jobs) * 3 << 10
 		}
 	}
-	b, err := encodeYAML(cfg, size)
+	return size
+}
+
+// configParts is a configuration rendered before its rule files are
+// known: the configuration is the global section, the rule_files section,
+// then tail, already encoded. Render builds and encodes the scrape
+// configurations, the bulk of the work, while it renders the rules.
+type configParts struct {
+	global yaml.MapSlice
+	tail   []byte
+}
+
+// renderConfigParts is RenderConfig but for the rule files, which it
+// ignores in in.
+func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
+	in.RuleFiles = nil
+	cfg, rejected, err := renderConfig(in)
 	if err != nil {
-		return nil, nil, fmt.Errorf("render config: %w", err)
+		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
-	return b, rejected, nil
+	// Without rule files, the global section is alone before the rest.
+	tail, err := encodeYAML(cfg[1:], configSize(cfg))
+	if err != nil {
+		return configParts{}, nil, fmt.Errorf("render config: %w", err)
+	}
+	return configParts{global: cfg[:1], tail: tail}, rejected, nil
+}
+
+// head returns what comes before p.tail in the configuration with the
+// rule files ruleFiles: the global and rule_files sections.
+func (p configParts) head(ruleFiles []string) ([]byte, error) {
+	files, err := ruleFilesSection(ruleFiles)
+	if err != nil {
+		return nil, fmt.Errorf("render config: %w", err)
+	}
+	b, err := encodeYAML(slices.Concat(p.global, files), 1<<10)
+	if err != nil {
+		return nil, fmt.Errorf("render config: %w", err)
+	}
+	return b, nil
 }
 
 // renderConfig returns the configuration as ordered YAML structures.
@@ -115,11 +159,9 @@ func renderConfig(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	files := sortedUnique(in.RuleFiles)
-	for _, f := range files {
-		if f == "" || !ruleFilePattern.MatchString(f) {
-			return nil, nil, fmt.Errorf("rule file %q: Prometheus allows one wildcard, in the last path element", f)
-		}
+	files, err := ruleFilesSection(in.RuleFiles)
+	if err != nil {
+		return nil, nil, err
 	}
 	sms, err := sortedObjects(in.ServiceMonitors, monitoringv1.ServiceMonitorsKind)
 	if err != nil {
@@ -152,17 +194,31 @@ func renderConfig(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 	// The order of prometheus-operator: global, rule_files, scrape_configs,
 	// alerting, remote_write.
 	cfg := yaml.MapSlice{server.global}
-	if len(files) > 0 {
-		cfg = append(cfg, yaml.MapItem{Key: "rule_files", Value: files})
-	}
+	cfg = append(cfg, files...)
 	cfg = append(cfg, yaml.MapItem{Key: "scrape_configs", Value: jobs})
 	cfg = append(cfg, server.rest...)
 	return cfg, rejected, nil
 }
 
-// namespaced is a ServiceMonitor or a PodMonitor.
+// ruleFilesSection is the rule_files section of the configuration with
+// the rule files files, sorted and without duplicates: none when there are
+// no files.
+func ruleFilesSection(files []string) (yaml.MapSlice, error) {
+	files = sortedUnique(files)
+	for _, f := range files {
+		if f == "" || !ruleFilePattern.MatchString(f) {
+			return nil, fmt.Errorf("rule file %q: Prometheus allows one wildcard, in the last path element", f)
+		}
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	return yaml.MapSlice{{Key: "rule_files", Value: files}}, nil
+}
+
+// namespaced is a ServiceMonitor, a PodMonitor or a PrometheusRule.
 type namespaced interface {
-	*monitoringv1.ServiceMonitor | *monitoringv1.PodMonitor
+	*monitoringv1.ServiceMonitor | *monitoringv1.PodMonitor | *monitoringv1.PrometheusRule
 	GetNamespace() string
 	GetName() string
 }
@@ -1403,101 +1459,98 @@ func sortedMap[V any](m map[string]V) yaml.MapSlice {
 // the configuration holds: yaml.MapSlice, []yaml.MapSlice, []string,
 // string, bool, int64 and float64.
 func encodeYAML(cfg yaml.MapSlice, size int) ([]byte, error) {
-	e := encoder{buf: make([]byte, 0, size)}
-	if err := e.mapping(cfg, 0, false); err != nil {
-		return nil, err
+	// The buffer is passed by value, not kept in a struct: an append then
+	// needs no write barrier, which costs while the collector runs.
+	return appendMapping(make([]byte, 0, size), cfg, 0, false)
+}
+
+// spaces indent by slicing.
+const spaces = "                                                                "
+
+func appendIndent(buf []byte, n int) []byte {
+	for ; n > len(spaces); n -= len(spaces) {
+		buf = append(buf, spaces...)
 	}
-	return e.buf, nil
+	return append(buf, spaces[:n]...)
 }
 
-type encoder struct {
-	buf []byte
-}
-
-func (e *encoder) indent(n int) {
-	for range n {
-		e.buf = append(e.buf, ' ')
-	}
-}
-
-// mapping writes m with its keys at column indent; inline says that the
-// first key follows a "- " already written.
-func (e *encoder) mapping(m yaml.MapSlice, indent int, inline bool) error {
+// appendMapping appends m with its keys at column indent; inline says that
+// the first key follows a "- " already written.
+func appendMapping(buf []byte, m yaml.MapSlice, indent int, inline bool) ([]byte, error) {
 	for i, it := range m {
 		if i > 0 || !inline {
-			e.indent(indent)
+			buf = appendIndent(buf, indent)
 		}
 		k, ok := it.Key.(string)
 		if !ok {
-			return fmt.Errorf("encode yaml: key %v is not a string", it.Key)
+			return nil, fmt.Errorf("encode yaml: key %v is not a string", it.Key)
 		}
-		e.buf = appendYAMLString(e.buf, k)
-		e.buf = append(e.buf, ':')
-		if err := e.value(it.Value, indent); err != nil {
-			return err
+		buf = appendYAMLString(buf, k)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendValue(buf, it.Value, indent); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return buf, nil
 }
 
-// value writes the value of a key at column indent, from the colon on.
-func (e *encoder) value(v any, indent int) error {
+// appendValue appends the value of a key at column indent, from the colon
+// on.
+func appendValue(buf []byte, v any, indent int) ([]byte, error) {
 	switch v := v.(type) {
 	case string:
-		e.buf = append(e.buf, ' ')
-		e.buf = appendYAMLString(e.buf, v)
+		buf = append(buf, ' ')
+		buf = appendYAMLString(buf, v)
 	case bool:
-		e.buf = append(e.buf, ' ')
-		e.buf = strconv.AppendBool(e.buf, v)
+		buf = append(buf, ' ')
+		buf = strconv.AppendBool(buf, v)
 	case int64:
-		e.buf = append(e.buf, ' ')
-		e.buf = strconv.AppendInt(e.buf, v, 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, v, 10)
 	case float64:
-		e.buf = append(e.buf, ' ')
-		e.buf = strconv.AppendFloat(e.buf, v, 'g', -1, 64)
+		buf = append(buf, ' ')
+		buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
 	case yaml.MapSlice:
 		if len(v) == 0 {
-			e.buf = append(e.buf, " {}\n"...)
-			return nil
+			return append(buf, " {}\n"...), nil
 		}
-		e.buf = append(e.buf, '\n')
-		return e.mapping(v, indent+2, false)
+		buf = append(buf, '\n')
+		return appendMapping(buf, v, indent+2, false)
 	case []yaml.MapSlice:
 		if len(v) == 0 {
-			e.buf = append(e.buf, " []\n"...)
-			return nil
+			return append(buf, " []\n"...), nil
 		}
-		e.buf = append(e.buf, '\n')
+		buf = append(buf, '\n')
 		for _, m := range v {
-			e.indent(indent)
+			buf = appendIndent(buf, indent)
 			if len(m) == 0 {
-				e.buf = append(e.buf, "- {}\n"...)
+				buf = append(buf, "- {}\n"...)
 				continue
 			}
-			e.buf = append(e.buf, "- "...)
-			if err := e.mapping(m, indent+2, true); err != nil {
-				return err
+			buf = append(buf, "- "...)
+			var err error
+			if buf, err = appendMapping(buf, m, indent+2, true); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return buf, nil
 	case []string:
 		if len(v) == 0 {
-			e.buf = append(e.buf, " []\n"...)
-			return nil
+			return append(buf, " []\n"...), nil
 		}
-		e.buf = append(e.buf, '\n')
+		buf = append(buf, '\n')
 		for _, s := range v {
-			e.indent(indent)
-			e.buf = append(e.buf, "- "...)
-			e.buf = appendYAMLString(e.buf, s)
-			e.buf = append(e.buf, '\n')
+			buf = appendIndent(buf, indent)
+			buf = append(buf, "- "...)
+			buf = appendYAMLString(buf, s)
+			buf = append(buf, '\n')
 		}
-		return nil
+		return buf, nil
 	default:
-		return fmt.Errorf("encode yaml: unsupported value of type %T", v)
+		return nil, fmt.Errorf("encode yaml: unsupported value of type %T", v)
 	}
-	e.buf = append(e.buf, '\n')
-	return nil
+	return append(buf, '\n'), nil
 }
 
 // appendYAMLString appends s as a plain scalar when that is certain to
@@ -1514,6 +1567,12 @@ func appendYAMLString(buf []byte, s string) []byte {
 // context and read back as the same string by yaml.v2, which Prometheus
 // parses its configuration with. It errs on the side of quoting.
 func plainYAML(s string) bool {
+	return plainScalar(s, "")
+}
+
+// plainScalar is plainYAML with the characters of inner also allowed
+// after the first one; the caller ensures they are safe where they are.
+func plainScalar(s, inner string) bool {
 	if s == "" {
 		return false
 	}
@@ -1525,18 +1584,14 @@ func plainYAML(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if isAlnum(c) {
-			continue
-		}
-		switch c {
-		case '_', '.', '/', '$', '(', ')', '{', '}', '[', ']', '|', ';', '+', '*', '?', '^', '-', '=', '@', '%', '~', ',', '<', '>', '\\':
-		case ':':
+		switch c := s[i]; {
+		case plainByte(c):
+		case c == ':':
 			// "a:" would start a mapping; "a:b" is a scalar.
 			if i == len(s)-1 {
 				return false
 			}
-		default:
+		case strings.IndexByte(inner, c) < 0:
 			// Spaces, '#', quotes, control and non-ASCII characters.
 			return false
 		}
@@ -1555,18 +1610,36 @@ func plainYAML(s string) bool {
 		if _, err := strconv.ParseFloat(n, 64); err == nil {
 			return false
 		}
-		switch strings.ToLower(s) {
-		case ".inf", ".nan":
+		if len(s) == 4 && (strings.EqualFold(s, ".inf") || strings.EqualFold(s, ".nan")) {
 			return false
 		}
-	default:
+	case len(s) <= len("false"):
 		// Booleans and null, in YAML 1.1.
-		switch strings.ToLower(s) {
-		case "y", "yes", "n", "no", "on", "off", "true", "false", "null":
-			return false
+		for _, w := range [...]string{"y", "yes", "n", "no", "on", "off", "true", "false", "null"} {
+			if strings.EqualFold(s, w) {
+				return false
+			}
 		}
 	}
 	return true
+}
+
+// plainLow and plainHigh are the sets of the bytes below 64 and from 64 to
+// 127 that are safe anywhere in a plain scalar: letters, digits and
+// _./$(){}[]|;+*?^-=@%~,<>\ (the bit of a byte is 1 << (byte % 64)).
+const (
+	plainLow uint64 = 1<<'$' | 1<<'%' | 1<<'(' | 1<<')' | 1<<'*' | 1<<'+' | 1<<',' | 1<<'-' | 1<<'.' | 1<<'/' |
+		0x3ff<<'0' | 1<<';' | 1<<'<' | 1<<'=' | 1<<'>' | 1<<'?'
+	plainHigh uint64 = 1<<('@'-64) | 0x3ffffff<<('A'-64) | 1<<('['-64) | 1<<('\\'-64) | 1<<(']'-64) | 1<<('^'-64) |
+		1<<('_'-64) | 0x3ffffff<<('a'-64) | 1<<('{'-64) | 1<<('|'-64) | 1<<('}'-64) | 1<<('~'-64)
+)
+
+// plainByte reports whether c is safe anywhere in a plain scalar.
+func plainByte(c byte) bool {
+	if c < 64 {
+		return plainLow>>c&1 != 0
+	}
+	return c < 128 && plainHigh>>(c-64)&1 != 0
 }
 
 func isAlnum(c byte) bool {

@@ -311,44 +311,19 @@ func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
 // cannot go unnoticed.
 func loadConfigInput(t *testing.T, path string) ConfigInput {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
 	in := ConfigInput{Secrets: map[string]*corev1.Secret{}}
-	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		var tm metav1.TypeMeta
-		require.NoError(t, sigsyaml.Unmarshal(doc, &tm))
-		switch tm.Kind {
-		case "":
-			require.Empty(t, strings.TrimSpace(stripComments(doc)), "document without a kind in %s", path)
+	readDocuments(t, path, func(kind string, doc []byte) {
+		switch kind {
 		case v1alpha1.Kind:
 			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
 			in.Server = &v1alpha1.PrometheusServer{}
 			require.NoError(t, sigsyaml.UnmarshalStrict(doc, in.Server))
 		case monitoringv1.ServiceMonitorsKind:
-			sm := &monitoringv1.ServiceMonitor{}
-			require.NoError(t, sigsyaml.UnmarshalStrict(doc, sm))
-			in.ServiceMonitors = append(in.ServiceMonitors, sm)
+			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
 		case monitoringv1.PodMonitorsKind:
-			pm := &monitoringv1.PodMonitor{}
-			require.NoError(t, sigsyaml.UnmarshalStrict(doc, pm))
-			in.PodMonitors = append(in.PodMonitors, pm)
+			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
 		case "Secret":
-			s := &corev1.Secret{}
-			require.NoError(t, sigsyaml.UnmarshalStrict(doc, s))
-			// As the API server does.
-			for k, v := range s.StringData {
-				if s.Data == nil {
-					s.Data = map[string][]byte{}
-				}
-				s.Data[k] = []byte(v)
-			}
-			s.StringData = nil
+			s := decodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
 		case "RuleFiles":
 			var rf struct {
@@ -358,10 +333,56 @@ func loadConfigInput(t *testing.T, path string) ConfigInput {
 			require.NoError(t, sigsyaml.UnmarshalStrict(doc, &rf))
 			in.RuleFiles = append(in.RuleFiles, rf.Files...)
 		default:
-			t.Fatalf("unknown kind %q in %s", tm.Kind, path)
+			t.Fatalf("unknown kind %q in %s", kind, path)
 		}
-	}
+	})
 	return in
+}
+
+// readDocuments calls fn with the kind and the text of every document of
+// the YAML stream in the file path.
+func readDocuments(t *testing.T, path string, fn func(kind string, doc []byte)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		var tm metav1.TypeMeta
+		require.NoError(t, sigsyaml.Unmarshal(doc, &tm))
+		if tm.Kind == "" {
+			require.Empty(t, strings.TrimSpace(stripComments(doc)), "document without a kind in %s", path)
+			continue
+		}
+		fn(tm.Kind, doc)
+	}
+}
+
+// decodeDocument decodes doc strictly into a new T.
+func decodeDocument[T any](t *testing.T, doc []byte) *T {
+	t.Helper()
+	v := new(T)
+	require.NoError(t, sigsyaml.UnmarshalStrict(doc, v))
+	return v
+}
+
+// decodeSecret decodes a Secret and moves its stringData into data, as
+// the API server does.
+func decodeSecret(t *testing.T, doc []byte) *corev1.Secret {
+	t.Helper()
+	s := decodeDocument[corev1.Secret](t, doc)
+	for k, v := range s.StringData {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+	return s
 }
 
 func stripComments(doc []byte) string {
@@ -382,4 +403,14 @@ func shuffle[T any](rng *rand.Rand, s []T) []T {
 	copy(c, s)
 	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
 	return c
+}
+
+// TestPlainByte checks the bit sets of plainByte against the list of the
+// bytes they stand for.
+func TestPlainByte(t *testing.T) {
+	const safe = "_./$(){}[]|;+*?^-=@%~,<>\\"
+	for c := range 256 {
+		want := isAlnum(byte(c)) || strings.IndexByte(safe, byte(c)) >= 0
+		require.Equal(t, want, plainByte(byte(c)), "%q", rune(c))
+	}
 }

@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -14,9 +12,6 @@ import (
 	"sync/atomic"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/rulefmt"
-	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,35 +36,6 @@ const (
 	KindPrometheusRule = "PrometheusRule"
 )
 
-// yamlPosition is the "line:column: " prefix of rulefmt's errors, which
-// point into a file the user never sees.
-var yamlPosition = regexp.MustCompile(`^\d+:\d+: `)
-
-// ruleFile is a Prometheus rule file, in rulefmt's field order. Durations
-// stay strings so that rulefmt is the one to parse them.
-type ruleFile struct {
-	Groups []ruleGroup `yaml:"groups"`
-}
-
-type ruleGroup struct {
-	Name        string            `yaml:"name"`
-	Interval    string            `yaml:"interval,omitempty"`
-	QueryOffset string            `yaml:"query_offset,omitempty"`
-	Limit       int               `yaml:"limit,omitempty"`
-	Labels      map[string]string `yaml:"labels,omitempty"`
-	Rules       []rule            `yaml:"rules"`
-}
-
-type rule struct {
-	Record        string            `yaml:"record,omitempty"`
-	Alert         string            `yaml:"alert,omitempty"`
-	Expr          string            `yaml:"expr"`
-	For           string            `yaml:"for,omitempty"`
-	KeepFiringFor string            `yaml:"keep_firing_for,omitempty"`
-	Labels        map[string]string `yaml:"labels,omitempty"`
-	Annotations   map[string]string `yaml:"annotations,omitempty"`
-}
-
 // ruleResult is what a PrometheusRule gives: a file, or why it has none.
 type ruleResult struct {
 	name, content, reason string
@@ -83,11 +49,11 @@ type ruleKey struct {
 
 // RuleCache remembers, by UID and resourceVersion, the rule files it
 // rendered and validated, so that a reconcile only validates the
-// PrometheusRules that changed: validation dominates the cost (rulefmt
-// parses the file twice and every alert template once per label and
-// annotation). It keeps only the entries of its last Render, so give each
-// PrometheusServer its own. The zero value is ready; it is safe for
-// concurrent use. Objects without a UID or resourceVersion are not cached.
+// PrometheusRules that changed: validation dominates the cost (parsing
+// every PromQL expression and every alert template). It keeps only the
+// entries of its last Render, so give each PrometheusServer its own. The
+// zero value is ready; it is safe for concurrent use. Objects without a
+// UID or resourceVersion are not cached.
 type RuleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
@@ -178,16 +144,18 @@ func renderAll(rules []*monitoringv1.PrometheusRule, todo []int, results []ruleR
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(todo)) {
 		wg.Go(func() {
+			c := newRuleChecker()
 			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
-				results[todo[j]] = renderRule(rules[todo[j]])
+				results[todo[j]] = c.render(rules[todo[j]])
 			}
 		})
 	}
 	wg.Wait()
 }
 
-func renderRule(r *monitoringv1.PrometheusRule) ruleResult {
-	content, err := renderRuleFile(r)
+// render renders the rule file of r, or says why it has none.
+func (c *ruleChecker) render(r *monitoringv1.PrometheusRule) ruleResult {
+	content, err := c.file(r)
 	if err == nil && len(content) > maxShardBytes {
 		err = fmt.Errorf("rule file is %d bytes, more than the %d bytes a ConfigMap shard holds", len(content), maxShardBytes)
 	}
@@ -225,80 +193,6 @@ func ruleFileName(r *monitoringv1.PrometheusRule) string {
 		name = name[:max(len(name)-over, 0)]
 	}
 	return fmt.Sprintf("%s-%s-%s.yaml", r.Namespace, name, r.UID)
-}
-
-// renderRuleFile marshals the groups of r and validates them as Prometheus
-// does when it loads the file.
-func renderRuleFile(r *monitoringv1.PrometheusRule) (string, error) {
-	var errs []string
-	// checkDuration parses a duration as rulefmt would, to say where a bad
-	// one is; it is then left out so that rulefmt reports everything else.
-	checkDuration := func(where, field string, d *monitoringv1.Duration) string {
-		if d == nil || *d == "" {
-			return ""
-		}
-		if _, err := model.ParseDuration(string(*d)); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %s: %v", where, field, err))
-			return ""
-		}
-		return string(*d)
-	}
-
-	f := ruleFile{Groups: make([]ruleGroup, 0, len(r.Spec.Groups))}
-	for _, g := range r.Spec.Groups {
-		where := fmt.Sprintf("group %q", g.Name)
-		rg := ruleGroup{
-			Name:        g.Name,
-			Interval:    checkDuration(where, "interval", g.Interval),
-			QueryOffset: checkDuration(where, "query_offset", g.QueryOffset),
-			Labels:      g.Labels,
-			Rules:       make([]rule, 0, len(g.Rules)),
-		}
-		if g.Limit != nil {
-			rg.Limit = *g.Limit
-		}
-		for i, gr := range g.Rules {
-			where := fmt.Sprintf("group %q, rule %d, %q", g.Name, i+1, cmp.Or(gr.Alert, gr.Record))
-			ru := rule{
-				Record:      gr.Record,
-				Alert:       gr.Alert,
-				Expr:        gr.Expr.String(),
-				For:         checkDuration(where, "for", gr.For),
-				Labels:      gr.Labels,
-				Annotations: gr.Annotations,
-			}
-			if gr.KeepFiringFor != nil {
-				d := monitoringv1.Duration(*gr.KeepFiringFor)
-				ru.KeepFiringFor = checkDuration(where, "keep_firing_for", &d)
-			}
-			rg.Rules = append(rg.Rules, ru)
-		}
-		f.Groups = append(f.Groups, rg)
-	}
-
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
-		return "", fmt.Errorf("marshal rule file: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return "", fmt.Errorf("marshal rule file: %w", err)
-	}
-
-	_, perrs := rulefmt.Parse(buf.Bytes(), false, model.UTF8Validation)
-	for _, err := range perrs {
-		var rerr *rulefmt.Error
-		if errors.As(err, &rerr) {
-			errs = append(errs, fmt.Sprintf("group %q, rule %d, %q: %v", rerr.Group, rerr.Rule, rerr.RuleName, rerr.Err.Unwrap()))
-			continue
-		}
-		errs = append(errs, yamlPosition.ReplaceAllString(err.Error(), ""))
-	}
-	if len(errs) > 0 {
-		return "", invalidRules(errs)
-	}
-	return buf.String(), nil
 }
 
 // invalidRules is one error out of a rule file's validation errors, sorted

@@ -14,6 +14,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +55,7 @@ func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule
 			}}},
 		}
 	}
-	small, err := renderRuleFile(pad(1))
+	small, err := newRuleChecker().file(pad(1))
 	require.NoError(t, err)
 	n := size - len(small) + 1
 	require.Positive(t, n, "%s: %d bytes is too small", name, size)
@@ -163,7 +164,7 @@ func TestRenderRulesShards(t *testing.T) {
 
 func TestRenderRulesConfigMap(t *testing.T) {
 	r := loadRule(t, "valid.yaml")
-	content, err := renderRuleFile(r)
+	content, err := newRuleChecker().file(r)
 	require.NoError(t, err)
 	shards, rejected := RenderRules(testServer(), []*monitoringv1.PrometheusRule{r})
 	require.Empty(t, rejected)
@@ -293,7 +294,7 @@ func TestRenderRulesVerbatim(t *testing.T) {
 					}},
 				}}},
 			}
-			content, err := renderRuleFile(r)
+			content, err := newRuleChecker().file(r)
 			require.NoError(t, err)
 			groups, errs := rulefmt.Parse([]byte(content), false, model.UTF8Validation)
 			require.Empty(t, errs)
@@ -374,8 +375,41 @@ func TestRuleFileName(t *testing.T) {
 // BenchmarkRenderRules renders 1,000 PrometheusRules of 10 rules each:
 // from scratch, and through a RuleCache when one of them changed.
 func BenchmarkRenderRules(b *testing.B) {
-	rules := make([]*monitoringv1.PrometheusRule, 0, 1000)
-	for i := range 1000 {
+	rules := benchRules(1000)
+	server := testServer()
+	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []Rejection) {
+		if len(rejected) > 0 || len(shards) == 0 {
+			b.Fatalf("%d shards, rejected %v", len(shards), rejected)
+		}
+	}
+
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			shards, rejected := RenderRules(server, rules)
+			check(b, shards, rejected)
+		}
+	})
+	version := 1 // across runs of the sub-benchmark, so that every change is new
+	b.Run("one-changed", func(b *testing.B) {
+		var cache RuleCache
+		cache.Render(server, rules)
+		b.ReportAllocs()
+		for b.Loop() {
+			version++
+			rules[version%len(rules)].ResourceVersion = strconv.Itoa(version)
+			shards, rejected := cache.Render(server, rules)
+			check(b, shards, rejected)
+		}
+	})
+}
+
+// benchRules returns n PrometheusRules spread over 50 namespaces, each of
+// one group of 5 recording and 5 alerting rules with the usual labels and
+// annotations.
+func benchRules(n int) []*monitoringv1.PrometheusRule {
+	rules := make([]*monitoringv1.PrometheusRule, 0, n)
+	for i := range n {
 		r := &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{
 			Namespace:       fmt.Sprintf("team-%02d", i%50),
 			Name:            fmt.Sprintf("rules-%04d", i),
@@ -404,30 +438,61 @@ func BenchmarkRenderRules(b *testing.B) {
 		r.Spec.Groups = []monitoringv1.RuleGroup{g}
 		rules = append(rules, r)
 	}
-	server := testServer()
-	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []Rejection) {
-		if len(rejected) > 0 || len(shards) == 0 {
-			b.Fatalf("%d shards, rejected %v", len(shards), rejected)
-		}
-	}
+	return rules
+}
 
-	b.Run("cold", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			shards, rejected := RenderRules(server, rules)
-			check(b, shards, rejected)
-		}
-	})
-	version := 1 // across runs of the sub-benchmark, so that every change is new
-	b.Run("one-changed", func(b *testing.B) {
-		var cache RuleCache
-		cache.Render(server, rules)
-		b.ReportAllocs()
-		for b.Loop() {
-			version++
-			rules[version%len(rules)].ResourceVersion = strconv.Itoa(version)
-			shards, rejected := cache.Render(server, rules)
-			check(b, shards, rejected)
-		}
-	})
+// TestParseExprAsParser checks that the checker, which parses expressions
+// with the regular expressions of their matchers replaced, accepts and
+// refuses exactly what the PromQL parser does, with the parser's message,
+// and that it does parse without them when it can (generic).
+func TestParseExprAsParser(t *testing.T) {
+	c := newRuleChecker()
+	for _, tc := range []struct {
+		expr    string
+		generic string // "" when the expression is parsed as it is
+	}{
+		{expr: `up`, generic: `up`},
+		{expr: `up{job=~"api|web"}`, generic: `up{job=~"x"}`},
+		{expr: `sum(rate(http_requests_total{code=~"5..", handler!~"/health.*"}[5m]))`, generic: `sum(rate(http_requests_total{code=~"x", handler!~"x"}[5m]))`},
+		{expr: "up{job=~`a\\d+`}", generic: `up{job=~"x"}`},
+		{expr: `up{job=~"a\\d+"}`, generic: `up{job=~"x"}`},
+		{expr: `{job=~"api"}`, generic: `{job=~"x"}`},
+		{expr: `{job=~".*"}`, generic: `{job=~""}`},
+		{expr: `{job=~"a?"}`, generic: `{job=~""}`},
+		{expr: `{job=~""}`, generic: `{job=~""}`},
+		{expr: `{job!~".*"}`, generic: `{job!~""}`},
+		{expr: `{job!~"api"}`, generic: `{job!~"x"}`},
+		{expr: `{job!~""}`, generic: `{job!~""}`},
+		{expr: `{job=~".*", env=~".+"}`, generic: `{job=~"", env=~"x"}`},
+		{expr: `{job=~".*", env=~".*"}`, generic: `{job=~"", env=~""}`},
+		{expr: `{__name__=~"up|down"}`, generic: `{__name__=~"x"}`},
+		{expr: `up{__name__=~"up"}`, generic: `up{__name__=~"x"}`},
+		{expr: `{"job"=~"a.*"}`, generic: `{"job"=~"x"}`},
+		{expr: `{"a.b"=~".+", job="x"}`, generic: `{"a.b"=~"x", job="x"}`},
+		{expr: `info(up, {k8s_cluster=~".*"})`, generic: `info(up, {k8s_cluster=~""})`},
+		{expr: `info(up, {__name__=~"target_info"})`, generic: `info(up, {__name__=~"x"})`},
+		{expr: `up{a="=~\"("} # b=~"("`, generic: `up{a="=~\"("} # b=~"("`},
+		{expr: `label_replace(up, "a", "$1", "b", "(.*")`, generic: `label_replace(up, "a", "$1", "b", "(.*")`},
+		{expr: `up =~ "x"`},
+		{expr: `up{job=~"("}`},
+		{expr: `up{job!~"[z-a]"}`},
+		{expr: `up{job=~"\q"}`},
+		{expr: `up{job=~"abc}`},
+		{expr: `up{job=~}`, generic: `up{job=~}`},
+		{expr: `up{job=~"a"`},
+		{expr: `up{job=~"(", env=~".*"}`},
+		{expr: `sum(up{job=~"a"}`},
+		{expr: `rate(up{job=~".*"}[5m])`, generic: `rate(up{job=~""}[5m])`},
+		{expr: `rate({job=~".*"}[5m])`, generic: `rate({job=~""}[5m])`},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			generic, ok := c.withoutRegexps(tc.expr)
+			require.Equal(t, tc.generic != "", ok)
+			require.Equal(t, tc.generic, generic)
+			_, want := parser.ParseExpr(tc.expr)
+			for range 2 { // then from the cache
+				require.Equal(t, fmt.Sprint(want), fmt.Sprint(c.parseExpr(tc.expr)))
+			}
+		})
+	}
 }

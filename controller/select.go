@@ -17,28 +17,50 @@ import (
 // missing from namespaces is not selected. Both selectors are checked even
 // when the answer is already known, so an invalid one is never hidden.
 func Selected(server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector, obj metav1.Object, namespaces map[string]labels.Set) (bool, error) {
-	if selector == nil {
-		return false, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(selector)
+	s, err := newSelection(server, selector, nsSelector)
 	if err != nil {
-		return false, fmt.Errorf("parse label selector: %w", err)
+		return false, err
 	}
-	nsSel := labels.Everything()
-	if nsSelector != nil {
-		if nsSel, err = metav1.LabelSelectorAsSelector(nsSelector); err != nil {
-			return false, fmt.Errorf("parse namespace selector: %w", err)
+	return s.selects(obj, namespaces), nil
+}
+
+// selection is a pair of selectors of a server, parsed.
+type selection struct {
+	// objects selects the objects by label; nil selects none.
+	objects labels.Selector
+	// namespaces selects the namespaces by label; nil means namespace only.
+	namespaces labels.Selector
+	namespace  string
+}
+
+// newSelection parses selector and nsSelector, both whatever the other is.
+func newSelection(server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector) (selection, error) {
+	s := selection{namespace: server.Namespace}
+	var err error
+	if selector != nil {
+		if s.objects, err = metav1.LabelSelectorAsSelector(selector); err != nil {
+			return selection{}, fmt.Errorf("parse label selector: %w", err)
 		}
 	}
-	if !sel.Matches(labels.Set(obj.GetLabels())) {
-		return false, nil
+	if nsSelector != nil {
+		if s.namespaces, err = metav1.LabelSelectorAsSelector(nsSelector); err != nil {
+			return selection{}, fmt.Errorf("parse namespace selector: %w", err)
+		}
 	}
+	return s, nil
+}
+
+// selects reports whether s selects obj, with the labels of the namespaces
+// by name.
+func (s selection) selects(obj metav1.Object, namespaces map[string]labels.Set) bool {
 	switch {
-	case nsSelector == nil:
-		return obj.GetNamespace() == server.Namespace, nil
-	case nsSel.Empty():
-		return true, nil
+	case s.objects == nil || !s.objects.Matches(labels.Set(obj.GetLabels())):
+		return false
+	case s.namespaces == nil:
+		return obj.GetNamespace() == s.namespace
+	case s.namespaces.Empty():
+		return true
 	}
 	nsLabels, ok := namespaces[obj.GetNamespace()]
-	return ok && nsSel.Matches(nsLabels), nil
+	return ok && s.namespaces.Matches(nsLabels)
 }

@@ -34,6 +34,12 @@ func TestSelected(t *testing.T) {
 	}{
 		{name: "nil selector selects nothing", obj: object("monitoring", nil)},
 		{name: "nil selector selects nothing, even in every namespace", nsSelector: all, obj: object("monitoring", map[string]string{"app": "api"})},
+		{
+			name:       "invalid namespace selector is reported even with a nil selector",
+			nsSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
+			obj:        object("monitoring", nil),
+			wantErr:    `parse namespace selector: "Near" is not a valid label selector operator`,
+		},
 		{name: "empty selector selects every object of the own namespace", selector: all, obj: object("monitoring", nil), want: true},
 		{name: "nil namespace selector is the own namespace only", selector: all, obj: object("apps", nil)},
 		{name: "nil namespace selector needs no namespace labels", selector: all, obj: object("monitoring", nil), namespaces: map[string]labels.Set{}, want: true},

@@ -1,0 +1,246 @@
+package controller
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+// LabelConfig marks the config Secret of a server; its value is the server
+// name.
+const LabelConfig = "podreload.dev/config"
+
+// Inputs is a snapshot of everything a PrometheusServer's objects are
+// rendered from.
+type Inputs struct {
+	// Server is the PrometheusServer to render.
+	Server *v1alpha1.PrometheusServer
+	// Namespaces holds the labels of the namespaces, by name, for the
+	// namespace selectors of Server.
+	Namespaces map[string]labels.Set
+	// ServiceMonitors are all the candidates; Render selects among them.
+	ServiceMonitors []*monitoringv1.ServiceMonitor
+	// PodMonitors are all the candidates; Render selects among them.
+	PodMonitors []*monitoringv1.PodMonitor
+	// Rules are all the candidate PrometheusRules; Render selects among
+	// them.
+	Rules []*monitoringv1.PrometheusRule
+	// Secrets holds the Secrets that Server and the monitors reference, by
+	// "namespace/name".
+	Secrets map[string]*corev1.Secret
+}
+
+// Objects are the objects rendered for a PrometheusServer, and what was
+// left out of them. Owner references are not set.
+type Objects struct {
+	// ConfigSecret, named ConfigSecretName, holds prometheus.yaml gzipped
+	// under ConfigSecretKey. The same configuration gives the same bytes.
+	ConfigSecret *corev1.Secret
+	// RuleShards are the rule file ConfigMaps, named RuleShardName; none
+	// when no rule is rendered.
+	RuleShards []*corev1.ConfigMap
+	// Service is the headless Service of the StatefulSet.
+	Service *corev1.Service
+	// StatefulSet runs Prometheus and the config-reloader. Its pod
+	// template's AnnotationInputHash covers neither the configuration nor
+	// the rules, which reach Prometheus through reloads.
+	StatefulSet *appsv1.StatefulSet
+	// Rejected lists the selected objects left out, and why, sorted by
+	// kind, namespace and name.
+	Rejected []Rejection
+	// Selected counts the objects of each kind the server selected, the
+	// rejected ones included.
+	Selected Counts
+	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml.
+	ConfigHash string
+}
+
+// Counts are numbers of objects of each kind a PrometheusServer selects.
+type Counts struct {
+	// ServiceMonitors is the number of ServiceMonitors.
+	ServiceMonitors int
+	// PodMonitors is the number of PodMonitors.
+	PodMonitors int
+	// Rules is the number of PrometheusRules.
+	Rules int
+}
+
+// Render renders the objects of in.Server: it selects the monitors and
+// rules with Selected, renders the rules into ConfigMaps (RuleCache.Render,
+// through cache when it is not nil), the configuration with the rule_files
+// of as many shards (RenderConfig with RuleFilesGlobs), its Secret, and the
+// Service and StatefulSet (RenderWorkload, with opts.RuleShards set to the
+// shard count; the caller's value is ignored). The rules are rendered on
+// other goroutines while this one renders the configuration; Render
+// returns when they are done. The output is deterministic: the order of the
+// candidates does not matter.
+//
+// A selected object that cannot be rendered is left out and listed in
+// Objects.Rejected, and the rest is rendered. An error means the server
+// itself cannot be rendered: an invalid selector or field of the server, a
+// nil or duplicate candidate, or a gzipped configuration too big for a
+// Secret.
+func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error) {
+	server := in.Server
+	if server == nil {
+		return nil, errors.New("render: no PrometheusServer")
+	}
+	spec := &server.Spec
+	sms, err := selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	pms, err := selectObjects(server, monitoringv1.PodMonitorsKind, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := selectObjects(server, KindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	// RenderConfig refuses duplicate monitors; a duplicate rule would
+	// give a duplicate rule file.
+	if _, err := sortedObjects(rules, KindPrometheusRule); err != nil {
+		return nil, fmt.Errorf("select %ss: %w", KindPrometheusRule, err)
+	}
+
+	if cache == nil {
+		cache = new(RuleCache)
+	}
+	// The rules, and the configuration but for its rule_files (which
+	// depend on the shard count), do not depend on each other: render
+	// them at the same time.
+	var (
+		wg            sync.WaitGroup
+		shards        []*corev1.ConfigMap
+		rejectedRules []Rejection
+	)
+	wg.Go(func() { shards, rejectedRules = cache.Render(server, rules) })
+	parts, rejected, err := renderConfigParts(ConfigInput{
+		Server:          server,
+		ServiceMonitors: sms,
+		PodMonitors:     pms,
+		Secrets:         in.Secrets,
+	})
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	head, err := parts.head(RuleFilesGlobs(server, len(shards)))
+	if err != nil {
+		return nil, err
+	}
+	rejected = append(rejected, rejectedRules...)
+	slices.SortFunc(rejected, func(a, b Rejection) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.New()
+	sum.Write(head)
+	sum.Write(parts.tail)
+
+	opts.RuleShards = len(shards)
+	svc, sts := RenderWorkload(server, opts)
+	return &Objects{
+		ConfigSecret: configSecret(server, gz),
+		RuleShards:   shards,
+		Service:      svc,
+		StatefulSet:  sts,
+		Rejected:     rejected,
+		Selected:     Counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
+		ConfigHash:   hex.EncodeToString(sum.Sum(nil)),
+	}, nil
+}
+
+// selectObjects returns the objects of objs that the selectors of server
+// select, in their order. The selectors are checked even when there is no
+// candidate, so that an invalid one is an error whatever the cluster holds.
+func selectObjects[T interface {
+	comparable
+	metav1.Object
+}](server *v1alpha1.PrometheusServer, kind string, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) ([]T, error) {
+	s, err := newSelection(server, selector, nsSelector)
+	if err != nil {
+		return nil, fmt.Errorf("select %ss: %w", kind, err)
+	}
+	var nilObject T
+	var selected []T
+	for _, o := range objs {
+		if o == nilObject {
+			return nil, fmt.Errorf("select %ss: nil %s", kind, kind)
+		}
+		if s.selects(o, namespaces) {
+			selected = append(selected, o)
+		}
+	}
+	return selected, nil
+}
+
+// gzipConfig compresses the configuration made of parts deterministically:
+// the gzip header has no file name and no modification time, so the same
+// configuration gives the same bytes (as long as compress/flate, which may
+// change between Go releases, does). It compresses at the best speed,
+// which is four times as fast as the default level and makes a
+// configuration of scrape jobs about 40 times smaller, and again at the
+// best compression, about 130 times smaller, when that is more than limit
+// bytes.
+func gzipConfig(limit int, parts ...[]byte) ([]byte, error) {
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	var gz []byte
+	for _, level := range []int{gzip.BestSpeed, gzip.BestCompression} {
+		var buf bytes.Buffer
+		buf.Grow(size/32 + 512)
+		w, err := gzip.NewWriterLevel(&buf, level)
+		if err != nil {
+			return nil, fmt.Errorf("gzip config: %w", err)
+		}
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return nil, fmt.Errorf("gzip config: %w", err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			return nil, fmt.Errorf("gzip config: %w", err)
+		}
+		if gz = buf.Bytes(); len(gz) <= limit {
+			return gz, nil
+		}
+	}
+	return nil, fmt.Errorf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", size, len(gz), limit)
+}
+
+func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
+	l := selectorLabels(server)
+	l[LabelConfig] = server.Name
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ConfigSecretName(server),
+			Namespace: server.Namespace,
+			Labels:    l,
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{ConfigSecretKey: gz},
+	}
+}
