@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -117,13 +118,16 @@ func configSize(cfg yaml.MapSlice) int {
 type configParts struct {
 	global yaml.MapSlice
 	tail   []byte
+	// secrets are the Secrets the configuration references, found or not.
+	secrets []string
 }
 
 // renderConfigParts is RenderConfig but for the rule files, which it
 // ignores in in.
 func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
 	in.RuleFiles = nil
-	cfg, rejected, err := renderConfig(in)
+	r := newRenderer(in)
+	cfg, rejected, err := r.config(in)
 	if err != nil {
 		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
@@ -132,7 +136,7 @@ func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
 	if err != nil {
 		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
-	return configParts{global: cfg[:1], tail: tail}, rejected, nil
+	return configParts{global: cfg[:1], tail: tail, secrets: slices.Sorted(maps.Keys(r.secretRefs))}, rejected, nil
 }
 
 // head returns what comes before p.tail in the configuration with the
@@ -151,10 +155,18 @@ func (p configParts) head(ruleFiles []string) ([]byte, error) {
 
 // renderConfig returns the configuration as ordered YAML structures.
 func renderConfig(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
+	return newRenderer(in).config(in)
+}
+
+func newRenderer(in ConfigInput) *renderer {
+	return &renderer{secrets: in.Secrets, srv: in.Server, secretRefs: map[string]struct{}{}}
+}
+
+// config renders the configuration of in, with r made from in.
+func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 	if in.Server == nil {
 		return nil, nil, errors.New("no PrometheusServer")
 	}
-	r := renderer{secrets: in.Secrets, srv: in.Server}
 	server, err := r.renderServer()
 	if err != nil {
 		return nil, nil, err
@@ -254,7 +266,10 @@ func sortedUnique(s []string) []string {
 
 type renderer struct {
 	secrets map[string]*corev1.Secret
-	srv     *v1alpha1.PrometheusServer
+	// secretRefs are the Secrets looked up so far, "namespace/name", found
+	// or not: a change to any of them can change the configuration.
+	secretRefs map[string]struct{}
+	srv        *v1alpha1.PrometheusServer
 	// interval is the global scrape interval, the default of every job, as
 	// a duration and as written.
 	interval     model.Duration
@@ -1002,6 +1017,7 @@ func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, erro
 		return "", errors.New("secret name is empty")
 	}
 	id := ns + "/" + sel.Name
+	r.secretRefs[id] = struct{}{}
 	s := r.secrets[id]
 	if s == nil {
 		return "", fmt.Errorf("secret %q not found", id)

@@ -67,6 +67,10 @@ type Objects struct {
 	Selected Counts
 	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml.
 	ConfigHash string
+	// SecretRefs are the Secrets, "namespace/name", that the server and
+	// the selected monitors reference, whether they exist or not: a change
+	// to one of them may change the configuration. Sorted.
+	SecretRefs []string
 }
 
 // Counts are numbers of objects of each kind a PrometheusServer selects.
@@ -167,6 +171,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		Rejected:     rejected,
 		Selected:     Counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
 		ConfigHash:   hex.EncodeToString(sum.Sum(nil)),
+		SecretRefs:   parts.secrets,
 	}, nil
 }
 

@@ -1,0 +1,572 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+const (
+	// ConditionReconciled is True when the objects of a PrometheusServer
+	// match its spec and the objects it selects.
+	ConditionReconciled = "Reconciled"
+	// ConditionAvailable is True when every replica of a PrometheusServer
+	// is ready.
+	ConditionAvailable = "Available"
+	// maxEventNote is the longest note of an events.k8s.io/v1 Event.
+	maxEventNote = 1024
+)
+
+// reconciler is the Reconciler of PrometheusServers.
+type reconciler struct {
+	client   client.Client
+	reader   client.Reader
+	scheme   *runtime.Scheme
+	recorder recorder.EventRecorder
+	logger   *slog.Logger
+	metrics  *metrics
+	workload WorkloadOptions
+
+	mu sync.Mutex
+	// caches are the rule caches, by server.
+	caches map[types.NamespacedName]*RuleCache
+	// secretRefs are the Secrets each server's last render referenced.
+	secretRefs map[types.NamespacedName][]string
+	// warned are the rejections of each server already told in an Event.
+	warned map[types.NamespacedName]map[Rejection]struct{}
+}
+
+type metrics struct {
+	reconciles, errors, recreations prometheus.Counter
+	duration                        prometheus.Histogram
+	triggers                        *prometheus.CounterVec
+	writes                          *prometheus.CounterVec
+	selected, rejected              *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	return &metrics{
+		reconciles: f.NewCounter(prometheus.CounterOpts{
+			Name: "podreload_controller_reconciles_total",
+			Help: "PrometheusServer reconciliations.",
+		}),
+		errors: f.NewCounter(prometheus.CounterOpts{
+			Name: "podreload_controller_reconcile_errors_total",
+			Help: "PrometheusServer reconciliations that failed and will be retried.",
+		}),
+		recreations: f.NewCounter(prometheus.CounterOpts{
+			Name: "podreload_controller_statefulset_recreations_total",
+			Help: "StatefulSets deleted to be created again because a change touched an immutable field.",
+		}),
+		duration: f.NewHistogram(prometheus.HistogramOpts{
+			Name:                            "podreload_controller_reconcile_duration_seconds",
+			Help:                            "Duration of PrometheusServer reconciliations.",
+			Buckets:                         prometheus.ExponentialBuckets(0.001, 4, 8),
+			NativeHistogramBucketFactor:     1.1,
+			NativeHistogramMaxBucketNumber:  100,
+			NativeHistogramMinResetDuration: time.Hour,
+		}),
+		triggers: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "podreload_controller_triggers_total",
+			Help: "Reconciliations asked for by a change to an object of this kind, one per PrometheusServer concerned.",
+		}, []string{"kind"}),
+		writes: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "podreload_controller_writes_total",
+			Help: "Write calls to the API server, by kind of object and verb.",
+		}, []string{"kind", "verb"}),
+		selected: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podreload_controller_selected_resources",
+			Help: "Objects a PrometheusServer selects, rejected ones included.",
+		}, []string{"namespace", "name", "kind"}),
+		rejected: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podreload_controller_rejected_resources",
+			Help: "Selected objects left out of a PrometheusServer's configuration because they are invalid.",
+		}, []string{"namespace", "name", "kind"}),
+	}
+}
+
+// Reconcile makes the objects of the PrometheusServer req names match it.
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	r.metrics.reconciles.Inc()
+	err := r.reconcile(ctx, req.NamespacedName)
+	r.metrics.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		r.metrics.errors.Inc() // controller-runtime logs it, and retries.
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
+	var server v1alpha1.PrometheusServer
+	if err := r.client.Get(ctx, key, &server); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+			return nil
+		}
+		return fmt.Errorf("get PrometheusServer %s: %w", key, err)
+	}
+	if server.Spec.Paused {
+		r.logger.Debug("paused", "server", key)
+		return nil
+	}
+	in, err := r.inputs(ctx, &server)
+	if err != nil {
+		return err
+	}
+	objs, err := Render(in, r.workload, r.ruleCache(key))
+	if err != nil {
+		// Nothing changes until the server does: its spec is at fault.
+		r.logger.Error("render", "server", key, "err", err)
+		r.event(&server, nil, "InvalidSpec", err.Error())
+		return r.writeStatus(ctx, &server, nil, nil, metav1.Condition{
+			Type: ConditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
+		})
+	}
+	r.remember(key, objs)
+	r.warn(&server, in, objs.Rejected)
+
+	sts, err := r.write(ctx, &server, objs)
+	cond := metav1.Condition{Type: ConditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
+		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
+	var recreating *recreatingError
+	switch {
+	case errors.As(err, &recreating):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "RecreatingStatefulSet", err.Error()
+		err = nil // The deletion's event brings the server back here.
+	case err != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "WriteFailed", err.Error()
+	}
+	return errors.Join(err, r.writeStatus(ctx, &server, objs, sts, cond))
+}
+
+// inputs reads from the cache what server's objects are rendered from.
+func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServer) (Inputs, error) {
+	in := Inputs{Server: server, Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}}
+	var nss corev1.NamespaceList
+	if err := r.client.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		in.Namespaces[ns.Name] = ns.Labels
+	}
+	var sms monitoringv1.ServiceMonitorList
+	if err := r.client.List(ctx, &sms, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list ServiceMonitors: %w", err)
+	}
+	in.ServiceMonitors = pointers(sms.Items)
+	var pms monitoringv1.PodMonitorList
+	if err := r.client.List(ctx, &pms, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list PodMonitors: %w", err)
+	}
+	in.PodMonitors = pointers(pms.Items)
+	var rules monitoringv1.PrometheusRuleList
+	if err := r.client.List(ctx, &rules, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list PrometheusRules: %w", err)
+	}
+	in.Rules = pointers(rules.Items)
+	var secrets corev1.SecretList
+	if err := r.client.List(ctx, &secrets, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list Secrets: %w", err)
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		in.Secrets[s.Namespace+"/"+s.Name] = s
+	}
+	return in, nil
+}
+
+// write makes the live objects of server match objs, and returns the live
+// StatefulSet (nil while there is none). Rule shards are created or
+// updated before the extra ones are deleted, so that no rule file
+// disappears from the pods between two states.
+func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *Objects) (*appsv1.StatefulSet, error) {
+	if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, cm := range objs.RuleShards {
+		if err := writeObject(ctx, r, server, cm, syncConfigMap); err != nil {
+			return nil, err
+		}
+		keep[cm.Name] = true
+	}
+	var cms corev1.ConfigMapList
+	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels{LabelRuleFiles: server.Name}); err != nil {
+		return nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
+	}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if keep[cm.Name] || !metav1.IsControlledBy(cm, server) {
+			continue
+		}
+		r.metrics.writes.WithLabelValues("ConfigMap", "delete").Inc()
+		if err := r.client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("delete ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		r.logger.Info("deleted rule file ConfigMap", "server", client.ObjectKeyFromObject(server), "configmap", cm.Name)
+	}
+	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
+		return nil, err
+	}
+	return r.writeStatefulSet(ctx, server, objs.StatefulSet)
+}
+
+// recreatingError says that a StatefulSet is being deleted to be created
+// again.
+type recreatingError struct{ key types.NamespacedName }
+
+func (e *recreatingError) Error() string {
+	return fmt.Sprintf("StatefulSet %s is being deleted to be created again", e.key)
+}
+
+// writeStatefulSet writes desired unless the live StatefulSet has the same
+// input hash and replicas. When the API server refuses the update because
+// it changes an immutable field, the StatefulSet is deleted (in the
+// foreground, so its pods go first) and created again by a later
+// reconciliation.
+func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.PrometheusServer, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	key := client.ObjectKeyFromObject(desired)
+	var live appsv1.StatefulSet
+	err := r.client.Get(ctx, key, &live)
+	if err == nil && live.DeletionTimestamp != nil {
+		return nil, &recreatingError{key: key}
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("get StatefulSet %s: %w", key, err)
+	}
+	err = writeObject(ctx, r, server, desired, syncStatefulSet)
+	if !apierrors.IsInvalid(err) {
+		if err != nil {
+			return nil, err
+		}
+		return desiredOrLive(&live, desired), nil
+	}
+	r.logger.Info("recreating StatefulSet: an immutable field changed", "server", client.ObjectKeyFromObject(server), "err", err)
+	r.metrics.recreations.Inc()
+	r.metrics.writes.WithLabelValues("StatefulSet", "delete").Inc()
+	if err := r.client.Delete(ctx, &live, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &live.UID}); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("delete StatefulSet %s: %w", key, err)
+	}
+	return nil, &recreatingError{key: key}
+}
+
+// desiredOrLive is the StatefulSet to report the status of: live when it
+// was read, desired (with no status yet) when it was just created.
+func desiredOrLive(live, desired *appsv1.StatefulSet) *appsv1.StatefulSet {
+	if live.UID != "" {
+		return live
+	}
+	return desired
+}
+
+// writeObject creates desired, or updates the live object when it lacks
+// the labels of desired, server as its controller, or the fields sync
+// copies from desired into it (sync reports whether it changed any), with
+// retries on conflicts. An object controlled by something else is an
+// error.
+func writeObject[T client.Object](ctx context.Context, r *reconciler, server *v1alpha1.PrometheusServer, desired T, sync func(live, desired T) bool) error {
+	kind := desired.GetObjectKind().GroupVersionKind().Kind
+	key := client.ObjectKeyFromObject(desired)
+	if err := controllerutil.SetControllerReference(server, desired, r.scheme); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, key, err)
+	}
+	live := desired.DeepCopyObject().(T)
+	err := r.client.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) {
+		r.metrics.writes.WithLabelValues(kind, "create").Inc()
+		if err := r.client.Create(ctx, desired); err != nil {
+			return fmt.Errorf("create %s %s: %w", kind, key, err)
+		}
+		r.logger.Info("created", "server", client.ObjectKeyFromObject(server), "kind", kind, "name", key.Name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get %s %s: %w", kind, key, err)
+	}
+	wrote := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if wrote { // A conflict: the cache is behind.
+			if err := r.reader.Get(ctx, key, live); err != nil {
+				return err
+			}
+		}
+		if c := metav1.GetControllerOf(live); c != nil && c.UID != server.UID {
+			return fmt.Errorf("it is controlled by %s %s", c.Kind, c.Name)
+		}
+		changed := !metav1.IsControlledBy(live, server)
+		if changed {
+			if err := controllerutil.SetControllerReference(server, live, r.scheme); err != nil {
+				return err
+			}
+		}
+		l := live.GetLabels()
+		for k, v := range desired.GetLabels() {
+			if old, ok := l[k]; !ok || old != v {
+				if l == nil {
+					l = map[string]string{}
+				}
+				l[k], changed = v, true
+			}
+		}
+		live.SetLabels(l)
+		if !sync(live, desired) && !changed {
+			return nil
+		}
+		wrote = true
+		r.metrics.writes.WithLabelValues(kind, "update").Inc()
+		return r.client.Update(ctx, live)
+	})
+	if err != nil {
+		return fmt.Errorf("update %s %s: %w", kind, key, err)
+	}
+	if wrote {
+		r.logger.Info("updated", "server", client.ObjectKeyFromObject(server), "kind", kind, "name", key.Name)
+	}
+	return nil
+}
+
+func syncSecret(live, desired *corev1.Secret) bool {
+	if live.Type == desired.Type && len(live.Data) == len(desired.Data) && len(live.StringData) == 0 &&
+		maps.EqualFunc(live.Data, desired.Data, bytes.Equal) {
+		return false
+	}
+	live.Type, live.Data, live.StringData = desired.Type, desired.Data, nil
+	return true
+}
+
+func syncConfigMap(live, desired *corev1.ConfigMap) bool {
+	if maps.Equal(live.Data, desired.Data) && len(live.BinaryData) == 0 {
+		return false
+	}
+	live.Data, live.BinaryData = desired.Data, nil
+	return true
+}
+
+// syncService compares the fields RenderWorkload sets; the API server
+// fills in the others.
+func syncService(live, desired *corev1.Service) bool {
+	same := live.Spec.ClusterIP == desired.Spec.ClusterIP &&
+		maps.Equal(live.Spec.Selector, desired.Spec.Selector) &&
+		slices.EqualFunc(live.Spec.Ports, desired.Spec.Ports, func(a, b corev1.ServicePort) bool {
+			return a.Name == b.Name && a.Port == b.Port && a.TargetPort == b.TargetPort
+		})
+	if same {
+		return false
+	}
+	live.Spec.ClusterIP, live.Spec.Selector, live.Spec.Ports = desired.Spec.ClusterIP, desired.Spec.Selector, desired.Spec.Ports
+	return true
+}
+
+// syncStatefulSet compares the input hash of the pod template, which
+// covers the template and the volume claims, and the replicas.
+func syncStatefulSet(live, desired *appsv1.StatefulSet) bool {
+	if live.Spec.Template.Annotations[AnnotationInputHash] == desired.Spec.Template.Annotations[AnnotationInputHash] &&
+		ptr.Deref(live.Spec.Replicas, 1) == ptr.Deref(desired.Spec.Replicas, 1) {
+		return false
+	}
+	live.Spec = desired.Spec
+	return true
+}
+
+// writeStatus writes the status of server, with cond, from objs and sts
+// when they are not nil; nothing is written when the status is the same.
+// A conflict (the cache is behind the controller's own last write) is
+// retried on the server read from the API server.
+func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *Objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
+	fresh := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fresh {
+			if err := r.reader.Get(ctx, client.ObjectKeyFromObject(server), server); err != nil {
+				return err
+			}
+		}
+		fresh = true
+		status := r.status(server, objs, sts, cond)
+		if equality.Semantic.DeepEqual(status, server.Status) {
+			return nil
+		}
+		server.Status = status
+		r.metrics.writes.WithLabelValues(v1alpha1.Kind, "update-status").Inc()
+		return r.client.Status().Update(ctx, server)
+	})
+	if err != nil {
+		return fmt.Errorf("update status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
+	return nil
+}
+
+// status is the status of server with cond, from objs and sts when they
+// are not nil. It sets the gauges of selected and rejected objects.
+func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, sts *appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
+	status := *server.Status.DeepCopy()
+	status.ObservedGeneration = server.Generation
+	cond.ObservedGeneration = server.Generation
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if objs != nil {
+		status.ConfigHash = objs.ConfigHash
+		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
+		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}
+		status.Rules = v1alpha1.Selection{Selected: int32(objs.Selected.Rules)}
+		counts := map[string]*v1alpha1.Selection{
+			monitoringv1.ServiceMonitorsKind: &status.ServiceMonitors,
+			monitoringv1.PodMonitorsKind:     &status.PodMonitors,
+			KindPrometheusRule:               &status.Rules,
+		}
+		for _, rej := range objs.Rejected {
+			counts[rej.Kind].Rejected++
+		}
+		for kind, c := range counts {
+			r.metrics.selected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Selected))
+			r.metrics.rejected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Rejected))
+		}
+	}
+	if objs == nil && sts == nil && meta.FindStatusCondition(status.Conditions, ConditionAvailable) != nil {
+		return status // Nothing known about the pods: keep what was.
+	}
+	want := ptr.Deref(server.Spec.Replicas, 1)
+	available := metav1.Condition{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: "NoStatefulSet",
+		Message: "the StatefulSet does not exist yet", ObservedGeneration: server.Generation}
+	if sts != nil {
+		status.Replicas, status.ReadyReplicas = sts.Status.Replicas, sts.Status.ReadyReplicas
+		available.Reason, available.Message = "ReplicasNotReady", fmt.Sprintf("%d of %d replicas ready", status.ReadyReplicas, want)
+		if want > 0 && status.ReadyReplicas >= want {
+			available.Status, available.Reason = metav1.ConditionTrue, "ReplicasReady"
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, available)
+	return status
+}
+
+// ruleCache returns the rule cache of a server.
+func (r *reconciler) ruleCache(key types.NamespacedName) *RuleCache {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.caches[key]
+	if c == nil {
+		c = new(RuleCache)
+		r.caches[key] = c
+	}
+	return c
+}
+
+// remember keeps the Secrets a server's render referenced.
+func (r *reconciler) remember(key types.NamespacedName, objs *Objects) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secretRefs[key] = objs.SecretRefs
+}
+
+// forget drops what is kept about a deleted server.
+func (r *reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.caches, key)
+	delete(r.secretRefs, key)
+	delete(r.warned, key)
+	r.mu.Unlock()
+	for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, KindPrometheusRule} {
+		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
+		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, kind)
+	}
+}
+
+// warn emits a Warning Event on each rejected object, once per object
+// and reason for a server, and logs it.
+func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in Inputs, rejected []Rejection) {
+	key := client.ObjectKeyFromObject(server)
+	r.mu.Lock()
+	old := r.warned[key]
+	now := make(map[Rejection]struct{}, len(rejected))
+	for _, rej := range rejected {
+		now[rej] = struct{}{}
+	}
+	r.warned[key] = now
+	r.mu.Unlock()
+	for _, rej := range rejected {
+		if _, ok := old[rej]; ok {
+			continue
+		}
+		r.logger.Warn("rejected", "server", key, "kind", rej.Kind, "namespace", rej.Namespace, "name", rej.Name, "reason", rej.Reason)
+		if obj := rejectedObject(in, rej); obj != nil {
+			r.event(obj, server, "Rejected", fmt.Sprintf("left out of PrometheusServer %s: %s", key, rej.Reason))
+		}
+	}
+}
+
+// event emits a Warning Event about regarding.
+func (r *reconciler) event(regarding, related runtime.Object, reason, note string) {
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", note)
+}
+
+// rejectedObject returns the candidate of in that rej names.
+func rejectedObject(in Inputs, rej Rejection) runtime.Object {
+	match := func(o metav1.Object) bool { return o.GetNamespace() == rej.Namespace && o.GetName() == rej.Name }
+	switch rej.Kind {
+	case monitoringv1.ServiceMonitorsKind:
+		if i := slices.IndexFunc(in.ServiceMonitors, func(o *monitoringv1.ServiceMonitor) bool { return match(o) }); i >= 0 {
+			return in.ServiceMonitors[i]
+		}
+	case monitoringv1.PodMonitorsKind:
+		if i := slices.IndexFunc(in.PodMonitors, func(o *monitoringv1.PodMonitor) bool { return match(o) }); i >= 0 {
+			return in.PodMonitors[i]
+		}
+	case KindPrometheusRule:
+		if i := slices.IndexFunc(in.Rules, func(o *monitoringv1.PrometheusRule) bool { return match(o) }); i >= 0 {
+			return in.Rules[i]
+		}
+	}
+	return nil
+}
+
+// ownerServer returns the PrometheusServer controlling obj, if any.
+func ownerServer(obj metav1.Object) *types.NamespacedName {
+	c := metav1.GetControllerOf(obj)
+	if c == nil || c.Kind != v1alpha1.Kind || c.APIVersion != v1alpha1.GroupVersion().String() {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: obj.GetNamespace(), Name: c.Name}
+}
+
+func containsSorted(s []string, v string) bool {
+	_, ok := slices.BinarySearch(s, v)
+	return ok
+}
+
+func pointers[T any](items []T) []*T {
+	p := make([]*T, len(items))
+	for i := range items {
+		p[i] = &items[i]
+	}
+	return p
+}
