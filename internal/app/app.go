@@ -43,8 +43,9 @@ type Server struct {
 }
 
 // NewServer returns a server for addr (a nil logger discards logs); webConfig is an exporter-toolkit web
-// configuration file (TLS, basic auth), or empty. metricsPath defaults to /metrics.
-func NewServer(logger *slog.Logger, reg *prometheus.Registry, addr, webConfig, metricsPath string, ready func() bool) *Server {
+// configuration file (TLS, basic auth), or empty. metricsPath defaults to /metrics. /-/ready answers 503
+// with the error ready returns, if any.
+func NewServer(logger *slog.Logger, reg prometheus.Gatherer, addr, webConfig, metricsPath string, ready func() error) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -52,13 +53,17 @@ func NewServer(logger *slog.Logger, reg *prometheus.Registry, addr, webConfig, m
 		metricsPath = "/metrics"
 	}
 	mux := http.NewServeMux()
-	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	opts := promhttp.HandlerOpts{}
+	if r, ok := reg.(prometheus.Registerer); ok {
+		opts.Registry = r
+	}
+	mux.Handle(metricsPath, promhttp.HandlerFor(reg, opts))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"up"}`))
 	})
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "not ready: no reload has succeeded yet", http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
@@ -217,7 +222,13 @@ func (s Sidecar) Run(ctx context.Context, logger *slog.Logger) int {
 		g.Add(func() error { return s.Reloader.Run(ctx) }, func(error) { cancel() })
 	}
 	if s.Listen != "" { // Web server.
-		srv := NewServer(logger.With("component", "web"), s.Registry, s.Listen, s.WebConfig, s.MetricsPath, s.Reloader.Ready)
+		ready := func() error {
+			if !s.Reloader.Ready() {
+				return errors.New("not ready: no reload has succeeded yet")
+			}
+			return nil
+		}
+		srv := NewServer(logger.With("component", "web"), s.Registry, s.Listen, s.WebConfig, s.MetricsPath, ready)
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trim code pages used only at start-up or in a burst of work.

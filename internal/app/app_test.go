@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -60,7 +61,12 @@ func TestTrimmer(t *testing.T) {
 func TestServer(t *testing.T) {
 	reg := NewRegistry("config-reloader")
 	ready := false
-	srv := NewServer(nil, reg, "127.0.0.1:0", "", "", func() bool { return ready })
+	srv := NewServer(nil, reg, "127.0.0.1:0", "", "", func() error {
+		if !ready {
+			return errors.New("not ready: no reload has succeeded yet")
+		}
+		return nil
+	})
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		srv.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

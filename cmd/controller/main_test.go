@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer the controller's goroutines can write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "controller: unknown long flag '--no-such-flag'\n"},
+		{"bad duration", []string{"--resync-interval=soon"}, "controller: time: invalid duration \"soon\"\n"},
+		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, `msg="load kubeconfig" err="stat /nonexistent/kubeconfig: no such file or directory"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr syncBuffer
+			require.Equal(t, 2, run(t.Context(), tc.args, &stderr))
+			require.Contains(t, stderr.String(), tc.stderr)
+		})
+	}
+}
+
+// TestRun runs the controller against a real kube-apiserver and etcd: it
+// becomes ready, serves its metrics and controller-runtime's, and exits 0
+// when stopped.
+func TestRun(t *testing.T) {
+	bin, err := volume.Bin("kube-apiserver")
+	require.NoError(t, err)
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: filepath.Dir(bin),
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	_, err = env.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, env.Stop()) })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig=" + kubeconfig, "--web.listen-address=" + addr, "--namespace=default", "--log.level=debug"}, &stderr)
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		code, body := get("/-/ready")
+		assert.Equal(c, http.StatusOK, code, body)
+	}, 30*time.Second, 20*time.Millisecond, stderr.String())
+	code, body := get("/metrics")
+	require.Equal(t, http.StatusOK, code, body)
+	for _, name := range []string{"podreload_controller_reconciles_total", "controller_runtime_active_workers", "go_goroutines", "controller_build_info"} {
+		require.Contains(t, body, "\n"+name, "metric %s", name)
+	}
+	code, _ = get("/healthz")
+	require.Equal(t, http.StatusOK, code)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the controller did not stop")
+	}
+	require.True(t, strings.Contains(stderr.String(), `msg=starting`), stderr.String())
+}
