@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"path"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,11 +75,14 @@ func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
 // the pods of server mount when there are shards of them: one per mounted
 // directory, because Prometheus allows a wildcard in the last path element
 // only. They cover the padded count (RuleVolumes), so the configuration
-// does not change when a shard is added within it.
+// does not change when a shard is added within it. They are relative to
+// the directory of the expanded configuration (ConfigOutMountPath), which
+// Prometheus resolves them against, so the configuration holds wherever
+// the pod's volumes are mounted.
 func RuleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
 	globs := make([]string, RuleVolumes(shards))
 	for i := range globs {
-		globs[i] = ruleDir(server, i) + "/*.yaml"
+		globs[i] = "../" + strings.TrimPrefix(ruleDir(server, i), path.Dir(ConfigOutMountPath)+"/") + "/*.yaml"
 	}
 	return globs
 }

@@ -185,7 +185,9 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 					if c.Name == "prometheus" && strings.HasPrefix(m.MountPath, RulesMountPath+"/") {
 						// The i-th glob finds the files of the i-th directory,
 						// not the kubelet's ..data.
-						glob := globs[len(ruleDirs)]
+						// Prometheus resolves it against its config file's directory.
+						require.Contains(t, c.Args, "--config.file="+ConfigOutMountPath+"/"+ConfigEnvsubstFile)
+						glob := filepath.Join(ConfigOutMountPath, globs[len(ruleDirs)])
 						ruleDirs = append(ruleDirs, m.MountPath)
 						ok, err := filepath.Match(glob, m.MountPath+"/apps-api-uid.yaml")
 						require.NoError(t, err)
@@ -289,26 +291,26 @@ func TestRuleFilesGlobs(t *testing.T) {
 		want   []string
 	}{
 		{0, []string{
-			"/etc/prometheus/rules/main-rulefiles-0/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-1/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-2/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-3/*.yaml",
+			"../rules/main-rulefiles-0/*.yaml",
+			"../rules/main-rulefiles-1/*.yaml",
+			"../rules/main-rulefiles-2/*.yaml",
+			"../rules/main-rulefiles-3/*.yaml",
 		}},
 		{3, []string{
-			"/etc/prometheus/rules/main-rulefiles-0/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-1/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-2/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-3/*.yaml",
+			"../rules/main-rulefiles-0/*.yaml",
+			"../rules/main-rulefiles-1/*.yaml",
+			"../rules/main-rulefiles-2/*.yaml",
+			"../rules/main-rulefiles-3/*.yaml",
 		}},
 		{5, []string{
-			"/etc/prometheus/rules/main-rulefiles-0/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-1/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-2/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-3/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-4/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-5/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-6/*.yaml",
-			"/etc/prometheus/rules/main-rulefiles-7/*.yaml",
+			"../rules/main-rulefiles-0/*.yaml",
+			"../rules/main-rulefiles-1/*.yaml",
+			"../rules/main-rulefiles-2/*.yaml",
+			"../rules/main-rulefiles-3/*.yaml",
+			"../rules/main-rulefiles-4/*.yaml",
+			"../rules/main-rulefiles-5/*.yaml",
+			"../rules/main-rulefiles-6/*.yaml",
+			"../rules/main-rulefiles-7/*.yaml",
 		}},
 	} {
 		require.Equal(t, tc.want, RuleFilesGlobs(testServer(), tc.shards), "shards %d", tc.shards)
