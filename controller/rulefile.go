@@ -3,87 +3,101 @@ package controller
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
-	promtemplate "github.com/prometheus/prometheus/template"
-	"github.com/prometheus/prometheus/util/features"
-	"github.com/prometheus/prometheus/util/strutil"
 )
 
 const (
-	// templatePreamble declares the variables rulefmt declares before it
-	// parses a label or annotation of an alerting rule as a template.
-	templatePreamble = "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
 	// maxImplicitKey is the longest mapping key, in bytes as written,
 	// that is written without the explicit "? " indicator: yaml.v3 reads
 	// implicit keys of up to 1024 characters only.
 	maxImplicitKey = 1000
+	// nameValidation is how Prometheus 3 validates metric and label
+	// names by default.
+	nameValidation = model.UTF8Validation
+	// stubExpr stands in for the expression of a rule that rulefmt
+	// validates without it.
+	stubExpr = "0"
 )
 
-// ruleChecker turns PrometheusRules into rule files, validated as
-// rulefmt.Parse validates them when Prometheus loads them, without reading
-// the YAML back: the PrometheusRule is converted to rulefmt's types and
-// checked as rulefmt.(*RuleGroups).Validate checks them, in its words,
-// with Prometheus' own PromQL parser and its template functions. A
-// ruleChecker parses each distinct expression and template once, and
-// compiles each distinct regular expression of a label matcher once
-// (parseExpr), which is where the time goes: rulefmt builds Prometheus'
-// template function map afresh for every label and annotation of every
-// alerting rule. It is not safe for concurrent use.
+// errorPosition is the lines and columns rulefmt puts before some of its
+// errors: positions in a file the user never sees.
+var errorPosition = regexp.MustCompile(`^(\d+:\d+: )+`)
+
+// ruleChecker turns PrometheusRules into rule files, which Prometheus' own
+// rulefmt validates as it does when Prometheus loads them. The rule file
+// is not read back: the PrometheusRule is converted to rulefmt's types,
+// which rulefmt validates, and written in YAML that reads back as the same
+// strings (TestRenderRulesVerbatim).
+//
+// rulefmt checks each rule on its own, and within a rule, its expression
+// and each label and annotation of an alerting rule (as a template) on
+// their own. These are nearly all the cost, parsing PromQL and building
+// Prometheus' template function map afresh for every label and
+// annotation, and they repeat, across the rules of a file and across
+// files: validating every rule file whole with rulefmt.Parse takes about
+// six times as long, and ten times as much memory, as what follows
+// (BenchmarkRenderRules, cold). So a ruleChecker has rulefmt
+// validate each distinct expression, and each distinct label or
+// annotation of an alerting rule, once, each in a rule of its own; then
+// each rule without them, with stubExpr for its expression, once per
+// distinct rule when nothing else is left of its labels and annotations;
+// and the groups of a file without their rules, once per distinct set of
+// groups. It remembers what rulefmt said of each, and says it of every
+// rule or file it is part of. TestRuleCheckerAsRulefmtParse checks that
+// this says what rulefmt.Parse says of whole rule files. A ruleChecker is
+// safe for concurrent use.
 type ruleChecker struct {
-	// templates knows the names of Prometheus' template functions, bound
-	// to stubs: parsing a template only checks that the functions it
-	// calls exist.
-	templates *template.Template
-	// exprs and texts remember what parsing an expression or a template
-	// gave.
-	exprs map[string]error
-	texts map[templateKey]error
-	// regexps tells whether the regular expressions of label matchers
-	// compiled so far match the empty string.
-	regexps map[string]bool
+	mu sync.Mutex
+	// exprs, entries, rests and groups remember the errors rulefmt gave
+	// for an expression, a label or annotation of an alerting rule, the
+	// rest of a rule, and the groups of a file written without their
+	// rules.
+	exprs   map[string][]string
+	entries map[ruleEntry][]string
+	rests   map[ruleRest][]string
+	groups  map[string][]string
 }
 
-// templateKey is a template with its name, which parsing can depend on:
-// a {{define}} of the template's own name is an error.
-type templateKey struct {
-	name, text string
+// ruleEntry is a label or annotation of an alerting rule: rulefmt parses
+// its value as a template named after the alert.
+type ruleEntry struct {
+	alert, key, value string
+	annotation        bool
+}
+
+// ruleRest is a rule without labels or annotations, its expression
+// stubExpr or empty: what is left of a rule once its expression and the
+// labels and annotations of an alerting rule are validated apart.
+type ruleRest struct {
+	record, alert, expr        string
+	forDuration, keepFiringFor model.Duration
 }
 
 func newRuleChecker() *ruleChecker {
-	// RegisterFeatures lists the functions of the map Prometheus' template
-	// Expander is built with.
-	reg := features.NewRegistry()
-	promtemplate.RegisterFeatures(reg)
-	funcs := template.FuncMap{}
-	for name := range reg.Get()[features.TemplatingFunctions] {
-		funcs[name] = templateFunctionStub
-	}
 	return &ruleChecker{
-		templates: template.New("").Funcs(funcs),
-		exprs:     map[string]error{},
-		texts:     map[templateKey]error{},
-		regexps:   map[string]bool{},
+		exprs:   map[string][]string{},
+		entries: map[ruleEntry][]string{},
+		rests:   map[ruleRest][]string{},
+		groups:  map[string][]string{},
 	}
 }
-
-func templateFunctionStub(...any) any { return nil }
 
 // file renders the rule file of r, or says why Prometheus would refuse it.
 func (c *ruleChecker) file(r *monitoringv1.PrometheusRule) (string, error) {
 	var errs []string
-	// duration parses a duration as rulefmt would; a bad one is reported
-	// with where it is and left out, so that the rest is validated.
+	// duration converts a duration as rulefmt reads it; a bad one is
+	// reported with where it is and left out, so that the rest is
+	// validated.
 	duration := func(where rulePlace, field string, d *monitoringv1.Duration) model.Duration {
 		if d == nil || *d == "" {
 			return 0
@@ -94,33 +108,27 @@ func (c *ruleChecker) file(r *monitoringv1.PrometheusRule) (string, error) {
 		}
 		return v
 	}
-	// utf8Check reports the strings rulefmt does not check and the rule
-	// file could not hold: YAML is UTF-8.
+	// utf8Check reports the strings that rulefmt does not check, or
+	// checks only after reading them from YAML, and that the rule file
+	// could not hold: YAML is UTF-8.
 	utf8Check := func(where rulePlace, field, s string) {
 		if !utf8.ValidString(s) {
 			errs = append(errs, fmt.Sprintf("%s: %s is not valid UTF-8", where, field))
 		}
 	}
 
-	groups := make([]rulefmt.RuleGroup, len(r.Spec.Groups))
-	for i, g := range r.Spec.Groups {
+	for _, g := range r.Spec.Groups {
 		where := rulePlace{group: g.Name}
 		utf8Check(where, "name", g.Name)
-		rg := rulefmt.RuleGroup{
-			Name:     g.Name,
-			Interval: duration(where, "interval", g.Interval),
-			Labels:   g.Labels,
-			Rules:    make([]rulefmt.Rule, len(g.Rules)),
+		for k, v := range g.Labels {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				utf8Check(where, fmt.Sprintf("label %q", k), k+v)
+			}
 		}
-		if g.QueryOffset != nil && *g.QueryOffset != "" {
-			d := duration(where, "query_offset", g.QueryOffset)
-			rg.QueryOffset = &d
-		}
-		if g.Limit != nil {
-			rg.Limit = *g.Limit
-		}
-		for j, gr := range g.Rules {
-			where := rulePlace{group: g.Name, rule: j + 1, name: cmp.Or(gr.Alert, gr.Record)}
+		duration(where, "interval", g.Interval)
+		duration(where, "query_offset", g.QueryOffset)
+		for i, gr := range g.Rules {
+			where := rulePlace{group: g.Name, rule: i + 1, name: cmp.Or(gr.Alert, gr.Record)}
 			ru := rulefmt.Rule{
 				Record:      gr.Record,
 				Alert:       gr.Alert,
@@ -140,11 +148,12 @@ func (c *ruleChecker) file(r *monitoringv1.PrometheusRule) (string, error) {
 					utf8Check(where, fmt.Sprintf("annotation %q", k), v)
 				}
 			}
-			rg.Rules[j] = ru
+			for _, err := range c.rule(ru) {
+				errs = append(errs, fmt.Sprintf("%s: %s", where, err))
+			}
 		}
-		groups[i] = rg
 	}
-	errs = append(errs, c.validate(groups)...)
+	errs = append(errs, c.groupErrors(r)...)
 	if len(errs) > 0 {
 		return "", invalidRules(errs)
 	}
@@ -152,8 +161,8 @@ func (c *ruleChecker) file(r *monitoringv1.PrometheusRule) (string, error) {
 }
 
 // rulePlace is where in a PrometheusRule a field is, for an error
-// message: a group, or a rule of a group, from 1. It is formatted only
-// when there is an error.
+// message: a group, or a rule of a group, from 1, which rulefmt names as
+// its errors do. It is formatted only when there is an error.
 type rulePlace struct {
 	group string
 	rule  int
@@ -167,188 +176,101 @@ func (p rulePlace) String() string {
 	return fmt.Sprintf("group %q, rule %d, %q", p.group, p.rule, p.name)
 }
 
-// validate checks groups as rulefmt.(*RuleGroups).Validate does, and
-// returns its errors as rulefmt words them, without the positions in a
-// file the user never sees.
-func (c *ruleChecker) validate(groups []rulefmt.RuleGroup) []string {
+// rule returns the errors rulefmt gives for r, in its words, without
+// positions.
+func (c *ruleChecker) rule(r rulefmt.Rule) []string {
 	var errs []string
-	names := make(map[string]bool, len(groups))
-	for _, g := range groups {
-		if g.Name == "" {
-			errs = append(errs, "Groupname must not be empty")
-		}
-		if names[g.Name] {
-			errs = append(errs, `groupname: "`+g.Name+`" is repeated in the same file`)
-		}
-		names[g.Name] = true
-		errs = appendLabelErrors(errs, g.Labels)
-		for i := range g.Rules {
-			r := &g.Rules[i]
-			for _, err := range c.validateRule(r) {
-				errs = append(errs, fmt.Sprintf("%s: %s", rulePlace{group: g.Name, rule: i + 1, name: cmp.Or(r.Alert, r.Record)}, err))
-			}
-		}
+	if r.Expr != "" {
+		errs = append(errs, c.expr(r.Expr)...)
+		r.Expr = stubExpr
 	}
-	return errs
+	// rulefmt parses the labels and annotations of an alerting rule as
+	// templates; those of a rule that is also a recording rule are
+	// left with it, for what rulefmt says of a recording rule's
+	// annotations.
+	if r.Alert != "" && r.Record == "" {
+		for k, v := range r.Labels {
+			errs = append(errs, c.entry(ruleEntry{alert: r.Alert, key: k, value: v})...)
+		}
+		for k, v := range r.Annotations {
+			errs = append(errs, c.entry(ruleEntry{alert: r.Alert, key: k, value: v, annotation: true})...)
+		}
+		r.Labels, r.Annotations = nil, nil
+	}
+	if len(r.Labels) > 0 || len(r.Annotations) > 0 {
+		return append(errs, validateRule(r)...)
+	}
+	rest := ruleRest{record: r.Record, alert: r.Alert, expr: r.Expr, forDuration: r.For, keepFiringFor: r.KeepFiringFor}
+	return append(errs, remember(&c.mu, c.rests, rest, func() []string { return validateRule(r) })...)
 }
 
-// validateRule checks r as rulefmt.(*Rule).Validate does.
-func (c *ruleChecker) validateRule(r *rulefmt.Rule) []string {
-	var errs []string
-	if r.Record != "" && r.Alert != "" {
-		errs = append(errs, "only one of 'record' and 'alert' must be set")
-	}
-	if r.Record == "" && r.Alert == "" {
-		errs = append(errs, "one of 'record' or 'alert' must be set")
-	}
-	if r.Expr == "" {
-		errs = append(errs, "field 'expr' must be set in rule")
-	} else if err := c.parseExpr(r.Expr); err != nil {
-		errs = append(errs, "could not parse expression: "+err.Error())
-	}
-	if r.Record != "" {
-		if len(r.Annotations) > 0 {
-			errs = append(errs, "invalid field 'annotations' in recording rule")
-		}
-		if r.For != 0 {
-			errs = append(errs, "invalid field 'for' in recording rule")
-		}
-		if r.KeepFiringFor != 0 {
-			errs = append(errs, "invalid field 'keep_firing_for' in recording rule")
-		}
-		if !model.UTF8Validation.IsValidMetricName(r.Record) {
-			errs = append(errs, "invalid recording rule name: "+r.Record)
-		}
-		if strings.ContainsAny(r.Record, "{}") {
-			errs = append(errs, "braces present in the recording rule name; should it be in expr?: "+r.Record)
-		}
-	}
-	errs = appendLabelErrors(errs, r.Labels)
-	for k := range r.Annotations {
-		if !model.UTF8Validation.IsValidLabelName(k) {
-			errs = append(errs, "invalid annotation name: "+k)
-		}
-	}
-	if r.Alert == "" {
-		return errs
-	}
-	name := "__alert_" + r.Alert
-	for k, v := range r.Labels {
-		if err := c.parseTemplate(name, v); err != nil {
-			errs = append(errs, fmt.Sprintf("label %q: %v", k, err))
-		}
-	}
-	for k, v := range r.Annotations {
-		if err := c.parseTemplate(name, v); err != nil {
-			errs = append(errs, fmt.Sprintf("annotation %q: %v", k, err))
-		}
-	}
-	return errs
+// expr returns the errors rulefmt gives for a rule whose expression is
+// expr, about expr: those it gives for a recording rule named "expr"
+// (a valid name) with no other field.
+func (c *ruleChecker) expr(expr string) []string {
+	return remember(&c.mu, c.exprs, expr, func() []string {
+		return validateRule(rulefmt.Rule{Record: "expr", Expr: expr})
+	})
 }
 
-// appendLabelErrors checks the labels of a group or a rule as rulefmt does.
-func appendLabelErrors(errs []string, labels map[string]string) []string {
-	for k, v := range labels {
-		if !model.UTF8Validation.IsValidLabelName(k) || k == model.MetricNameLabel {
-			errs = append(errs, "invalid label name: "+k)
-		}
-		if !model.LabelValue(v).IsValid() {
-			errs = append(errs, "invalid label value: "+v)
-		}
-	}
-	return errs
-}
-
-// parseExpr checks expr as the PromQL parser does, and returns the
-// parser's own error.
-//
-// The parser compiles the regular expression of every =~ and !~ matcher,
-// which takes a third of its time, and rules repeat the same few
-// (code=~"5.."). So expr is parsed with each of them replaced by a
-// placeholder, and each distinct one is compiled once, as the parser
-// compiles it. The parser does nothing else with them but ask whether they
-// match the empty string (a selector needs a matcher that does not): the
-// placeholder, "" or "x", gives the same answer. An expression that fails
-// anywhere along the way is parsed as it is, for the parser's verdict and
-// message.
-func (c *ruleChecker) parseExpr(expr string) error {
-	if err, ok := c.exprs[expr]; ok {
-		return err
-	}
-	var err error
-	if generic, ok := c.withoutRegexps(expr); !ok {
-		_, err = parser.ParseExpr(expr)
-	} else if _, err = parser.ParseExpr(generic); err != nil {
-		_, err = parser.ParseExpr(expr)
-	}
-	c.exprs[expr] = err
-	return err
-}
-
-// withoutRegexps returns expr with the regular expression of each =~ and
-// !~ matcher replaced by its placeholder, or false when one of them does
-// not unquote or compile, or expr does not lex.
-func (c *ruleChecker) withoutRegexps(expr string) (string, bool) {
-	var (
-		b    strings.Builder
-		done int // expr[:done] is in b
-		prev parser.ItemType
-		item parser.Item
-	)
-	for l := parser.Lex(expr); ; prev = item.Typ {
-		l.NextItem(&item)
-		switch {
-		case item.Typ == parser.EOF:
-			if done == 0 {
-				return expr, true
-			}
-			b.WriteString(expr[done:])
-			return b.String(), true
-		case item.Typ == parser.ERROR:
-			return "", false
-		case item.Typ != parser.STRING || prev != parser.EQL_REGEX && prev != parser.NEQ_REGEX:
-			continue
-		}
-		re, err := strutil.Unquote(item.Val)
-		if err != nil {
-			return "", false
-		}
-		matchesEmpty, ok := c.regexps[re]
-		if !ok {
-			m, err := labels.NewFastRegexMatcher(re)
-			if err != nil {
-				return "", false
-			}
-			matchesEmpty = m.MatchString("")
-			c.regexps[re] = matchesEmpty
-		}
-		if b.Len() == 0 {
-			b.Grow(len(expr))
-		}
-		b.WriteString(expr[done:item.Pos])
-		if matchesEmpty {
-			b.WriteString(`""`)
+// entry returns the errors rulefmt gives for an alerting rule with e,
+// about e: those it gives for an alerting rule of e's name with stubExpr
+// and e alone.
+func (c *ruleChecker) entry(e ruleEntry) []string {
+	return remember(&c.mu, c.entries, e, func() []string {
+		r := rulefmt.Rule{Alert: e.alert, Expr: stubExpr}
+		if e.annotation {
+			r.Annotations = map[string]string{e.key: e.value}
 		} else {
-			b.WriteString(`"x"`)
+			r.Labels = map[string]string{e.key: e.value}
 		}
-		done = int(item.Pos) + len(item.Val)
-	}
+		return validateRule(r)
+	})
 }
 
-// parseTemplate parses text as rulefmt parses a label or an annotation of
-// an alerting rule: after its preamble, with Prometheus' functions, as a
-// template named name. Text without "{{" is text whatever it holds.
-func (c *ruleChecker) parseTemplate(name, text string) error {
-	if !strings.Contains(text, "{{") {
-		return nil
+// remember returns the errors m holds for key, or those validate returns,
+// which it adds to m. It holds mu only to read and write m: two
+// goroutines may validate the same key at once, to the same effect.
+func remember[K comparable](mu *sync.Mutex, m map[K][]string, key K, validate func() []string) []string {
+	mu.Lock()
+	errs, ok := m[key]
+	mu.Unlock()
+	if !ok {
+		errs = validate()
+		mu.Lock()
+		m[key] = errs
+		mu.Unlock()
 	}
-	key := templateKey{name: name, text: text}
-	if err, ok := c.texts[key]; ok {
-		return err
+	return errs
+}
+
+// validateRule returns what rulefmt says of r, without positions.
+func validateRule(r rulefmt.Rule) []string {
+	var errs []string
+	for _, err := range r.Validate(rulefmt.RuleNode{}, nameValidation) {
+		errs = append(errs, err.Unwrap().Error())
 	}
-	_, err := c.templates.New(name).Parse(templatePreamble + text)
-	c.texts[key] = err
-	return err
+	return errs
+}
+
+// groupErrors returns the errors rulefmt.Parse gives for the groups of r
+// without their rules, and without the positions of its errors: it checks
+// that their names are set and unique, and their labels. The durations
+// and rules of the groups are checked in file.
+func (c *ruleChecker) groupErrors(r *monitoringv1.PrometheusRule) []string {
+	groups := make([]monitoringv1.RuleGroup, len(r.Spec.Groups))
+	for i, g := range r.Spec.Groups {
+		groups[i] = monitoringv1.RuleGroup{Name: g.Name, Labels: g.Labels}
+	}
+	content := appendRuleFile(nil, &monitoringv1.PrometheusRule{Spec: monitoringv1.PrometheusRuleSpec{Groups: groups}})
+	return remember(&c.mu, c.groups, string(content), func() []string {
+		var errs []string
+		_, parseErrs := rulefmt.Parse(content, false, nameValidation)
+		for _, err := range parseErrs {
+			errs = append(errs, errorPosition.ReplaceAllString(err.Error(), ""))
+		}
+		return errs
+	})
 }
 
 // appendRuleFile appends the rule file of r, whose strings are valid

@@ -142,9 +142,9 @@ func cacheable(r *monitoringv1.PrometheusRule) bool {
 func renderAll(rules []*monitoringv1.PrometheusRule, todo []int, results []ruleResult) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	c := newRuleChecker()
 	for range min(runtime.GOMAXPROCS(0), len(todo)) {
 		wg.Go(func() {
-			c := newRuleChecker()
 			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
 				results[todo[j]] = c.render(rules[todo[j]])
 			}

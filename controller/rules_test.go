@@ -14,7 +14,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,6 +250,22 @@ func TestRenderRulesRejects(t *testing.T) {
 				`group "records", rule 1, "job:up{bad}": invalid field 'for' in recording rule`,
 		},
 		{
+			fixture: "bad-group.yaml",
+			reason:  `invalid rules: Groupname must not be empty; invalid label name: __name__`,
+		},
+		{
+			fixture: "bad-labels.yaml",
+			reason: `invalid rules: group "labels", rule 1, "Named": invalid annotation name: ; ` +
+				`group "labels", rule 1, "Named": invalid label name: __name__; ` +
+				`group "labels", rule 1, "Named": label "severity": template: __alert_Named:1: unclosed action; ` +
+				`group "labels", rule 2, "job:up": invalid field 'keep_firing_for' in recording rule; ` +
+				`group "labels", rule 2, "job:up": invalid label name: __name__`,
+		},
+		{
+			fixture: "template-name.yaml",
+			reason:  `invalid rules: group "templates", rule 2, "Self": annotation "summary": template: __alert_Self:1: template: multiple definition of template "__alert_Self"`,
+		},
+		{
 			fixture: "many-errors.yaml",
 			reason: `invalid rules: group "many", rule 1, "E1": could not parse expression: 1:6: parse error: unexpected end of input; ` +
 				`group "many", rule 2, "E2": could not parse expression: 1:6: parse error: unexpected end of input; ` +
@@ -439,60 +454,4 @@ func benchRules(n int) []*monitoringv1.PrometheusRule {
 		rules = append(rules, r)
 	}
 	return rules
-}
-
-// TestParseExprAsParser checks that the checker, which parses expressions
-// with the regular expressions of their matchers replaced, accepts and
-// refuses exactly what the PromQL parser does, with the parser's message,
-// and that it does parse without them when it can (generic).
-func TestParseExprAsParser(t *testing.T) {
-	c := newRuleChecker()
-	for _, tc := range []struct {
-		expr    string
-		generic string // "" when the expression is parsed as it is
-	}{
-		{expr: `up`, generic: `up`},
-		{expr: `up{job=~"api|web"}`, generic: `up{job=~"x"}`},
-		{expr: `sum(rate(http_requests_total{code=~"5..", handler!~"/health.*"}[5m]))`, generic: `sum(rate(http_requests_total{code=~"x", handler!~"x"}[5m]))`},
-		{expr: "up{job=~`a\\d+`}", generic: `up{job=~"x"}`},
-		{expr: `up{job=~"a\\d+"}`, generic: `up{job=~"x"}`},
-		{expr: `{job=~"api"}`, generic: `{job=~"x"}`},
-		{expr: `{job=~".*"}`, generic: `{job=~""}`},
-		{expr: `{job=~"a?"}`, generic: `{job=~""}`},
-		{expr: `{job=~""}`, generic: `{job=~""}`},
-		{expr: `{job!~".*"}`, generic: `{job!~""}`},
-		{expr: `{job!~"api"}`, generic: `{job!~"x"}`},
-		{expr: `{job!~""}`, generic: `{job!~""}`},
-		{expr: `{job=~".*", env=~".+"}`, generic: `{job=~"", env=~"x"}`},
-		{expr: `{job=~".*", env=~".*"}`, generic: `{job=~"", env=~""}`},
-		{expr: `{__name__=~"up|down"}`, generic: `{__name__=~"x"}`},
-		{expr: `up{__name__=~"up"}`, generic: `up{__name__=~"x"}`},
-		{expr: `{"job"=~"a.*"}`, generic: `{"job"=~"x"}`},
-		{expr: `{"a.b"=~".+", job="x"}`, generic: `{"a.b"=~"x", job="x"}`},
-		{expr: `info(up, {k8s_cluster=~".*"})`, generic: `info(up, {k8s_cluster=~""})`},
-		{expr: `info(up, {__name__=~"target_info"})`, generic: `info(up, {__name__=~"x"})`},
-		{expr: `up{a="=~\"("} # b=~"("`, generic: `up{a="=~\"("} # b=~"("`},
-		{expr: `label_replace(up, "a", "$1", "b", "(.*")`, generic: `label_replace(up, "a", "$1", "b", "(.*")`},
-		{expr: `up =~ "x"`},
-		{expr: `up{job=~"("}`},
-		{expr: `up{job!~"[z-a]"}`},
-		{expr: `up{job=~"\q"}`},
-		{expr: `up{job=~"abc}`},
-		{expr: `up{job=~}`, generic: `up{job=~}`},
-		{expr: `up{job=~"a"`},
-		{expr: `up{job=~"(", env=~".*"}`},
-		{expr: `sum(up{job=~"a"}`},
-		{expr: `rate(up{job=~".*"}[5m])`, generic: `rate(up{job=~""}[5m])`},
-		{expr: `rate({job=~".*"}[5m])`, generic: `rate({job=~""}[5m])`},
-	} {
-		t.Run(tc.expr, func(t *testing.T) {
-			generic, ok := c.withoutRegexps(tc.expr)
-			require.Equal(t, tc.generic != "", ok)
-			require.Equal(t, tc.generic, generic)
-			_, want := parser.ParseExpr(tc.expr)
-			for range 2 { // then from the cache
-				require.Equal(t, fmt.Sprint(want), fmt.Sprint(c.parseExpr(tc.expr)))
-			}
-		})
-	}
 }
