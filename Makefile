@@ -92,6 +92,7 @@ lint: ## gofmt, go vet and tidy checks.
 bench: build tools bin/prometheus-config-reloader ## Measure the reloaders; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/
+	$(GO) test -run NONE -bench Scale -benchtime 1x ./cmd/controller/
 
 demo: tools ## Run the demo: real Prometheus reloaded by config-reloader, narrated.
 	$(GO) test -count=1 -run '^TestDemo$$' -v ./e2e/

@@ -1,0 +1,718 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/internal/volume"
+)
+
+const (
+	// scaleMonitors ServiceMonitors of scaleEndpoints endpoints each, and
+	// scaleRules PrometheusRules, are created by BenchmarkScale.
+	scaleMonitors, scaleEndpoints, scaleRules = 1000, 3, 1000
+	// scaleWorkers create them in parallel.
+	scaleWorkers = 16
+	// scaleDeadline bounds the wait for the controller to converge after
+	// the last create.
+	scaleDeadline = 2 * time.Minute
+)
+
+// jobLine starts each scrape job of a rendered configuration.
+var jobLine = regexp.MustCompile(`(?m)^\s*- job_name: `)
+
+// BenchmarkScale runs the controller binary (`make build`) against a real
+// kube-apiserver and etcd, creates 1,000 ServiceMonitors of 3 endpoints
+// and 1,000 PrometheusRules of 10 rules each, all selected by one
+// PrometheusServer, as fast as 16 clients can, and measures the time from
+// the last create to the config Secret holding every scrape job and the
+// rule file ConfigMaps every rule file, the controller's writes and
+// reconciliations since the first create, and its RSS. One iteration:
+// run it with -benchtime 1x.
+func BenchmarkScale(b *testing.B) {
+	if b.N != 1 {
+		b.Fatalf("b.N = %d: run BenchmarkScale with -benchtime 1x", b.N)
+	}
+	apiserver, err := volume.Bin("kube-apiserver")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(apiserver), program)
+	if _, err := os.Stat(bin); err != nil {
+		b.Fatalf("%s is missing: run `make build` to build it (%v)", bin, err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: filepath.Dir(apiserver),
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		b.Fatalf("start the control plane: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			b.Errorf("stop the control plane: %v", err)
+		}
+	})
+	c := scaleClient(b, cfg)
+	ctx := b.Context()
+
+	const ns = "scale"
+	all := &metav1.LabelSelector{}
+	server := &v1alpha1.PrometheusServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
+		Spec:       v1alpha1.PrometheusServerSpec{ServiceMonitorSelector: all, RuleSelector: all},
+	}
+	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(b, c.Create(ctx, server))
+	// Watched before the controller starts, so that no write is missed.
+	prog := watchProgress(b, c, server)
+
+	ctl := startController(b, bin, env.KubeConfig)
+	// The server's first state: an empty configuration, no rule files.
+	waitUntil(b, ctl, "the first configuration", time.Minute, func() bool {
+		p := prog.snapshot()
+		return p.secrets > 0 && p.jobs == 0
+	})
+	base := ctl.settle(b)
+	b.Logf("before the first create: %s", base)
+
+	objs := make([]client.Object, 0, scaleMonitors+scaleRules)
+	for i := range max(scaleMonitors, scaleRules) {
+		if i < scaleMonitors {
+			objs = append(objs, scaleServiceMonitor(ns, i))
+		}
+		if i < scaleRules {
+			objs = append(objs, scaleRule(ns, i))
+		}
+	}
+	b.ResetTimer()
+	first := time.Now()
+	last := createAll(b, c, objs)
+	created := time.Now()
+	b.Logf("created %d objects in %v (%.0f/s), the last at %v", len(objs), created.Sub(first).Round(time.Millisecond),
+		float64(len(objs))/created.Sub(first).Seconds(), last.Sub(first).Round(time.Millisecond))
+
+	var p progress
+	waitUntil(b, ctl, fmt.Sprintf("%d scrape jobs and %d rule files", scaleMonitors*scaleEndpoints, scaleRules), scaleDeadline, func() bool {
+		if err := prog.err(); err != nil {
+			b.Fatal(err)
+		}
+		p = prog.snapshot()
+		return !p.converged.IsZero()
+	})
+	b.StopTimer()
+	at, err := ctl.scrape()
+	must(b, err)
+	// Later writes would count too: stop when they have.
+	end := ctl.settle(b)
+	b.Logf("after convergence: %.0f more reconciles, %.0f more writes", end.reconciles-at.reconciles, end.writes-at.writes)
+	prog.verify(b, scaleMonitors*scaleEndpoints)
+	rss := ctl.rss(b)
+	for _, e := range prog.timeline() {
+		b.Logf("%8v %s", e.at.Sub(first).Round(time.Millisecond), e.what)
+	}
+	b.Logf("after the controller settled: %s; %s", end, rss)
+	b.Logf("writes since the first create by kind and verb: %s", end.writesBy.minus(base.writesBy))
+	b.Logf("API requests since the first create by code and method: %s", end.requestsBy.minus(base.requestsBy))
+	reconciles := end.reconciles - base.reconciles
+	b.Logf("controller CPU since the first create: %.2f s; reconciliations took %.2f s, %.0f ms on average",
+		end.cpu-base.cpu, end.reconcileTime-base.reconcileTime, 1000*(end.reconcileTime-base.reconcileTime)/reconciles)
+	b.Logf("client-side throttling in the controller's log: %d lines", ctl.count(b, "client-side throttling"))
+
+	b.ReportMetric(p.converged.Sub(last).Seconds(), "converge-s")
+	b.ReportMetric(p.converged.Sub(first).Seconds(), "total-s")
+	b.ReportMetric(last.Sub(first).Seconds(), "create-s")
+	b.ReportMetric(p.config.Sub(last).Seconds(), "config-s")
+	b.ReportMetric(p.rules.Sub(last).Seconds(), "rules-s")
+	b.ReportMetric(end.writes-base.writes, "writes")
+	b.ReportMetric(reconciles, "reconciles")
+	b.ReportMetric(end.cpu-base.cpu, "cpu-s")
+	b.ReportMetric(end.requests-base.requests, "api-requests")
+	b.ReportMetric(rss.peak/1e6, "peak-rss-MB")
+	b.ReportMetric(rss.now/1e6, "rss-MB")
+	b.ReportMetric(rss.anon/1e6, "rss-anon-MB")
+	ctl.stop(b)
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// scaleClient returns a client limited by the API server only.
+func scaleClient(b *testing.B, cfg *rest.Config) client.WithWatch {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, monitoringv1.AddToScheme} {
+		must(b, add(scheme))
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100000, 100000
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	must(b, err)
+	return c
+}
+
+func scaleServiceMonitor(ns string, i int) *monitoringv1.ServiceMonitor {
+	app := fmt.Sprintf("app-%04d", i)
+	sm := &monitoringv1.ServiceMonitor{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app, Labels: map[string]string{"team": fmt.Sprintf("team-%02d", i%50)}},
+		Spec: monitoringv1.ServiceMonitorSpec{
+			JobLabel:     "app.kubernetes.io/name",
+			TargetLabels: []string{"team"},
+			Selector:     metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": app}},
+		},
+	}
+	for j := range scaleEndpoints {
+		sm.Spec.Endpoints = append(sm.Spec.Endpoints, monitoringv1.Endpoint{
+			Port:          fmt.Sprintf("metrics-%d", j),
+			Path:          "/metrics",
+			Interval:      "30s",
+			ScrapeTimeout: "10s",
+			RelabelConfigs: []monitoringv1.RelabelConfig{{
+				SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"},
+				TargetLabel:  "node",
+			}},
+		})
+	}
+	return sm
+}
+
+// scaleRule has 5 recording and 5 alerting rules over up.
+func scaleRule(ns string, i int) *monitoringv1.PrometheusRule {
+	g := monitoringv1.RuleGroup{Name: "service.rules", Interval: ptr.To(monitoringv1.Duration("1m"))}
+	for j := range 5 {
+		g.Rules = append(g.Rules,
+			monitoringv1.Rule{
+				Record: fmt.Sprintf("service:up:avg_%d", j),
+				Expr:   intstr.FromString(fmt.Sprintf(`avg by (job, namespace) (up{service="svc-%d", instance!~"canary-.*"})`, i)),
+			},
+			monitoringv1.Rule{
+				Alert:       fmt.Sprintf("ServiceDown%d", j),
+				Expr:        intstr.FromString(fmt.Sprintf(`avg_over_time(up{service="svc-%d"}[5m]) < 0.%d`, i, j+5)),
+				For:         ptr.To(monitoringv1.Duration("10m")),
+				Labels:      map[string]string{"severity": "warning"},
+				Annotations: map[string]string{"summary": "{{ $labels.job }} is up {{ $value | humanizePercentage }} of the time"},
+			},
+		)
+	}
+	return &monitoringv1.PrometheusRule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("rules-%04d", i)},
+		Spec:       monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{g}},
+	}
+}
+
+// createAll creates objs with scaleWorkers clients in parallel, and
+// returns when the last create returned.
+func createAll(b *testing.B, c client.Client, objs []client.Object) time.Time {
+	work := make(chan client.Object)
+	errs := make(chan error, scaleWorkers)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		last time.Time
+	)
+	for range scaleWorkers {
+		wg.Go(func() {
+			for o := range work {
+				if err := c.Create(b.Context(), o); err != nil {
+					errs <- fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+					for range work {
+					}
+					return
+				}
+				now := time.Now()
+				mu.Lock()
+				if now.After(last) {
+					last = now
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if err := errors.Join(all...); err != nil {
+		b.Fatal(err)
+	}
+	return last
+}
+
+// progress is what the config Secret and the rule file ConfigMaps of a
+// server hold, and when they first held every job and rule file.
+type progress struct {
+	secrets, jobs, files   int
+	config, rules          time.Time
+	converged              time.Time
+	wantJobs, wantFiles    int
+	secret                 []byte
+	shards                 map[string]int
+	events                 []progressEvent
+	secretErr, watchClosed error
+}
+
+type progressEvent struct {
+	at   time.Time
+	what string
+}
+
+// tracker follows the objects a server's controller writes, through
+// watches.
+type tracker struct {
+	mu sync.Mutex
+	p  progress
+}
+
+// watchProgress watches the config Secret and the rule file ConfigMaps of
+// server until the benchmark ends.
+func watchProgress(b *testing.B, c client.WithWatch, server *v1alpha1.PrometheusServer) *tracker {
+	t := &tracker{p: progress{wantJobs: scaleMonitors * scaleEndpoints, wantFiles: scaleRules, shards: map[string]int{}}}
+	secrets, err := c.Watch(b.Context(), &corev1.SecretList{}, client.InNamespace(server.Namespace),
+		client.MatchingFields{"metadata.name": controller.ConfigSecretName(server)})
+	must(b, err)
+	shards, err := c.Watch(b.Context(), &corev1.ConfigMapList{}, client.InNamespace(server.Namespace),
+		client.MatchingLabels{controller.LabelRuleFiles: server.Name})
+	must(b, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case ev, ok := <-secrets.ResultChan():
+				if !ok {
+					t.closed("Secret")
+					return
+				}
+				t.secretEvent(ev)
+			case ev, ok := <-shards.ResultChan():
+				if !ok {
+					t.closed("ConfigMap")
+					return
+				}
+				t.shardEvent(ev)
+			}
+		}
+	}()
+	b.Cleanup(func() {
+		secrets.Stop()
+		shards.Stop()
+		<-done
+	})
+	return t
+}
+
+func (t *tracker) closed(kind string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.p.watchClosed == nil {
+		t.p.watchClosed = fmt.Errorf("the %s watch closed", kind)
+	}
+}
+
+func (t *tracker) secretEvent(ev watch.Event) {
+	s, ok := ev.Object.(*corev1.Secret)
+	now := time.Now()
+	if !ok || ev.Type == watch.Deleted {
+		return
+	}
+	jobs, err := countJobs(s.Data[controller.ConfigSecretKey])
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.p.secrets++
+	if err != nil {
+		t.p.secretErr = err
+		return
+	}
+	t.p.jobs, t.p.secret = jobs, s.Data[controller.ConfigSecretKey]
+	t.event(now, fmt.Sprintf("Secret %s: %d jobs (%d bytes gzipped)", ev.Type, jobs, len(t.p.secret)))
+	if jobs != t.p.wantJobs {
+		t.p.config, t.p.converged = time.Time{}, time.Time{}
+	} else if t.p.config.IsZero() {
+		t.p.config = now
+	}
+	t.check(now)
+}
+
+func (t *tracker) shardEvent(ev watch.Event) {
+	cm, ok := ev.Object.(*corev1.ConfigMap)
+	now := time.Now()
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ev.Type == watch.Deleted {
+		delete(t.p.shards, cm.Name)
+	} else {
+		t.p.shards[cm.Name] = len(cm.Data)
+	}
+	t.p.files = 0
+	for _, n := range t.p.shards {
+		t.p.files += n
+	}
+	t.event(now, fmt.Sprintf("ConfigMap %s %s: %d rule files; %d in %d ConfigMaps", cm.Name, ev.Type, len(cm.Data), t.p.files, len(t.p.shards)))
+	if t.p.files != t.p.wantFiles {
+		t.p.rules, t.p.converged = time.Time{}, time.Time{}
+	} else if t.p.rules.IsZero() {
+		t.p.rules = now
+	}
+	t.check(now)
+}
+
+// check marks the first moment both the configuration and the rule files
+// are complete.
+func (t *tracker) check(now time.Time) {
+	if t.p.converged.IsZero() && !t.p.config.IsZero() && !t.p.rules.IsZero() {
+		t.p.converged = now
+		t.event(now, "converged")
+	}
+}
+
+func (t *tracker) event(at time.Time, what string) {
+	t.p.events = append(t.p.events, progressEvent{at: at, what: what})
+}
+
+func (t *tracker) snapshot() progress {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.p
+}
+
+func (t *tracker) timeline() []progressEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]progressEvent(nil), t.p.events...)
+}
+
+func (t *tracker) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return errors.Join(t.p.secretErr, t.p.watchClosed)
+}
+
+// verify parses the last configuration in full: it has want scrape jobs,
+// all different.
+func (t *tracker) verify(b *testing.B, want int) {
+	b.Helper()
+	p := t.snapshot()
+	data, err := gunzip(p.secret)
+	must(b, err)
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName string `yaml:"job_name"`
+		} `yaml:"scrape_configs"`
+		RuleFiles []string `yaml:"rule_files"`
+	}
+	must(b, yaml.Unmarshal(data, &cfg))
+	names := map[string]bool{}
+	for _, j := range cfg.ScrapeConfigs {
+		names[j.JobName] = true
+	}
+	if len(cfg.ScrapeConfigs) != want || len(names) != want {
+		b.Fatalf("the configuration has %d scrape jobs, %d different; want %d", len(cfg.ScrapeConfigs), len(names), want)
+	}
+	if len(cfg.RuleFiles) == 0 {
+		b.Fatal("the configuration has no rule_files")
+	}
+	b.Logf("configuration: %d bytes, %d gzipped, %d scrape jobs; %d rule files in %d ConfigMaps; rule_files %v",
+		len(data), len(p.secret), len(names), p.files, len(p.shards), cfg.RuleFiles)
+}
+
+func gunzip(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip the configuration: %w", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("gunzip the configuration: %w", err)
+	}
+	return out, nil
+}
+
+// countJobs counts the scrape jobs of a gzipped configuration; verify
+// parses the last one in full.
+func countJobs(gz []byte) (int, error) {
+	data, err := gunzip(gz)
+	if err != nil {
+		return 0, err
+	}
+	return len(jobLine.FindAllIndex(data, -1)), nil
+}
+
+// runningController is the controller binary, started by a benchmark.
+type runningController struct {
+	cmd    *exec.Cmd
+	addr   string
+	log    string
+	exited chan struct{}
+	err    error // Set when exited is closed.
+}
+
+// startController runs bin against the API server of kubeconfig, until
+// it is ready to serve.
+func startController(b *testing.B, bin string, kubeconfig []byte) *runningController {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	must(b, os.WriteFile(path, kubeconfig, 0o600))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(b, err)
+	addr := l.Addr().String()
+	must(b, l.Close())
+	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
+	must(b, err)
+	r := &runningController{addr: addr, log: logFile.Name(), exited: make(chan struct{})}
+	r.cmd = exec.Command(bin, "--kubeconfig="+path, "--web.listen-address="+addr)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	must(b, r.cmd.Start())
+	go func() {
+		r.err = r.cmd.Wait()
+		logFile.Close()
+		close(r.exited)
+	}()
+	b.Cleanup(func() {
+		select {
+		case <-r.exited:
+		default:
+			r.cmd.Process.Kill()
+			<-r.exited
+		}
+		if b.Failed() {
+			r.tail(b)
+		}
+	})
+	waitUntil(b, r, "the controller to be ready", time.Minute, func() bool {
+		resp, err := http.Get("http://" + addr + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return r
+}
+
+// tail logs the last lines of the controller's log.
+func (r *runningController) tail(b *testing.B) {
+	data, err := os.ReadFile(r.log)
+	if err != nil {
+		b.Log(err)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	b.Logf("the controller's log (%d lines), last lines:\n%s", len(lines), strings.Join(lines[max(len(lines)-40, 0):], "\n"))
+}
+
+// count returns the lines of the controller's log that hold s.
+func (r *runningController) count(b *testing.B, s string) int {
+	data, err := os.ReadFile(r.log)
+	must(b, err)
+	return bytes.Count(data, []byte(s))
+}
+
+// waitUntil polls cond every 10 ms until it holds; it fails when timeout
+// passes first or the controller exits.
+func waitUntil(b *testing.B, r *runningController, what string, timeout time.Duration, cond func() bool) {
+	b.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-r.exited:
+			b.Fatalf("waiting for %s: the controller exited: %v", what, r.err)
+		case <-deadline.C:
+			b.Fatalf("waiting for %s: not done after %v", what, timeout)
+		}
+	}
+}
+
+// counts are sums of the controller's counters.
+type counts struct {
+	writes, reconciles, requests float64
+	writesBy, requestsBy         series
+	// cpu is the controller's CPU time, reconcileTime the time its
+	// reconciliations took, in seconds.
+	cpu, reconcileTime float64
+	// heap are the Go heap gauges: in use, obtained from the system, and
+	// the next GC's goal.
+	heap [3]float64
+}
+
+func (c counts) String() string {
+	return fmt.Sprintf("%.0f writes, %.0f reconciles, %.0f API requests; Go heap in use %.1f MB, from the system %.1f MB, GC goal %.1f MB",
+		c.writes, c.reconciles, c.requests, c.heap[0]/1e6, c.heap[1]/1e6, c.heap[2]/1e6)
+}
+
+// series are counter values by label values.
+type series map[string]float64
+
+// minus returns the increase of s since old, without the series that did
+// not increase.
+func (s series) minus(old series) string {
+	var parts []string
+	for k, v := range s {
+		if d := v - old[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%.0f", k, d))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+// scrape reads the controller's counters from its /metrics.
+func (r *runningController) scrape() (counts, error) {
+	resp, err := http.Get("http://" + r.addr + "/metrics")
+	if err != nil {
+		return counts{}, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return counts{}, fmt.Errorf("parse the controller's metrics: %w", err)
+	}
+	c := counts{writesBy: series{}, requestsBy: series{}}
+	sum := func(name string, by []string, into series) float64 {
+		var total float64
+		for _, m := range families[name].GetMetric() {
+			v := m.GetCounter().GetValue()
+			total += v
+			if into != nil {
+				var key []string
+				for _, l := range m.GetLabel() {
+					if slices.Contains(by, l.GetName()) {
+						key = append(key, l.GetValue())
+					}
+				}
+				into[strings.Join(key, "/")] += v
+			}
+		}
+		return total
+	}
+	c.writes = sum("podreload_controller_writes_total", []string{"kind", "verb"}, c.writesBy)
+	c.reconciles = sum("podreload_controller_reconciles_total", nil, nil)
+	c.requests = sum("rest_client_requests_total", []string{"code", "method"}, c.requestsBy)
+	c.cpu = sum("process_cpu_seconds_total", nil, nil)
+	for _, m := range families["podreload_controller_reconcile_duration_seconds"].GetMetric() {
+		c.reconcileTime += m.GetHistogram().GetSampleSum()
+	}
+	for i, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_sys_bytes", "go_memstats_next_gc_bytes"} {
+		for _, m := range families[name].GetMetric() {
+			c.heap[i] = m.GetGauge().GetValue()
+		}
+	}
+	return c, nil
+}
+
+// settle waits until the controller's writes and reconciles have not
+// changed for a second, and returns its counters then.
+func (r *runningController) settle(b *testing.B) counts {
+	b.Helper()
+	var last counts
+	var since time.Time
+	waitUntil(b, r, "the controller to settle", time.Minute, func() bool {
+		c, err := r.scrape()
+		if err != nil {
+			b.Logf("scrape the controller: %v", err)
+			return false
+		}
+		if c.writes != last.writes || c.reconciles != last.reconciles || since.IsZero() {
+			last, since = c, time.Now()
+			return false
+		}
+		return time.Since(since) >= time.Second
+	})
+	return last
+}
+
+// memory is the RSS of a process, in bytes.
+type memory struct{ peak, now, anon float64 }
+
+func (m memory) String() string {
+	return fmt.Sprintf("peak RSS %.1f MB, RSS %.1f MB (anonymous %.1f MB)", m.peak/1e6, m.now/1e6, m.anon/1e6)
+}
+
+// rss reads the controller's memory from /proc.
+func (r *runningController) rss(b *testing.B) memory {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
+	must(b, err)
+	defer f.Close()
+	var m memory
+	fields := map[string]*float64{"VmHWM:": &m.peak, "VmRSS:": &m.now, "RssAnon:": &m.anon}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		f := strings.Fields(s.Text())
+		if p, ok := fields[f[0]]; ok && len(f) == 3 && f[2] == "kB" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			must(b, err)
+			*p = kb * 1024
+		}
+	}
+	must(b, s.Err())
+	if m.peak == 0 || m.now == 0 {
+		b.Fatalf("no VmHWM or VmRSS in /proc/%d/status", r.cmd.Process.Pid)
+	}
+	return m
+}
+
+// stop sends SIGTERM to the controller and checks it exits 0.
+func (r *runningController) stop(b *testing.B) {
+	b.Helper()
+	must(b, r.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-r.exited:
+		if r.err != nil {
+			b.Fatalf("the controller stopped with %v", r.err)
+		}
+	case <-time.After(30 * time.Second):
+		b.Fatal("the controller did not stop within 30s of SIGTERM")
+	}
+}
