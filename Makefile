@@ -50,7 +50,7 @@ bin/kube-apiserver: tools/controlplane/go.mod tools/controlplane/go.sum
 bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
 
-bin/projector: tools/go.mod tools/go.sum tools/projector/main.go
+bin/projector: tools/go.mod tools/go.sum $(wildcard tools/projector/*.go)
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
 
 bin/prometheus-config-reloader: tools/go.mod tools/go.sum

@@ -13,7 +13,10 @@ go 1.26.0
 // These replaces also apply to Prometheus v0.315.0, which requires k8s.io/api,
 // k8s.io/apimachinery and k8s.io/client-go v0.37.0: Prometheus is built
 // against v0.36.3 of them. That only affects its Kubernetes service
-// discovery, which compiles unchanged and is not used here.
+// discovery, which compiles unchanged and is not used here. The same holds
+// for ./projector's watch mode, which imports k8s.io/api, apimachinery and
+// client-go directly: the v0.37.0 requirements below come from Prometheus and
+// are replaced with v0.36.3, the release matching k8s.io/kubernetes.
 replace (
 	k8s.io/api => k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.36.3
@@ -69,6 +72,9 @@ tool (
 require (
 	golang.org/x/sys v0.47.0
 	gonum.org/v1/plot v0.17.0
+	k8s.io/api v0.37.0
+	k8s.io/apimachinery v0.37.0
+	k8s.io/client-go v0.37.0
 	k8s.io/kubernetes v1.36.3
 )
 
@@ -335,11 +341,8 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/ini.v1 v1.67.2 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
-	k8s.io/api v0.37.0 // indirect
 	k8s.io/apiextensions-apiserver v0.36.3 // indirect
-	k8s.io/apimachinery v0.37.0 // indirect
 	k8s.io/apiserver v0.36.3 // indirect
-	k8s.io/client-go v0.37.0 // indirect
 	k8s.io/component-base v0.36.3 // indirect
 	k8s.io/controller-manager v0.0.0 // indirect
 	k8s.io/klog v1.0.0 // indirect
