@@ -3,54 +3,80 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// TestDemo is what `make demo` runs: a narrated tour of a Prometheus pod on
-// loopback whose volumes the kubelet's atomic writer updates. It asserts
-// every state it prints, so it is a test like the others.
+// TestDemo is what `make demo` runs: the whole pipeline, narrated. A real
+// kube-apiserver and etcd, the controller binary, the example manifests of
+// deploy/example, and the pod the controller renders, run on loopback:
+// the kubelet's atomic writer projects its volumes from the API server, the
+// config-reloader expands the configuration and reloads the real
+// Prometheus. It asserts every state it prints, so it is a test like the
+// others.
 func TestDemo(t *testing.T) {
 	say := func(format string, args ...any) { fmt.Fprintf(os.Stdout, format+"\n", args...) }
-	show := func(p *pod) {
-		got, err := p.observe()
+	show := func(e *examplePipeline) {
+		s, err := e.observe(t.Context())
 		require.NoError(t, err)
-		reloads, err := p.sidecarMetric("reloader_reloads_total")
-		require.NoError(t, err)
-		failed, err := p.sidecarMetric("reloader_reloads_failed_total")
-		require.NoError(t, err)
-		ok, err := metric(t.Context(), p.promURL+"/metrics", "prometheus_config_last_reload_successful")
-		require.NoError(t, err)
-		say("    Prometheus reports: external_labels {replica=%q, version=%q}", got.replica, got.version)
-		say("    Prometheus reports: rule groups %v", got.rules)
-		say("    Prometheus reports: prometheus_config_last_reload_successful %v", ok)
-		say("    config-reloader: %v reload request(s), %v failed (Prometheus still starting)", reloads, failed)
-	}
-	step := func(p *pod, title string, want state) {
-		say("\n==> %s", title)
-		before, err := p.sidecarMetric("reloader_reloads_total")
-		require.NoError(t, err)
-		start := time.Now()
-		p.apply(want)
-		p.waitFor(want, before)
-		say("    arrived in %v (kubelet swap to Prometheus serving it, polled every 20ms)", time.Since(start).Round(time.Millisecond))
-		show(p)
+		say("    Prometheus serves: scrape jobs %v", s.jobs)
+		say("    Prometheus serves: external label prometheus_replica=%q", s.replica)
+		names := slices.Sorted(func(yield func(string) bool) {
+			for g := range s.groups {
+				if !yield(g) {
+					return
+				}
+			}
+		})
+		for _, g := range names {
+			say("    Prometheus serves: rule group %q: %v", g, s.groups[g])
+		}
+		say("    config-reloader: %v reload(s)", e.reloads(t))
 	}
 
-	say("==> Starting a pod on loopback: init config-reloader, Prometheus, config-reloader sidecar")
-	say("    config volume: prometheus.yaml.gz (gzipped, replica: $(POD_NAME)); rules volume: one file per group")
-	initial := state{podName, "v1", map[string][]string{"availability": {"job:up:sum"}}}
-	p := newPod(t, podOptions{}, initial)
-	say("    Prometheus %s, sidecar %s", p.promURL, p.sidecarURL)
-	show(p)
+	say("==> Starting a real kube-apiserver and etcd, the podreload controller, applying deploy/example,")
+	say("    and starting on loopback the pod the controller rendered: the kubelet's atomic writer projects")
+	say("    its Secret and ConfigMaps, the init config-reloader writes the config, then Prometheus and the")
+	say("    config-reloader sidecar start with the arguments of the rendered StatefulSet")
+	begin := time.Now()
+	e := startExample(t)
+	want := map[string][]string{"example": {"job:up:sum", "ExampleTargetDown"}}
+	e.waitGroups(t, "example rules", want)
+	say("    up and serving in %v", time.Since(begin).Round(time.Millisecond))
+	show(e)
 
-	step(p, "Swapping the rules volume: a new rule", state{podName, "v1", map[string][]string{
-		"availability": {"job:up:sum", "job:up:avg"}}})
-	step(p, "Swapping the rules volume: a second rule file", state{podName, "v1", map[string][]string{
-		"availability": {"job:up:sum", "job:up:avg"}, "latency": {"job:latency:p99"}}})
-	step(p, "Swapping the config volume: external label version v1 -> v2", state{podName, "v2", map[string][]string{
-		"availability": {"job:up:sum", "job:up:avg"}, "latency": {"job:latency:p99"}}})
-	say("\n==> Done: stopping Prometheus and the sidecar")
+	say("\n==> kubectl edit prometheusrule example-rules: adding the recording rule job:up:count")
+	want = map[string][]string{"example": {"job:up:sum", "ExampleTargetDown", "job:up:count"}}
+	d := e.timeRuleChange(t, func() {
+		e.editRule(t, "example-rules", func(r *monitoringv1.PrometheusRule) {
+			r.Spec.Groups[0].Rules = append(r.Spec.Groups[0].Rules, record("job:up:count", "count by (job) (up)"))
+		})
+	}, want)
+	say("    arrived in %v", d)
+	show(e)
+
+	say("\n==> kubectl apply: a second PrometheusRule, with an invalid expression")
+	require.NoError(t, e.cl.c.Create(t.Context(), exampleRule("broken", "broken", map[string]string{"team": "example"}, record("job:broken", "sum(up"))))
+	eventually(t, "the rule rejected", func() error {
+		var srv v1alpha1.PrometheusServer
+		if err := e.cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "example"}, &srv); err != nil {
+			return err
+		}
+		if got := srv.Status.Rules; got != (v1alpha1.Selection{Selected: 2, Rejected: 1}) {
+			return fmt.Errorf("status rules %+v", got)
+		}
+		return nil
+	})
+	say("    the controller left it out: PrometheusServer status rules {selected: 2, rejected: 1}, and a Warning Event:")
+	say("    %s", e.rejectedEvent(t, "broken"))
+	say("    Prometheus keeps its rules:")
+	show(e)
+	say("\n==> Done: stopping Prometheus, the sidecar, the projector, the controller and the control plane")
 }

@@ -29,8 +29,9 @@ import (
 const (
 	// deadline bounds every wait for a condition.
 	deadline = 20 * time.Second
-	// binEnv names a directory holding prebuilt config-reloader and
-	// rules-reloader binaries to test instead of the working tree's.
+	// binEnv names a directory holding prebuilt config-reloader,
+	// rules-reloader and controller binaries to test instead of the
+	// working tree's.
 	binEnv  = "PODRELOAD_E2E_BIN"
 	podName = "prom-0"
 )
@@ -48,7 +49,7 @@ func TestMain(m *testing.M) {
 			os.Exit(code)
 		}
 		build := exec.Command("go", "build", "-race", "-o", dir+"/", "github.com/podreload/podreload/cmd/config-reloader",
-			"github.com/podreload/podreload/cmd/rules-reloader")
+			"github.com/podreload/podreload/cmd/rules-reloader", "github.com/podreload/podreload/cmd/controller")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build the reloaders: %v\n%s", err, out)
 			cleanup(1)
@@ -63,7 +64,7 @@ func ours(name string) string { return filepath.Join(os.Getenv(binEnv), name) }
 
 // eventually calls cond until it returns nil, failing the test with cond's
 // last error when that takes longer than deadline.
-func eventually(t *testing.T, what string, cond func() error) {
+func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -85,7 +86,7 @@ func eventually(t *testing.T, what string, cond func() error) {
 }
 
 // freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -97,11 +98,13 @@ func freeAddr(t *testing.T) string {
 // the test fails. It is stopped (SIGTERM) and waited for at test cleanup.
 type process struct {
 	name, log string
+	cmd       *exec.Cmd
 	done      chan struct{}
 	err       error // set before done is closed
+	killed    bool
 }
 
-func start(t *testing.T, name string, env []string, bin string, args ...string) *process {
+func start(t testing.TB, name string, env []string, bin string, args ...string) *process {
 	t.Helper()
 	dir := t.TempDir()
 	p := &process{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
@@ -115,13 +118,14 @@ func start(t *testing.T, name string, env []string, bin string, args ...string) 
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = deadline
 	require.NoError(t, cmd.Start(), "start %s", name)
+	p.cmd = cmd
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
 		<-p.done // t.Context is canceled before cleanups: the process got SIGTERM.
-		if p.err != nil && !errors.Is(p.err, context.Canceled) {
+		if p.err != nil && !errors.Is(p.err, context.Canceled) && !p.killed {
 			t.Errorf("%s did not stop cleanly: %v", name, p.err)
 		}
 		if t.Failed() {
@@ -129,6 +133,14 @@ func start(t *testing.T, name string, env []string, bin string, args ...string) 
 		}
 	})
 	return p
+}
+
+// kill kills the process, as a crash would, and waits for it to end.
+func (p *process) kill(t testing.TB) {
+	t.Helper()
+	p.killed = true
+	require.NoError(t, p.cmd.Process.Kill())
+	<-p.done
 }
 
 func (p *process) output() string {
@@ -147,7 +159,7 @@ func (p *process) exited() error {
 }
 
 // wait waits for the process to end on its own and returns its exit error.
-func (p *process) wait(t *testing.T) error {
+func (p *process) wait(t testing.TB) error {
 	t.Helper()
 	select {
 	case <-p.done:

@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+// examplePipeline is the example of deploy/example running through every
+// real piece: the control plane, the controller, the pod on loopback.
+type examplePipeline struct {
+	cl          *cluster
+	pod         *loopbackPod
+	promURL     string
+	reloaderURL string
+}
+
+// startExample applies deploy/example and starts the pod the controller
+// renders for its PrometheusServer.
+func startExample(t testing.TB) *examplePipeline {
+	t.Helper()
+	cl := startCluster(t)
+	cl.apply(t, "../deploy/example")
+	sts := cl.statefulSet(t, client.ObjectKey{Namespace: "default", Name: "example"})
+	prom, err := volume.Bin("prometheus")
+	require.NoError(t, err)
+	pod := cl.startPod(t, sts, map[string]string{prometheusImage: prom, reloaderImage: ours("config-reloader")})
+	e := &examplePipeline{
+		cl:          cl,
+		pod:         pod,
+		promURL:     pod.url(pod.containerPort(t, "prometheus", "web")),
+		reloaderURL: pod.url(pod.containerPort(t, "config-reloader", "reloader-web")),
+	}
+	eventually(t, "Prometheus ready", func() error {
+		return errors.Join(pod.containers["prometheus"].exited(), ok(t.Context(), e.promURL+"/-/ready"))
+	})
+	return e
+}
+
+// served is what Prometheus serves: its scrape jobs, the external label
+// prometheus_replica, and its rule groups with their rules.
+type served struct {
+	jobs    []string
+	replica string
+	groups  map[string][]string
+}
+
+func (s served) String() string {
+	return fmt.Sprintf("jobs %v, prometheus_replica %q, rule groups %v", s.jobs, s.replica, s.groups)
+}
+
+// observe reads what Prometheus serves through its API.
+func (e *examplePipeline) observe(ctx context.Context) (served, error) {
+	var cfg struct {
+		YAML string `json:"yaml"`
+	}
+	if err := getJSON(ctx, e.promURL+"/api/v1/status/config", &cfg); err != nil {
+		return served{}, err
+	}
+	var parsed struct {
+		Global struct {
+			ExternalLabels map[string]string `yaml:"external_labels"`
+		} `yaml:"global"`
+		ScrapeConfigs []struct {
+			JobName string `yaml:"job_name"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal([]byte(cfg.YAML), &parsed); err != nil {
+		return served{}, err
+	}
+	s := served{replica: parsed.Global.ExternalLabels["prometheus_replica"], groups: map[string][]string{}}
+	for _, j := range parsed.ScrapeConfigs {
+		s.jobs = append(s.jobs, j.JobName)
+	}
+	var rules struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Name string `json:"name"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := getJSON(ctx, e.promURL+"/api/v1/rules", &rules); err != nil {
+		return served{}, err
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			s.groups[g.Name] = append(s.groups[g.Name], r.Name)
+		}
+	}
+	return s, nil
+}
+
+// waitGroups waits until Prometheus serves exactly the rule groups want.
+func (e *examplePipeline) waitGroups(t testing.TB, what string, want map[string][]string) served {
+	t.Helper()
+	var s served
+	eventually(t, what, func() error {
+		var err error
+		if s, err = e.observe(t.Context()); err != nil {
+			return err
+		}
+		if !maps.EqualFunc(s.groups, want, slices.Equal) {
+			return fmt.Errorf("Prometheus serves rule groups %v, want %v", s.groups, want)
+		}
+		return nil
+	})
+	return s
+}
+
+// reloads returns the number of reloads the config-reloader sidecar made.
+func (e *examplePipeline) reloads(t testing.TB) float64 {
+	t.Helper()
+	n, err := metric(t.Context(), e.reloaderURL+"/metrics", "reloader_reloads_total")
+	require.NoError(t, err)
+	return n
+}
+
+// editRule changes a PrometheusRule, again when someone wrote it in
+// between.
+func (e *examplePipeline) editRule(t testing.TB, name string, fn func(*monitoringv1.PrometheusRule)) {
+	t.Helper()
+	r := &monitoringv1.PrometheusRule{}
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, r); err != nil {
+			return err
+		}
+		fn(r)
+		return e.cl.c.Update(t.Context(), r)
+	}))
+}
+
+// rejectedEvent waits for the Rejected Event of the PrometheusRule name and
+// returns its note.
+func (e *examplePipeline) rejectedEvent(t testing.TB, name string) string {
+	t.Helper()
+	var note string
+	eventually(t, "Event on PrometheusRule "+name, func() error {
+		var events eventsv1.EventList
+		if err := e.cl.c.List(t.Context(), &events, client.InNamespace("default")); err != nil {
+			return err
+		}
+		for _, ev := range events.Items {
+			if ev.Regarding.Kind == monitoringv1.PrometheusRuleKind && ev.Regarding.Name == name && ev.Reason == "Rejected" {
+				note = ev.Note
+				return nil
+			}
+		}
+		return fmt.Errorf("no Rejected Event regarding PrometheusRule %s", name)
+	})
+	return note
+}
+
+func exampleRule(name, group string, labels map[string]string, rules ...monitoringv1.Rule) *monitoringv1.PrometheusRule {
+	return &monitoringv1.PrometheusRule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
+		Spec:       monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{Name: group, Rules: rules}}},
+	}
+}
+
+func record(name, expr string) monitoringv1.Rule {
+	return monitoringv1.Rule{Record: name, Expr: intstr.FromString(expr)}
+}
+
+// TestPipeline creates, changes and breaks custom resources and checks
+// what the real Prometheus serves after they went through the controller,
+// the kubelet's atomic writer and the config-reloader.
+func TestPipeline(t *testing.T) {
+	e := startExample(t)
+	team := map[string]string{"team": "example"}
+
+	// The example: a scrape job, a rule group, the pod's name as replica.
+	s := e.waitGroups(t, "example rules", map[string][]string{"example": {"job:up:sum", "ExampleTargetDown"}})
+	require.Equal(t, []string{"serviceMonitor/default/example-app/0"}, s.jobs)
+	require.Equal(t, "example-0", s.replica)
+
+	// Each change arrives, with one reload.
+	step := func(what string, change func(), want map[string][]string) {
+		t.Helper()
+		before := e.reloads(t)
+		change()
+		e.waitGroups(t, what, want)
+		require.Equal(t, before+1, e.reloads(t), "%s: one reload", what)
+	}
+	step("edit the rule", func() {
+		e.editRule(t, "example-rules", func(r *monitoringv1.PrometheusRule) {
+			r.Spec.Groups[0].Rules = append(r.Spec.Groups[0].Rules, record("job:up:count", "count by (job) (up)"))
+		})
+	}, map[string][]string{"example": {"job:up:sum", "ExampleTargetDown", "job:up:count"}})
+	step("add a second rule object", func() {
+		require.NoError(t, e.cl.c.Create(t.Context(), exampleRule("second", "second", team, record("job:scrape:max", "max by (job) (scrape_duration_seconds)"))))
+	}, map[string][]string{"example": {"job:up:sum", "ExampleTargetDown", "job:up:count"}, "second": {"job:scrape:max"}})
+	step("delete the first rule object", func() {
+		require.NoError(t, e.cl.c.Delete(t.Context(), &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-rules"}}))
+	}, map[string][]string{"second": {"job:scrape:max"}})
+
+	// Past one ConfigMap shard: a new shard, mounted all along, no restart.
+	start, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
+	require.NoError(t, err)
+	want := map[string][]string{"second": {"job:scrape:max"}}
+	for i := range 4 {
+		name := fmt.Sprintf("big-%d", i)
+		r := exampleRule(name, name, team, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
+		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": strings.Repeat("x", 150<<10)}
+		require.NoError(t, e.cl.c.Create(t.Context(), r))
+		want[name] = []string{strings.ReplaceAll(name, "-", "_") + ":up"}
+	}
+	e.waitGroups(t, "rules in two shards", want)
+	var shards int
+	eventually(t, "two rule shards", func() error {
+		var cms corev1.ConfigMapList
+		if err := e.cl.c.List(t.Context(), &cms, client.InNamespace("default"), client.MatchingLabels{"podreload.dev/rulefiles": "example"}); err != nil {
+			return err
+		}
+		if shards = len(cms.Items); shards != 2 {
+			return fmt.Errorf("%d shards", shards)
+		}
+		return nil
+	})
+	again, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
+	require.NoError(t, err)
+	require.Equal(t, start, again, "Prometheus was not restarted")
+	require.NoError(t, e.pod.containers["prometheus"].exited())
+
+	// An invalid rule: an Event, and Prometheus keeps what it had.
+	reloads := e.reloads(t)
+	require.NoError(t, e.cl.c.Create(t.Context(), exampleRule("broken", "broken", team, record("job:broken", "sum(up"))))
+	require.Contains(t, e.rejectedEvent(t, "broken"), "unclosed left parenthesis")
+	s, err = e.observe(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, want, s.groups, "the previous rules stay")
+	require.Equal(t, reloads, e.reloads(t), "nothing to reload")
+
+	// The config-reloader dies; a change made meanwhile, and projected
+	// into the volume, is not lost.
+	e.pod.kill(t, "config-reloader")
+	e.editRule(t, "second", func(r *monitoringv1.PrometheusRule) {
+		r.Spec.Groups[0].Rules = append(r.Spec.Groups[0].Rules, record("job:scrape:min", "min by (job) (scrape_duration_seconds)"))
+	})
+	eventually(t, "the change projected", func() error {
+		files, err := filepath.Glob(filepath.Join(e.pod.root, "etc/prometheus/rules/*/default-second-*.yaml"))
+		if err != nil || len(files) != 1 {
+			return fmt.Errorf("rule files %v: %v", files, err)
+		}
+		b, err := os.ReadFile(files[0])
+		if err == nil && !strings.Contains(string(b), "job:scrape:min") {
+			err = fmt.Errorf("%s has not changed", files[0])
+		}
+		return err
+	})
+	e.pod.start(t, "config-reloader")
+	want["second"] = []string{"job:scrape:max", "job:scrape:min"}
+	e.waitGroups(t, "the change made while the config-reloader was down", want)
+}
