@@ -89,12 +89,13 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
 
-bench: build tools bin/prometheus-config-reloader ## Measure the reloaders; writes docs/benchmarks.md.
+bench: build tools bin/prometheus-config-reloader ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/
 	$(GO) test -run NONE -bench Scale -benchtime 1x ./cmd/controller/
+	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Pipeline -benchtime 1x ./e2e/
 
-demo: tools ## Run the demo: real Prometheus reloaded by config-reloader, narrated.
+demo: tools ## Run the demo: a custom resource change through the controller to a real Prometheus, narrated.
 	$(GO) test -count=1 -run '^TestDemo$$' -v ./e2e/
 
 clean: ## Remove bin/.

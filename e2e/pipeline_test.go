@@ -86,10 +86,21 @@ func (e *examplePipeline) observe(ctx context.Context) (served, error) {
 	if err := yaml.Unmarshal([]byte(cfg.YAML), &parsed); err != nil {
 		return served{}, err
 	}
-	s := served{replica: parsed.Global.ExternalLabels["prometheus_replica"], groups: map[string][]string{}}
+	s := served{replica: parsed.Global.ExternalLabels["prometheus_replica"]}
 	for _, j := range parsed.ScrapeConfigs {
 		s.jobs = append(s.jobs, j.JobName)
 	}
+	groups, err := e.ruleGroups(ctx)
+	if err != nil {
+		return served{}, err
+	}
+	s.groups = groups
+	return s, nil
+}
+
+// ruleGroups returns the rule groups Prometheus serves, with the names of
+// their rules.
+func (e *examplePipeline) ruleGroups(ctx context.Context) (map[string][]string, error) {
 	var rules struct {
 		Groups []struct {
 			Name  string `json:"name"`
@@ -99,14 +110,15 @@ func (e *examplePipeline) observe(ctx context.Context) (served, error) {
 		} `json:"groups"`
 	}
 	if err := getJSON(ctx, e.promURL+"/api/v1/rules", &rules); err != nil {
-		return served{}, err
+		return nil, err
 	}
+	groups := map[string][]string{}
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
-			s.groups[g.Name] = append(s.groups[g.Name], r.Name)
+			groups[g.Name] = append(groups[g.Name], r.Name)
 		}
 	}
-	return s, nil
+	return groups, nil
 }
 
 // waitGroups waits until Prometheus serves exactly the rule groups want.
