@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -56,7 +57,59 @@ func TestMain(m *testing.M) {
 		}
 		_ = os.Setenv(binEnv, dir)
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(cleanup))
+	// Ctrl-C reaches the processes in the terminal's process group, but
+	// envtest starts kube-apiserver and etcd in groups of their own: on
+	// SIGINT or SIGTERM, stop every child before exiting, so that nothing
+	// outlives an interrupted test or demo.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		stopChildren()
+		cleanup(130)
+	}()
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.Cleanup(cleanup))
+}
+
+// stopChildren sends SIGTERM to the children of this process until none is
+// left, for up to ten seconds, then kills those left.
+func stopChildren() {
+	children := func() []int {
+		var pids []int
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, stat := range stats {
+			b, err := os.ReadFile(stat)
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	// The tests keep running meanwhile and may start more: signal until
+	// none is left.
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		pids := children()
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+		// Zombies count as children until reaped; reap what ended.
+		var status syscall.WaitStatus
+		if pid, _ := syscall.Wait4(-1, &status, syscall.WNOHANG, nil); pid <= 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, pid := range children() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // ours returns the path of one of the reloaders under test.
