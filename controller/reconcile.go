@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		errors: f.NewCounter(prometheus.CounterOpts{
 			Name: "podreload_controller_reconcile_errors_total",
-			Help: "PrometheusServer reconciliations that failed and will be retried.",
+			Help: "PrometheusServer reconciliations that failed: retried, or, for an invalid PrometheusServer, done again when it changes.",
 		}),
 		recreations: f.NewCounter(prometheus.CounterOpts{
 			Name: "podreload_controller_statefulset_recreations_total",
@@ -144,7 +144,9 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	}
 	objs, err := Render(in, r.workload, r.ruleCache(key))
 	if err != nil {
-		// Nothing changes until the server does: its spec is at fault.
+		// Nothing changes until the server does: its spec is at fault,
+		// and what was written last stays.
+		r.metrics.errors.Inc()
 		r.logger.Error("render", "server", key, "err", err)
 		r.event(&server, nil, "InvalidSpec", err.Error())
 		return r.writeStatus(ctx, &server, nil, nil, metav1.Condition{

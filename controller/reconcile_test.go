@@ -71,6 +71,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("rule shards", cp.testShards)
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("invalid objects", cp.testInvalid)
+	t.Run("invalid server", cp.testInvalidServer)
 	t.Run("no-op resync", cp.testNoop)
 	t.Run("paused", cp.testPaused)
 	t.Run("leader election", cp.testLeaderElection)
@@ -586,6 +587,39 @@ func (cp *controlPlane) testInvalid(t *testing.T) {
 	// Fixing the object brings it in.
 	edit(t, cp.c, slow, func(sm *monitoringv1.ServiceMonitor) { sm.Spec.Endpoints[0].ScrapeTimeout = "5s" })
 	cp.waitJobs(t, srv, "serviceMonitor/invalid/good/0", "serviceMonitor/invalid/slow/0")
+}
+
+// testInvalidServer breaks a PrometheusServer: it is told on the server,
+// and what was written for it stays.
+func (cp *controlPlane) testInvalidServer(t *testing.T) {
+	ns := cp.namespace(t, "invalid-server", nil)
+	run := cp.start(t, Options{Namespaces: []string{ns}})
+	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) { s.ServiceMonitorSelector = &metav1.LabelSelector{} })
+	cp.create(t, srv, serviceMonitor(ns, "web", nil))
+	config := cp.waitJobs(t, srv, "serviceMonitor/invalid-server/web/0")
+
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) {
+		s.Spec.ServiceMonitorSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
+	})
+	const want = `select ServiceMonitors: parse label selector: "Near" is not a valid label selector operator`
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := cp.status(t, srv)
+		cond := meta.FindStatusCondition(st.Conditions, ConditionReconciled)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, metav1.ConditionFalse, cond.Status)
+			assert.Equal(c, "InvalidSpec", cond.Reason)
+			assert.Equal(c, want, cond.Message)
+		}
+	}, deadline, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var events eventsv1.EventList
+		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
+		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Kind == v1alpha1.Kind && e.Reason == "InvalidSpec" && e.Note == want
+		}), "Event on the server")
+	}, deadline, 20*time.Millisecond)
+	require.Equal(t, config, cp.config(t, srv), "the last configuration stays")
+	require.Positive(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"))
 }
 
 func (cp *controlPlane) testNoop(t *testing.T) {
