@@ -45,7 +45,7 @@ var errorPosition = regexp.MustCompile(`^(\d+:\d+: )+`)
 // Prometheus' template function map afresh for every label and
 // annotation, and they repeat, across the rules of a file and across
 // files: validating every rule file whole with rulefmt.Parse takes about
-// six times as long, and ten times as much memory, as what follows
+// eight times as long, and ten times as much memory, as what follows
 // (BenchmarkRenderRules, cold). So a ruleChecker has rulefmt
 // validate each distinct expression, and each distinct label or
 // annotation of an alerting rule, once, each in a rule of its own; then
