@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,10 +35,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/controlplane"
 )
 
 // deadline bounds every wait for the controller to converge.
@@ -52,19 +48,8 @@ const deadline = 30 * time.Second
 // each subtest has its own namespaces and its own controller, limited to
 // them. The API server restart comes last.
 func TestReconciler(t *testing.T) {
-	bin, err := volume.Bin("kube-apiserver")
-	require.NoError(t, err)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Dir(bin),
-		CRDDirectoryPaths:     []string{filepath.Join("..", "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	// A fixed directory keeps the certificates across a restart.
-	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
-	cp := &controlPlane{env: env, cfg: cfg, c: newClient(t, cfg)}
+	env := controlplane.Start(t, filepath.Join("..", "deploy", "crds"))
+	cp := &controlPlane{env: env, cfg: env.Config, c: newClient(t, env.Config)}
 
 	t.Run("selection follows changes", cp.testSelection)
 	t.Run("secrets", cp.testSecrets)
@@ -79,7 +64,7 @@ func TestReconciler(t *testing.T) {
 }
 
 type controlPlane struct {
-	env *envtest.Environment
+	env *controlplane.ControlPlane
 	cfg *rest.Config
 	c   client.Client
 }
@@ -704,12 +689,7 @@ func (cp *controlPlane) testRestart(t *testing.T) {
 	cp.create(t, srv, serviceMonitor(ns, "before", nil))
 	cp.waitJobs(t, srv, "serviceMonitor/restart/before/0")
 
-	// Kill it, as a crash would: a graceful stop waits for the
-	// controller's watches to end.
-	apiserver := cp.env.ControlPlane.GetAPIServer()
-	killAPIServer(t, apiserver.SecureServing.Port)
-	require.NoError(t, apiserver.Stop())
-	require.NoError(t, apiserver.Start())
+	cp.env.RestartAPIServer(t)
 	cp.create(t, serviceMonitor(ns, "after", nil))
 	cp.waitJobs(t, srv, "serviceMonitor/restart/after/0", "serviceMonitor/restart/before/0")
 	select {
@@ -717,25 +697,4 @@ func (cp *controlPlane) testRestart(t *testing.T) {
 		t.Fatalf("the controller stopped: %v", err)
 	default:
 	}
-}
-
-// killAPIServer kills the kube-apiserver serving on port.
-func killAPIServer(t *testing.T, port string) {
-	t.Helper()
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	require.NoError(t, err)
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, "--secure-port="+port) {
-			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			require.NoError(t, err)
-			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-			return
-		}
-	}
-	t.Fatalf("no kube-apiserver serving on port %s", port)
 }

@@ -30,10 +30,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/controlplane"
 )
 
 const (
@@ -176,12 +175,7 @@ func phase(m manifest, custom map[schema.GroupKind]bool) int {
 func TestManifestsOnAPIServer(t *testing.T) {
 	manifests := readManifests(t)
 
-	bin, err := volume.Bin("kube-apiserver")
-	require.NoError(t, err)
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Dir(bin)}
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
+	cfg := controlplane.Start(t).Config
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{

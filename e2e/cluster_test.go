@@ -23,9 +23,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/internal/controlplane"
 	"github.com/podreload/podreload/internal/volume"
 )
 
@@ -48,18 +48,8 @@ type cluster struct {
 // when the test ends.
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
-	bin, err := volume.Bin("kube-apiserver")
-	require.NoError(t, err)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Dir(bin),
-		CRDDirectoryPaths:     []string{filepath.Join("..", "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
+	env := controlplane.Start(t, filepath.Join("..", "deploy", "crds"))
+	cfg, kubeconfig := env.Config, env.Kubeconfig
 
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))

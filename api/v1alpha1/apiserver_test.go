@@ -11,26 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/controlplane"
 )
 
 // TestCRDsOnAPIServer installs the CRDs into a real kube-apiserver and etcd
 // (built by `make controlplane`) and creates objects through them: the
 // schema's defaults are applied and its validation rejects a bad object.
 func TestCRDsOnAPIServer(t *testing.T) {
-	bin, err := volume.Bin("kube-apiserver")
-	require.NoError(t, err)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Dir(bin),
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, crdDir)},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
+	cfg := controlplane.Start(t, filepath.Join(repoRoot, crdDir)).Config
 
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,9 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/controlplane"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -63,18 +61,7 @@ func TestUsageErrors(t *testing.T) {
 // becomes ready, serves its metrics and controller-runtime's, and exits 0
 // when stopped.
 func TestRun(t *testing.T) {
-	bin, err := volume.Bin("kube-apiserver")
-	require.NoError(t, err)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Dir(bin),
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	_, err = env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
+	kubeconfig := controlplane.Start(t, filepath.Join("..", "..", "deploy", "crds")).Kubeconfig
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

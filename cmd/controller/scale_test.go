@@ -34,10 +34,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/internal/controlplane"
 	"github.com/podreload/podreload/internal/volume"
 )
 
@@ -75,21 +75,8 @@ func BenchmarkScale(b *testing.B) {
 	if _, err := os.Stat(bin); err != nil {
 		b.Fatalf("%s is missing: run `make build` to build it (%v)", bin, err)
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Dir(apiserver),
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatalf("start the control plane: %v", err)
-	}
-	b.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			b.Errorf("stop the control plane: %v", err)
-		}
-	})
-	c := scaleClient(b, cfg)
+	env := controlplane.Start(b, filepath.Join("..", "..", "deploy", "crds"))
+	c := scaleClient(b, env.Config)
 	ctx := b.Context()
 
 	const ns = "scale"
@@ -103,7 +90,7 @@ func BenchmarkScale(b *testing.B) {
 	// Watched before the controller starts, so that no write is missed.
 	prog := watchProgress(b, c, server)
 
-	ctl := startController(b, bin, env.KubeConfig)
+	ctl := startController(b, bin, env.Kubeconfig)
 	// The server's first state: an empty configuration, no rule files.
 	waitUntil(b, ctl, "the first configuration", time.Minute, func() bool {
 		p := prog.snapshot()
@@ -496,10 +483,8 @@ type runningController struct {
 
 // startController runs bin against the API server of kubeconfig, until
 // it is ready to serve.
-func startController(b *testing.B, bin string, kubeconfig []byte) *runningController {
+func startController(b *testing.B, bin, kubeconfig string) *runningController {
 	dir := b.TempDir()
-	path := filepath.Join(dir, "kubeconfig")
-	must(b, os.WriteFile(path, kubeconfig, 0o600))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(b, err)
 	addr := l.Addr().String()
@@ -507,7 +492,7 @@ func startController(b *testing.B, bin string, kubeconfig []byte) *runningContro
 	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
 	must(b, err)
 	r := &runningController{addr: addr, log: logFile.Name(), exited: make(chan struct{})}
-	r.cmd = exec.Command(bin, "--kubeconfig="+path, "--web.listen-address="+addr)
+	r.cmd = exec.Command(bin, "--kubeconfig="+kubeconfig, "--web.listen-address="+addr)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	must(b, r.cmd.Start())
 	go func() {

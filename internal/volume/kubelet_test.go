@@ -7,10 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/podreload/podreload/internal/controlplane"
 	"github.com/podreload/podreload/internal/volume"
 )
 
@@ -33,17 +30,9 @@ const waitFor = 30 * time.Second
 // TestKubelet runs the projector's kubelet mode against a real kube-apiserver
 // and etcd (built by `make tools`).
 func TestKubelet(t *testing.T) {
-	bin, err := volume.Bin("kube-apiserver")
-	require.NoError(t, err)
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Dir(bin)}
-	// A fixed directory keeps the certificates across the restart.
-	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
-	cs, err := kubernetes.NewForConfig(cfg)
+	cp := controlplane.Start(t)
+	kubeconfig := cp.Kubeconfig
+	cs, err := kubernetes.NewForConfig(cp.Config)
 	require.NoError(t, err)
 	secrets := cs.CoreV1().Secrets("default")
 	configMaps := cs.CoreV1().ConfigMaps("default")
@@ -157,26 +146,22 @@ func TestKubelet(t *testing.T) {
 		require.Equal(t, map[string]string{"k": "v"}, files(t, dir))
 	})
 
-	t.Run("API server restart", func(t *testing.T) { testRestart(t, env, kubeconfig, secrets) })
+	t.Run("API server restart", func(t *testing.T) { testRestart(t, cp, secrets) })
 }
 
 // testRestart stops the API server under a running projector and starts it
 // again: the watch reconnects and a change made afterwards is projected.
-func testRestart(t *testing.T, env *envtest.Environment, kubeconfig string, secrets typedcorev1.SecretInterface) {
+func testRestart(t *testing.T, cp *controlplane.ControlPlane, secrets typedcorev1.SecretInterface) {
 	s, err := secrets.Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "restart"},
 		Data:       map[string][]byte{"k": []byte("before")},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	k := volume.OpenKubelet(t, kubeconfig, "default", []volume.KubeletVolume{{Kind: "secret", Name: "restart", Dir: dir}})
+	k := volume.OpenKubelet(t, cp.Kubeconfig, "default", []volume.KubeletVolume{{Kind: "secret", Name: "restart", Dir: dir}})
 	requireProjection(t, k, volume.Projection{Kind: "secret", Name: "restart", ResourceVersion: s.ResourceVersion})
 
-	// Kill it, as a crash would: a graceful stop waits for the watches.
-	apiserver := env.ControlPlane.GetAPIServer()
-	killAPIServer(t, apiserver.SecureServing.Port)
-	require.NoError(t, apiserver.Stop())
-	require.NoError(t, apiserver.Start())
+	cp.RestartAPIServer(t)
 	s.Data = map[string][]byte{"k": []byte("after")}
 	s, err = secrets.Update(t.Context(), s, metav1.UpdateOptions{})
 	require.NoError(t, err)
@@ -184,27 +169,6 @@ func testRestart(t *testing.T, env *envtest.Environment, kubeconfig string, secr
 	// A failing list while the API server is away is reported, not fatal.
 	requireProjectionAfterErrors(t, k, volume.Projection{Kind: "secret", Name: "restart", ResourceVersion: s.ResourceVersion})
 	require.Equal(t, map[string]string{"k": "after"}, files(t, dir))
-}
-
-// killAPIServer kills the kube-apiserver serving on port.
-func killAPIServer(t *testing.T, port string) {
-	t.Helper()
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	require.NoError(t, err)
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, "--secure-port="+port) {
-			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			require.NoError(t, err)
-			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-			return
-		}
-	}
-	t.Fatalf("no kube-apiserver serving on port %s", port)
 }
 
 // TestKubeletContext checks that cancelling StartKubelet's context stops the

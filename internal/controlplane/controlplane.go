@@ -1,0 +1,79 @@
+// Package controlplane starts, for tests, a real kube-apiserver and etcd
+// (built into bin/ by `make controlplane`) through controller-runtime's
+// envtest.
+package controlplane
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+// ControlPlane is a running kube-apiserver and etcd.
+type ControlPlane struct {
+	env *envtest.Environment
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Kubeconfig is a kubeconfig file for Config.
+	Kubeconfig string
+}
+
+// Start starts a control plane that stops when the test ends, with the
+// CRDs of the directories crdDirs installed. The API server keeps its
+// certificates across RestartAPIServer.
+func Start(t testing.TB, crdDirs ...string) *ControlPlane {
+	t.Helper()
+	bin, err := volume.Bin("kube-apiserver")
+	require.NoError(t, err)
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: filepath.Dir(bin),
+		CRDDirectoryPaths:     crdDirs,
+		ErrorIfCRDPathMissing: true,
+	}
+	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
+	cfg, err := env.Start()
+	require.NoError(t, err, "start kube-apiserver and etcd")
+	t.Cleanup(func() { require.NoError(t, env.Stop()) })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
+	return &ControlPlane{env: env, Config: cfg, Kubeconfig: kubeconfig}
+}
+
+// RestartAPIServer kills the API server, as a crash would (a graceful stop
+// waits for the clients' watches to end), and starts it again on the same
+// address with the same certificates; etcd keeps running.
+func (cp *ControlPlane) RestartAPIServer(t testing.TB) {
+	t.Helper()
+	apiserver := cp.env.ControlPlane.GetAPIServer()
+	port := apiserver.SecureServing.Port
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	require.NoError(t, err)
+	killed := false
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, "--secure-port="+port) {
+			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			require.NoError(t, err)
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			killed = true
+			break
+		}
+	}
+	require.True(t, killed, "no kube-apiserver serving on port %s", port)
+	require.NoError(t, apiserver.Stop())
+	require.NoError(t, apiserver.Start())
+}
