@@ -110,6 +110,9 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			SyncPeriod:        syncPeriod,
+			// Managed fields are often the biggest part of an object and
+			// the controller never reads them.
+			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.ConfigMap{}:   ours,
 				&corev1.Service{}:     ours,
