@@ -93,8 +93,10 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		}
 	}
 	// Only the ConfigMaps, Services and StatefulSets of PrometheusServers
-	// are cached, not every one of the cluster; Secrets are all cached
-	// because monitors reference any of them.
+	// are cached, not every one of the cluster. Of Secrets, which hold the
+	// biggest objects of many clusters, only the metadata is cached (to
+	// know when one changes): the ones a server references, and its config
+	// Secret, are read from the API server when it is reconciled.
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelName: "prometheus"})}
 	var syncPeriod *time.Duration
 	if opts.SyncPeriod > 0 {
@@ -119,6 +121,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 				&appsv1.StatefulSet{}: ours,
 			},
 		},
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// Served by the caller, from its registry and ctrlmetrics.Registry.
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
@@ -155,7 +158,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
 		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
 		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
 		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(KindPrometheusRule)), changed).

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,7 +143,20 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	if err != nil {
 		return err
 	}
-	objs, err := Render(in, r.workload, r.ruleCache(key))
+	// The Secrets the last render referenced are read first; when this
+	// render references others, it is done again with them.
+	var objs *Objects
+	refs := r.refs(key)
+	for {
+		if in.Secrets, err = r.readSecrets(ctx, refs); err != nil {
+			return err
+		}
+		objs, err = Render(in, r.workload, r.ruleCache(key))
+		if err != nil || isSubset(objs.SecretRefs, refs) {
+			break
+		}
+		refs = sortedUnique(append(refs, objs.SecretRefs...))
+	}
 	if err != nil {
 		// Nothing changes until the server does: its spec is at fault,
 		// and what was written last stays.
@@ -170,9 +184,10 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	return errors.Join(err, r.writeStatus(ctx, &server, objs, sts, cond))
 }
 
-// inputs reads from the cache what server's objects are rendered from.
+// inputs reads from the cache what server's objects are rendered from, but
+// for the Secrets.
 func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServer) (Inputs, error) {
-	in := Inputs{Server: server, Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}}
+	in := Inputs{Server: server, Namespaces: map[string]labels.Set{}}
 	var nss corev1.NamespaceList
 	if err := r.client.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list namespaces: %w", err)
@@ -195,14 +210,6 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 		return in, fmt.Errorf("list PrometheusRules: %w", err)
 	}
 	in.Rules = pointers(rules.Items)
-	var secrets corev1.SecretList
-	if err := r.client.List(ctx, &secrets, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("list Secrets: %w", err)
-	}
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		in.Secrets[s.Namespace+"/"+s.Name] = s
-	}
 	return in, nil
 }
 
@@ -478,6 +485,42 @@ func (r *reconciler) ruleCache(key types.NamespacedName) *RuleCache {
 		r.caches[key] = c
 	}
 	return c
+}
+
+// readSecrets reads the Secrets ids names, "namespace/name", from the API
+// server; the missing ones are left out.
+func (r *reconciler) readSecrets(ctx context.Context, ids []string) (map[string]*corev1.Secret, error) {
+	secrets := make(map[string]*corev1.Secret, len(ids))
+	for _, id := range ids {
+		ns, name, _ := strings.Cut(id, "/")
+		var s corev1.Secret
+		err := r.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s)
+		switch {
+		case err == nil:
+			secrets[id] = &s
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get Secret %s: %w", id, err)
+		}
+	}
+	return secrets, nil
+}
+
+// refs returns the Secrets a server's last render referenced.
+func (r *reconciler) refs(key types.NamespacedName) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.secretRefs[key])
+}
+
+// isSubset reports whether every element of the sorted a is in the
+// sorted b.
+func isSubset(a, b []string) bool {
+	for _, v := range a {
+		if !containsSorted(b, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // remember keeps the Secrets a server's render referenced.

@@ -19,7 +19,14 @@ import (
 	"github.com/podreload/podreload/internal/controlplane"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// controller-runtime's metadata informers (the controller watches
+		// Secrets' metadata) wrap their watches with apimachinery's
+		// watch.Filter, whose goroutine can stay blocked sending an event
+		// nobody reads once the informer stopped.
+		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+}
 
 // syncBuffer is a bytes.Buffer the controller's goroutines can write to.
 type syncBuffer struct {
