@@ -39,7 +39,10 @@ type config struct {
 	log                                   promslog.Config
 }
 
-func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stderr)) }
+func main() {
+	app.ExecWithOneP()
+	os.Exit(run(context.Background(), os.Args[1:], os.Stderr))
+}
 
 // run runs until ctx is done or a termination signal arrives, logging to
 // stderr, and returns the exit code.

@@ -146,6 +146,35 @@ func (t *Trimmer) Run(ctx context.Context) error {
 	}
 }
 
+// oneP marks the environment of a process that ExecWithOneP executed again.
+const oneP = "PODRELOAD_ONE_P"
+
+// ExecWithOneP executes the program again, in place (same PID, arguments and
+// environment), with GOMAXPROCS=1, unless GOMAXPROCS is set: only a process
+// started with one P has one P during package initialisation. A sidecar
+// that starts with two and is cut down to one by TuneRuntime idles with about
+// 0.5 MiB more anonymous memory (measured: 2.5 against 2.0 MiB): more heap
+// spans, half used, and more of the runtime's lists of spans, which it never
+// frees. Call it first thing in main.
+// In the process executed again, it removes GOMAXPROCS from the environment,
+// so that commands the sidecar runs do not inherit it. When executing fails,
+// it returns and the process goes on with the Ps the runtime chose.
+func ExecWithOneP() {
+	if os.Getenv(oneP) != "" {
+		_ = os.Unsetenv(oneP)
+		_ = os.Unsetenv("GOMAXPROCS")
+		return
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	_ = syscall.Exec(exe, os.Args, append(os.Environ(), "GOMAXPROCS=1", oneP+"=1"))
+}
+
 // TuneRuntime sizes the Go runtime for a sidecar whose live heap is a few
 // hundred kilobytes and whose work is a burst now and then: one P (each P
 // caches memory of its own), a collection when the heap has grown by 50%

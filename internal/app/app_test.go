@@ -3,10 +3,13 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +41,34 @@ func TestTrimCode(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 	require.Less(t, rssFile(t), before)
+}
+
+// TestExecWithOneP runs this test in a child process, which ExecWithOneP
+// executes again with one P unless GOMAXPROCS is set.
+func TestExecWithOneP(t *testing.T) {
+	if os.Getenv("PODRELOAD_TEST_CHILD") != "" {
+		ExecWithOneP()
+		fmt.Printf("procs=%d env=%q\n", runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS"))
+		return
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, `procs=1 env=""`}, // Commands the sidecar runs do not inherit GOMAXPROCS.
+		{[]string{"GOMAXPROCS=3"}, `procs=3 env="3"`},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestExecWithOneP$", "-test.v")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "GOMAXPROCS=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(append(cmd.Env, "PODRELOAD_TEST_CHILD=1"), tc.env...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		require.Contains(t, string(out), tc.want+"\n", tc.env)
+	}
 }
 
 func TestTrimmer(t *testing.T) {
