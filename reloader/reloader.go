@@ -352,12 +352,13 @@ const (
 // apply renders the configuration, hashes what the process would read and
 // reloads it when that differs from what it last accepted.
 func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
-	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile)) {
+	buf := make([]byte, 8<<10) // directory records
+	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile), buf) {
 		return resultSettling, nil
 	}
 	sums := make([]uint64, len(r.opts.WatchedDirs))
 	for i, dir := range r.opts.WatchedDirs {
-		sum, settling, err := hashDir(dir, consistent)
+		sum, settling, err := hashDir(dir, consistent, buf)
 		if settling {
 			return resultSettling, nil
 		}

@@ -3,14 +3,15 @@ package reloader
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -23,46 +24,88 @@ const dataDir = "..data"
 // (..data, ..data_tmp, ..2026_11_21_...) rather than content.
 func hidden(name string) bool { return strings.HasPrefix(name, "..") }
 
-// names lists the content entries of dir in order, and whether dir holds a
-// ..data link. A missing dir has none. Only names are read: a kubelet
-// volume of thousands of files is listed on every change.
-func names(dir string) (list []string, kubelet bool, err error) {
-	f, err := os.Open(dir)
+// entries sums up the content entries of a directory.
+type entries struct {
+	n       int    // how many
+	names   uint64 // the sum of their names' xxhashes, whatever the order they are listed in
+	kubelet bool   // whether the directory holds a ..data link
+}
+
+// same reports whether e and o list the same names.
+func (e entries) same(o entries) bool { return e.n == o.n && e.names == o.names }
+
+// Offsets in Linux's struct linux_dirent64, the records getdents64 returns:
+// inode (8 bytes), offset (8), record length (2), type (1), name (NUL-terminated).
+const (
+	direntReclen = 16
+	direntName   = 19
+)
+
+// list reads the entries of dir (none when it is missing), calling each,
+// when not nil, with the name of every content entry. Names are read in
+// place from the kernel's records in buf, and are valid during the call
+// only: a kubelet volume of thousands of files is listed on every change,
+// and a list of their names would be most of the garbage of that change.
+func list(dir string, buf []byte, each func(name []byte) error) (entries, error) {
+	var e entries
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return e, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return e, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	defer f.Close()
-	all, err := f.Readdirnames(-1)
-	list = all[:0]
-	for _, name := range all {
+	defer syscall.Close(fd)
+	for {
+		n, err := syscall.ReadDirent(fd, buf)
 		switch {
-		case name == dataDir:
-			kubelet = true
-		case !hidden(name):
-			list = append(list, name)
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return e, &fs.PathError{Op: "readdirent", Path: dir, Err: err}
+		case n <= 0:
+			return e, nil
+		}
+		for rec := buf[:n]; len(rec) > direntName; {
+			size := int(binary.NativeEndian.Uint16(rec[direntReclen:]))
+			if size <= direntName || size > len(rec) {
+				return e, &fs.PathError{Op: "readdirent", Path: dir, Err: syscall.EBADMSG}
+			}
+			name := rec[direntName:size]
+			name = name[:bytes.IndexByte(name, 0)]
+			rec = rec[size:]
+			switch {
+			case string(name) == dataDir:
+				e.kubelet = true
+			case string(name) == "." || bytes.HasPrefix(name, []byte("..")): // .., and see hidden
+			default:
+				e.n++
+				e.names += xxhash.Sum64(name)
+				if each == nil {
+					continue
+				}
+				if err := each(name); err != nil {
+					return e, err
+				}
+			}
 		}
 	}
-	slices.Sort(list)
-	return list, kubelet, err
 }
 
 // settling reports whether dir is a kubelet volume between the swap of its
 // ..data link and the update of its user-visible links (see hashDir).
-func settling(dir string) bool {
-	visible, kubelet, _ := names(dir)
-	if !kubelet {
+func settling(dir string, buf []byte) bool {
+	visible, _ := list(dir, buf, nil)
+	if !visible.kubelet {
 		return false
 	}
-	published, _, _ := names(filepath.Join(dir, dataDir))
-	return !slices.Equal(visible, published)
+	published, _ := list(filepath.Join(dir, dataDir), buf, nil)
+	return !visible.same(published)
 }
 
 // hashDir hashes the content a reader of dir sees: every regular file at its
 // top level (symlinks followed), by name and bytes; subdirectories and
-// kubelet bookkeeping entries are not content.
+// kubelet bookkeeping entries are not content. buf holds directory records.
 //
 // A kubelet volume is hashed by the name of the directory ..data points to:
 // the kubelet never changes a published directory, and publishes a new one
@@ -71,47 +114,77 @@ func settling(dir string) bool {
 // update of its links, and a reader would see neither the old nor the new
 // version: hashDir then reports settling, unless told to hash the content
 // as it is.
-func hashDir(dir string, consistent bool) (sum uint64, settling bool, err error) {
-	visible, kubelet, err := names(dir)
-	if err != nil {
+func hashDir(dir string, consistent bool, buf []byte) (sum uint64, settling bool, err error) {
+	if consistent {
+		visible, err := list(dir, buf, nil)
+		if err != nil {
+			return 0, false, fmt.Errorf("read dir: %w", err)
+		}
+		if visible.kubelet {
+			target, err := os.Readlink(filepath.Join(dir, dataDir))
+			published, _ := list(filepath.Join(dir, dataDir), buf, nil)
+			if err != nil || !visible.same(published) {
+				return 0, true, nil
+			}
+			h := xxhash.New()
+			_, _ = h.WriteString(dataDir + "=" + target)
+			_, _ = h.Write(binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, uint64(visible.n)), visible.names))
+			return h.Sum64(), false, nil
+		}
+	}
+	// Every file is hashed on its own, and the hashes summed, so that the
+	// order of the listing does not matter; content is read through chunk.
+	h, chunk := xxhash.New(), make([]byte, 32<<10)
+	var fileErr error
+	_, err = list(dir, buf, func(name []byte) error {
+		var file uint64
+		file, fileErr = hashFile(h, filepath.Join(dir, string(name)), chunk)
+		sum += file
+		return fileErr
+	})
+	switch {
+	case fileErr != nil:
+		return 0, false, fileErr
+	case err != nil:
 		return 0, false, fmt.Errorf("read dir: %w", err)
 	}
-	h := xxhash.New()
-	if kubelet && consistent {
-		target, err := os.Readlink(filepath.Join(dir, dataDir))
-		published, _, _ := names(filepath.Join(dir, dataDir))
-		if err != nil || !slices.Equal(visible, published) {
-			return 0, true, nil
-		}
-		_, _ = h.WriteString(dataDir + "=" + target)
-		for _, name := range visible {
-			_, _ = h.WriteString("\x00" + name)
-		}
-		return h.Sum64(), false, nil
+	return sum, false, nil
+}
+
+// hashFile returns the hash of path's name and content when it is a regular
+// file (symlinks followed), and 0 when it is not or no longer exists.
+func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // A dangling link or a file removed since it was listed.
 	}
-	for _, name := range visible {
-		path := filepath.Join(dir, name)
-		fi, err := os.Stat(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // A dangling link or a file removed since ReadDir.
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h.Reset()
+	_, _ = h.WriteString(filepath.Base(path) + "\x00")
+	size := 0
+	for {
+		n, err := f.Read(chunk)
+		_, _ = h.Write(chunk[:n])
+		size += n
+		if err == io.EOF {
+			break
 		}
 		if err != nil {
-			return 0, false, err
+			return 0, err
 		}
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
-		_, _ = h.Write(b)
 	}
-	return h.Sum64(), false, nil
+	_, _ = h.Write(binary.NativeEndian.AppendUint64(nil, uint64(size)))
+	return h.Sum64(), nil
 }
 
 // readConfig reads path and gunzips it when it starts with the gzip magic bytes.
