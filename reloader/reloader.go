@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,11 +85,12 @@ type Reloader struct {
 	watchErrs atomic.Uint64
 
 	// Owned by Run.
-	watcher  *fsnotify.Watcher
-	missing  map[string]bool // target dirs seen missing
-	rendered []byte          // last good rendered configuration
-	applied  uint64          // hash of the state the process last accepted
-	synced   bool            // applied is valid and nothing failed since
+	watcher      *fsnotify.Watcher
+	missing      map[string]bool // target dirs seen missing
+	rendered     []byte          // last good rendered configuration
+	renderedFrom uint64          // hash of the config file rendered into it
+	applied      uint64          // hash of the state the process last accepted
+	synced       bool            // applied is valid and nothing failed since
 }
 
 type metrics struct {
@@ -185,41 +187,52 @@ func (r *Reloader) Ready() bool { return r.ready.Load() }
 
 // Render writes ConfigOutput once, without reloading: the init-container mode.
 func (r *Reloader) Render() error {
-	_, err := r.render()
+	_, _, err := r.render()
 	return err
 }
 
 // render reads, expands and writes the configuration, returning the rendered
-// bytes. On error the previous output stays in place.
-func (r *Reloader) render() ([]byte, error) {
+// bytes and the hash of the file they come from. On error the previous
+// output stays in place.
+func (r *Reloader) render() ([]byte, uint64, error) {
 	r.m.applies.Inc()
-	out, err := r.renderConfig()
+	out, from, err := r.renderConfig()
 	if err != nil {
 		r.m.appliesFailed.Inc()
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, from, nil
 }
 
-func (r *Reloader) renderConfig() ([]byte, error) {
-	b, err := readConfig(r.opts.ConfigFile)
+func (r *Reloader) renderConfig() ([]byte, uint64, error) {
+	raw, err := os.ReadFile(r.opts.ConfigFile)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, 0, fmt.Errorf("read config: %w", err)
 	}
-	if r.opts.Expander != nil {
-		var undefined int
-		b, undefined, err = r.opts.Expander.Expand(b)
-		r.m.expansionErrors.Set(float64(undefined))
-		if err != nil {
-			return nil, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
+	from := xxhash.Sum64(raw)
+	b := r.rendered
+	// The bytes of the last good render render the same again: a change
+	// in a watched directory does not gunzip and expand them once more (a
+	// gzip reader alone is some 40 KB of garbage).
+	if b == nil || from != r.renderedFrom {
+		if b, err = gunzip(r.opts.ConfigFile, raw); err != nil {
+			return nil, 0, fmt.Errorf("read config: %w", err)
+		}
+		if r.opts.Expander != nil {
+			var undefined int
+			b, undefined, err = r.opts.Expander.Expand(b)
+			r.m.expansionErrors.Set(float64(undefined))
+			if err != nil {
+				return nil, 0, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
+			}
 		}
 	}
 	if r.opts.ConfigOutput != "" {
 		if err := writeAtomic(r.opts.ConfigOutput, b); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return b, nil
+	return b, from, nil
 }
 
 // Run watches until ctx is done. Watches are in place before the first
@@ -371,7 +384,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 	h := xxhash.New()
 	var renderErr error
 	if r.opts.ConfigFile != "" {
-		out, err := r.render()
+		out, from, err := r.render()
 		switch {
 		case err != nil && r.rendered == nil:
 			return resultUnchanged, err
@@ -380,7 +393,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 			// may still need a reload. The error still makes Run retry.
 			renderErr = fmt.Errorf("%w (keeping the previous config)", err)
 		default:
-			r.rendered = out
+			r.rendered, r.renderedFrom = out, from
 		}
 		_, _ = h.Write(r.rendered)
 	}

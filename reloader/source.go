@@ -187,12 +187,9 @@ func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
 	return h.Sum64(), nil
 }
 
-// readConfig reads path and gunzips it when it starts with the gzip magic bytes.
-func readConfig(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+// gunzip returns b, the content of path, gunzipped when it starts with the
+// gzip magic bytes.
+func gunzip(path string, b []byte) ([]byte, error) {
 	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 		return b, nil
 	}
