@@ -365,13 +365,12 @@ const (
 // apply renders the configuration, hashes what the process would read and
 // reloads it when that differs from what it last accepted.
 func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
-	buf := make([]byte, 8<<10) // directory records
-	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile), buf) {
+	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile)) {
 		return resultSettling, nil
 	}
 	sums := make([]uint64, len(r.opts.WatchedDirs))
 	for i, dir := range r.opts.WatchedDirs {
-		sum, settling, err := hashDir(dir, consistent, buf)
+		sum, settling, err := hashDir(dir, consistent)
 		if settling {
 			return resultSettling, nil
 		}
