@@ -77,11 +77,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	if cfg.memlimitRatio <= 0 || cfg.memlimitRatio > 1 {
-		logger.Error("--auto-gomemlimit-ratio must be in (0, 1]", "ratio", cfg.memlimitRatio)
+	if _, err := app.SetMemoryLimit(cfg.memlimitRatio); err != nil {
+		logger.Error(err.Error(), "ratio", cfg.memlimitRatio)
 		return 2
 	}
-	app.SetMemoryLimit(cfg.memlimitRatio)
 
 	trigger, err := newTrigger(cfg)
 	if err != nil {

@@ -7,11 +7,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -77,11 +75,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	if cfg.memlimitRatio <= 0 || cfg.memlimitRatio > 1 {
-		logger.Error("--auto-gomemlimit-ratio must be in (0, 1]", "ratio", cfg.memlimitRatio)
+	if _, err := app.SetMemoryLimit(cfg.memlimitRatio); err != nil {
+		logger.Error(err.Error(), "ratio", cfg.memlimitRatio)
 		return 2
 	}
-	app.SetMemoryLimit(cfg.memlimitRatio)
 	// controller-runtime and client-go log through their own package-level
 	// loggers; send them to ours.
 	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
@@ -126,18 +123,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		srv := app.NewServer(logger.With("component", "web"), prometheus.Gatherers{reg, ctrlmetrics.Registry}, cfg.listen, cfg.webConfig, "", c.Ready)
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
-	{ // Termination.
-		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
-	}
-	if err := g.Run(); err != nil {
-		if errors.As(err, new(*oklog.SignalError)) || errors.Is(err, context.Canceled) {
-			logger.Info("stopping", "reason", err)
-			return 0
-		}
-		logger.Error("run", "err", err)
-		return 1
-	}
-	return 0
+	return app.Run(ctx, logger, &g)
 }
 
 // restConfig loads the API server configuration from path, or from the

@@ -88,20 +88,25 @@ func (s *Server) Run() error {
 // Close stops the server.
 func (s *Server) Close() { _ = s.srv.Shutdown(context.Background()) }
 
-// SetMemoryLimit sets the Go memory limit to ratio of the cgroup's memory
-// limit, when there is one, and returns the limit set (0 for none).
-func SetMemoryLimit(ratio float64) int64 {
+// SetMemoryLimit sets the Go memory limit to ratio, the value of
+// --auto-gomemlimit-ratio, of the cgroup's memory limit, when there is
+// one, and returns the limit set (0 for none). A ratio outside (0, 1] is
+// an error.
+func SetMemoryLimit(ratio float64) (int64, error) {
+	if ratio <= 0 || ratio > 1 {
+		return 0, errors.New("--auto-gomemlimit-ratio must be in (0, 1]")
+	}
 	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
 	if err != nil {
-		return 0
+		return 0, nil
 	}
 	limit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil || limit <= 0 {
-		return 0 // "max": no limit.
+		return 0, nil // "max": no limit.
 	}
 	n := int64(float64(limit) * ratio)
 	debug.SetMemoryLimit(n)
-	return n
+	return n, nil
 }
 
 // Trimmer drops code pages once the process has been quiet for a while:
@@ -264,9 +269,14 @@ func (s Sidecar) Run(ctx context.Context, logger *slog.Logger) int {
 		ctx, cancel := context.WithCancel(ctx)
 		g.Add(func() error { return s.Trimmer.Run(ctx) }, func(error) { cancel() })
 	}
-	{ // Termination.
-		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
-	}
+	return Run(ctx, logger, &g)
+}
+
+// Run adds to g an actor that ends it on SIGINT or SIGTERM, runs it until
+// ctx is done or an actor ends, and returns the exit code: 0 for a
+// requested stop, 1 for a failure.
+func Run(ctx context.Context, logger *slog.Logger, g *oklog.Group) int {
+	g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	if err := g.Run(); err != nil {
 		if errors.As(err, new(*oklog.SignalError)) || errors.Is(err, context.Canceled) {
 			logger.Info("stopping", "reason", err)
