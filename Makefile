@@ -30,6 +30,9 @@ build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
+bin/memfloor: $(SOURCES)
+	$(GOBUILD) -o $@ ./internal/memfloor
+
 tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/kube-apiserver bin/etcd ## Build the real components tests use (cached in bin/).
 
 bin/prometheus bin/promtool: tools/go.mod tools/go.sum
@@ -89,7 +92,7 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
 
-bench: build tools bin/prometheus-config-reloader ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
+bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/
 	$(GO) test -run NONE -bench Scale -benchtime 1x ./cmd/controller/

@@ -64,6 +64,10 @@ const (
 	clockTick  = 10 * time.Millisecond
 	burstSize  = 10
 	burstGap   = 20 * time.Millisecond
+	// afterWork is how long a reloader may go on working after a reload
+	// before it counts as idle: ours return freed memory to the OS and drop
+	// code pages 2 s after their last work.
+	afterWork = 5 * time.Second
 	// endpoint stands for the harness's reload endpoint in spec.args.
 	endpoint = "http://127.0.0.1:PORT/-/reload"
 )
@@ -71,6 +75,7 @@ const (
 // options are the command-line flags.
 type options struct {
 	ours, peer, rules, out   string
+	floor                    string
 	n20, n2000, bursts, nCfg int
 	idle, timeout            time.Duration
 	quick, write, verbose    bool
@@ -100,6 +105,7 @@ func run() int {
 	flag.StringVar(&o.ours, "ours", "", "our config reloader (default BIN/config-reloader)")
 	flag.StringVar(&o.peer, "peer", "", "the peer (default BIN/prometheus-config-reloader)")
 	flag.StringVar(&o.rules, "rules", "", "our drop-in for configmap-reload (default BIN/rules-reloader)")
+	flag.StringVar(&o.floor, "floor", "", "the sidecars' libraries alone (default BIN/memfloor)")
 	flag.StringVar(&o.out, "out", filepath.Join(root, "docs"), "directory receiving benchmarks.md and reload-latency.png")
 	flag.IntVar(&o.n20, "n20", 100, "single swaps with 20 rule files")
 	flag.IntVar(&o.n2000, "n2000", 30, "single swaps with 2,000 rule files")
@@ -135,9 +141,10 @@ func run() int {
 		args:    []string{"--volume-dir=RULESVOL", "--volume-dir=CFGVOL", "--webhook-url=" + endpoint, "--web.listen-address="},
 		renders: false, settle: 500 * time.Millisecond,
 	}}
-	for _, s := range specs {
-		if _, err := os.Stat(s.bin); err != nil {
-			fmt.Fprintf(os.Stderr, "benchreload: %v (build them with `make build bin/prometheus-config-reloader`)\n", err)
+	o.floor = cmp.Or(o.floor, filepath.Join(*bin, "memfloor"))
+	for _, bin := range []string{specs[0].bin, specs[1].bin, specs[2].bin, o.floor} {
+		if _, err := os.Stat(bin); err != nil {
+			fmt.Fprintf(os.Stderr, "benchreload: %v (build them with `make build bin/prometheus-config-reloader bin/memfloor`)\n", err)
 			return 2
 		}
 	}
@@ -154,7 +161,12 @@ func run() int {
 		}
 		results = append(results, r)
 	}
-	section := report(results, o, root, load+" at the start, "+loadAvg()+" at the end")
+	floor, err := memFloor(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchreload: %v\n", err)
+		return 1
+	}
+	section := report(results, floor, o, root, load+" at the start, "+loadAvg()+" at the end")
 	if !o.write {
 		fmt.Print(section)
 		return 0
@@ -181,7 +193,10 @@ type result struct {
 	idleRSS, idleAnon  int64 // KiB
 	idleCPU            time.Duration
 	idleReloads        int
-	peak2000, peakAnon int64 // KiB: VmHWM, highest RssAnon sampled
+	// workedRSS and workedAnon are sampled o.idle after scenarios 1, 3 and
+	// 4: the Go runtime keeps more after many collections than after one.
+	workedRSS, workedAnon int64 // KiB
+	peak2000, peakAnon    int64 // KiB: VmHWM, highest RssAnon sampled
 }
 
 // swaps sums up single swaps.
@@ -197,6 +212,9 @@ func measure(ctx context.Context, s spec, o options) (*result, error) {
 	r := &result{spec: s, version: binaryVersion(s.bin), cfgSwaps: o.nCfg}
 	err := withBench(ctx, s, 20, o, func(b *bench) error {
 		logf("%s, 20 files: %s idle, %d single swaps, %d bursts, %d config swaps", s.name, o.idle, o.n20, o.bursts, o.nCfg)
+		if err := sleep(ctx, afterWork); err != nil {
+			return err
+		}
 		n0, cpu0 := b.count(), cpuTime(b.pid())
 		if err := sleep(ctx, o.idle); err != nil {
 			return err
@@ -232,6 +250,11 @@ func measure(ctx context.Context, s spec, o options) (*result, error) {
 				r.cfgLat = append(r.cfgLat, rl.at.Sub(at))
 			}
 		}
+		if err := sleep(ctx, o.idle); err != nil {
+			return err
+		}
+		st = procStatus(b.pid())
+		r.workedRSS, r.workedAnon = st["VmRSS"], st["RssAnon"]
 		return nil
 	})
 	if err != nil {
@@ -245,6 +268,41 @@ func measure(ctx context.Context, s spec, o options) (*result, error) {
 		return err
 	})
 	return r, err
+}
+
+// floor is the idle memory of memfloor, which links the sidecars' libraries
+// and does nothing else, after a number of collections.
+type floor struct {
+	collections [2]int
+	anon        [2]int64 // KiB
+}
+
+// memFloor runs memfloor twice at once and samples each o.idle after its
+// start: after one collection, as a sidecar after its start-up, and after
+// ten, enough for the runtime to reach its steady state.
+func memFloor(ctx context.Context, o options) (floor, error) {
+	f := floor{collections: [2]int{1, 10}}
+	logf("memfloor: %s idle", o.idle)
+	var cmds [2]*exec.Cmd
+	for i, n := range f.collections {
+		cmds[i] = exec.Command(o.floor, strconv.Itoa(n))
+		cmds[i].Env = []string{"GOMAXPROCS=1"} // as the sidecars run
+		if err := cmds[i].Start(); err != nil {
+			return f, err
+		}
+		defer func() { _ = cmds[i].Process.Kill(); _ = cmds[i].Wait() }()
+	}
+	if err := sleep(ctx, o.idle); err != nil {
+		return f, err
+	}
+	for i, c := range cmds {
+		st := procStatus(c.Process.Pid)
+		if st["RssAnon"] == 0 {
+			return f, fmt.Errorf("memfloor %d: not running", f.collections[i])
+		}
+		f.anon[i] = st["RssAnon"]
+	}
+	return f, nil
 }
 
 // reload is one request received by the reload endpoint, with the states of

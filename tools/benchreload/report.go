@@ -26,8 +26,9 @@ const (
 )
 
 // report renders the markdown section, markers included, from the results
-// of config-reloader, prometheus-config-reloader and rules-reloader, in that order.
-func report(rs []*result, o options, root, load string) string {
+// of config-reloader, prometheus-config-reloader and rules-reloader, in that
+// order, and memfloor's.
+func report(rs []*result, f floor, o options, root, load string) string {
 	ours, rules := rs[0], rs[2]
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -52,8 +53,9 @@ func report(rs []*result, o options, root, load string) string {
 		p("  - %s: `%s`", r.name, strings.Join(r.args, " "))
 	}
 	p("- Scenarios: one process with 20 rule files of ~1 KiB for (1) %d single swaps of the rules volume, each changing one file, (3) %d bursts of %d swaps %s apart,", o.n20, o.bursts, burstSize, burstGap)
-	p("  (4) %d swaps of the config volume only (gzipped, with a `$(POD_NAME)` reference) and (5) %s idle after the start-up reload (VmRSS, RssAnon, utime+stime);", o.nCfg, o.idle)
-	p("  a fresh process with 2,000 files for (2) %d single swaps and its peak RSS (VmHWM).\n", o.n2000)
+	p("  (4) %d swaps of the config volume only (gzipped, with a `$(POD_NAME)` reference), (5) %s idle from %s after the start-up reload (utime+stime, then VmRSS, RssAnon)", o.nCfg, o.idle, afterWork)
+	p("  and (6) %s idle after scenarios 1, 3 and 4 (VmRSS, RssAnon); a fresh process with 2,000 files for (2) %d single swaps and its peak RSS (VmHWM).", o.idle, o.n2000)
+	p("  Nothing scrapes the reloaders' metrics.\n")
 	var settles []string
 	for _, r := range rs {
 		settles = append(settles, fmt.Sprintf("%s for %s", r.settle, r.name))
@@ -87,9 +89,11 @@ func report(rs []*result, o options, root, load string) string {
 			fmt.Sprintf("at most %d reloads %v; last state applied in %d/%d", maxOf(r.burstReloads), r.burstReloads, r.burstLastApplied, len(r.burstReloads)),
 			maxOf(r.burstReloads) <= 2 && r.burstLastApplied == len(r.burstReloads))
 	}
+	// idle checks the RSS idle after the start and idle after work.
 	idle := func(r *result) {
-		check(r, "idle RSS ≤ 10 MiB", mibs(r.idleRSS), r.idleRSS <= 10*mib)
-		check(r, "idle anonymous RSS ≤ 2 MiB", mibs(r.idleAnon), r.idleAnon <= 2*mib)
+		check(r, "idle RSS ≤ 10 MiB", mibs(r.idleRSS)+" after the start, "+mibs(r.workedRSS)+" after work", max(r.idleRSS, r.workedRSS) <= 10*mib)
+		check(r, "idle anonymous RSS ≤ 2 MiB", fmt.Sprintf("%s after the start, %s after work (the libraries alone: %s, %s)",
+			mibs(r.idleAnon), mibs(r.workedAnon), mibs(f.anon[0]), mibs(f.anon[1])), max(r.idleAnon, r.workedAnon) <= 2*mib)
 	}
 
 	latency(ours, 2, 10, 20)
@@ -109,15 +113,15 @@ func report(rs []*result, o options, root, load string) string {
 	idle(rules)
 
 	p("\n### All reloaders\n")
-	p("| reloader (defaults) | p50 | p99 | max | reloads / swap | stale | 2,000 files: p50 | p99 | reloads / swap | stale | burst of %d: reloads (last applied) | config swaps reflected | idle RSS (anonymous) | idle CPU | peak RSS, 2,000 files (anonymous) |", burstSize)
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	p("| reloader (defaults) | p50 | p99 | max | reloads / swap | stale | 2,000 files: p50 | p99 | reloads / swap | stale | burst of %d: reloads (last applied) | config swaps reflected | idle RSS (anonymous) | idle CPU | idle RSS after work (anonymous) | peak RSS, 2,000 files (anonymous) |", burstSize)
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		p("| %s | %s | %s | %s | %s | %d | %s | %s | %s | %d | %d (%d/%d) | %d/%d (p50 %s) | %s (%s) | %s | %s (%s) |", r.name,
+		p("| %s | %s | %s | %s | %s | %d | %s | %s | %s | %d | %d (%d/%d) | %d/%d (p50 %s) | %s (%s) | %s | %s (%s) | %s (%s) |", r.name,
 			ms(pct(r.lat20, 50)), ms(pct(r.lat20, 99)), ms(pct(r.lat20, 100)), perSwap(r.single20), r.single20.stale,
 			ms(pct(r.lat2000, 50)), ms(pct(r.lat2000, 99)), perSwap(r.single2k), r.single2k.stale, maxOf(r.burstReloads), r.burstLastApplied, len(r.burstReloads),
-			len(r.cfgLat), r.cfgSwaps, ms(pct(r.cfgLat, 50)), mibs(r.idleRSS), mibs(r.idleAnon), ms(r.idleCPU), mibs(r.peak2000), mibs(r.peakAnon))
+			len(r.cfgLat), r.cfgSwaps, ms(pct(r.cfgLat, 50)), mibs(r.idleRSS), mibs(r.idleAnon), ms(r.idleCPU), mibs(r.workedRSS), mibs(r.workedAnon), mibs(r.peak2000), mibs(r.peakAnon))
 	}
-	p("| configmap-reload: measured separately, not buildable here | 0.4 ms | 0.8 ms | – | 1.0 | – | – | – | – | – | 10 | – | 10.6 MB (1.6 MB) | – | – |\n")
+	p("| configmap-reload: measured separately, not buildable here | 0.4 ms | 0.8 ms | – | 1.0 | – | – | – | – | – | 10 | – | 10.6 MB (1.6 MB) | – | – | – |\n")
 	p("The first columns are scenario 1 (20 files, N=%d). Burst reloads are the most in one burst; RSS is in MiB (configmap-reload's", o.n20)
 	p("reference figures in MB); CPU is counted in %s clock ticks. configmap-reload is not part of this run: its reference figures", clockTick)
 	p("(0.4 ms p50, 0.8 ms p99, 10 calls per burst of 10, 10.6 MB idle RSS with 1.6 MB anonymous) were measured separately.")
@@ -127,6 +131,15 @@ func report(rs []*result, o options, root, load string) string {
 		writes = append(writes, fmt.Sprintf("%s, %s and %s, %s in %s's run", ms(pct(r.single20.writes, 50)), ms(pct(r.single20.writes, 100)),
 			ms(pct(r.single2k.writes, 50)), ms(pct(r.single2k.writes, 100)), r.name))
 	}
+	p("")
+	p("**What the libraries and the runtime take by themselves.** `internal/memfloor` links every package the sidecars link (a test")
+	p("checks it) and does nothing but collect garbage. Run with GOMAXPROCS=1 like the sidecars and sampled %s after its start, it", o.idle)
+	p("holds %s of anonymous memory after %d collection and %s after %d (its file-backed pages are not comparable: it does not",
+		mibs(f.anon[0]), f.collections[0], mibs(f.anon[1]), f.collections[1])
+	p("drop the code pages its start touched, as ours do).")
+	p("Each collection leaves the collector's bookkeeping outside the heap a little larger (mark bits live in 64 KiB arenas, each cleared in full when it")
+	p("is reused) until, after a few, it stays put: that is why scenario 6 is above scenario 5. A sidecar that has run for a while")
+	p("cannot idle below the floor after %d collections.\n", f.collections[1])
 	p("Swaps never followed by a reload carrying them within %s (20 and 2,000 files): %s.\n", o.timeout, strings.Join(missed, ", "))
 	p("From its start to its rename, the atomic write took (p50, max with 20 files, then with 2,000 files) %s.", strings.Join(writes, "; "))
 	p("A write that outlasts the peer's 1 s delay lets the timer armed by its new `..timestamp` directory fire mid-write: that")
