@@ -137,9 +137,10 @@ func report(rs []*result, f floor, o options, root, load string) string {
 	p("holds %s of anonymous memory after %d collection and %s after %d (its file-backed pages are not comparable: it does not",
 		mibs(f.anon[0]), f.collections[0], mibs(f.anon[1]), f.collections[1])
 	p("drop the code pages its start touched, as ours do).")
-	p("Each collection leaves the collector's bookkeeping outside the heap a little larger (mark bits live in 64 KiB arenas, each cleared in full when it")
-	p("is reused) until, after a few, it stays put: that is why scenario 6 is above scenario 5. A sidecar that has run for a while")
-	p("cannot idle below the floor after %d collections.\n", f.collections[1])
+	p("Each collection leaves the Go runtime's own bookkeeping a little larger (new blocks for its per-size-class span lists, new")
+	p("64 KiB arenas for mark bits, from memory it never returns to the OS) until, after a few collections, it stays put at a level")
+	p("that grows with the number of size classes in use. That is why scenario 6, after hundreds of applies and many collections,")
+	p("is above scenario 5, after one; a sidecar that has run for a while cannot idle below memfloor's figure after %d.\n", f.collections[1])
 	p("Swaps never followed by a reload carrying them within %s (20 and 2,000 files): %s.\n", o.timeout, strings.Join(missed, ", "))
 	p("From its start to its rename, the atomic write took (p50, max with 20 files, then with 2,000 files) %s.", strings.Join(writes, "; "))
 	p("A write that outlasts the peer's 1 s delay lets the timer armed by its new `..timestamp` directory fire mid-write: that")
