@@ -4,6 +4,7 @@
 package controlplane
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +13,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/podreload/podreload/internal/volume"
 )
@@ -33,6 +36,10 @@ type ControlPlane struct {
 // certificates across RestartAPIServer.
 func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 	t.Helper()
+	// envtest logs through controller-runtime's global logger; unset, it
+	// prints a warning with a stack trace 30 s into the process (the first
+	// thing `make demo` showed). Its errors go to stderr, the rest is noise.
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	bin, err := volume.Bin("kube-apiserver")
 	require.NoError(t, err)
 	env := &envtest.Environment{
