@@ -580,14 +580,12 @@ func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.M
 		rl := make([]yaml.MapSlice, 0, 16+len(parts.selector)+len(s.TargetLabels)+len(s.PodTargetLabels)+len(ep.RelabelConfigs))
 		rl = append(rl, jobNameRelabeling())
 		rl = append(rl, parts.selector...)
-		var endpointLabel string
 		switch {
 		case ep.Port != "":
 			if _, err := r.regexp(ep.Port); err != nil {
 				return nil, fmt.Errorf("%s.port: %w", path, err)
 			}
 			rl = append(rl, keep([]string{meta + "_port_name"}, ep.Port))
-			endpointLabel = ep.Port
 		case ep.TargetPort != nil:
 			f, err := r.targetPortFilter(ep.TargetPort)
 			if err != nil {
@@ -595,9 +593,9 @@ func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.M
 			}
 			if f != nil {
 				rl = append(rl, f)
-				endpointLabel = ep.TargetPort.String()
 			}
 		}
+		endpointLabel := endpointLabel(ep.Port, ep.TargetPort)
 		kindName := []string{meta + "_address_target_kind", meta + "_address_target_name"}
 		rl = append(rl,
 			yaml.MapSlice{
@@ -708,21 +706,17 @@ func (r *renderer) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]yaml.MapSlice,
 			rl = append(rl, runningFilter())
 		}
 		rl = append(rl, parts.selector...)
-		var endpointLabel string
 		switch {
 		case ep.Port != nil && *ep.Port != "":
 			if _, err := r.regexp(*ep.Port); err != nil {
 				return nil, fmt.Errorf("%s.port: %w", path, err)
 			}
 			rl = append(rl, keep([]string{"__meta_kubernetes_pod_container_port_name"}, *ep.Port))
-			endpointLabel = *ep.Port
 		case ep.PortNumber != nil && *ep.PortNumber != 0:
 			if *ep.PortNumber < 1 || *ep.PortNumber > 65535 {
 				return nil, fmt.Errorf("%s.portNumber: %d is not a port number", path, *ep.PortNumber)
 			}
-			n := strconv.Itoa(int(*ep.PortNumber))
-			rl = append(rl, keep([]string{"__meta_kubernetes_pod_container_port_number"}, n))
-			endpointLabel = n
+			rl = append(rl, keep([]string{"__meta_kubernetes_pod_container_port_number"}, strconv.Itoa(int(*ep.PortNumber))))
 		case ep.TargetPort != nil:
 			f, err := r.targetPortFilter(ep.TargetPort)
 			if err != nil {
@@ -730,9 +724,13 @@ func (r *renderer) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]yaml.MapSlice,
 			}
 			if f != nil {
 				rl = append(rl, f)
-				endpointLabel = ep.TargetPort.String()
 			}
 		}
+		var port string
+		if ep.Port != nil {
+			port = *ep.Port
+		}
+		endpointLabel := endpointLabel(port, ep.TargetPort)
 		rl = append(rl,
 			copyLabel("__meta_kubernetes_namespace", "namespace"),
 			copyLabel("__meta_kubernetes_pod_container_name", "container"),
@@ -1359,6 +1357,20 @@ func selectorRelabelings(sel *metav1.LabelSelector, prefix string) []yaml.MapSli
 		}
 	}
 	return out
+}
+
+// endpointLabel returns the value of the endpoint target label, as
+// prometheus-operator sets it: the port name, else the deprecated
+// targetPort (even when portNumber chose the port, and "0" for a zero
+// number), else none. portNumber alone sets no endpoint label.
+func endpointLabel(port string, targetPort *intstr.IntOrString) string {
+	switch {
+	case port != "":
+		return port
+	case targetPort != nil:
+		return targetPort.String()
+	}
+	return ""
 }
 
 // targetPortFilter keeps the targets on a container port, by name or
