@@ -128,8 +128,12 @@ func triggers(cfg config, reg prometheus.Registerer) (reloader.Triggers, error) 
 	m := newWebhookMetrics(reg)
 	for _, raw := range cfg.webhooks {
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--webhook-url %q: want an http or https URL with a host", raw)
+		if err != nil {
+			// The error of url.Parse quotes the URL: keep only its reason.
+			return nil, fmt.Errorf("--webhook-url (not shown, it may hold a secret): %w", errors.Unwrap(err))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--webhook-url %q: want an http or https URL with a host", reloader.RedactURL(u))
 		}
 		client, err := webhookClient(cfg, u)
 		if err != nil {
@@ -163,7 +167,7 @@ func webhookClient(cfg config, u *url.URL) (*http.Client, error) {
 	}
 	if cfg.passwordFile != "" {
 		if u.User == nil {
-			return nil, fmt.Errorf("--webhook-password-file needs a user name in --webhook-url %s", u.Redacted())
+			return nil, fmt.Errorf("--webhook-password-file needs a user name in --webhook-url %s", reloader.RedactURL(u))
 		}
 		hc.BasicAuth = &commoncfg.BasicAuth{Username: u.User.Username(), PasswordFile: cfg.passwordFile}
 	}
@@ -171,11 +175,11 @@ func webhookClient(cfg config, u *url.URL) (*http.Client, error) {
 		hc.Authorization = &commoncfg.Authorization{Type: "Bearer", CredentialsFile: cfg.tokenFile}
 	}
 	if err := hc.Validate(); err != nil {
-		return nil, fmt.Errorf("webhook %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("webhook %s: %w", reloader.RedactURL(u), err)
 	}
 	client, err := commoncfg.NewClientFromConfig(hc, program, commoncfg.WithKeepAlivesDisabled())
 	if err != nil {
-		return nil, fmt.Errorf("webhook %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("webhook %s: %w", reloader.RedactURL(u), err)
 	}
 	if cfg.passwordFile != "" {
 		u.User = nil // The password comes from the file.

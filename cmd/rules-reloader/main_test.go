@@ -165,12 +165,17 @@ func TestUsage(t *testing.T) {
 		err  string
 	}{
 		{"no volume dir", []string{"--webhook-url=http://127.0.0.1:9090/-/reload"}, "rules-reloader: required flag(s) '--volume-dir' not provided\n"},
-		{"url does not parse", []string{"--webhook-url=http://[::1"}, `rules-reloader: --webhook-url "http://[::1": want an http or https URL with a host` + "\n"},
 		{"url without host", []string{"--webhook-url=/-/reload"}, `rules-reloader: --webhook-url "/-/reload": want an http or https URL with a host` + "\n"},
 		{"nothing to reload", nil, "rules-reloader: nothing to reload: give --webhook-url, --process-executable-name, --pid-file or --reload-command\n"},
 		{"bad signal", []string{"--pid-file=/run/app.pid", "--reload-signal=SIGNOPE"}, `rules-reloader: --reload-signal: unknown signal "SIGNOPE"` + "\n"},
 		{"password file without user", []string{"--webhook-url=http://127.0.0.1/", "--webhook-password-file=/p"},
 			"rules-reloader: --webhook-password-file needs a user name in --webhook-url http://127.0.0.1/\n"},
+		{"bad scheme, secrets hidden", []string{"--webhook-url=ftp://admin:pa55@127.0.0.1/?token=t0ken"},
+			`rules-reloader: --webhook-url "ftp://admin:xxxxx@127.0.0.1/?token=xxxxx": want an http or https URL with a host` + "\n"},
+		{"url does not parse, secrets hidden", []string{"--webhook-url=http://admin:pa55@[::1/?token=t0ken"},
+			"rules-reloader: --webhook-url (not shown, it may hold a secret): missing ']' in host\n"},
+		{"password file, query hidden", []string{"--webhook-url=http://127.0.0.1/?token=t0ken", "--webhook-password-file=/p"},
+			"rules-reloader: --webhook-password-file needs a user name in --webhook-url http://127.0.0.1/?token=xxxxx\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -242,6 +247,56 @@ func TestWebhooks(t *testing.T) {
 	} {
 		require.Contains(t, string(body), want)
 	}
+}
+
+// TestSecretsStayHidden: the password and the token of webhook URLs reach
+// the webhook, and appear in no log line (debug ones included), no error and
+// no metric label, when the webhook answers with an error and when it cannot
+// be reached.
+func TestSecretsStayHidden(t *testing.T) {
+	const password, token = "pa55-in-url", "t0ken-in-query"
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("r"), 0o644))
+	var mu sync.Mutex
+	var seen []string
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		mu.Lock()
+		seen = append(seen, user+":"+pass+" "+r.URL.RawQuery)
+		mu.Unlock()
+		http.Error(w, "reload failed", http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	failingHost, down, metricsAddr := failing.Listener.Addr().String(), freeAddr(t), freeAddr(t)
+	webhook := func(host string) string { return "http://admin:" + password + "@" + host + "/-/reload?token=" + token }
+	shown := func(host string) string { return "http://admin:xxxxx@" + host + "/-/reload?token=xxxxx" }
+	out := start(t, "--log.level=debug", "--volume-dir="+dir, "--webhook-url="+webhook(failingHost), "--webhook-url="+webhook(down),
+		"--webhook-retries=1", "--web.listen-address="+metricsAddr)
+	out.waitLog(t, "apply failed, waiting for the next change", regexp.QuoteMeta(
+		"reload "+shown(failingHost)+": status 500, want 200: reload failed\n"+
+			"reload "+shown(down)+`: Post "`+shown(down)+`": dial tcp `+down+": connect: connection refused"))
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	for _, want := range []string{
+		fmt.Sprintf(`configmap_reload_requests_total{status_code="500",webhook="%s"} 2`, shown(failingHost)),
+		fmt.Sprintf(`configmap_reload_request_errors_total{reason="client_response",webhook="%s"} 2`, shown(failingHost)),
+		fmt.Sprintf(`configmap_reload_request_errors_total{reason="client_request_do",webhook="%s"} 2`, shown(down)),
+		fmt.Sprintf(`configmap_reload_last_reload_error{webhook="%s"} 1`, shown(down)),
+	} {
+		require.Contains(t, string(body), want)
+	}
+	for _, secret := range []string{password, token} {
+		require.NotContains(t, string(body), secret, "metrics")
+		require.NotContains(t, out.String(), secret, "logs")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := "admin:" + password + " token=" + token
+	require.Equal(t, []string{want, want}, seen, "basic auth and query at the webhook, at the first call and the retry")
 }
 
 func TestInPlaceEdits(t *testing.T) {
