@@ -24,7 +24,12 @@ import (
 	"github.com/podreload/podreload/internal/volume"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(signalTargetEnv) != "" {
+		os.Exit(signalTarget())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // endpoint is a reload endpoint that records, at each call, what the process
 // would read at that moment.

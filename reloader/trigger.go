@@ -49,8 +49,8 @@ type HTTPTrigger struct {
 	Observe func(status int, d time.Duration, err error)
 }
 
-// String returns the URL without its password.
-func (t *HTTPTrigger) String() string { return t.URL.Redacted() }
+// String returns the URL without its password and query values (RedactURL).
+func (t *HTTPTrigger) String() string { return RedactURL(t.URL) }
 
 // Reload calls the endpoint. A failed call returns an error carrying the
 // status and the start of the response body, which is where Prometheus
@@ -90,7 +90,7 @@ func (t *HTTPTrigger) call(ctx context.Context) (int, error) {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return 0, fmt.Errorf("reload %s: no response within %s", t, t.Timeout)
 		}
-		return 0, fmt.Errorf("reload %s: %w", t, err)
+		return 0, fmt.Errorf("reload %s: %w", t, redactError(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))

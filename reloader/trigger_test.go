@@ -1,8 +1,8 @@
 package reloader
 
 import (
+	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -27,23 +28,64 @@ func mustURL(t *testing.T, s string) *url.URL {
 	return u
 }
 
-// target starts a process whose executable is named name; the returned
-// function waits for it and returns the signal that ended it.
+// signalTargetEnv makes the test binary run signalTarget instead of the tests.
+const signalTargetEnv = "PODRELOAD_SIGNAL_TARGET"
+
+// signalTarget is the test binary run as the process a SignalTrigger signals.
+// A process started under nohup inherits an ignored SIGHUP, and so would a
+// plain sleep: it would outlive the signal, and the test would check its
+// environment rather than our code. signal.Notify handles a signal even if it
+// was ignored at start (signal.Reset would ignore it again), so the target
+// reports which signal arrived, on stdout, whatever it inherited. It ends
+// when its stdin closes, so it never outlives the test.
+func signalTarget() int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	fmt.Println("ready")
+	select {
+	case sig := <-sigs:
+		fmt.Println(int(sig.(syscall.Signal)))
+		return 0
+	case <-eof:
+		return 1
+	}
+}
+
+// target starts a signalTarget whose command line names the executable name,
+// once it handles signals; the returned function waits up to 10s for the
+// signal it got.
 func target(t *testing.T, name string) (*exec.Cmd, func() syscall.Signal) {
 	t.Helper()
-	src, err := exec.LookPath("sleep")
+	exe, err := os.Executable()
 	require.NoError(t, err)
-	b, err := os.ReadFile(src)
+	cmd := exec.Command(exe)
+	cmd.Args[0] = name // What /proc/<pid>/cmdline shows.
+	cmd.Env = append(os.Environ(), signalTargetEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), name)
-	require.NoError(t, os.WriteFile(path, b, 0o755))
-	cmd := exec.Command(path, "60")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	lines := bufio.NewScanner(stdout)
+	require.NoError(t, stdout.(*os.File).SetReadDeadline(time.Now().Add(10*time.Second)))
+	require.True(t, lines.Scan(), "target not ready within 10s: %v", lines.Err())
+	require.Equal(t, "ready", lines.Text())
 	return cmd, func() syscall.Signal {
-		var exit *exec.ExitError
-		require.True(t, errors.As(cmd.Wait(), &exit))
-		return exit.Sys().(syscall.WaitStatus).Signal()
+		require.NoError(t, stdout.(*os.File).SetReadDeadline(time.Now().Add(10*time.Second)))
+		require.True(t, lines.Scan(), "no signal reported within 10s: %v", lines.Err())
+		n, err := strconv.Atoi(lines.Text())
+		require.NoError(t, err)
+		return syscall.Signal(n)
 	}
 }
 
@@ -55,7 +97,7 @@ func TestSignalTrigger(t *testing.T) {
 		require.Equal(t, syscall.SIGHUP, wait())
 	})
 	t.Run("by pid file with another signal", func(t *testing.T) {
-		cmd, wait := target(t, "sleep")
+		cmd, wait := target(t, "podreload-pid-target")
 		pidFile := filepath.Join(t.TempDir(), "app.pid")
 		require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644))
 		require.NoError(t, (&SignalTrigger{PIDFile: pidFile, Signal: syscall.SIGUSR1}).Reload(t.Context()))

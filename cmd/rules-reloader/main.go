@@ -51,14 +51,15 @@ func main() {
 // stderr, and returns the exit code.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
-	a := kingpin.New(program, "Calls reload webhooks, signals a process or runs a command when watched volume directories change.")
+	a := kingpin.New(program, "Calls reload webhooks, signals a process or runs a command when watched volume directories change. "+
+		"Flags also take the spellings of Go's flag package, as configmap-reload's do: -volume-dir=DIR, -webhook-url URL.")
 	a.Version(version.Print(program))
 	a.HelpFlag.Short('h')
 	a.Flag("volume-dir", "Volume directory to watch (repeatable). A missing one is waited for.").Required().StringsVar(&cfg.volumeDirs)
 	a.Flag("webhook-url", "URL to call on a change (repeatable: every URL is called). User info in the URL is sent as basic auth.").StringsVar(&cfg.webhooks)
 	a.Flag("webhook-method", "HTTP method of the webhook call.").Default("POST").StringVar(&cfg.method)
-	a.Flag("webhook-status-code", "Status code that means the reload worked.").Default("200").IntVar(&cfg.status)
-	a.Flag("webhook-retries", "Retries of a failed reload, with backoff, before waiting for the next change or --watch-interval.").Default("1").IntVar(&cfg.retries)
+	a.Flag("webhook-status-code", "Status code that means the reload worked.").Default("200").SetValue(goInt{"webhook-status-code", &cfg.status})
+	a.Flag("webhook-retries", "Retries of a failed reload, with backoff, before waiting for the next change or --watch-interval.").Default("1").SetValue(goInt{"webhook-retries", &cfg.retries})
 	a.Flag("webhook-password-file", "File holding the basic auth password; the user name comes from the URL.").StringVar(&cfg.passwordFile)
 	a.Flag("webhook-bearer-token-file", "File holding a bearer token, read again on every call.").StringVar(&cfg.tokenFile)
 	a.Flag("webhook-ca-file", "CA certificate file verifying the webhook's TLS certificate.").StringVar(&cfg.caFile)
@@ -77,7 +78,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("web.config.file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
 	a.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	a.Flag("log.level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
-	if _, err := a.Parse(args); err != nil {
+	// Help and version end the program, but not the tests that call run.
+	exit := -1
+	a.UsageWriter(stderr).Terminate(func(code int) { exit = code })
+	args, err := goStyleArgs(a.Model().Flags, args)
+	if err == nil {
+		_, err = a.Parse(args)
+	}
+	if exit >= 0 {
+		return exit
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
@@ -128,8 +139,12 @@ func triggers(cfg config, reg prometheus.Registerer) (reloader.Triggers, error) 
 	m := newWebhookMetrics(reg)
 	for _, raw := range cfg.webhooks {
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--webhook-url %q: want an http or https URL with a host", raw)
+		if err != nil {
+			// The error of url.Parse quotes the URL: keep only its reason.
+			return nil, fmt.Errorf("--webhook-url (not shown, it may hold a secret): %w", errors.Unwrap(err))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--webhook-url %q: want an http or https URL with a host", reloader.RedactURL(u))
 		}
 		client, err := webhookClient(cfg, u)
 		if err != nil {
@@ -163,7 +178,7 @@ func webhookClient(cfg config, u *url.URL) (*http.Client, error) {
 	}
 	if cfg.passwordFile != "" {
 		if u.User == nil {
-			return nil, fmt.Errorf("--webhook-password-file needs a user name in --webhook-url %s", u.Redacted())
+			return nil, fmt.Errorf("--webhook-password-file needs a user name in --webhook-url %s", reloader.RedactURL(u))
 		}
 		hc.BasicAuth = &commoncfg.BasicAuth{Username: u.User.Username(), PasswordFile: cfg.passwordFile}
 	}
@@ -171,11 +186,11 @@ func webhookClient(cfg config, u *url.URL) (*http.Client, error) {
 		hc.Authorization = &commoncfg.Authorization{Type: "Bearer", CredentialsFile: cfg.tokenFile}
 	}
 	if err := hc.Validate(); err != nil {
-		return nil, fmt.Errorf("webhook %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("webhook %s: %w", reloader.RedactURL(u), err)
 	}
 	client, err := commoncfg.NewClientFromConfig(hc, program, commoncfg.WithKeepAlivesDisabled())
 	if err != nil {
-		return nil, fmt.Errorf("webhook %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("webhook %s: %w", reloader.RedactURL(u), err)
 	}
 	if cfg.passwordFile != "" {
 		u.User = nil // The password comes from the file.

@@ -87,7 +87,7 @@ func start(t *testing.T, args ...string) *output {
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	args = append([]string{"--log.format=json", "--retry-interval=20ms"}, args...)
-	if !strings.Contains(strings.Join(args, " "), "--web.listen-address=") {
+	if !strings.Contains(strings.Join(args, " "), "web.listen-address") {
 		args = append(args, "--web.listen-address=")
 	}
 	go func() { code <- run(ctx, args, out) }()
@@ -165,12 +165,17 @@ func TestUsage(t *testing.T) {
 		err  string
 	}{
 		{"no volume dir", []string{"--webhook-url=http://127.0.0.1:9090/-/reload"}, "rules-reloader: required flag(s) '--volume-dir' not provided\n"},
-		{"url does not parse", []string{"--webhook-url=http://[::1"}, `rules-reloader: --webhook-url "http://[::1": want an http or https URL with a host` + "\n"},
 		{"url without host", []string{"--webhook-url=/-/reload"}, `rules-reloader: --webhook-url "/-/reload": want an http or https URL with a host` + "\n"},
 		{"nothing to reload", nil, "rules-reloader: nothing to reload: give --webhook-url, --process-executable-name, --pid-file or --reload-command\n"},
 		{"bad signal", []string{"--pid-file=/run/app.pid", "--reload-signal=SIGNOPE"}, `rules-reloader: --reload-signal: unknown signal "SIGNOPE"` + "\n"},
 		{"password file without user", []string{"--webhook-url=http://127.0.0.1/", "--webhook-password-file=/p"},
 			"rules-reloader: --webhook-password-file needs a user name in --webhook-url http://127.0.0.1/\n"},
+		{"bad scheme, secrets hidden", []string{"--webhook-url=ftp://admin:pa55@127.0.0.1/?token=t0ken"},
+			`rules-reloader: --webhook-url "ftp://admin:xxxxx@127.0.0.1/?token=xxxxx": want an http or https URL with a host` + "\n"},
+		{"url does not parse, secrets hidden", []string{"--webhook-url=http://admin:pa55@[::1/?token=t0ken"},
+			"rules-reloader: --webhook-url (not shown, it may hold a secret): missing ']' in host\n"},
+		{"password file, query hidden", []string{"--webhook-url=http://127.0.0.1/?token=t0ken", "--webhook-password-file=/p"},
+			"rules-reloader: --webhook-password-file needs a user name in --webhook-url http://127.0.0.1/?token=xxxxx\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -180,6 +185,121 @@ func TestUsage(t *testing.T) {
 			}
 			require.Equal(t, 2, run(t.Context(), args, &stderr))
 			require.Equal(t, tc.err, stderr.String())
+		})
+	}
+}
+
+// TestGoFlagSpellings: every configmap-reload flag, and ours, in each
+// spelling Go's flag package accepts, for one run each: two volume dirs, two
+// webhooks that answer 202 and one that answers 500, the method given twice
+// (the last wins), a status code, retries, the metrics address and path.
+func TestGoFlagSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		flag func(name, value string) []string
+	}{
+		{"-name=value", func(n, v string) []string { return []string{"-" + n + "=" + v} }},
+		{"--name=value", func(n, v string) []string { return []string{"--" + n + "=" + v} }},
+		{"-name value", func(n, v string) []string { return []string{"-" + n, v} }},
+		{"--name value", func(n, v string) []string { return []string{"--" + n, v} }},
+		{"mixed, Go integer syntax", func(n, v string) []string {
+			switch n {
+			case "webhook-status-code":
+				return []string{"-" + n, "0xca"} // 202
+			case "webhook-retries":
+				return []string{"-" + n + "=0b10"} // 2
+			case "volume-dir", "webhook-method":
+				return []string{"--" + n, v}
+			}
+			return []string{"-" + n + "=" + v}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			rules, alerts := filepath.Join(root, "rules"), filepath.Join(root, "alerts")
+			require.NoError(t, os.Mkdir(rules, 0o755))
+			require.NoError(t, os.Mkdir(alerts, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(rules, "r.yaml"), []byte("r"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(alerts, "a.yaml"), []byte("a"), 0o644))
+			token := filepath.Join(root, "token")
+			require.NoError(t, os.WriteFile(token, []byte("tok"), 0o600))
+			snapshot := func() string { return readDir(rules) + "|" + readDir(alerts) }
+			a, b, failing := newWebhook(t, snapshot), newWebhook(t, snapshot), newWebhook(t, snapshot)
+			a.answer(http.StatusAccepted)
+			b.answer(http.StatusAccepted)
+			failing.answer(http.StatusInternalServerError)
+			for _, w := range []*webhook{a, b, failing} {
+				w.Start()
+			}
+			metricsAddr := freeAddr(t)
+			var args []string
+			for _, f := range [][2]string{
+				{"volume-dir", rules}, {"volume-dir", alerts},
+				{"webhook-url", a.URL + "/a"}, {"webhook-url", b.URL + "/b"}, {"webhook-url", failing.URL + "/failing"},
+				{"webhook-method", "GET"}, {"webhook-method", "PUT"},
+				{"webhook-status-code", "202"}, {"webhook-retries", "2"},
+				{"web.listen-address", metricsAddr}, {"web.telemetry-path", "/m"},
+				{"webhook-bearer-token-file", token},
+			} {
+				args = append(args, tc.flag(f[0], f[1])...)
+			}
+			out := start(t, args...)
+			out.waitLog(t, "apply failed, waiting for the next change",
+				regexp.QuoteMeta("reload "+failing.URL+"/failing: status 500, want 202: answer from the app"))
+			for _, w := range []*webhook{a, b, failing} {
+				calls, headers := w.seen()
+				want := "PUT r.yaml=r;|a.yaml=a;"
+				require.Equal(t, []string{want, want, want}, calls, "the first call and 2 retries")
+				require.Equal(t, "Bearer tok", headers[0].Get("Authorization"))
+			}
+			resp, err := http.Get("http://" + metricsAddr + "/m")
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			require.Contains(t, string(body), fmt.Sprintf(`configmap_reload_success_reloads_total{webhook="%s/b"} 3`, b.URL))
+			require.Contains(t, string(body), "reloader_watches 2")
+		})
+	}
+}
+
+// TestGoFlagUsage: help, version, booleans and usage errors in Go's spellings.
+func TestGoFlagUsage(t *testing.T) {
+	const usage = "usage: rules-reloader --volume-dir=VOLUME-DIR"
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string // The whole of stderr, or its start when it ends with "...".
+	}{
+		{[]string{"-h"}, 0, usage + "..."},
+		{[]string{"-help"}, 0, usage + "..."},
+		{[]string{"--help"}, 0, usage + "..."},
+		{[]string{"-help=true"}, 0, usage + "..."},
+		{[]string{"-version"}, 0, "rules-reloader, version ..."},
+		{[]string{"--version=1"}, 0, "rules-reloader, version ..."},
+		{[]string{"-version=false"}, 2, "rules-reloader: required flag(s) '--volume-dir' not provided\n"},
+		{[]string{"-version=maybe"}, 2, `rules-reloader: --version: parse "maybe" as a boolean: invalid syntax` + "\n"},
+		{[]string{"-nope=1"}, 2, "rules-reloader: unknown long flag '--nope'\n"},
+		{[]string{"-n"}, 2, "rules-reloader: unknown short flag '-n'\n"},
+		{[]string{"-volume-dir"}, 2, "rules-reloader: expected argument for flag '--volume-dir'\n"},
+		{[]string{"-volume-dir=/x", "-webhook-retries=1.5"}, 2, `rules-reloader: --webhook-retries: parse "1.5" as an integer: invalid syntax` + "\n"},
+		{[]string{"-volume-dir=/x", "-webhook-status-code", "99999999999999999999"}, 2,
+			`rules-reloader: --webhook-status-code: parse "99999999999999999999" as an integer: value out of range` + "\n"},
+		// As in Go, a flag's value is the next argument whatever it is.
+		{[]string{"-volume-dir", "-webhook-url=http://127.0.0.1/"}, 2,
+			"rules-reloader: nothing to reload: give --webhook-url, --process-executable-name, --pid-file or --reload-command\n"},
+		// As in Go, flags end at the first argument that is not one.
+		{[]string{"-volume-dir=/x", "extra", "-webhook-url=http://127.0.0.1/"}, 2, "rules-reloader: unexpected extra\n"},
+		{[]string{"-volume-dir=/x", "--", "-webhook-url=http://127.0.0.1/"}, 2, "rules-reloader: unexpected -webhook-url=http://127.0.0.1/\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stderr bytes.Buffer
+			require.Equal(t, tc.code, run(t.Context(), tc.args, &stderr), stderr.String())
+			if prefix, ok := strings.CutSuffix(tc.out, "..."); ok {
+				require.True(t, strings.HasPrefix(stderr.String(), prefix), stderr.String())
+			} else {
+				require.Equal(t, tc.out, stderr.String())
+			}
 		})
 	}
 }
@@ -242,6 +362,56 @@ func TestWebhooks(t *testing.T) {
 	} {
 		require.Contains(t, string(body), want)
 	}
+}
+
+// TestSecretsStayHidden: the password and the token of webhook URLs reach
+// the webhook, and appear in no log line (debug ones included), no error and
+// no metric label, when the webhook answers with an error and when it cannot
+// be reached.
+func TestSecretsStayHidden(t *testing.T) {
+	const password, token = "pa55-in-url", "t0ken-in-query"
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("r"), 0o644))
+	var mu sync.Mutex
+	var seen []string
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		mu.Lock()
+		seen = append(seen, user+":"+pass+" "+r.URL.RawQuery)
+		mu.Unlock()
+		http.Error(w, "reload failed", http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	failingHost, down, metricsAddr := failing.Listener.Addr().String(), freeAddr(t), freeAddr(t)
+	webhook := func(host string) string { return "http://admin:" + password + "@" + host + "/-/reload?token=" + token }
+	shown := func(host string) string { return "http://admin:xxxxx@" + host + "/-/reload?token=xxxxx" }
+	out := start(t, "--log.level=debug", "--volume-dir="+dir, "--webhook-url="+webhook(failingHost), "--webhook-url="+webhook(down),
+		"--webhook-retries=1", "--web.listen-address="+metricsAddr)
+	out.waitLog(t, "apply failed, waiting for the next change", regexp.QuoteMeta(
+		"reload "+shown(failingHost)+": status 500, want 200: reload failed\n"+
+			"reload "+shown(down)+`: Post "`+shown(down)+`": dial tcp `+down+": connect: connection refused"))
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	for _, want := range []string{
+		fmt.Sprintf(`configmap_reload_requests_total{status_code="500",webhook="%s"} 2`, shown(failingHost)),
+		fmt.Sprintf(`configmap_reload_request_errors_total{reason="client_response",webhook="%s"} 2`, shown(failingHost)),
+		fmt.Sprintf(`configmap_reload_request_errors_total{reason="client_request_do",webhook="%s"} 2`, shown(down)),
+		fmt.Sprintf(`configmap_reload_last_reload_error{webhook="%s"} 1`, shown(down)),
+	} {
+		require.Contains(t, string(body), want)
+	}
+	for _, secret := range []string{password, token} {
+		require.NotContains(t, string(body), secret, "metrics")
+		require.NotContains(t, out.String(), secret, "logs")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := "admin:" + password + " token=" + token
+	require.Equal(t, []string{want, want}, seen, "basic auth and query at the webhook, at the first call and the retry")
 }
 
 func TestInPlaceEdits(t *testing.T) {

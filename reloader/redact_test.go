@@ -1,0 +1,68 @@
+package reloader
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestHTTPTriggerRedacts: the password and the query values of a reload URL
+// reach the endpoint but appear neither in the trigger's name (used in logs
+// and metric labels) nor in its errors, whether the endpoint answers with an
+// error or cannot be reached.
+func TestHTTPTriggerRedacts(t *testing.T) {
+	const secrets = "pa55word t0ken s1gnature"
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, password, _ := r.BasicAuth()
+		got = append(got, user+":"+password+" "+r.URL.RawQuery)
+		http.Error(w, "reload failed", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		name, url, want, err string
+	}{
+		{"error status", "http://admin:pa55word@" + host + "/-/reload?token=t0ken&sig=s1gnature&empty=",
+			"http://admin:xxxxx@" + host + "/-/reload?token=xxxxx&sig=xxxxx&empty=",
+			"reload http://admin:xxxxx@" + host + "/-/reload?token=xxxxx&sig=xxxxx&empty=: status 500: reload failed"},
+		{"unreachable", "http://admin:pa55word@127.0.0.1:1/-/reload?token=t0ken",
+			"http://admin:xxxxx@127.0.0.1:1/-/reload?token=xxxxx",
+			`reload http://admin:xxxxx@127.0.0.1:1/-/reload?token=xxxxx: Post "http://admin:xxxxx@127.0.0.1:1/-/reload?token=xxxxx": dial tcp 127.0.0.1:1: connect: connection refused`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &HTTPTrigger{URL: mustURL(t, tc.url)}
+			require.Equal(t, tc.want, tr.String())
+			err := tr.Reload(t.Context())
+			require.EqualError(t, err, tc.err)
+			for _, s := range strings.Fields(secrets) {
+				require.NotContains(t, tr.String()+err.Error(), s)
+			}
+		})
+	}
+	require.Equal(t, []string{"admin:pa55word token=t0ken&sig=s1gnature&empty="}, got, "what the endpoint received")
+}
+
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://127.0.0.1:9090/-/reload", "http://127.0.0.1:9090/-/reload"},
+		{"http://admin@host/", "http://admin@host/"},
+		{"http://admin:s3cret@host/", "http://admin:xxxxx@host/"},
+		{"https://host/reload?token=s3cret", "https://host/reload?token=xxxxx"},
+		{"https://host/reload?a=1&a=2&b=&c", "https://host/reload?a=xxxxx&a=xxxxx&b=&xxxxx"},
+		{"https://host/reload?s3cret", "https://host/reload?xxxxx"},
+		{"https://host/reload?t=a%20b&&u=x=y", "https://host/reload?t=xxxxx&&u=xxxxx"},
+		{"https://host/reload#s3cret", "https://host/reload#xxxxx"},
+		{"https://u:p@host/reload?token=s3cret#f", "https://u:xxxxx@host/reload?token=xxxxx#xxxxx"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			u := mustURL(t, tc.in)
+			require.Equal(t, tc.want, RedactURL(u))
+			require.Equal(t, tc.in, u.String(), "u is left as it was")
+		})
+	}
+	require.Empty(t, RedactURL(nil))
+}
