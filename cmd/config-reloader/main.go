@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
 	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
-	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; with --no-config-envsubst-strict it is left verbatim and counted.").Default("true").BoolVar(&cfg.strict)
+	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
 	a.Flag("auto-gomemlimit-ratio", "Ratio of the container memory limit set as the Go memory limit.").Default("0.9").Float64Var(&cfg.memlimitRatio)
@@ -94,10 +94,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	trimmer := app.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program)
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
-		ConfigFile:    cfg.configFile,
-		ConfigOutput:  cfg.output,
-		WatchedDirs:   cfg.watchedDirs,
-		Expander:      envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom}),
+		ConfigFile:   cfg.configFile,
+		ConfigOutput: cfg.output,
+		WatchedDirs:  cfg.watchedDirs,
+		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
+			logger.Warn("environment variables not set: references left verbatim", "file", cfg.configFile, "undefined", describe(refs))
+		}}),
 		Trigger:       trigger,
 		DelayInterval: cfg.delayInterval,
 		WatchInterval: cfg.watchInterval,
@@ -152,4 +154,23 @@ func newTrigger(cfg config) (reloader.Trigger, error) {
 	default:
 		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout}, nil
 	}
+}
+
+// maxDescribed bounds how many undefined references a warning names.
+const maxDescribed = 10
+
+// describe names undefined references and their lines: "A (line 3), B (line 7)".
+func describe(refs []envsubst.Reference) string {
+	var b strings.Builder
+	for i, r := range refs {
+		if i == maxDescribed {
+			fmt.Fprintf(&b, " and %d more", len(refs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (line %d)", r.Name, r.Line)
+	}
+	return b.String()
 }

@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -27,12 +34,18 @@ func TestInitMode(t *testing.T) {
 		extra        []string
 		code         int
 		output       string
-		stderr       string // for exit code 2
+		stderr       string // in the output, whatever the exit code; a regular expression for exit code 0
 	}{
 		{"expands", "replica: $(MY_POD)\nshard: $(STATEFULSET_ORDINAL_NUMBER)\nregion: $(REGION)\n", []string{"--reload-method=http"}, 0,
 			"replica: prometheus-main-7\nshard: 7\nregion: eu\n", ""},
-		{"strict undefined keeps output", "a: $(NOPE)\n", nil, 1, "replica: prometheus-main-7\nshard: 7\nregion: eu\n", ""},
-		{"tolerant undefined", "a: $(NOPE)\n", []string{"--no-config-envsubst-strict"}, 0, "a: $(NOPE)\n", ""},
+		{"strict undefined keeps output", "a: $(NOPE)\n", []string{"--config-envsubst-strict"}, 1,
+			"replica: prometheus-main-7\nshard: 7\nregion: eu\n", `line 1: environment variable \"NOPE\" is not set`},
+		// prometheus-config-reloader leaves the reference verbatim, counts it and warns.
+		{"undefined tolerated by default", "a: $(MY_POD)\nb: $(NOPE)\nc: $(ALSO_NOPE) $(NOPE)\n", nil, 0,
+			"a: prometheus-main-7\nb: $(NOPE)\nc: $(ALSO_NOPE) $(NOPE)\n",
+			`"level":"WARN",.*"msg":"environment variables not set: references left verbatim",.*"undefined":"NOPE \(line 2\), ALSO_NOPE \(line 3\), NOPE \(line 3\)"`},
+		{"tolerant undefined", "a: $(NOPE)\n", []string{"--no-config-envsubst-strict"}, 0, "a: $(NOPE)\n",
+			`"undefined":"NOPE \(line 1\)"`},
 		{"unknown flag", "", []string{"--no-such-flag"}, 2, "a: $(NOPE)\n", "config-reloader: unknown long flag '--no-such-flag'\n"},
 		{"bad reload method", "", []string{"--reload-method=carrier-pigeon"}, 2, "a: $(NOPE)\n",
 			"config-reloader: enum value must be one of http,signal,command, got 'carrier-pigeon'\n"},
@@ -58,7 +71,9 @@ func TestInitMode(t *testing.T) {
 			}, tc.extra...)
 			var stderr bytes.Buffer
 			require.Equal(t, tc.code, run(t.Context(), args, &stderr), stderr.String())
-			if tc.code == 2 {
+			if tc.code == 0 {
+				require.Regexp(t, tc.stderr, stderr.String())
+			} else {
 				require.Contains(t, stderr.String(), tc.stderr)
 			}
 			b, err := os.ReadFile(out)
@@ -66,4 +81,77 @@ func TestInitMode(t *testing.T) {
 			require.Equal(t, tc.output, string(b))
 		})
 	}
+}
+
+// TestSidecarMetrics runs the sidecar against a reload endpoint and scrapes
+// its metrics for prometheus-config-reloader's names and labels.
+func TestSidecarMetrics(t *testing.T) {
+	reloads := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reloads <- struct{}{} }))
+	defer srv.Close()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "prometheus.yaml"), filepath.Join(dir, "prometheus.env.yaml")
+	require.NoError(t, os.WriteFile(in, []byte("a: $(NOPE)\nb: $(ALSO_NOPE)\n"), 0o644))
+	addr := freeAddr(t)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--config-file=" + in, "--config-envsubst-file=" + out,
+			"--reload-url=" + srv.URL + "/-/reload", "--listen-address=" + addr}, &stderr)
+	}()
+	defer func() {
+		cancel()
+		require.Equal(t, 0, <-done, stderr.String())
+	}()
+	select {
+	case <-reloads:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reload within 10s")
+	}
+
+	want := []string{
+		"reloader_config_environment_variable_expansion_errors 2\n",
+		"reloader_reloads_total 1\n",
+	}
+	var body string
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		body = scrape(t, client, "http://"+addr+"/metrics")
+		if containsAll(body, want) {
+			break
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+	for _, w := range want {
+		require.Contains(t, body, w)
+	}
+}
+
+func scrape(t *testing.T, client *http.Client, url string) string {
+	resp, err := client.Get(url)
+	if err != nil {
+		return "" // Not listening yet.
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
 }
