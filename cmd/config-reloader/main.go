@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
-	a.Flag("auto-gomemlimit-ratio", "Ratio of the container memory limit set as the Go memory limit.").Default("0.9").Float64Var(&cfg.memlimitRatio)
+	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	a.Flag("log-level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
 	if _, err := a.Parse(args); err != nil {
@@ -77,10 +77,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	if _, err := app.SetMemoryLimit(cfg.memlimitRatio); err != nil {
-		logger.Error(err.Error(), "ratio", cfg.memlimitRatio)
-		return 2
-	}
+	app.SetMemoryLimit(logger, cfg.memlimitRatio)
 
 	trigger, err := newTrigger(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestInitMode passes every prometheus-config-reloader flag: --watch-interval=0
 // renders once and exits 0.
 func TestInitMode(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in", "prometheus.yaml")
 	out := filepath.Join(dir, "out", "prometheus.env.yaml")
@@ -49,7 +51,13 @@ func TestInitMode(t *testing.T) {
 		{"unknown flag", "", []string{"--no-such-flag"}, 2, "a: $(NOPE)\n", "config-reloader: unknown long flag '--no-such-flag'\n"},
 		{"bad reload method", "", []string{"--reload-method=carrier-pigeon"}, 2, "a: $(NOPE)\n",
 			"config-reloader: enum value must be one of http,signal,command, got 'carrier-pigeon'\n"},
-		{"bad memlimit ratio", "", []string{"--auto-gomemlimit-ratio=2"}, 2, "a: $(NOPE)\n", "--auto-gomemlimit-ratio must be in (0, 1]"},
+		// Every ratio prometheus-config-reloader accepts: 0 (its default) and
+		// below set no limit, above 1 counts as 1.
+		{"memlimit ratio 0", "", []string{"--auto-gomemlimit-ratio=0"}, 0, "a: $(NOPE)\n", `"msg":"go memory limit not set","ratio":0}`},
+		{"memlimit ratio default", "", nil, 0, "a: $(NOPE)\n", `"msg":"go memory limit not set","ratio":0}`},
+		{"memlimit ratio negative", "", []string{"--auto-gomemlimit-ratio=-1"}, 0, "a: $(NOPE)\n", `"msg":"go memory limit not set","ratio":-1}`},
+		{"memlimit ratio above 1", "", []string{"--auto-gomemlimit-ratio=2"}, 0, "a: $(NOPE)\n", `"msg":"go memory limit set","limit_bytes":[1-9][0-9]*,"ratio":2,`},
+		{"bad memlimit ratio", "", []string{"--auto-gomemlimit-ratio=half"}, 2, "a: $(NOPE)\n", "config-reloader: strconv.ParseFloat: parsing \"half\": invalid syntax\n"},
 		{"bad signal", "", []string{"--reload-method=signal", "--reload-signal=NOPE"}, 2, "a: $(NOPE)\n",
 			"config-reloader: --reload-signal: unknown signal \"NOPE\"\n"},
 		{"command without command", "", []string{"--reload-method=command"}, 2, "a: $(NOPE)\n",
