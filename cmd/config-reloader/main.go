@@ -71,12 +71,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
 	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
-	a.Flag("log-level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
+	level := &logLevel{level: cfg.log.Level}
+	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)
 	if _, err := a.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	logger := promslog.New(&cfg.log)
+	logger := newLogger(&cfg.log, level)
 	app.SetMemoryLimit(logger, cfg.memlimitRatio)
 
 	trigger, err := newTrigger(cfg)

@@ -163,3 +163,49 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// TestLogLevel checks every --log-level prometheus-config-reloader accepts,
+// with a render that logs at debug, info and warn.
+func TestLogLevel(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	dir := t.TempDir()
+	in := filepath.Join(dir, "prometheus.yaml")
+	require.NoError(t, os.WriteFile(in, []byte("a: $(NOPE)\n"), 0o644))
+	const (
+		debugMsg = "go memory limit not set"
+		infoMsg  = "starting"
+		warnMsg  = "environment variables not set: references left verbatim"
+	)
+	for _, tc := range []struct {
+		level string
+		want  []string
+	}{
+		{"all", []string{debugMsg, infoMsg, warnMsg}},
+		{"debug", []string{debugMsg, infoMsg, warnMsg}},
+		{"info", []string{infoMsg, warnMsg}},
+		{"warn", []string{warnMsg}},
+		{"error", nil},
+		{"none", nil},
+		{"NONE", nil},
+	} {
+		t.Run(tc.level, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(t.Context(), []string{"--config-file=" + in, "--config-envsubst-file=" + filepath.Join(dir, "out.yaml"),
+				"--watch-interval=0", "--log-format=json", "--log-level=" + tc.level}, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			var got []string
+			for _, msg := range []string{debugMsg, infoMsg, warnMsg} {
+				if strings.Contains(stderr.String(), `"msg":"`+msg+`"`) {
+					got = append(got, msg)
+				}
+			}
+			require.Equal(t, tc.want, got, stderr.String())
+			if tc.want == nil {
+				require.Empty(t, stderr.String())
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	require.Equal(t, 2, run(t.Context(), []string{"--config-file=" + in, "--log-level=trace"}, &stderr))
+	require.Equal(t, "config-reloader: unrecognized log level trace\n", stderr.String())
+}
