@@ -34,22 +34,24 @@ type config struct {
 	runtimeInfoURL, pidFile, signal       string
 	command                               string
 	method, processName, ordinalFrom      string
-	strict                                bool
+	strict, version, shortVersion         bool
 	memlimitRatio                         float64
 	log                                   promslog.Config
 }
 
 func main() {
 	app.ExecWithOneP()
-	os.Exit(run(context.Background(), os.Args[1:], os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run runs until ctx is done or a termination signal arrives, logging to
-// stderr, and returns the exit code.
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+// stderr, and returns the exit code. Only --version and --short-version
+// write to stdout, as prometheus-config-reloader's do.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
 	a := kingpin.New(program, "Renders a mounted Prometheus configuration and reloads Prometheus when it or a watched directory changes.")
-	a.Version(version.Print(program))
+	a.Flag("version", "Print the version and build information, and exit.").BoolVar(&cfg.version)
+	a.Flag("short-version", "Print just the version number, and exit.").BoolVar(&cfg.shortVersion)
 	a.HelpFlag.Short('h')
 	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
 	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
@@ -76,6 +78,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if _, err := a.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
+	}
+	switch {
+	case cfg.shortVersion:
+		fmt.Fprintln(stdout, version.Version)
+		return 0
+	case cfg.version:
+		fmt.Fprintln(stdout, version.Print(program))
+		return 0
 	}
 	logger := newLogger(&cfg.log, level)
 	app.SetMemoryLimit(logger, cfg.memlimitRatio)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/version"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -78,7 +79,7 @@ func TestInitMode(t *testing.T) {
 				"--log-format=json", "--log-level=debug",
 			}, tc.extra...)
 			var stderr bytes.Buffer
-			require.Equal(t, tc.code, run(t.Context(), args, &stderr), stderr.String())
+			require.Equal(t, tc.code, run(t.Context(), args, io.Discard, &stderr), stderr.String())
 			if tc.code == 0 {
 				require.Regexp(t, tc.stderr, stderr.String())
 			} else {
@@ -107,7 +108,7 @@ func TestSidecarMetrics(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, []string{"--config-file=" + in, "--config-envsubst-file=" + out,
-			"--reload-url=" + srv.URL + "/-/reload", "--listen-address=" + addr}, &stderr)
+			"--reload-url=" + srv.URL + "/-/reload", "--listen-address=" + addr}, io.Discard, &stderr)
 	}()
 	defer func() {
 		cancel()
@@ -191,7 +192,7 @@ func TestLogLevel(t *testing.T) {
 		t.Run(tc.level, func(t *testing.T) {
 			var stderr bytes.Buffer
 			code := run(t.Context(), []string{"--config-file=" + in, "--config-envsubst-file=" + filepath.Join(dir, "out.yaml"),
-				"--watch-interval=0", "--log-format=json", "--log-level=" + tc.level}, &stderr)
+				"--watch-interval=0", "--log-format=json", "--log-level=" + tc.level}, io.Discard, &stderr)
 			require.Equal(t, 0, code, stderr.String())
 			var got []string
 			for _, msg := range []string{debugMsg, infoMsg, warnMsg} {
@@ -206,6 +207,27 @@ func TestLogLevel(t *testing.T) {
 		})
 	}
 	var stderr bytes.Buffer
-	require.Equal(t, 2, run(t.Context(), []string{"--config-file=" + in, "--log-level=trace"}, &stderr))
+	require.Equal(t, 2, run(t.Context(), []string{"--config-file=" + in, "--log-level=trace"}, io.Discard, &stderr))
 	require.Equal(t, "config-reloader: unrecognized log level trace\n", stderr.String())
+}
+
+// TestVersion checks that --version and --short-version print to stdout, as
+// prometheus-config-reloader's do, and exit 0 without doing anything else.
+func TestVersion(t *testing.T) {
+	defer func(v string) { version.Version = v }(version.Version)
+	version.Version = "1.2.3"
+	for _, tc := range []struct {
+		flag string
+		want string
+	}{
+		{"--short-version", "1.2.3\n"},
+		{"--version", "config-reloader, version 1.2.3 (branch: "},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, 0, run(t.Context(), []string{tc.flag, "--config-file=/nonexistent", "--watch-interval=0"}, &stdout, &stderr))
+			require.True(t, strings.HasPrefix(stdout.String(), tc.want), stdout.String())
+			require.Empty(t, stderr.String())
+		})
+	}
 }
