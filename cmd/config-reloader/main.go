@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 
@@ -100,7 +102,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// they would set the process' peak RSS.
 	_, _ = app.TrimCode()
 	trimmer := app.NewTrimmer(logger, 2*time.Second)
-	reg := app.NewRegistry(program)
+	reg := app.NewRegistry(program, "prometheus-config-reloader")
+	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
+		Name: "reloader_info",
+		Help: "A metric with a constant '1' value labeled by reload method (http, signal or command).",
+	}, []string{"method"}).WithLabelValues(cfg.method).Set(1)
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
 		ConfigFile:   cfg.configFile,
 		ConfigOutput: cfg.output,

@@ -123,6 +123,9 @@ func TestSidecarMetrics(t *testing.T) {
 	want := []string{
 		"reloader_config_environment_variable_expansion_errors 2\n",
 		"reloader_reloads_total 1\n",
+		`reloader_info{method="http"} 1` + "\n",
+		"# TYPE config_reloader_build_info gauge\n",
+		"# TYPE prometheus_config_reloader_build_info gauge\n",
 	}
 	var body string
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

@@ -25,14 +25,18 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
-// NewRegistry returns a registry with the Go, process and build-info collectors.
-func NewRegistry(program string) *prometheus.Registry {
+// NewRegistry returns a registry with the Go, process and build-info
+// collectors: <program>_build_info, and the same for each alias (the
+// program a binary replaces, whose dashboards use its name).
+func NewRegistry(program string, aliases ...string) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		versioncollector.NewCollector(strings.ReplaceAll(program, "-", "_")),
 	)
+	for _, name := range append([]string{program}, aliases...) {
+		reg.MustRegister(versioncollector.NewCollector(strings.ReplaceAll(name, "-", "_")))
+	}
 	return reg
 }
 

@@ -90,6 +90,29 @@ func TestTrimmer(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+func TestNewRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		program string
+		aliases []string
+		want    []string
+	}{
+		{"rules-reloader", nil, []string{"rules_reloader_build_info"}},
+		{"config-reloader", []string{"prometheus-config-reloader"}, []string{"config_reloader_build_info", "prometheus_config_reloader_build_info"}},
+	} {
+		t.Run(tc.program, func(t *testing.T) {
+			mfs, err := NewRegistry(tc.program, tc.aliases...).Gather()
+			require.NoError(t, err)
+			var got []string
+			for _, mf := range mfs {
+				if strings.HasSuffix(mf.GetName(), "_build_info") {
+					got = append(got, mf.GetName())
+				}
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
 func TestServer(t *testing.T) {
 	reg := NewRegistry("config-reloader")
 	ready := false
