@@ -38,6 +38,7 @@ type config struct {
 	method, processName, ordinalFrom      string
 	strict, version, shortVersion         bool
 	memlimitRatio                         float64
+	tls                                   reloader.TLS
 	log                                   promslog.Config
 }
 
@@ -68,6 +69,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
 	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
 	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
+	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
+	a.Flag("reload-tls-cert-file", "Client certificate presented to an https --reload-url or --runtimeinfo-url (read at each connection).").StringVar(&cfg.tls.CertFile)
+	a.Flag("reload-tls-key-file", "Key of --reload-tls-cert-file.").StringVar(&cfg.tls.KeyFile)
+	a.Flag("reload-tls-server-name", "Name the server's certificate must hold; by default the URL's host.").StringVar(&cfg.tls.ServerName)
+	a.Flag("reload-tls-insecure-skip-verify", "Accept any server certificate, whatever the host.").BoolVar(&cfg.tls.InsecureSkipVerify)
 	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
 	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
@@ -92,10 +98,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logger := newLogger(&cfg.log, level)
 	app.SetMemoryLimit(logger, cfg.memlimitRatio)
 
-	trigger, err := newTrigger(cfg)
+	trigger, tlsMode, err := newTrigger(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
+	}
+	if tlsMode != "" {
+		logger.Info("reload TLS", "mode", tlsMode)
 	}
 	app.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
@@ -142,31 +151,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}.Run(ctx, logger)
 }
 
-// newTrigger returns the trigger --reload-method selects.
-func newTrigger(cfg config) (reloader.Trigger, error) {
+// newTrigger returns the trigger --reload-method selects and the TLS mode of
+// the URL it calls, if any.
+func newTrigger(cfg config) (reloader.Trigger, string, error) {
 	switch cfg.method {
 	case "signal":
 		sig, err := reloader.ParseSignal(cfg.signal)
 		if err != nil {
-			return nil, fmt.Errorf("--reload-signal: %w", err)
+			return nil, "", fmt.Errorf("--reload-signal: %w", err)
 		}
 		t := &reloader.SignalTrigger{ProcessName: cfg.processName, PIDFile: cfg.pidFile, Signal: sig, Timeout: cfg.reloadTimeout}
-		if cfg.runtimeInfoURL != "" {
-			u, err := url.Parse(cfg.runtimeInfoURL)
-			if err != nil {
-				return nil, fmt.Errorf("--runtimeinfo-url: %w", err)
-			}
-			t.RuntimeInfoURL = u
+		if cfg.runtimeInfoURL == "" {
+			return t, "", nil
 		}
-		return t, nil
+		u, err := url.Parse(cfg.runtimeInfoURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("--runtimeinfo-url: %w", err)
+		}
+		t.RuntimeInfoURL = u
+		var mode string
+		t.Client, mode, err = cfg.tls.Client(u)
+		return t, mode, err
 	case "command":
 		args := strings.Fields(cfg.command)
 		if len(args) == 0 {
-			return nil, errors.New("--reload-method=command needs --reload-command")
+			return nil, "", errors.New("--reload-method=command needs --reload-command")
 		}
-		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, nil
+		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, "", nil
 	default:
-		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout}, nil
+		client, mode, err := cfg.tls.Client(cfg.reloadURL)
+		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout, Client: client}, mode, err
 	}
 }
 

@@ -3,20 +3,27 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/version"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/podreload/podreload/reloader"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -63,6 +70,9 @@ func TestInitMode(t *testing.T) {
 			"config-reloader: --reload-signal: unknown signal \"NOPE\"\n"},
 		{"command without command", "", []string{"--reload-method=command"}, 2, "a: $(NOPE)\n",
 			"config-reloader: --reload-method=command needs --reload-command\n"},
+		{"reload TLS flags", "b: 1\n", []string{"--reload-tls-ca-file=", "--reload-tls-cert-file=",
+			"--reload-tls-key-file=", "--reload-tls-server-name=prometheus", "--reload-tls-insecure-skip-verify"}, 0, "b: 1\n",
+			`"msg":"reload TLS","mode":"none: not an https URL"`},
 		{"signal by pid file", "b: 1\n", []string{"--reload-method=signal", "--pid-file=/run/x.pid", "--reload-signal=USR1"}, 0, "b: 1\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,6 +241,63 @@ func TestVersion(t *testing.T) {
 			require.Equal(t, 0, run(t.Context(), []string{tc.flag, "--config-file=/nonexistent", "--watch-interval=0"}, &stdout, &stderr))
 			require.True(t, strings.HasPrefix(stdout.String(), tc.want), stdout.String())
 			require.Empty(t, stderr.String())
+		})
+	}
+}
+
+// TestReloadTLS checks that the --reload-tls-* flags apply to the reload URL
+// and to the runtime information URL, against httptest's self-signed
+// certificate (valid for example.com, 127.0.0.1 and ::1). Signals are
+// SIGCONT to this process, which it survives.
+func TestReloadTLS(t *testing.T) {
+	var calls atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/-/reload", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/api/v1/status/runtimeinfo", func(w http.ResponseWriter, _ *http.Request) {
+		loaded := time.Now().Add(-time.Minute) // Before the signal on the first call, after it later.
+		if calls.Add(1)%2 == 0 {
+			loaded = time.Now()
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"reloadConfigSuccess":true,"lastConfigTime":%q}}`, loaded.Format(time.RFC3339Nano))
+	})
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	ca, pidFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "pid")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600))
+	reloadURL, err := url.Parse(srv.URL + "/-/reload")
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name   string
+		method string
+		tls    reloader.TLS
+		mode   string
+		err    string
+	}{
+		{"http, loopback", "http", reloader.TLS{}, "server certificate not verified: loopback host and no CA file", ""},
+		{"http, CA and server name", "http", reloader.TLS{CAFile: ca, ServerName: "example.com"}, "server certificate verified with CA file " + ca, ""},
+		{"http, server name mismatch", "http", reloader.TLS{CAFile: ca, ServerName: "prometheus.monitoring.svc"},
+			"server certificate verified with CA file " + ca, "not prometheus.monitoring.svc"},
+		{"signal, loopback", "signal", reloader.TLS{}, "server certificate not verified: loopback host and no CA file", ""},
+		{"signal, CA and server name", "signal", reloader.TLS{CAFile: ca, ServerName: "example.com"}, "server certificate verified with CA file " + ca, ""},
+		{"signal, server name mismatch", "signal", reloader.TLS{CAFile: ca, ServerName: "prometheus.monitoring.svc"},
+			"server certificate verified with CA file " + ca, "not prometheus.monitoring.svc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trigger, mode, err := newTrigger(config{
+				method: tc.method, reloadURL: reloadURL, runtimeInfoURL: srv.URL + "/api/v1/status/runtimeinfo",
+				pidFile: pidFile, signal: "CONT", reloadTimeout: 5 * time.Second, tls: tc.tls,
+			})
+			require.NoError(t, err)
+			require.Equal(t, tc.mode, mode)
+			err = trigger.Reload(t.Context())
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
 		})
 	}
 }
