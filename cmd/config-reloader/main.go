@@ -103,9 +103,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	if tlsMode != "" {
-		logger.Info("reload TLS", "mode", tlsMode)
-	}
 	app.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
@@ -135,6 +132,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger.Info("starting", "program", program, "version", version.Info())
+	if tlsMode != "" {
+		logger.Info("reload TLS", "mode", tlsMode)
+	}
 
 	if cfg.watchInterval == 0 {
 		if err := rel.Render(); err != nil {
