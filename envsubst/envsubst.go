@@ -32,6 +32,18 @@ type Options struct {
 	OrdinalFromEnv string
 	// Lookup returns a variable's value; nil means os.LookupEnv.
 	Lookup func(name string) (string, bool)
+	// Undefined, when set and the Expander is not strict, is called once by
+	// each Expand that leaves references to undefined variables verbatim,
+	// with every such reference in order.
+	Undefined func(refs []Reference)
+}
+
+// Reference is a $(VAR) reference in an input.
+type Reference struct {
+	// Name is the variable's name.
+	Name string
+	// Line is the 1-based line the reference is on.
+	Line int
 }
 
 // Expander expands $(VAR) references. It keeps no state between calls, so it
@@ -40,6 +52,7 @@ type Expander struct {
 	strict      bool
 	ordinalFrom string
 	lookup      func(name string) (string, bool)
+	undefinedFn func(refs []Reference)
 }
 
 // New returns an Expander configured by opts.
@@ -52,13 +65,14 @@ func New(opts Options) *Expander {
 		strict:      opts.Strict,
 		ordinalFrom: opts.OrdinalFromEnv,
 		lookup:      lookup,
+		undefinedFn: opts.Undefined,
 	}
 }
 
 // Expand returns in with every $(VAR) replaced, and the number of references to undefined variables.
 //
-// A reference to an undefined variable is left verbatim unless the Expander is
-// strict: then out is nil and err names the first such variable and its
+// A reference to an undefined variable is left verbatim, and reported to
+// Options.Undefined, unless the Expander is strict: then out is nil and err names the first such variable and its
 // 1-based line; undefined still counts every such reference. When nothing is
 // replaced, out is in itself rather than a copy.
 func (e *Expander) Expand(in []byte) (out []byte, undefined int, err error) {
@@ -66,7 +80,11 @@ func (e *Expander) Expand(in []byte) (out []byte, undefined int, err error) {
 		copied    int // in[:copied] is already in out
 		firstAt   int // offset of the first undefined reference
 		firstName []byte
+		refs      []Reference // undefined references, for undefinedFn
+		line      = 1         // line of in[lineAt]
+		lineAt    int
 	)
+	report := !e.strict && e.undefinedFn != nil
 	for i := 0; ; {
 		j := bytes.Index(in[i:], []byte("$("))
 		if j < 0 {
@@ -90,6 +108,11 @@ func (e *Expander) Expand(in []byte) (out []byte, undefined int, err error) {
 				firstAt, firstName = start, name
 			}
 			undefined++
+			if report {
+				line += bytes.Count(in[lineAt:start], []byte("\n"))
+				lineAt = start
+				refs = append(refs, Reference{Name: string(name), Line: line})
+			}
 			continue
 		}
 		if e.strict && undefined > 0 {
@@ -110,6 +133,9 @@ func (e *Expander) Expand(in []byte) (out []byte, undefined int, err error) {
 			msg = fmt.Sprintf("%s, and %d more", msg, undefined-1)
 		}
 		return nil, undefined, errors.New(msg)
+	}
+	if len(refs) > 0 {
+		e.undefinedFn(refs)
 	}
 	if out == nil {
 		return in, undefined, nil

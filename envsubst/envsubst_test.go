@@ -243,6 +243,37 @@ func TestExpandOrdinalDisabledLeavesVariableUndefined(t *testing.T) {
 	}
 }
 
+// TestExpandReportsUndefined checks that a tolerant Expander reports every
+// undefined reference with its line, once per Expand, and a strict one none.
+func TestExpandReportsUndefined(t *testing.T) {
+	env := map[string]string{"A": "1\n2\n"} // A value's newlines do not shift lines.
+	for _, tc := range []struct {
+		name   string
+		in     string
+		strict bool
+		want   [][]Reference
+	}{
+		{name: "none undefined", in: "a: $(A)\n"},
+		{name: "one", in: "a: $(NOPE)\n", want: [][]Reference{{{"NOPE", 1}}}},
+		{
+			name: "several lines",
+			in:   "a: $(A)\nb: $(X) $(Y)\n\n$(A)\nc: $(X)",
+			want: [][]Reference{{{"X", 2}, {"Y", 2}, {"X", 5}}},
+		},
+		{name: "invalid references are not variables", in: "${X} $(Y-Z) $()\n$(W)", want: [][]Reference{{{"W", 2}}}},
+		{name: "strict reports through its error", in: "a: $(NOPE)\n", strict: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]Reference
+			e := New(Options{Strict: tc.strict, Lookup: mapLookup(env), Undefined: func(refs []Reference) {
+				got = append(got, refs)
+			}})
+			_, _, _ = e.Expand([]byte(tc.in))
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
 func TestExpandLookupDefaultsToEnvironment(t *testing.T) {
 	t.Setenv("PODRELOAD_ENVSUBST_SET", "from-env")
 	t.Setenv("PODRELOAD_ENVSUBST_EMPTY", "")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 
@@ -34,22 +36,25 @@ type config struct {
 	runtimeInfoURL, pidFile, signal       string
 	command                               string
 	method, processName, ordinalFrom      string
-	strict                                bool
+	strict, version, shortVersion         bool
 	memlimitRatio                         float64
+	tls                                   reloader.TLS
 	log                                   promslog.Config
 }
 
 func main() {
 	app.ExecWithOneP()
-	os.Exit(run(context.Background(), os.Args[1:], os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run runs until ctx is done or a termination signal arrives, logging to
-// stderr, and returns the exit code.
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+// stderr, and returns the exit code. Only --version and --short-version
+// write to stdout, as prometheus-config-reloader's do.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
 	a := kingpin.New(program, "Renders a mounted Prometheus configuration and reloads Prometheus when it or a watched directory changes.")
-	a.Version(version.Print(program))
+	a.Flag("version", "Print the version and build information, and exit.").BoolVar(&cfg.version)
+	a.Flag("short-version", "Print just the version number, and exit.").BoolVar(&cfg.shortVersion)
 	a.HelpFlag.Short('h')
 	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
 	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
@@ -64,25 +69,36 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
 	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
 	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
+	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
+	a.Flag("reload-tls-cert-file", "Client certificate presented to an https --reload-url or --runtimeinfo-url (read at each connection).").StringVar(&cfg.tls.CertFile)
+	a.Flag("reload-tls-key-file", "Key of --reload-tls-cert-file.").StringVar(&cfg.tls.KeyFile)
+	a.Flag("reload-tls-server-name", "Name the server's certificate must hold; by default the URL's host.").StringVar(&cfg.tls.ServerName)
+	a.Flag("reload-tls-insecure-skip-verify", "Accept any server certificate, whatever the host.").BoolVar(&cfg.tls.InsecureSkipVerify)
 	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
-	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; with --no-config-envsubst-strict it is left verbatim and counted.").Default("true").BoolVar(&cfg.strict)
+	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
-	a.Flag("auto-gomemlimit-ratio", "Ratio of the container memory limit set as the Go memory limit.").Default("0.9").Float64Var(&cfg.memlimitRatio)
+	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
-	a.Flag("log-level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
+	level := &logLevel{level: cfg.log.Level}
+	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)
 	if _, err := a.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	logger := promslog.New(&cfg.log)
-	if _, err := app.SetMemoryLimit(cfg.memlimitRatio); err != nil {
-		logger.Error(err.Error(), "ratio", cfg.memlimitRatio)
-		return 2
+	switch {
+	case cfg.shortVersion:
+		fmt.Fprintln(stdout, version.Version)
+		return 0
+	case cfg.version:
+		fmt.Fprintln(stdout, version.Print(program))
+		return 0
 	}
+	logger := newLogger(&cfg.log, level)
+	app.SetMemoryLimit(logger, cfg.memlimitRatio)
 
-	trigger, err := newTrigger(cfg)
+	trigger, tlsMode, err := newTrigger(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
@@ -92,12 +108,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	// they would set the process' peak RSS.
 	_, _ = app.TrimCode()
 	trimmer := app.NewTrimmer(logger, 2*time.Second)
-	reg := app.NewRegistry(program)
+	reg := app.NewRegistry(program, "prometheus-config-reloader")
+	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
+		Name: "reloader_info",
+		Help: "A metric with a constant '1' value labeled by reload method (http, signal or command).",
+	}, []string{"method"}).WithLabelValues(cfg.method).Set(1)
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
-		ConfigFile:    cfg.configFile,
-		ConfigOutput:  cfg.output,
-		WatchedDirs:   cfg.watchedDirs,
-		Expander:      envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom}),
+		ConfigFile:   cfg.configFile,
+		ConfigOutput: cfg.output,
+		WatchedDirs:  cfg.watchedDirs,
+		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
+			logger.Warn("environment variables not set: references left verbatim", "file", cfg.configFile, "undefined", describe(refs))
+		}}),
 		Trigger:       trigger,
 		DelayInterval: cfg.delayInterval,
 		WatchInterval: cfg.watchInterval,
@@ -110,6 +132,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger.Info("starting", "program", program, "version", version.Info())
+	if tlsMode != "" {
+		logger.Info("reload TLS", "mode", tlsMode)
+	}
 
 	if cfg.watchInterval == 0 {
 		if err := rel.Render(); err != nil {
@@ -126,30 +151,54 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}.Run(ctx, logger)
 }
 
-// newTrigger returns the trigger --reload-method selects.
-func newTrigger(cfg config) (reloader.Trigger, error) {
+// newTrigger returns the trigger --reload-method selects and the TLS mode of
+// the URL it calls, if any.
+func newTrigger(cfg config) (reloader.Trigger, string, error) {
 	switch cfg.method {
 	case "signal":
 		sig, err := reloader.ParseSignal(cfg.signal)
 		if err != nil {
-			return nil, fmt.Errorf("--reload-signal: %w", err)
+			return nil, "", fmt.Errorf("--reload-signal: %w", err)
 		}
 		t := &reloader.SignalTrigger{ProcessName: cfg.processName, PIDFile: cfg.pidFile, Signal: sig, Timeout: cfg.reloadTimeout}
-		if cfg.runtimeInfoURL != "" {
-			u, err := url.Parse(cfg.runtimeInfoURL)
-			if err != nil {
-				return nil, fmt.Errorf("--runtimeinfo-url: %w", err)
-			}
-			t.RuntimeInfoURL = u
+		if cfg.runtimeInfoURL == "" {
+			return t, "", nil
 		}
-		return t, nil
+		u, err := url.Parse(cfg.runtimeInfoURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("--runtimeinfo-url: %w", err)
+		}
+		t.RuntimeInfoURL = u
+		var mode string
+		t.Client, mode, err = cfg.tls.Client(u)
+		return t, mode, err
 	case "command":
 		args := strings.Fields(cfg.command)
 		if len(args) == 0 {
-			return nil, errors.New("--reload-method=command needs --reload-command")
+			return nil, "", errors.New("--reload-method=command needs --reload-command")
 		}
-		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, nil
+		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, "", nil
 	default:
-		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout}, nil
+		client, mode, err := cfg.tls.Client(cfg.reloadURL)
+		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout, Client: client}, mode, err
 	}
+}
+
+// maxDescribed bounds how many undefined references a warning names.
+const maxDescribed = 10
+
+// describe names undefined references and their lines: "A (line 3), B (line 7)".
+func describe(refs []envsubst.Reference) string {
+	var b strings.Builder
+	for i, r := range refs {
+		if i == maxDescribed {
+			fmt.Fprintf(&b, " and %d more", len(refs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (line %d)", r.Name, r.Line)
+	}
+	return b.String()
 }

@@ -2,12 +2,28 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/prometheus/common/version"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/podreload/podreload/reloader"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -15,6 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestInitMode passes every prometheus-config-reloader flag: --watch-interval=0
 // renders once and exits 0.
 func TestInitMode(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in", "prometheus.yaml")
 	out := filepath.Join(dir, "out", "prometheus.env.yaml")
@@ -27,20 +44,35 @@ func TestInitMode(t *testing.T) {
 		extra        []string
 		code         int
 		output       string
-		stderr       string // for exit code 2
+		stderr       string // in the output, whatever the exit code; a regular expression for exit code 0
 	}{
 		{"expands", "replica: $(MY_POD)\nshard: $(STATEFULSET_ORDINAL_NUMBER)\nregion: $(REGION)\n", []string{"--reload-method=http"}, 0,
 			"replica: prometheus-main-7\nshard: 7\nregion: eu\n", ""},
-		{"strict undefined keeps output", "a: $(NOPE)\n", nil, 1, "replica: prometheus-main-7\nshard: 7\nregion: eu\n", ""},
-		{"tolerant undefined", "a: $(NOPE)\n", []string{"--no-config-envsubst-strict"}, 0, "a: $(NOPE)\n", ""},
+		{"strict undefined keeps output", "a: $(NOPE)\n", []string{"--config-envsubst-strict"}, 1,
+			"replica: prometheus-main-7\nshard: 7\nregion: eu\n", `line 1: environment variable \"NOPE\" is not set`},
+		// prometheus-config-reloader leaves the reference verbatim, counts it and warns.
+		{"undefined tolerated by default", "a: $(MY_POD)\nb: $(NOPE)\nc: $(ALSO_NOPE) $(NOPE)\n", nil, 0,
+			"a: prometheus-main-7\nb: $(NOPE)\nc: $(ALSO_NOPE) $(NOPE)\n",
+			`"level":"WARN",.*"msg":"environment variables not set: references left verbatim",.*"undefined":"NOPE \(line 2\), ALSO_NOPE \(line 3\), NOPE \(line 3\)"`},
+		{"tolerant undefined", "a: $(NOPE)\n", []string{"--no-config-envsubst-strict"}, 0, "a: $(NOPE)\n",
+			`"undefined":"NOPE \(line 1\)"`},
 		{"unknown flag", "", []string{"--no-such-flag"}, 2, "a: $(NOPE)\n", "config-reloader: unknown long flag '--no-such-flag'\n"},
 		{"bad reload method", "", []string{"--reload-method=carrier-pigeon"}, 2, "a: $(NOPE)\n",
 			"config-reloader: enum value must be one of http,signal,command, got 'carrier-pigeon'\n"},
-		{"bad memlimit ratio", "", []string{"--auto-gomemlimit-ratio=2"}, 2, "a: $(NOPE)\n", "--auto-gomemlimit-ratio must be in (0, 1]"},
+		// Every ratio prometheus-config-reloader accepts: 0 (its default) and
+		// below set no limit, above 1 counts as 1.
+		{"memlimit ratio 0", "", []string{"--auto-gomemlimit-ratio=0"}, 0, "a: $(NOPE)\n", `"msg":"go memory limit not set","ratio":0}`},
+		{"memlimit ratio default", "", nil, 0, "a: $(NOPE)\n", `"msg":"go memory limit not set","ratio":0}`},
+		{"memlimit ratio negative", "", []string{"--auto-gomemlimit-ratio=-1"}, 0, "a: $(NOPE)\n", `"msg":"go memory limit not set","ratio":-1}`},
+		{"memlimit ratio above 1", "", []string{"--auto-gomemlimit-ratio=2"}, 0, "a: $(NOPE)\n", `"msg":"go memory limit set","limit_bytes":[1-9][0-9]*,"ratio":2,`},
+		{"bad memlimit ratio", "", []string{"--auto-gomemlimit-ratio=half"}, 2, "a: $(NOPE)\n", "config-reloader: strconv.ParseFloat: parsing \"half\": invalid syntax\n"},
 		{"bad signal", "", []string{"--reload-method=signal", "--reload-signal=NOPE"}, 2, "a: $(NOPE)\n",
 			"config-reloader: --reload-signal: unknown signal \"NOPE\"\n"},
 		{"command without command", "", []string{"--reload-method=command"}, 2, "a: $(NOPE)\n",
 			"config-reloader: --reload-method=command needs --reload-command\n"},
+		{"reload TLS flags", "b: 1\n", []string{"--reload-tls-ca-file=", "--reload-tls-cert-file=",
+			"--reload-tls-key-file=", "--reload-tls-server-name=prometheus", "--reload-tls-insecure-skip-verify"}, 0, "b: 1\n",
+			`"msg":"reload TLS","mode":"none: not an https URL"`},
 		{"signal by pid file", "b: 1\n", []string{"--reload-method=signal", "--pid-file=/run/x.pid", "--reload-signal=USR1"}, 0, "b: 1\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,13 +89,215 @@ func TestInitMode(t *testing.T) {
 				"--log-format=json", "--log-level=debug",
 			}, tc.extra...)
 			var stderr bytes.Buffer
-			require.Equal(t, tc.code, run(t.Context(), args, &stderr), stderr.String())
-			if tc.code == 2 {
+			require.Equal(t, tc.code, run(t.Context(), args, io.Discard, &stderr), stderr.String())
+			if tc.code == 0 {
+				require.Regexp(t, tc.stderr, stderr.String())
+			} else {
 				require.Contains(t, stderr.String(), tc.stderr)
 			}
 			b, err := os.ReadFile(out)
 			require.NoError(t, err)
 			require.Equal(t, tc.output, string(b))
+		})
+	}
+}
+
+// TestSidecarMetrics runs the sidecar against a reload endpoint and scrapes
+// its metrics for prometheus-config-reloader's names and labels.
+func TestSidecarMetrics(t *testing.T) {
+	reloads := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reloads <- struct{}{} }))
+	defer srv.Close()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "prometheus.yaml"), filepath.Join(dir, "prometheus.env.yaml")
+	require.NoError(t, os.WriteFile(in, []byte("a: $(NOPE)\nb: $(ALSO_NOPE)\n"), 0o644))
+	addr := freeAddr(t)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--config-file=" + in, "--config-envsubst-file=" + out,
+			"--reload-url=" + srv.URL + "/-/reload", "--listen-address=" + addr}, io.Discard, &stderr)
+	}()
+	defer func() {
+		cancel()
+		require.Equal(t, 0, <-done, stderr.String())
+	}()
+	select {
+	case <-reloads:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reload within 10s")
+	}
+
+	want := []string{
+		"reloader_config_environment_variable_expansion_errors 2\n",
+		"reloader_reloads_total 1\n",
+		`reloader_info{method="http"} 1` + "\n",
+		"# TYPE config_reloader_build_info gauge\n",
+		"# TYPE prometheus_config_reloader_build_info gauge\n",
+	}
+	var body string
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		body = scrape(t, client, "http://"+addr+"/metrics")
+		if containsAll(body, want) {
+			break
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+	for _, w := range want {
+		require.Contains(t, body, w)
+	}
+}
+
+func scrape(t *testing.T, client *http.Client, url string) string {
+	resp, err := client.Get(url)
+	if err != nil {
+		return "" // Not listening yet.
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestLogLevel checks every --log-level prometheus-config-reloader accepts,
+// with a render that logs at debug, info and warn.
+func TestLogLevel(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	dir := t.TempDir()
+	in := filepath.Join(dir, "prometheus.yaml")
+	require.NoError(t, os.WriteFile(in, []byte("a: $(NOPE)\n"), 0o644))
+	const (
+		debugMsg = "go memory limit not set"
+		infoMsg  = "starting"
+		warnMsg  = "environment variables not set: references left verbatim"
+	)
+	for _, tc := range []struct {
+		level string
+		want  []string
+	}{
+		{"all", []string{debugMsg, infoMsg, warnMsg}},
+		{"debug", []string{debugMsg, infoMsg, warnMsg}},
+		{"info", []string{infoMsg, warnMsg}},
+		{"warn", []string{warnMsg}},
+		{"error", nil},
+		{"none", nil},
+		{"NONE", nil},
+	} {
+		t.Run(tc.level, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(t.Context(), []string{"--config-file=" + in, "--config-envsubst-file=" + filepath.Join(dir, "out.yaml"),
+				"--watch-interval=0", "--log-format=json", "--log-level=" + tc.level}, io.Discard, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			var got []string
+			for _, msg := range []string{debugMsg, infoMsg, warnMsg} {
+				if strings.Contains(stderr.String(), `"msg":"`+msg+`"`) {
+					got = append(got, msg)
+				}
+			}
+			require.Equal(t, tc.want, got, stderr.String())
+			if tc.want == nil {
+				require.Empty(t, stderr.String())
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	require.Equal(t, 2, run(t.Context(), []string{"--config-file=" + in, "--log-level=trace"}, io.Discard, &stderr))
+	require.Equal(t, "config-reloader: unrecognized log level trace\n", stderr.String())
+}
+
+// TestVersion checks that --version and --short-version print to stdout, as
+// prometheus-config-reloader's do, and exit 0 without doing anything else.
+func TestVersion(t *testing.T) {
+	defer func(v string) { version.Version = v }(version.Version)
+	version.Version = "1.2.3"
+	for _, tc := range []struct {
+		flag string
+		want string
+	}{
+		{"--short-version", "1.2.3\n"},
+		{"--version", "config-reloader, version 1.2.3 (branch: "},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, 0, run(t.Context(), []string{tc.flag, "--config-file=/nonexistent", "--watch-interval=0"}, &stdout, &stderr))
+			require.True(t, strings.HasPrefix(stdout.String(), tc.want), stdout.String())
+			require.Empty(t, stderr.String())
+		})
+	}
+}
+
+// TestReloadTLS checks that the --reload-tls-* flags apply to the reload URL
+// and to the runtime information URL, against httptest's self-signed
+// certificate (valid for example.com, 127.0.0.1 and ::1). Signals are
+// SIGCONT to this process, which it survives.
+func TestReloadTLS(t *testing.T) {
+	var calls atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/-/reload", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/api/v1/status/runtimeinfo", func(w http.ResponseWriter, _ *http.Request) {
+		loaded := time.Now().Add(-time.Minute) // Before the signal on the first call, after it later.
+		if calls.Add(1)%2 == 0 {
+			loaded = time.Now()
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"reloadConfigSuccess":true,"lastConfigTime":%q}}`, loaded.Format(time.RFC3339Nano))
+	})
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	ca, pidFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "pid")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600))
+	reloadURL, err := url.Parse(srv.URL + "/-/reload")
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name   string
+		method string
+		tls    reloader.TLS
+		mode   string
+		err    string
+	}{
+		{"http, loopback", "http", reloader.TLS{}, "server certificate not verified: loopback host and no CA file", ""},
+		{"http, CA and server name", "http", reloader.TLS{CAFile: ca, ServerName: "example.com"}, "server certificate verified with CA file " + ca, ""},
+		{"http, server name mismatch", "http", reloader.TLS{CAFile: ca, ServerName: "prometheus.monitoring.svc"},
+			"server certificate verified with CA file " + ca, "not prometheus.monitoring.svc"},
+		{"signal, loopback", "signal", reloader.TLS{}, "server certificate not verified: loopback host and no CA file", ""},
+		{"signal, CA and server name", "signal", reloader.TLS{CAFile: ca, ServerName: "example.com"}, "server certificate verified with CA file " + ca, ""},
+		{"signal, server name mismatch", "signal", reloader.TLS{CAFile: ca, ServerName: "prometheus.monitoring.svc"},
+			"server certificate verified with CA file " + ca, "not prometheus.monitoring.svc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trigger, mode, err := newTrigger(config{
+				method: tc.method, reloadURL: reloadURL, runtimeInfoURL: srv.URL + "/api/v1/status/runtimeinfo",
+				pidFile: pidFile, signal: "CONT", reloadTimeout: 5 * time.Second, tls: tc.tls,
+			})
+			require.NoError(t, err)
+			require.Equal(t, tc.mode, mode)
+			err = trigger.Reload(t.Context())
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
 		})
 	}
 }

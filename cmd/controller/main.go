@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("resync-interval", "How often every PrometheusServer is reconciled even when nothing changed.").Default("10h").DurationVar(&cfg.resync)
 	a.Flag("kube-api-qps", "Requests per second to the API server.").Default("50").Float32Var(&cfg.qps)
 	a.Flag("kube-api-burst", "Burst of requests to the API server.").Default("100").IntVar(&cfg.burst)
-	a.Flag("auto-gomemlimit-ratio", "Ratio of the container memory limit set as the Go memory limit.").Default("0.9").Float64Var(&cfg.memlimitRatio)
+	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0 sets none, above 1 counts as 1.").Default("0.9").Float64Var(&cfg.memlimitRatio)
 	a.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	a.Flag("log.level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
 	if _, err := a.Parse(args); err != nil {
@@ -75,10 +75,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	if _, err := app.SetMemoryLimit(cfg.memlimitRatio); err != nil {
-		logger.Error(err.Error(), "ratio", cfg.memlimitRatio)
-		return 2
-	}
+	app.SetMemoryLimit(logger, cfg.memlimitRatio)
 	// controller-runtime and client-go log through their own package-level
 	// loggers; send them to ours.
 	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))

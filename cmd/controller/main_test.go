@@ -54,7 +54,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown flag", []string{"--no-such-flag"}, "controller: unknown long flag '--no-such-flag'\n"},
 		{"bad duration", []string{"--resync-interval=soon"}, "controller: time: invalid duration \"soon\"\n"},
-		{"bad memlimit ratio", []string{"--auto-gomemlimit-ratio=0"}, `msg="--auto-gomemlimit-ratio must be in (0, 1]" ratio=0`},
+		{"bad memlimit ratio", []string{"--auto-gomemlimit-ratio=half"}, "controller: strconv.ParseFloat: parsing \"half\": invalid syntax\n"},
 		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, `msg="load kubeconfig" err="stat /nonexistent/kubeconfig: no such file or directory"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -24,14 +25,18 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
-// NewRegistry returns a registry with the Go, process and build-info collectors.
-func NewRegistry(program string) *prometheus.Registry {
+// NewRegistry returns a registry with the Go, process and build-info
+// collectors: <program>_build_info, and the same for each alias (the
+// program a binary replaces, whose dashboards use its name).
+func NewRegistry(program string, aliases ...string) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		versioncollector.NewCollector(strings.ReplaceAll(program, "-", "_")),
 	)
+	for _, name := range append([]string{program}, aliases...) {
+		reg.MustRegister(versioncollector.NewCollector(strings.ReplaceAll(name, "-", "_")))
+	}
 	return reg
 }
 
@@ -89,24 +94,67 @@ func (s *Server) Run() error {
 func (s *Server) Close() { _ = s.srv.Shutdown(context.Background()) }
 
 // SetMemoryLimit sets the Go memory limit to ratio, the value of
-// --auto-gomemlimit-ratio, of the cgroup's memory limit, when there is
-// one, and returns the limit set (0 for none). A ratio outside (0, 1] is
-// an error.
-func SetMemoryLimit(ratio float64) (int64, error) {
-	if ratio <= 0 || ratio > 1 {
-		return 0, errors.New("--auto-gomemlimit-ratio must be in (0, 1]")
+// --auto-gomemlimit-ratio, of the memory available to the process, as
+// prometheus-operator's binaries do: the cgroup's memory limit (v2, else
+// v1), else the system's memory. A ratio of 0 or less sets none (their
+// default), one above 1 counts as 1, and GOMEMLIMIT in the environment
+// takes precedence. It logs and returns the limit set, 0 for none.
+func SetMemoryLimit(logger *slog.Logger, ratio float64) int64 {
+	_, fromEnv := os.LookupEnv("GOMEMLIMIT")
+	var info syscall.Sysinfo_t
+	var system uint64
+	if syscall.Sysinfo(&info) == nil {
+		system = uint64(info.Totalram) * uint64(info.Unit)
 	}
-	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
-	if err != nil {
-		return 0, nil
+	limit, source := memoryLimit(ratio, "/sys/fs/cgroup", system, fromEnv)
+	switch {
+	case limit > 0:
+		debug.SetMemoryLimit(limit)
+		logger.Info("go memory limit set", "limit_bytes", limit, "ratio", ratio, "of", source)
+	case fromEnv:
+		logger.Debug("go memory limit left to GOMEMLIMIT", "ratio", ratio)
+	default:
+		logger.Debug("go memory limit not set", "ratio", ratio)
 	}
-	limit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || limit <= 0 {
-		return 0, nil // "max": no limit.
+	return limit
+}
+
+// unlimited is where cgroup v1 memory limits start to mean "no limit"
+// (their "unlimited" is the largest page-aligned int64).
+const unlimited = 1 << 62
+
+// memoryLimit returns the memory limit for ratio of the memory available
+// (the cgroup's under cgroupRoot, else system bytes) and where that figure
+// came from; 0 when ratio disables it or fromEnv.
+func memoryLimit(ratio float64, cgroupRoot string, system uint64, fromEnv bool) (int64, string) {
+	if ratio <= 0 || fromEnv {
+		return 0, ""
 	}
-	n := int64(float64(limit) * ratio)
-	debug.SetMemoryLimit(n)
-	return n, nil
+	ratio = min(ratio, 1)
+	available, source := uint64(0), ""
+	for _, f := range []struct{ path, source string }{
+		{filepath.Join(cgroupRoot, "memory.max"), "cgroup v2"},
+		{filepath.Join(cgroupRoot, "memory", "memory.limit_in_bytes"), "cgroup v1"},
+	} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || n == 0 || n >= unlimited {
+			break // "max": no limit in this cgroup.
+		}
+		available, source = n, f.source
+		break
+	}
+	if available == 0 {
+		available, source = system, "system memory"
+	}
+	n := int64(float64(available) * ratio)
+	if n <= 0 {
+		return 0, ""
+	}
+	return n, source
 }
 
 // Trimmer drops code pages once the process has been quiet for a while:

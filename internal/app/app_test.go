@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -89,6 +90,29 @@ func TestTrimmer(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+func TestNewRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		program string
+		aliases []string
+		want    []string
+	}{
+		{"rules-reloader", nil, []string{"rules_reloader_build_info"}},
+		{"config-reloader", []string{"prometheus-config-reloader"}, []string{"config_reloader_build_info", "prometheus_config_reloader_build_info"}},
+	} {
+		t.Run(tc.program, func(t *testing.T) {
+			mfs, err := NewRegistry(tc.program, tc.aliases...).Gather()
+			require.NoError(t, err)
+			var got []string
+			for _, mf := range mfs {
+				if strings.HasSuffix(mf.GetName(), "_build_info") {
+					got = append(got, mf.GetName())
+				}
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
 func TestServer(t *testing.T) {
 	reg := NewRegistry("config-reloader")
 	ready := false
@@ -122,5 +146,45 @@ func TestServer(t *testing.T) {
 	require.Equal(t, 200, status)
 	for _, name := range []string{"config_reloader_build_info", "go_goroutines", "process_start_time_seconds"} {
 		require.Contains(t, body, name)
+	}
+}
+
+// TestMemoryLimit covers every --auto-gomemlimit-ratio prometheus-operator
+// accepts: 0 or less sets no limit, above 1 counts as 1, and the cgroup's
+// limit is used before the system's memory.
+func TestMemoryLimit(t *testing.T) {
+	const system = 8 << 30
+	for _, tc := range []struct {
+		name    string
+		ratio   float64
+		v2, v1  string // cgroup files; empty means absent
+		fromEnv bool
+		want    int64
+		source  string
+	}{
+		{name: "0, their default, sets none", ratio: 0, v2: "1000\n"},
+		{name: "negative sets none", ratio: -0.5, v2: "1000\n"},
+		{name: "GOMEMLIMIT takes precedence", ratio: 0.9, v2: "1000\n", fromEnv: true},
+		{name: "cgroup v2", ratio: 0.9, v2: "1000\n", v1: "2000\n", want: 900, source: "cgroup v2"},
+		{name: "1", ratio: 1, v2: "1000\n", want: 1000, source: "cgroup v2"},
+		{name: "above 1 counts as 1", ratio: 2.5, v2: "1000\n", want: 1000, source: "cgroup v2"},
+		{name: "cgroup v1", ratio: 0.5, v1: "2000\n", want: 1000, source: "cgroup v1"},
+		{name: "v2 without limit: system memory", ratio: 0.5, v2: "max\n", want: system / 2, source: "system memory"},
+		{name: "v1 without limit: system memory", ratio: 0.5, v1: "9223372036854771712\n", want: system / 2, source: "system memory"},
+		{name: "no cgroup: system memory", ratio: 0.25, want: system / 4, source: "system memory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.v2 != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(root, "memory.max"), []byte(tc.v2), 0o644))
+			}
+			if tc.v1 != "" {
+				require.NoError(t, os.Mkdir(filepath.Join(root, "memory"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(root, "memory", "memory.limit_in_bytes"), []byte(tc.v1), 0o644))
+			}
+			limit, source := memoryLimit(tc.ratio, root, system, tc.fromEnv)
+			require.Equal(t, tc.want, limit)
+			require.Equal(t, tc.source, source)
+		})
 	}
 }
