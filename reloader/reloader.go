@@ -18,7 +18,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,6 +40,11 @@ const (
 	settleTimeout = time.Second
 	// maxRetryInterval caps the exponential backoff.
 	maxRetryInterval = 2 * time.Minute
+	// DefaultMaxConfigSize is the bound on the configuration used when
+	// Options.MaxConfigSize is 0. Prometheus configurations of thousands
+	// of scrape jobs stay under a few MiB; the sidecar holds the last good
+	// configuration and a new one, each up to this size, when it renders.
+	DefaultMaxConfigSize = 16 << 20
 )
 
 // Options configures a Reloader.
@@ -52,6 +56,10 @@ type Options struct {
 	ConfigOutput string
 	// WatchedDirs are directories whose top-level files the process reads.
 	WatchedDirs []string
+	// MaxConfigSize bounds ConfigFile, plain or gunzipped: a larger one (a
+	// gzip bomb, a runaway file) is refused and the previous output kept.
+	// 0 means DefaultMaxConfigSize.
+	MaxConfigSize int64
 	// Expander expands $(VAR) references in the configuration; nil copies it verbatim.
 	Expander *envsubst.Expander
 	// Trigger reloads the process. Required by Run.
@@ -171,6 +179,9 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = 5 * time.Second
 	}
+	if opts.MaxConfigSize <= 0 {
+		opts.MaxConfigSize = DefaultMaxConfigSize
+	}
 	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg)}, nil
 }
 
@@ -205,7 +216,7 @@ func (r *Reloader) render() ([]byte, uint64, error) {
 }
 
 func (r *Reloader) renderConfig() ([]byte, uint64, error) {
-	raw, err := os.ReadFile(r.opts.ConfigFile)
+	raw, err := readRegular(r.opts.ConfigFile, r.opts.MaxConfigSize)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read config: %w", err)
 	}
@@ -215,7 +226,7 @@ func (r *Reloader) renderConfig() ([]byte, uint64, error) {
 	// in a watched directory does not gunzip and expand them once more (a
 	// gzip reader alone is some 40 KB of garbage).
 	if b == nil || from != r.renderedFrom {
-		if b, err = gunzip(r.opts.ConfigFile, raw); err != nil {
+		if b, err = gunzip(r.opts.ConfigFile, raw, r.opts.MaxConfigSize); err != nil {
 			return nil, 0, fmt.Errorf("read config: %w", err)
 		}
 		if r.opts.Expander != nil {

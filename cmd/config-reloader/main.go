@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 
@@ -36,6 +37,7 @@ type config struct {
 	method, processName, ordinalFrom      string
 	strict                                bool
 	memlimitRatio                         float64
+	maxSize                               units.Base2Bytes
 	log                                   promslog.Config
 }
 
@@ -67,6 +69,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
 	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; with --no-config-envsubst-strict it is left verbatim and counted.").Default("true").BoolVar(&cfg.strict)
+	a.Flag("config-max-size", "Largest configuration accepted, gunzipped: a larger one (a gzip bomb) is refused and the previous output kept.").Default("16MiB").BytesVar(&cfg.maxSize)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
 	a.Flag("auto-gomemlimit-ratio", "Ratio of the container memory limit set as the Go memory limit.").Default("0.9").Float64Var(&cfg.memlimitRatio)
@@ -74,6 +77,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	a.Flag("log-level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
 	if _, err := a.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
+		return 2
+	}
+	if cfg.maxSize <= 0 {
+		fmt.Fprintf(stderr, "%s: --config-max-size must be positive\n", program)
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
@@ -96,6 +103,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
 		ConfigFile:    cfg.configFile,
 		ConfigOutput:  cfg.output,
+		MaxConfigSize: int64(cfg.maxSize),
 		WatchedDirs:   cfg.watchedDirs,
 		Expander:      envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom}),
 		Trigger:       trigger,

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -66,4 +70,68 @@ func TestInitMode(t *testing.T) {
 			require.Equal(t, tc.output, string(b))
 		})
 	}
+}
+
+// TestInitModeRefuses runs the init-container mode on inputs it must refuse
+// at once, keeping the previous output: it exits 1 without waiting on them.
+func TestInitModeRefuses(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "prometheus.yaml.gz")
+	out := filepath.Join(dir, "prometheus.env.yaml")
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	_, err := zw.Write(make([]byte, 1<<20))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+
+	for _, tc := range []struct {
+		name  string
+		input func(t *testing.T)
+		extra []string
+		code  int
+		err   string
+	}{
+		{"named pipe", func(t *testing.T) { require.NoError(t, syscall.Mkfifo(in, 0o644)) }, nil, 1,
+			"read config: open " + in + ": not a regular file (named pipe)"},
+		{"gzip bomb", func(t *testing.T) { require.NoError(t, os.WriteFile(in, bomb.Bytes(), 0o644)) },
+			[]string{"--config-max-size=512KiB"}, 1, "read config: gunzip " + in + ": larger than 512 KiB"},
+		{"plain file too large", func(t *testing.T) { require.NoError(t, os.WriteFile(in, make([]byte, 1<<20), 0o644)) },
+			[]string{"--config-max-size=512KiB"}, 1, "read config: read " + in + ": larger than 512 KiB"},
+		{"bomb within a larger bound", func(t *testing.T) { require.NoError(t, os.WriteFile(in, bomb.Bytes(), 0o644)) },
+			[]string{"--config-max-size=2MiB"}, 0, ""},
+		{"bound not positive", func(t *testing.T) {}, []string{"--config-max-size=0"}, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(in))
+			tc.input(t)
+			require.NoError(t, os.WriteFile(out, []byte("old\n"), 0o644))
+			args := append([]string{"--config-file=" + in, "--config-envsubst-file=" + out, "--watch-interval=0", "--log-format=json"}, tc.extra...)
+			var stderr bytes.Buffer
+			code := make(chan int, 1)
+			go func() { code <- run(t.Context(), args, &stderr) }()
+			select {
+			case c := <-code:
+				require.Equal(t, tc.code, c, stderr.String())
+			case <-time.After(10 * time.Second):
+				t.Fatalf("run has not returned after 10s")
+			}
+			if tc.err != "" {
+				var rec struct{ Msg, Err string }
+				require.NoError(t, json.Unmarshal(bytes.TrimSpace(lastLine(stderr.Bytes())), &rec))
+				require.Equal(t, "render config", rec.Msg)
+				require.Equal(t, tc.err, rec.Err)
+			}
+			if tc.code != 0 {
+				b, err := os.ReadFile(out)
+				require.NoError(t, err)
+				require.Equal(t, "old\n", string(b))
+			}
+		})
+	}
+}
+
+// lastLine returns the last line of b.
+func lastLine(b []byte) []byte {
+	b = bytes.TrimRight(b, "\n")
+	return b[bytes.LastIndexByte(b, '\n')+1:]
 }

@@ -1,0 +1,193 @@
+package reloader
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// plainFiles starts h on plain directories (no kubelet volume): a config
+// file with content cfg and an empty rules directory.
+func plainFiles(t *testing.T, h *harness, cfg string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(h.cfgDir, 0o755))
+	require.NoError(t, os.MkdirAll(h.rulesDir, 0o755))
+	require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte(cfg)))
+}
+
+// lastReload waits until the last reload saw state: a plain write into a
+// watched directory is seen, and may be reloaded, half done.
+func lastReload(t *testing.T, h *harness, state string) {
+	t.Helper()
+	eventually(t, "reload "+state, func() bool {
+		r := h.ep.reloads()
+		return len(r) > 0 && r[len(r)-1] == state
+	})
+}
+
+// mkfifo replaces path with a named pipe nothing ever writes to.
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(path))
+	require.NoError(t, syscall.Mkfifo(path, 0o644))
+}
+
+func TestNotRegularFiles(t *testing.T) {
+	t.Run("config replaced by a named pipe", func(t *testing.T) {
+		h := newHarness(t)
+		plainFiles(t, h, "a: 1\n")
+		h.start(t)
+		h.reloaded(t, 1, "a: 1\n|")
+
+		mkfifo(t, h.opts.ConfigFile)
+		h.logs.waitErr(t, regexp.QuoteMeta(`read config: open `+h.opts.ConfigFile+`: not a regular file (named pipe) (keeping the previous config)`))
+		require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
+		// The engine goes on: a rules change is applied with the last good config.
+		require.NoError(t, writeAtomic(filepath.Join(h.rulesDir, "a.yaml"), []byte("a1")))
+		lastReload(t, h, "a: 1\n|a.yaml=a1;")
+		require.True(t, h.r.Ready())
+
+		require.NoError(t, os.Remove(h.opts.ConfigFile))
+		require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte("a: 2\n")))
+		lastReload(t, h, "a: 2\n|a.yaml=a1;")
+	})
+
+	for _, tc := range []struct {
+		name  string
+		make  func(t *testing.T, path string)
+		cause string
+	}{
+		{"named pipe", mkfifo, "not a regular file (named pipe)"},
+		{"socket", func(t *testing.T, path string) {
+			l, err := net.Listen("unix", path)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+		}, "not a regular file (socket)"},
+		{"link to a device", func(t *testing.T, path string) {
+			require.NoError(t, os.Symlink("/dev/null", path))
+		}, "not a regular file (character device)"},
+	} {
+		t.Run(tc.name+" in a watched dir", func(t *testing.T) {
+			h := newHarness(t)
+			plainFiles(t, h, "a: 1\n")
+			h.start(t)
+			h.reloaded(t, 1, "a: 1\n|")
+
+			path := filepath.Join(h.rulesDir, "x.yaml")
+			tc.make(t, path)
+			h.logs.waitErr(t, regexp.QuoteMeta(`read watched dir `+h.rulesDir+`: open `+path+`: `+tc.cause))
+			// Prometheus would block reading it too: no reload while it is there.
+			require.Len(t, h.ep.reloads(), 1)
+			require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
+
+			require.NoError(t, os.Remove(path))
+			require.NoError(t, writeAtomic(path, []byte("x1")))
+			lastReload(t, h, "a: 1\n|x.yaml=x1;")
+		})
+	}
+
+	t.Run("named pipe in place of a watched dir", func(t *testing.T) {
+		h := newHarness(t)
+		plainFiles(t, h, "a: 1\n")
+		h.start(t)
+		h.reloaded(t, 1, "a: 1\n|")
+
+		mkfifo(t, h.rulesDir)
+		h.logs.waitErr(t, regexp.QuoteMeta(`read watched dir `+h.rulesDir+`: read dir: open `+h.rulesDir+`: not a directory`))
+		require.Len(t, h.ep.reloads(), 1)
+
+		require.NoError(t, os.Remove(h.rulesDir))
+		require.NoError(t, writeAtomic(filepath.Join(h.rulesDir, "a.yaml"), []byte("a1")))
+		lastReload(t, h, "a: 1\n|a.yaml=a1;")
+	})
+
+	t.Run("named pipe at the output path", func(t *testing.T) {
+		h := newHarness(t)
+		plainFiles(t, h, "a: 1\n")
+		require.NoError(t, os.MkdirAll(filepath.Dir(h.out), 0o755))
+		mkfifo(t, h.out)
+		h.start(t)
+		// The output is ours: the rename replaces the pipe, never opened.
+		h.reloaded(t, 1, "a: 1\n|")
+		fi, err := os.Lstat(h.out)
+		require.NoError(t, err)
+		require.True(t, fi.Mode().IsRegular(), "%s", fi.Mode())
+	})
+}
+
+func TestConfigMaxSize(t *testing.T) {
+	h := newHarness(t)
+	h.opts.MaxConfigSize = 64 << 10
+	plainFiles(t, h, "a: 1\n")
+	h.start(t)
+	h.reloaded(t, 1, "a: 1\n|")
+
+	// 1 MiB gzipped into about 1 KiB.
+	require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte(gz(t, strings.Repeat("#", 1<<20)))))
+	h.logs.waitErr(t, regexp.QuoteMeta(`read config: gunzip `+h.opts.ConfigFile+`: larger than 64 KiB (keeping the previous config)`))
+	require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte(strings.Repeat("#", 64<<10+1))))
+	h.logs.waitErr(t, regexp.QuoteMeta(`read config: read `+h.opts.ConfigFile+`: larger than 64 KiB (keeping the previous config)`))
+	require.Equal(t, "a: 1\n", readFile(h.out))
+	require.Len(t, h.ep.reloads(), 1)
+	require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
+
+	limit := "a: 2\n" + strings.Repeat("#", 64<<10-5)
+	require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte(gz(t, limit))))
+	h.reloaded(t, 2, limit+"|")
+}
+
+func TestReadAll(t *testing.T) {
+	const limit = 1000
+	for _, tc := range []struct {
+		name       string
+		size, hint int64
+		err        string
+	}{
+		{"empty", 0, 0, ""},
+		{"under the limit", 999, 999, ""},
+		{"at the limit", 1000, 1000, ""},
+		{"at the limit, hint too small", 1000, 10, ""},
+		{"at the limit, hint too large", 1000, 1000, ""},
+		{"over the limit", 1001, 1001, "larger than 1000 bytes"},
+		{"over the limit, hint too small", 5000, 0, "larger than 1000 bytes"},
+		{"hint over the limit", 10, 1001, "larger than 1000 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := strings.Repeat("x", int(tc.size))
+			var read int64
+			b, err := readAll(countingReader{strings.NewReader(in), &read}, tc.hint, limit)
+			require.LessOrEqual(t, read, int64(limit+1), "read past the limit")
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, in, string(b))
+		})
+	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n *int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
+}
+
+func TestFormatSize(t *testing.T) {
+	for in, want := range map[int64]string{0: "0 bytes", 1000: "1000 bytes", 1024: "1 KiB", 3 << 19: "1536 KiB", 16 << 20: "16 MiB"} {
+		require.Equal(t, want, formatSize(in), in)
+	}
+}
