@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -52,7 +54,7 @@ func TestNotRegularFiles(t *testing.T) {
 		// The engine goes on: a rules change is applied with the last good config.
 		require.NoError(t, writeAtomic(filepath.Join(h.rulesDir, "a.yaml"), []byte("a1")))
 		lastReload(t, h, "a: 1\n|a.yaml=a1;")
-		require.True(t, h.r.Ready())
+		require.NoError(t, h.r.Ready())
 
 		require.NoError(t, os.Remove(h.opts.ConfigFile))
 		require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte("a: 2\n")))
@@ -120,6 +122,39 @@ func TestNotRegularFiles(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, fi.Mode().IsRegular(), "%s", fi.Mode())
 	})
+}
+
+// blockingTrigger is a reload endpoint that never answers until released.
+type blockingTrigger struct{ release chan struct{} }
+
+func (b blockingTrigger) Reload(ctx context.Context) error {
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (blockingTrigger) String() string { return "blocking" }
+
+func TestReadyReportsAStuckApply(t *testing.T) {
+	h := newHarness(t)
+	plainFiles(t, h, "a: 1\n")
+	trigger := blockingTrigger{release: make(chan struct{})}
+	h.opts.Trigger = trigger
+	r, err := New(nil, h.reg, h.opts)
+	require.NoError(t, err)
+	r.stuck = 50 * time.Millisecond
+	require.EqualError(t, r.Ready(), "not ready: no reload has succeeded yet")
+	start(t, r)
+
+	eventually(t, "stuck apply reported", func() bool {
+		err := r.Ready()
+		return err != nil && err.Error() == "not ready: an apply has been running for more than 50ms"
+	})
+	close(trigger.release)
+	eventually(t, "ready", func() bool { return r.Ready() == nil })
 }
 
 func TestConfigMaxSize(t *testing.T) {

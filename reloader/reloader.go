@@ -38,6 +38,10 @@ const (
 	// settleTimeout bounds how long a kubelet volume may look half-updated
 	// before its content is taken as it is.
 	settleTimeout = time.Second
+	// stuckAfter is how long an apply may run before Ready reports it
+	// stuck: longer than reading files takes, and than a trigger's
+	// timeout at the sidecars' defaults.
+	stuckAfter = 5 * time.Minute
 	// maxRetryInterval caps the exponential backoff.
 	maxRetryInterval = 2 * time.Minute
 	// DefaultMaxConfigSize is the bound on the configuration used when
@@ -91,6 +95,8 @@ type Reloader struct {
 	m         metrics
 	ready     atomic.Bool
 	watchErrs atomic.Uint64
+	applying  atomic.Int64  // when the apply in progress started (Unix ns), 0 between applies
+	stuck     time.Duration // see stuckAfter
 
 	// Owned by Run.
 	watcher      *fsnotify.Watcher
@@ -182,7 +188,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if opts.MaxConfigSize <= 0 {
 		opts.MaxConfigSize = DefaultMaxConfigSize
 	}
-	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg)}, nil
+	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter}, nil
 }
 
 func (r *Reloader) watchError() {
@@ -193,8 +199,18 @@ func (r *Reloader) watchError() {
 // WatchErrors returns how many errors the file system watcher reported.
 func (r *Reloader) WatchErrors() uint64 { return r.watchErrs.Load() }
 
-// Ready reports whether the process has accepted the current state once.
-func (r *Reloader) Ready() bool { return r.ready.Load() }
+// Ready returns nil once the process has accepted the current state once,
+// and an error while no reload has succeeded yet or when an apply has been
+// running for too long (a stuck reload endpoint or file system).
+func (r *Reloader) Ready() error {
+	if start := r.applying.Load(); start != 0 && time.Since(time.Unix(0, start)) > r.stuck {
+		return fmt.Errorf("not ready: an apply has been running for more than %s", r.stuck)
+	}
+	if !r.ready.Load() {
+		return errors.New("not ready: no reload has succeeded yet")
+	}
+	return nil
+}
 
 // Render writes ConfigOutput once, without reloading: the init-container mode.
 func (r *Reloader) Render() error {
@@ -313,7 +329,9 @@ func (r *Reloader) Run(ctx context.Context) error {
 		case <-timer.C:
 			due = time.Time{}
 			force := !settling.IsZero() && time.Since(settling) >= settleTimeout
+			r.applying.Store(time.Now().UnixNano())
 			res, err := r.apply(ctx, !force)
+			r.applying.Store(0)
 			if r.opts.AfterApply != nil {
 				r.opts.AfterApply()
 			}
@@ -332,7 +350,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 				wait := backoff(r.opts.RetryInterval, attempt)
 				attempt++
 				level := slog.LevelError
-				if !r.Ready() {
+				if !r.ready.Load() {
 					level = slog.LevelWarn // The process may still be starting.
 				}
 				r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
