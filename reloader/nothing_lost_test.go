@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
@@ -224,5 +226,53 @@ func (c countingReader) Read(p []byte) (int, error) {
 func TestFormatSize(t *testing.T) {
 	for in, want := range map[int64]string{0: "0 bytes", 1000: "1000 bytes", 1024: "1 KiB", 3 << 19: "1536 KiB", 16 << 20: "16 MiB"} {
 		require.Equal(t, want, formatSize(in), in)
+	}
+}
+
+func TestApplyAt(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for _, tc := range []struct {
+		name             string
+		delay            time.Duration
+		now, first, wEnd time.Time
+		settling         bool
+		want             time.Time
+	}{
+		{"first change after a quiet period", 0, ms(0), ms(0), time.Time{}, false, ms(0)},
+		{"change within the window", 0, ms(50), ms(0), ms(100), false, ms(150)},
+		{"next step of a kubelet update", 0, ms(50), ms(0), ms(100), true, ms(50)},
+		{"stream: the window is pushed forward", 0, ms(800), ms(0), ms(850), false, ms(900)},
+		{"stream: bounded 1 s after the first change", 0, ms(950), ms(0), ms(1000), false, ms(1000)},
+		{"stream: bound already passed", 0, ms(1200), ms(0), ms(1250), false, ms(1000)},
+		{"delay interval", 300 * time.Millisecond, ms(0), ms(0), time.Time{}, false, ms(300)},
+		{"delay interval: bounded by ten windows", 300 * time.Millisecond, ms(900), ms(0), ms(950), false, ms(1000)},
+		{"long delay interval: bounded by twice itself", 10 * time.Second, ms(15000), ms(0), ms(15050), false, ms(20000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(nil, prometheus.NewRegistry(), Options{WatchedDirs: []string{"x"}, DelayInterval: tc.delay})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, r.applyAt(tc.now, tc.first, tc.wEnd, tc.settling))
+		})
+	}
+}
+
+// TestSteadyStream changes a rule every 20 ms, faster than the coalescing
+// window: reloads go on during the stream, at most 1 s apart, instead of
+// waiting for it to end.
+func TestSteadyStream(t *testing.T) {
+	h := newHarness(t)
+	h.opts.QuietWindow = 0 // DefaultQuietWindow
+	plainFiles(t, h, "a: 1\n")
+	h.start(t)
+	h.reloaded(t, 1, "a: 1\n|")
+
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; len(h.ep.reloads()) < 6; i++ {
+		require.True(t, time.Now().Before(deadline), "%d reloads after %d changes", len(h.ep.reloads()), i)
+		<-tick.C
+		require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "a.yaml"), []byte(strconv.Itoa(i)), 0o644))
 	}
 }

@@ -6,7 +6,10 @@
 // Trigger when, and only when, the content it would read has changed.
 //
 // The first change after a quiet period is applied at once; further changes
-// within Options.QuietWindow are coalesced into one trailing reload. Failed
+// within Options.QuietWindow are coalesced into one trailing reload, which
+// waits for a quiet window but no longer than ten windows (1 s by default)
+// after the first change it holds: a steady stream of changes cannot starve
+// reloads. Failed
 // reloads are retried with exponential backoff and jitter, and a newer change
 // supersedes a pending retry.
 package reloader
@@ -69,11 +72,15 @@ type Options struct {
 	// Trigger reloads the process. Required by Run.
 	Trigger Trigger
 	// DelayInterval, when positive, delays every reload until no change has
-	// been seen for this long (prometheus-config-reloader's --delay-interval).
-	// Zero applies the first change at once and coalesces the rest.
+	// been seen for this long (prometheus-config-reloader's --delay-interval),
+	// but never more than twice as long (or ten QuietWindows, if that is
+	// longer) after the first change not yet applied. Zero applies the first
+	// change at once and coalesces the rest.
 	DelayInterval time.Duration
 	// QuietWindow is how long after a reload further changes are coalesced
-	// into one trailing reload; 0 means DefaultQuietWindow.
+	// into one trailing reload, which waits for QuietWindow without a
+	// change, but at most ten QuietWindows after the first change it
+	// holds; 0 means DefaultQuietWindow.
 	QuietWindow time.Duration
 	// WatchInterval re-hashes everything periodically as a safety net; 0 disables it.
 	WatchInterval time.Duration
@@ -283,6 +290,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 		due        = time.Now()
 		windowEnd  time.Time // changes before this coalesce into a trailing apply
 		settling   time.Time // when a half-updated volume was first seen
+		pending    time.Time // when the first change not yet applied was seen
 		attempt    int       // consecutive failures
 		safetyTick <-chan time.Time
 	)
@@ -310,17 +318,10 @@ func (r *Reloader) Run(ctx context.Context) error {
 			}
 			r.logger.Debug("change seen", "path", ev.Name, "op", ev.Op.String())
 			now := time.Now()
-			switch {
-			case r.opts.DelayInterval > 0:
-				schedule(now.Add(r.opts.DelayInterval))
-			case now.Before(windowEnd) && settling.IsZero():
-				schedule(now.Add(r.opts.QuietWindow))
-			default:
-				// The first change after a quiet period, or the next step
-				// of a half-done kubelet update. A newer change also
-				// supersedes a pending retry.
-				schedule(now)
+			if pending.IsZero() {
+				pending = now
 			}
+			schedule(r.applyAt(now, pending, windowEnd, !settling.IsZero()))
 			windowEnd = now.Add(r.opts.QuietWindow)
 		case <-safetyTick:
 			if due.IsZero() {
@@ -336,13 +337,15 @@ func (r *Reloader) Run(ctx context.Context) error {
 				r.opts.AfterApply()
 			}
 			now := time.Now()
-			switch {
-			case res == resultSettling:
+			if res == resultSettling {
 				if settling.IsZero() {
 					settling = now
 				}
 				schedule(now.Add(r.opts.QuietWindow))
 				continue
+			}
+			pending = time.Time{}
+			switch {
 			case err != nil && r.opts.Retries >= 0 && attempt >= r.opts.Retries:
 				attempt = 0
 				r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
@@ -364,6 +367,30 @@ func (r *Reloader) Run(ctx context.Context) error {
 			settling = time.Time{}
 		}
 	}
+}
+
+// applyAt returns when to apply a change seen at now, when the first change not
+// yet applied was seen at first and the current coalescing window ends at
+// windowEnd.
+func (r *Reloader) applyAt(now, first, windowEnd time.Time, settling bool) time.Time {
+	var at time.Time
+	switch {
+	case r.opts.DelayInterval > 0:
+		at = now.Add(r.opts.DelayInterval)
+	case now.Before(windowEnd) && !settling:
+		at = now.Add(r.opts.QuietWindow)
+	default:
+		// The first change after a quiet period, or the next step of a
+		// half-done kubelet update. A newer change also supersedes a
+		// pending retry.
+		return now
+	}
+	// However often changes come, the first one waits at most this long.
+	latest := first.Add(max(10*r.opts.QuietWindow, 2*r.opts.DelayInterval))
+	if at.After(latest) {
+		return latest
+	}
+	return at
 }
 
 // closeWatcher closes w while draining its channels, so its goroutine never
