@@ -2,10 +2,13 @@ package reloader
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -275,4 +278,91 @@ func TestSteadyStream(t *testing.T) {
 		<-tick.C
 		require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "a.yaml"), []byte(strconv.Itoa(i)), 0o644))
 	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		first   time.Duration
+		attempt int
+		want    time.Duration // ±20%
+	}{
+		{"first retry", 5 * time.Second, 0, 5 * time.Second},
+		{"doubles", 5 * time.Second, 1, 10 * time.Second},
+		{"doubles again", 5 * time.Second, 3, 40 * time.Second},
+		{"capped", 5 * time.Second, 5, 2 * time.Minute},
+		{"capped for good", 5 * time.Second, 1 << 30, 2 * time.Minute},
+		{"first above the cap", 5 * time.Minute, 3, 5 * time.Minute},
+		{"short", 20 * time.Millisecond, 2, 80 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			low, high := tc.want-tc.want/5, tc.want+tc.want/5
+			for range 100 {
+				d := backoff(tc.first, tc.attempt)
+				require.True(t, d >= low && d <= high, "%s not in [%s, %s]", d, low, high)
+			}
+		})
+	}
+}
+
+// failures returns the attempt numbers of the "apply failed" records
+// logged since the first n lines.
+func (l *logs) failures(n int) []int {
+	l.mu.Lock()
+	lines := strings.Split(l.buf.String(), "\n")
+	l.mu.Unlock()
+	var attempts []int
+	for _, line := range lines[min(n, len(lines)):] {
+		var rec struct {
+			Msg     string
+			Attempt int
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "apply failed" {
+			attempts = append(attempts, rec.Attempt)
+		}
+	}
+	return attempts
+}
+
+func (l *logs) lines() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), "\n")
+}
+
+// TestBackoffStartsAgain lets failures grow the backoff, then checks that
+// the next failure is retried after the first interval again.
+func TestBackoffStartsAgain(t *testing.T) {
+	t.Run("when the content changes", func(t *testing.T) {
+		h := newHarness(t)
+		h.ep.answer(http.StatusInternalServerError, "no")
+		plainFiles(t, h, "a: 1\n")
+		h.start(t)
+		eventually(t, "five failures", func() bool { return slices.Contains(h.logs.failures(0), 5) })
+
+		n := h.logs.lines()
+		require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "a.yaml"), []byte("a1"), 0o644))
+		eventually(t, "a first attempt again", func() bool { return slices.Contains(h.logs.failures(n), 1) })
+		h.ep.answer(http.StatusOK, "")
+		lastReload(t, h, "a: 1\n|a.yaml=a1;")
+	})
+
+	t.Run("when a reload succeeds", func(t *testing.T) {
+		// The configuration turns invalid (an undefined variable) and
+		// stays so: every apply fails, even once the endpoint, failing at
+		// first, accepts the rules with the last good configuration.
+		h := newHarness(t)
+		plainFiles(t, h, "a: 1\n")
+		h.start(t)
+		h.reloaded(t, 1, "a: 1\n|")
+		h.ep.answer(http.StatusInternalServerError, "no")
+		require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte("a: $(NOPE)\n")))
+		require.NoError(t, writeAtomic(filepath.Join(h.rulesDir, "a.yaml"), []byte("a1")))
+		eventually(t, "five failures", func() bool { return slices.Contains(h.logs.failures(0), 5) })
+
+		n := h.logs.lines()
+		h.ep.answer(http.StatusOK, "")
+		lastReload(t, h, "a: 1\n|a.yaml=a1;")
+		eventually(t, "a first attempt again", func() bool { return slices.Contains(h.logs.failures(n), 1) })
+	})
 }

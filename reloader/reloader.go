@@ -10,12 +10,14 @@
 // waits for a quiet window but no longer than ten windows (1 s by default)
 // after the first change it holds: a steady stream of changes cannot starve
 // reloads. Failed
-// reloads are retried with exponential backoff and jitter, and a newer change
-// supersedes a pending retry.
+// reloads are retried with exponential backoff and jitter; a newer change
+// supersedes a pending retry, and the backoff starts again from its first
+// interval when the content changes or a reload succeeds.
 package reloader
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -226,14 +228,14 @@ func (r *Reloader) Render() error {
 }
 
 // render reads, expands and writes the configuration, returning the rendered
-// bytes and the hash of the file they come from. On error the previous
-// output stays in place.
+// bytes and the hash of the file they come from (also on error, once the
+// file is read; 0 before). On error the previous output stays in place.
 func (r *Reloader) render() ([]byte, uint64, error) {
 	r.m.applies.Inc()
 	out, from, err := r.renderConfig()
 	if err != nil {
 		r.m.appliesFailed.Inc()
-		return nil, 0, err
+		return nil, from, err
 	}
 	return out, from, nil
 }
@@ -250,20 +252,20 @@ func (r *Reloader) renderConfig() ([]byte, uint64, error) {
 	// gzip reader alone is some 40 KB of garbage).
 	if b == nil || from != r.renderedFrom {
 		if b, err = gunzip(r.opts.ConfigFile, raw, r.opts.MaxConfigSize); err != nil {
-			return nil, 0, fmt.Errorf("read config: %w", err)
+			return nil, from, fmt.Errorf("read config: %w", err)
 		}
 		if r.opts.Expander != nil {
 			var undefined int
 			b, undefined, err = r.opts.Expander.Expand(b)
 			r.m.expansionErrors.Set(float64(undefined))
 			if err != nil {
-				return nil, 0, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
+				return nil, from, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
 			}
 		}
 	}
 	if r.opts.ConfigOutput != "" {
 		if err := writeAtomic(r.opts.ConfigOutput, b); err != nil {
-			return nil, 0, err
+			return nil, from, err
 		}
 	}
 	return b, from, nil
@@ -291,7 +293,8 @@ func (r *Reloader) Run(ctx context.Context) error {
 		windowEnd  time.Time // changes before this coalesce into a trailing apply
 		settling   time.Time // when a half-updated volume was first seen
 		pending    time.Time // when the first change not yet applied was seen
-		attempt    int       // consecutive failures
+		attempt    int       // consecutive failures of the same input
+		lastInput  uint64    // the input of the last apply
 		safetyTick <-chan time.Time
 	)
 	defer timer.Stop()
@@ -331,7 +334,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 			due = time.Time{}
 			force := !settling.IsZero() && time.Since(settling) >= settleTimeout
 			r.applying.Store(time.Now().UnixNano())
-			res, err := r.apply(ctx, !force)
+			res, input, err := r.apply(ctx, !force)
 			r.applying.Store(0)
 			if r.opts.AfterApply != nil {
 				r.opts.AfterApply()
@@ -345,6 +348,12 @@ func (r *Reloader) Run(ctx context.Context) error {
 				continue
 			}
 			pending = time.Time{}
+			if res == resultReloaded || input != lastInput {
+				// A success, or new content: tried again from the
+				// first interval, whatever failed before.
+				attempt = 0
+			}
+			lastInput = input
 			switch {
 			case err != nil && r.opts.Retries >= 0 && attempt >= r.opts.Retries:
 				attempt = 0
@@ -419,30 +428,37 @@ const (
 )
 
 // apply renders the configuration, hashes what the process would read and
-// reloads it when that differs from what it last accepted.
-func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
+// reloads it when that differs from what it last accepted. It also returns
+// a hash of its input, the files it read, whatever their fate.
+func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, error) {
 	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile)) {
-		return resultSettling, nil
+		return resultSettling, 0, nil
 	}
 	sums := make([]uint64, len(r.opts.WatchedDirs))
 	for i, dir := range r.opts.WatchedDirs {
 		sum, settling, err := hashDir(dir, consistent)
 		if settling {
-			return resultSettling, nil
+			return resultSettling, 0, nil
 		}
 		if err != nil {
 			r.m.appliesFailed.Inc()
-			return resultUnchanged, fmt.Errorf("read watched dir %s: %w", dir, err)
+			// The input is which directory could not be read.
+			return resultUnchanged, uint64(i) + 1, fmt.Errorf("read watched dir %s: %w", dir, err)
 		}
 		sums[i] = sum
+	}
+	in := xxhash.New()
+	for _, sum := range sums {
+		writeUint64(in, sum)
 	}
 	h := xxhash.New()
 	var renderErr error
 	if r.opts.ConfigFile != "" {
 		out, from, err := r.render()
+		writeUint64(in, from)
 		switch {
 		case err != nil && r.rendered == nil:
-			return resultUnchanged, err
+			return resultUnchanged, in.Sum64(), err
 		case err != nil:
 			// Keep the last good configuration: the watched directories
 			// may still need a reload. The error still makes Run retry.
@@ -457,7 +473,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 	}
 	sum := h.Sum64()
 	if r.synced && sum == r.applied {
-		return resultUnchanged, renderErr
+		return resultUnchanged, in.Sum64(), renderErr
 	}
 	start := time.Now()
 	err := r.opts.Trigger.Reload(ctx)
@@ -467,14 +483,20 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 		r.m.reloadsFailed.Inc()
 		r.m.lastSuccess.Set(0)
 		r.synced = false
-		return resultUnchanged, errors.Join(renderErr, err)
+		return resultUnchanged, in.Sum64(), errors.Join(renderErr, err)
 	}
 	r.m.lastSuccess.Set(1)
 	r.m.lastSuccessSeconds.SetToCurrentTime()
 	r.applied, r.synced = sum, true
 	r.ready.Store(true)
 	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))
-	return resultReloaded, renderErr
+	return resultReloaded, in.Sum64(), renderErr
+}
+
+func writeUint64(d *xxhash.Digest, v uint64) {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], v)
+	_, _ = d.Write(b[:])
 }
 
 // backoff returns the wait before retry number attempt: exponential from
