@@ -366,3 +366,40 @@ func TestBackoffStartsAgain(t *testing.T) {
 		eventually(t, "a first attempt again", func() bool { return slices.Contains(h.logs.failures(n), 1) })
 	})
 }
+
+// TestStaleTempFiles plants the temporary files a kill -9 during a write
+// leaves: starting removes them, and only them.
+func TestStaleTempFiles(t *testing.T) {
+	for _, mode := range []string{"run", "render"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t)
+			plainFiles(t, h, "a: 1\n")
+			dir := filepath.Dir(h.out)
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, ".prometheus.env.yaml.tmp5"), 0o755))
+			keep := []string{
+				".prometheus.env.yaml.tmp", ".prometheus.env.yaml.tmp12x", ".prometheus.env.yaml.tmp5", // a directory
+				"prometheus.env.yaml.tmp1", ".other.yaml.tmp1", ".prometheus.env.yaml.tmp1.bak", "x.yaml",
+			}
+			for _, name := range append([]string{".prometheus.env.yaml.tmp1", ".prometheus.env.yaml.tmp3589636199"}, keep...) {
+				if name != ".prometheus.env.yaml.tmp5" {
+					require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("half"), 0o644))
+				}
+			}
+			if mode == "render" {
+				r, err := New(nil, h.reg, h.opts)
+				require.NoError(t, err)
+				require.NoError(t, r.Render())
+			} else {
+				h.start(t)
+				h.reloaded(t, 1, "a: 1\n|")
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			require.ElementsMatch(t, append(keep, "prometheus.env.yaml"), names)
+		})
+	}
+}

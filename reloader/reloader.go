@@ -223,8 +223,24 @@ func (r *Reloader) Ready() error {
 
 // Render writes ConfigOutput once, without reloading: the init-container mode.
 func (r *Reloader) Render() error {
+	r.removeTemps()
 	_, _, err := r.render()
 	return err
+}
+
+// removeTemps removes the temporary files a write of ConfigOutput
+// interrupted by a kill left behind.
+func (r *Reloader) removeTemps() {
+	if r.opts.ConfigOutput == "" {
+		return
+	}
+	removed, err := removeTemps(r.opts.ConfigOutput)
+	for _, name := range removed {
+		r.logger.Info("removed a temporary file left by an interrupted write", "file", name)
+	}
+	if err != nil {
+		r.logger.Warn("remove temporary files", "err", err)
+	}
 }
 
 // render reads, expands and writes the configuration, returning the rendered
@@ -283,6 +299,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	}
 	r.watcher, r.missing = w, map[string]bool{}
 	defer closeWatcher(w)
+	r.removeTemps()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
 		"dirs", strings.Join(r.opts.WatchedDirs, ","), "trigger", r.opts.Trigger.String())

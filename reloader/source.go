@@ -341,7 +341,7 @@ func writeAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -364,4 +364,36 @@ func writeAtomic(path string, b []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// tempPrefix is how the names of writeAtomic's temporary files for path
+// start; os.CreateTemp ends them with decimal digits.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp" }
+
+// removeTemps removes the temporary files writeAtomic leaves next to path
+// when the process is killed while it writes, and returns their names.
+// Nothing else is touched: only regular files named exactly as writeAtomic
+// names them.
+func removeTemps(path string) ([]string, error) {
+	dir, prefix := filepath.Dir(path), tempPrefix(path)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, name)
+	}
+	return removed, nil
 }
