@@ -3,9 +3,18 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -134,4 +143,88 @@ func TestInitModeRefuses(t *testing.T) {
 func lastLine(b []byte) []byte {
 	b = bytes.TrimRight(b, "\n")
 	return b[bytes.LastIndexByte(b, '\n')+1:]
+}
+
+// TestNamedPipeKeepsServing starts the sidecar on a config file that is a
+// named pipe: it keeps serving and reloading, and stops when told to.
+func TestNamedPipeKeepsServing(t *testing.T) {
+	dir := t.TempDir()
+	in, out, rules := filepath.Join(dir, "prometheus.yaml"), filepath.Join(dir, "out", "prometheus.env.yaml"), filepath.Join(dir, "rules")
+	require.NoError(t, os.MkdirAll(rules, 0o755))
+	require.NoError(t, syscall.Mkfifo(in, 0o644))
+	var reloads atomic.Int32
+	prom := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reloads.Add(1) }))
+	defer prom.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	code := make(chan int, 1)
+	var stderr lockedBuffer
+	go func() {
+		code <- run(ctx, []string{"--config-file=" + in, "--config-envsubst-file=" + out, "--watched-dir=" + rules,
+			"--reload-url=" + prom.URL + "/-/reload", "--listen-address=" + addr, "--retry-interval=50ms", "--log-format=json"}, &stderr)
+	}()
+	get := func(path string) string {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			require.True(t, time.Now().Before(deadline), "timed out waiting for %s; log:\n%s", what, stderr.String())
+		}
+	}
+
+	waitFor("refusal logged", func() bool {
+		return strings.Contains(stderr.String(), `"err":"read config: open `+in+`: not a regular file (named pipe)"`)
+	})
+	require.Equal(t, "503 not ready: no reload has succeeded yet\n", get("/-/ready"))
+	require.NoError(t, os.Remove(in))
+	require.NoError(t, os.WriteFile(in, []byte("a: 1\n"), 0o644))
+	waitFor("ready", func() bool { return get("/-/ready") == "200 ready\n" })
+	require.EqualValues(t, 1, reloads.Load())
+
+	// A pipe again: rules changes are still reloaded, with the last good config.
+	require.NoError(t, os.Remove(in))
+	require.NoError(t, syscall.Mkfifo(in, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "a.yaml"), []byte("a1"), 0o644))
+	waitFor("rules reloaded", func() bool { return reloads.Load() >= 2 })
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "a: 1\n", string(b))
+
+	cancel()
+	select {
+	case c := <-code:
+		require.Equal(t, 0, c, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("run has not returned 10s after being told to stop")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
