@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // plainFiles starts h on plain directories (no kubelet volume): a config
@@ -400,6 +401,37 @@ func TestStaleTempFiles(t *testing.T) {
 				names = append(names, e.Name())
 			}
 			require.ElementsMatch(t, append(keep, "prometheus.env.yaml"), names)
+		})
+	}
+}
+
+func TestOpenRegular(t *testing.T) {
+	dir := t.TempDir()
+	file, pipe := filepath.Join(dir, "file"), filepath.Join(dir, "pipe")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	mkfifo(t, pipe)
+	require.NoError(t, os.Symlink("pipe", filepath.Join(dir, "link")))
+	for _, tc := range []struct{ name, err string }{
+		{"file", ""},
+		{"pipe", "open " + pipe + ": not a regular file (named pipe)"},
+		{"link", "open " + filepath.Join(dir, "link") + ": not a regular file (named pipe)"},
+		{".", "open " + dir + ": not a regular file (directory)"},
+		{"missing", "stat " + filepath.Join(dir, "missing") + ": no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := openRegular(filepath.Join(dir, tc.name))
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			defer f.Close()
+			c, err := f.SyscallConn()
+			require.NoError(t, err)
+			var flags int
+			require.NoError(t, c.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }))
+			require.NoError(t, err)
+			require.Zero(t, flags&unix.O_NONBLOCK, "a regular file is read in blocking mode")
 		})
 	}
 }

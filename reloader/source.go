@@ -240,11 +240,28 @@ func openRegular(path string) (*os.File, error) {
 	if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
 		err = &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
 	}
+	if err == nil {
+		// A regular file after all: read it as any other (O_NONBLOCK is
+		// passed to FUSE file systems).
+		err = clearNonblock(f)
+	}
 	if err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+func clearNonblock(f *os.File) error {
+	c, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := c.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // tooLargeError is the error for content larger than a bound.
