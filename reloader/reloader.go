@@ -9,10 +9,9 @@
 // within Options.QuietWindow are coalesced into one trailing reload, which
 // waits for a quiet window but no longer than ten windows (1 s by default)
 // after the first change it holds: a steady stream of changes cannot starve
-// reloads. Failed
-// reloads are retried with exponential backoff and jitter; a newer change
-// supersedes a pending retry, and the backoff starts again from its first
-// interval when the content changes or a reload succeeds.
+// reloads. Failed reloads are retried with exponential backoff and jitter; a
+// newer change supersedes a pending retry, and the backoff starts again from
+// its first interval when the content changes or a reload succeeds.
 package reloader
 
 import (
