@@ -416,7 +416,7 @@ func TestOpenRegular(t *testing.T) {
 		{"pipe", "open " + pipe + ": not a regular file (named pipe)"},
 		{"link", "open " + filepath.Join(dir, "link") + ": not a regular file (named pipe)"},
 		{".", "open " + dir + ": not a regular file (directory)"},
-		{"missing", "stat " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{"missing", "open " + filepath.Join(dir, "missing") + ": no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := openRegular(filepath.Join(dir, tc.name))

@@ -170,16 +170,25 @@ func hashFiles(dir string) (uint64, error) {
 // hashFile returns the hash of path's name and content when it is a regular
 // file (symlinks followed), and 0 when it is a directory or no longer
 // exists. A named pipe, a socket or a device is an error: the process would
-// block reading it, or read something that is not a file.
+// block reading it, or read something that is not a file. It is refused
+// before it is opened: opening some devices does something.
 func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
-	f, err := openRegular(path)
-	var notReg notRegularError
+	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return 0, nil // A dangling link or a file removed since it was listed.
-	case errors.As(err, &notReg) && notReg.mode.IsDir():
-		return 0, nil
 	case err != nil:
+		return 0, err
+	case fi.IsDir():
+		return 0, nil
+	case !fi.Mode().IsRegular():
+		return 0, &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
+	}
+	f, err := openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
@@ -222,22 +231,15 @@ func (e notRegularError) Error() string {
 }
 
 // openRegular opens path, a regular file (symlinks followed), for reading.
-// Anything else is refused without blocking: a named pipe is checked before
-// it is opened and opened without waiting for a writer (O_NONBLOCK), should
-// it replace the file in between, and the file opened is checked again.
+// Anything else is refused without blocking: the file is opened without
+// waiting for the writer of a named pipe (O_NONBLOCK), then checked.
 func openRegular(path string) (*os.File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
-	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
 		err = &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
 	}
 	if err == nil {
