@@ -419,7 +419,7 @@ func TestOpenRegular(t *testing.T) {
 		{"missing", "open " + filepath.Join(dir, "missing") + ": no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := openRegular(filepath.Join(dir, tc.name))
+			f, _, err := openRegular(filepath.Join(dir, tc.name))
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return

@@ -184,7 +184,7 @@ func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
 	case !fi.Mode().IsRegular():
 		return 0, &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
 	}
-	f, err := openRegular(path)
+	f, _, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -230,40 +230,57 @@ func (e notRegularError) Error() string {
 	return "not a regular file (" + kind + ")"
 }
 
-// openRegular opens path, a regular file (symlinks followed), for reading.
-// Anything else is refused without blocking: the file is opened without
-// waiting for the writer of a named pipe (O_NONBLOCK), then checked.
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+// openRegular opens path, a regular file (symlinks followed), for reading,
+// and returns its size. Anything else is refused without blocking: the file
+// is opened without waiting for the writer of a named pipe (O_NONBLOCK),
+// then checked, and a regular file is read in blocking mode as any other
+// (FUSE file systems see the flag).
+func openRegular(path string) (*os.File, int64, error) {
+	var (
+		fd  int
+		err error
+	)
+	for {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, 0, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
-	}
-	if err == nil {
-		// A regular file after all: read it as any other (O_NONBLOCK is
-		// passed to FUSE file systems).
-		err = clearNonblock(f)
+	var st syscall.Stat_t
+	if err = syscall.Fstat(fd, &st); err != nil {
+		err = &fs.PathError{Op: "stat", Path: path, Err: err}
+	} else if typ := st.Mode & syscall.S_IFMT; typ != syscall.S_IFREG {
+		err = &fs.PathError{Op: "open", Path: path, Err: notRegularError{fileType(typ)}}
+	} else if err = syscall.SetNonblock(fd, false); err != nil {
+		err = &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	if err != nil {
-		_ = f.Close()
-		return nil, err
+		_ = syscall.Close(fd)
+		return nil, 0, err
 	}
-	return f, nil
+	return os.NewFile(uintptr(fd), path), st.Size, nil
 }
 
-func clearNonblock(f *os.File) error {
-	c, err := f.SyscallConn()
-	if err != nil {
-		return err
+// fileType returns the fs.FileMode type bits for a stat(2) S_IFMT value.
+func fileType(typ uint32) fs.FileMode {
+	switch typ {
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
 	}
-	var serr error
-	if err := c.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
-		return err
-	}
-	return serr
+	return fs.ModeIrregular
 }
 
 // tooLargeError is the error for content larger than a bound.
@@ -285,15 +302,11 @@ func formatSize(n int64) string {
 // readRegular returns the content of path, a regular file of at most limit
 // bytes (see openRegular).
 func readRegular(path string, limit int64) ([]byte, error) {
-	f, err := openRegular(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var size int64
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
 	b, err := readAll(f, size, limit)
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
