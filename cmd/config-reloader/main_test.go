@@ -139,6 +139,29 @@ func TestInitModeRefuses(t *testing.T) {
 	}
 }
 
+// TestInitModeNamedPipeOutput renders over a named pipe at the output path:
+// the rename replaces it, nothing waits for a reader.
+func TestInitModeNamedPipeOutput(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "prometheus.yaml"), filepath.Join(dir, "prometheus.env.yaml")
+	require.NoError(t, os.WriteFile(in, []byte("a: 1\n"), 0o644))
+	require.NoError(t, syscall.Mkfifo(out, 0o644))
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(t.Context(), []string{"--config-file=" + in, "--config-envsubst-file=" + out, "--watch-interval=0"}, &stderr)
+	}()
+	select {
+	case c := <-code:
+		require.Equal(t, 0, c, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("run has not returned after 10s")
+	}
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "a: 1\n", string(b))
+}
+
 // lastLine returns the last line of b.
 func lastLine(b []byte) []byte {
 	b = bytes.TrimRight(b, "\n")
