@@ -6,19 +6,22 @@
 // Trigger when, and only when, the content it would read has changed.
 //
 // The first change after a quiet period is applied at once; further changes
-// within Options.QuietWindow are coalesced into one trailing reload. Failed
-// reloads are retried with exponential backoff and jitter, and a newer change
-// supersedes a pending retry.
+// within Options.QuietWindow are coalesced into one trailing reload, which
+// waits for a quiet window but no longer than ten windows (1 s by default)
+// after the first change it holds: a steady stream of changes cannot starve
+// reloads. Failed reloads are retried with exponential backoff and jitter; a
+// newer change supersedes a pending retry, and the backoff starts again from
+// its first interval when the content changes or a reload succeeds.
 package reloader
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,8 +42,17 @@ const (
 	// settleTimeout bounds how long a kubelet volume may look half-updated
 	// before its content is taken as it is.
 	settleTimeout = time.Second
+	// stuckAfter is how long an apply may run before Ready reports it
+	// stuck: longer than reading files takes, and than a trigger's
+	// timeout at the sidecars' defaults.
+	stuckAfter = 5 * time.Minute
 	// maxRetryInterval caps the exponential backoff.
 	maxRetryInterval = 2 * time.Minute
+	// DefaultMaxConfigSize is the bound on the configuration used when
+	// Options.MaxConfigSize is 0. Prometheus configurations of thousands
+	// of scrape jobs stay under a few MiB; the sidecar holds the last good
+	// configuration and a new one, each up to this size, when it renders.
+	DefaultMaxConfigSize = 16 << 20
 )
 
 // Options configures a Reloader.
@@ -52,16 +64,24 @@ type Options struct {
 	ConfigOutput string
 	// WatchedDirs are directories whose top-level files the process reads.
 	WatchedDirs []string
+	// MaxConfigSize bounds ConfigFile, plain or gunzipped: a larger one (a
+	// gzip bomb, a runaway file) is refused and the previous output kept.
+	// 0 means DefaultMaxConfigSize.
+	MaxConfigSize int64
 	// Expander expands $(VAR) references in the configuration; nil copies it verbatim.
 	Expander *envsubst.Expander
 	// Trigger reloads the process. Required by Run.
 	Trigger Trigger
 	// DelayInterval, when positive, delays every reload until no change has
-	// been seen for this long (prometheus-config-reloader's --delay-interval).
-	// Zero applies the first change at once and coalesces the rest.
+	// been seen for this long (prometheus-config-reloader's --delay-interval),
+	// but never more than twice as long (or ten QuietWindows, if that is
+	// longer) after the first change not yet applied. Zero applies the first
+	// change at once and coalesces the rest.
 	DelayInterval time.Duration
 	// QuietWindow is how long after a reload further changes are coalesced
-	// into one trailing reload; 0 means DefaultQuietWindow.
+	// into one trailing reload, which waits for QuietWindow without a
+	// change, but at most ten QuietWindows after the first change it
+	// holds; 0 means DefaultQuietWindow.
 	QuietWindow time.Duration
 	// WatchInterval re-hashes everything periodically as a safety net; 0 disables it.
 	WatchInterval time.Duration
@@ -83,6 +103,8 @@ type Reloader struct {
 	m         metrics
 	ready     atomic.Bool
 	watchErrs atomic.Uint64
+	applying  atomic.Int64  // when the apply in progress started (Unix ns), 0 between applies
+	stuck     time.Duration // see stuckAfter
 
 	// Owned by Run.
 	watcher      *fsnotify.Watcher
@@ -171,7 +193,10 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = 5 * time.Second
 	}
-	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg)}, nil
+	if opts.MaxConfigSize <= 0 {
+		opts.MaxConfigSize = DefaultMaxConfigSize
+	}
+	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter}, nil
 }
 
 func (r *Reloader) watchError() {
@@ -182,30 +207,56 @@ func (r *Reloader) watchError() {
 // WatchErrors returns how many errors the file system watcher reported.
 func (r *Reloader) WatchErrors() uint64 { return r.watchErrs.Load() }
 
-// Ready reports whether the process has accepted the current state once.
-func (r *Reloader) Ready() bool { return r.ready.Load() }
+// Ready returns nil once the process has accepted the current state once,
+// and an error while no reload has succeeded yet or when an apply has been
+// running for too long (a stuck reload endpoint or file system).
+func (r *Reloader) Ready() error {
+	if start := r.applying.Load(); start != 0 && time.Since(time.Unix(0, start)) > r.stuck {
+		return fmt.Errorf("not ready: an apply has been running for more than %s", r.stuck)
+	}
+	if !r.ready.Load() {
+		return errors.New("not ready: no reload has succeeded yet")
+	}
+	return nil
+}
 
 // Render writes ConfigOutput once, without reloading: the init-container mode.
 func (r *Reloader) Render() error {
+	r.removeTemps()
 	_, _, err := r.render()
 	return err
 }
 
+// removeTemps removes the temporary files a write of ConfigOutput
+// interrupted by a kill left behind.
+func (r *Reloader) removeTemps() {
+	if r.opts.ConfigOutput == "" {
+		return
+	}
+	removed, err := removeTemps(r.opts.ConfigOutput)
+	for _, name := range removed {
+		r.logger.Info("removed a temporary file left by an interrupted write", "file", name)
+	}
+	if err != nil {
+		r.logger.Warn("remove temporary files", "err", err)
+	}
+}
+
 // render reads, expands and writes the configuration, returning the rendered
-// bytes and the hash of the file they come from. On error the previous
-// output stays in place.
+// bytes and the hash of the file they come from (also on error, once the
+// file is read; 0 before). On error the previous output stays in place.
 func (r *Reloader) render() ([]byte, uint64, error) {
 	r.m.applies.Inc()
 	out, from, err := r.renderConfig()
 	if err != nil {
 		r.m.appliesFailed.Inc()
-		return nil, 0, err
+		return nil, from, err
 	}
 	return out, from, nil
 }
 
 func (r *Reloader) renderConfig() ([]byte, uint64, error) {
-	raw, err := os.ReadFile(r.opts.ConfigFile)
+	raw, err := readRegular(r.opts.ConfigFile, r.opts.MaxConfigSize)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read config: %w", err)
 	}
@@ -215,21 +266,21 @@ func (r *Reloader) renderConfig() ([]byte, uint64, error) {
 	// in a watched directory does not gunzip and expand them once more (a
 	// gzip reader alone is some 40 KB of garbage).
 	if b == nil || from != r.renderedFrom {
-		if b, err = gunzip(r.opts.ConfigFile, raw); err != nil {
-			return nil, 0, fmt.Errorf("read config: %w", err)
+		if b, err = gunzip(r.opts.ConfigFile, raw, r.opts.MaxConfigSize); err != nil {
+			return nil, from, fmt.Errorf("read config: %w", err)
 		}
 		if r.opts.Expander != nil {
 			var undefined int
 			b, undefined, err = r.opts.Expander.Expand(b)
 			r.m.expansionErrors.Set(float64(undefined))
 			if err != nil {
-				return nil, 0, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
+				return nil, from, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
 			}
 		}
 	}
 	if r.opts.ConfigOutput != "" {
 		if err := writeAtomic(r.opts.ConfigOutput, b); err != nil {
-			return nil, 0, err
+			return nil, from, err
 		}
 	}
 	return b, from, nil
@@ -247,6 +298,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	}
 	r.watcher, r.missing = w, map[string]bool{}
 	defer closeWatcher(w)
+	r.removeTemps()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
 		"dirs", strings.Join(r.opts.WatchedDirs, ","), "trigger", r.opts.Trigger.String())
@@ -256,7 +308,9 @@ func (r *Reloader) Run(ctx context.Context) error {
 		due        = time.Now()
 		windowEnd  time.Time // changes before this coalesce into a trailing apply
 		settling   time.Time // when a half-updated volume was first seen
-		attempt    int       // consecutive failures
+		pending    time.Time // when the first change not yet applied was seen
+		attempt    int       // consecutive failures of the same input
+		lastInput  uint64    // the input of the last apply
 		safetyTick <-chan time.Time
 	)
 	defer timer.Stop()
@@ -283,17 +337,10 @@ func (r *Reloader) Run(ctx context.Context) error {
 			}
 			r.logger.Debug("change seen", "path", ev.Name, "op", ev.Op.String())
 			now := time.Now()
-			switch {
-			case r.opts.DelayInterval > 0:
-				schedule(now.Add(r.opts.DelayInterval))
-			case now.Before(windowEnd) && settling.IsZero():
-				schedule(now.Add(r.opts.QuietWindow))
-			default:
-				// The first change after a quiet period, or the next step
-				// of a half-done kubelet update. A newer change also
-				// supersedes a pending retry.
-				schedule(now)
+			if pending.IsZero() {
+				pending = now
 			}
+			schedule(r.applyAt(now, pending, windowEnd, !settling.IsZero()))
 			windowEnd = now.Add(r.opts.QuietWindow)
 		case <-safetyTick:
 			if due.IsZero() {
@@ -302,18 +349,28 @@ func (r *Reloader) Run(ctx context.Context) error {
 		case <-timer.C:
 			due = time.Time{}
 			force := !settling.IsZero() && time.Since(settling) >= settleTimeout
-			res, err := r.apply(ctx, !force)
+			r.applying.Store(time.Now().UnixNano())
+			res, input, err := r.apply(ctx, !force)
+			r.applying.Store(0)
 			if r.opts.AfterApply != nil {
 				r.opts.AfterApply()
 			}
 			now := time.Now()
-			switch {
-			case res == resultSettling:
+			if res == resultSettling {
 				if settling.IsZero() {
 					settling = now
 				}
 				schedule(now.Add(r.opts.QuietWindow))
 				continue
+			}
+			pending = time.Time{}
+			if res == resultReloaded || input != lastInput {
+				// A success, or new content: tried again from the
+				// first interval, whatever failed before.
+				attempt = 0
+			}
+			lastInput = input
+			switch {
 			case err != nil && r.opts.Retries >= 0 && attempt >= r.opts.Retries:
 				attempt = 0
 				r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
@@ -321,7 +378,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 				wait := backoff(r.opts.RetryInterval, attempt)
 				attempt++
 				level := slog.LevelError
-				if !r.Ready() {
+				if !r.ready.Load() {
 					level = slog.LevelWarn // The process may still be starting.
 				}
 				r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
@@ -335,6 +392,30 @@ func (r *Reloader) Run(ctx context.Context) error {
 			settling = time.Time{}
 		}
 	}
+}
+
+// applyAt returns when to apply a change seen at now, when the first change not
+// yet applied was seen at first and the current coalescing window ends at
+// windowEnd.
+func (r *Reloader) applyAt(now, first, windowEnd time.Time, settling bool) time.Time {
+	var at time.Time
+	switch {
+	case r.opts.DelayInterval > 0:
+		at = now.Add(r.opts.DelayInterval)
+	case now.Before(windowEnd) && !settling:
+		at = now.Add(r.opts.QuietWindow)
+	default:
+		// The first change after a quiet period, or the next step of a
+		// half-done kubelet update. A newer change also supersedes a
+		// pending retry.
+		return now
+	}
+	// However often changes come, the first one waits at most this long.
+	latest := first.Add(max(10*r.opts.QuietWindow, 2*r.opts.DelayInterval))
+	if at.After(latest) {
+		return latest
+	}
+	return at
 }
 
 // closeWatcher closes w while draining its channels, so its goroutine never
@@ -363,30 +444,37 @@ const (
 )
 
 // apply renders the configuration, hashes what the process would read and
-// reloads it when that differs from what it last accepted.
-func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
+// reloads it when that differs from what it last accepted. It also returns
+// a hash of its input, the files it read, whatever their fate.
+func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, error) {
 	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile)) {
-		return resultSettling, nil
+		return resultSettling, 0, nil
 	}
 	sums := make([]uint64, len(r.opts.WatchedDirs))
 	for i, dir := range r.opts.WatchedDirs {
 		sum, settling, err := hashDir(dir, consistent)
 		if settling {
-			return resultSettling, nil
+			return resultSettling, 0, nil
 		}
 		if err != nil {
 			r.m.appliesFailed.Inc()
-			return resultUnchanged, fmt.Errorf("read watched dir %s: %w", dir, err)
+			// The input is which directory could not be read.
+			return resultUnchanged, uint64(i) + 1, fmt.Errorf("read watched dir %s: %w", dir, err)
 		}
 		sums[i] = sum
+	}
+	in := xxhash.New()
+	for _, sum := range sums {
+		writeUint64(in, sum)
 	}
 	h := xxhash.New()
 	var renderErr error
 	if r.opts.ConfigFile != "" {
 		out, from, err := r.render()
+		writeUint64(in, from)
 		switch {
 		case err != nil && r.rendered == nil:
-			return resultUnchanged, err
+			return resultUnchanged, in.Sum64(), err
 		case err != nil:
 			// Keep the last good configuration: the watched directories
 			// may still need a reload. The error still makes Run retry.
@@ -401,7 +489,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 	}
 	sum := h.Sum64()
 	if r.synced && sum == r.applied {
-		return resultUnchanged, renderErr
+		return resultUnchanged, in.Sum64(), renderErr
 	}
 	start := time.Now()
 	err := r.opts.Trigger.Reload(ctx)
@@ -411,14 +499,20 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, error) {
 		r.m.reloadsFailed.Inc()
 		r.m.lastSuccess.Set(0)
 		r.synced = false
-		return resultUnchanged, errors.Join(renderErr, err)
+		return resultUnchanged, in.Sum64(), errors.Join(renderErr, err)
 	}
 	r.m.lastSuccess.Set(1)
 	r.m.lastSuccessSeconds.SetToCurrentTime()
 	r.applied, r.synced = sum, true
 	r.ready.Store(true)
 	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))
-	return resultReloaded, renderErr
+	return resultReloaded, in.Sum64(), renderErr
+}
+
+func writeUint64(d *xxhash.Digest, v uint64) {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], v)
+	_, _ = d.Write(b[:])
 }
 
 // backoff returns the wait before retry number attempt: exponential from

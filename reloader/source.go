@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -50,7 +51,9 @@ func list(dir string) (entries, error) {
 		e   entries
 		buf [2 << 10]byte // 50 records of 40 bytes: a read for every 50 entries
 	)
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	// O_DIRECTORY|O_NONBLOCK: a named pipe in place of the directory is
+	// refused rather than waited on.
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return e, nil
 	}
@@ -133,7 +136,7 @@ func hashDir(dir string, consistent bool) (sum uint64, settling bool, err error)
 // hashFiles hashes every regular file at the top level of dir on its own,
 // and sums the hashes, so that the order of the listing does not matter.
 func hashFiles(dir string) (uint64, error) {
-	f, err := os.Open(dir)
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -165,16 +168,23 @@ func hashFiles(dir string) (uint64, error) {
 }
 
 // hashFile returns the hash of path's name and content when it is a regular
-// file (symlinks followed), and 0 when it is not or no longer exists.
+// file (symlinks followed), and 0 when it is a directory or no longer
+// exists. A named pipe, a socket or a device is an error: the process would
+// block reading it, or read something that is not a file. It is refused
+// before it is opened: opening some devices does something.
 func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
 	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return 0, nil // A dangling link or a file removed since it was listed.
-	}
-	if err != nil || !fi.Mode().IsRegular() {
+	case err != nil:
 		return 0, err
+	case fi.IsDir():
+		return 0, nil
+	case !fi.Mode().IsRegular():
+		return 0, &fs.PathError{Op: "open", Path: path, Err: notRegularError{fi.Mode()}}
 	}
-	f, err := os.Open(path)
+	f, _, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -200,9 +210,140 @@ func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
 	return h.Sum64(), nil
 }
 
+// notRegularError is the error for a file that is not a regular file.
+type notRegularError struct{ mode fs.FileMode }
+
+func (e notRegularError) Error() string {
+	kind := "irregular file"
+	switch m := e.mode.Type(); {
+	case m&fs.ModeDir != 0:
+		kind = "directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "named pipe"
+	case m&fs.ModeSocket != 0:
+		kind = "socket"
+	case m&fs.ModeCharDevice != 0:
+		kind = "character device"
+	case m&fs.ModeDevice != 0:
+		kind = "device"
+	}
+	return "not a regular file (" + kind + ")"
+}
+
+// openRegular opens path, a regular file (symlinks followed), for reading,
+// and returns its size. Anything else is refused without blocking: the file
+// is opened without waiting for the writer of a named pipe (O_NONBLOCK),
+// then checked, and a regular file is read in blocking mode as any other
+// (FUSE file systems see the flag).
+func openRegular(path string) (*os.File, int64, error) {
+	var (
+		fd  int
+		err error
+	)
+	for {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, 0, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st syscall.Stat_t
+	if err = syscall.Fstat(fd, &st); err != nil {
+		err = &fs.PathError{Op: "stat", Path: path, Err: err}
+	} else if typ := st.Mode & syscall.S_IFMT; typ != syscall.S_IFREG {
+		err = &fs.PathError{Op: "open", Path: path, Err: notRegularError{fileType(typ)}}
+	} else if err = syscall.SetNonblock(fd, false); err != nil {
+		err = &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err != nil {
+		_ = syscall.Close(fd)
+		return nil, 0, err
+	}
+	return os.NewFile(uintptr(fd), path), st.Size, nil
+}
+
+// fileType returns the fs.FileMode type bits for a stat(2) S_IFMT value.
+func fileType(typ uint32) fs.FileMode {
+	switch typ {
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
+}
+
+// tooLargeError is the error for content larger than a bound.
+type tooLargeError struct{ limit int64 }
+
+func (e tooLargeError) Error() string { return "larger than " + formatSize(e.limit) }
+
+// formatSize writes n bytes in the largest binary unit that divides it.
+func formatSize(n int64) string {
+	switch {
+	case n > 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n > 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readRegular returns the content of path, a regular file of at most limit
+// bytes (see openRegular).
+func readRegular(path string, limit int64) ([]byte, error) {
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := readAll(f, size, limit)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return b, nil
+}
+
+// readAll reads r to its end, in a buffer sized for hint bytes, and refuses
+// more than limit bytes without reading (or allocating for) more than one
+// byte past it.
+func readAll(r io.Reader, hint, limit int64) ([]byte, error) {
+	if hint > limit {
+		return nil, tooLargeError{limit}
+	}
+	b := make([]byte, 0, max(hint, 512)+1) // +1: the end is seen without growing.
+	r = io.LimitReader(r, limit+1)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(int64(cap(b)), limit+1-int64(len(b)))))
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return nil, tooLargeError{limit}
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
 // gunzip returns b, the content of path, gunzipped when it starts with the
-// gzip magic bytes.
-func gunzip(path string, b []byte) ([]byte, error) {
+// gzip magic bytes; more than limit bytes gunzipped is an error.
+func gunzip(path string, b []byte, limit int64) ([]byte, error) {
 	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 		return b, nil
 	}
@@ -210,7 +351,9 @@ func gunzip(path string, b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gunzip %s: %w", path, err)
 	}
-	out, err := io.ReadAll(zr)
+	// The gzip trailer holds the size modulo 4 GiB: a hint, not a promise.
+	hint := int64(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	out, err := readAll(zr, min(hint, limit), limit)
 	if err != nil {
 		return nil, fmt.Errorf("gunzip %s: %w", path, err)
 	}
@@ -221,14 +364,16 @@ func gunzip(path string, b []byte) ([]byte, error) {
 // new content: a temporary file in the same directory, fsync, rename. The
 // directory is created when missing. An unchanged file is not rewritten.
 func writeAtomic(path string, b []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+	// Whatever is at path is never opened for long nor waited on, and
+	// never read past the size of b: the rename replaces it.
+	if old, err := readRegular(path, int64(len(b))); err == nil && bytes.Equal(old, b) {
 		return nil
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -251,4 +396,36 @@ func writeAtomic(path string, b []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// tempPrefix is how the names of writeAtomic's temporary files for path
+// start; os.CreateTemp ends them with decimal digits.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp" }
+
+// removeTemps removes the temporary files writeAtomic leaves next to path
+// when the process is killed while it writes, and returns their names.
+// Nothing else is touched: only regular files named exactly as writeAtomic
+// names them.
+func removeTemps(path string) ([]string, error) {
+	dir, prefix := filepath.Dir(path), tempPrefix(path)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, name)
+	}
+	return removed, nil
 }

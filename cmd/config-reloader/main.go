@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
@@ -39,6 +40,7 @@ type config struct {
 	strict, version, shortVersion         bool
 	memlimitRatio                         float64
 	tls                                   reloader.TLS
+	maxSize                               units.Base2Bytes
 	log                                   promslog.Config
 }
 
@@ -77,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
 	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
+	a.Flag("config-max-size", "Largest configuration accepted, gunzipped: a larger one (a gzip bomb) is refused and the previous output kept.").Default("16MiB").BytesVar(&cfg.maxSize)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
 	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
@@ -94,6 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case cfg.version:
 		fmt.Fprintln(stdout, version.Print(program))
 		return 0
+	}
+	if cfg.maxSize <= 0 {
+		fmt.Fprintf(stderr, "%s: --config-max-size must be positive\n", program)
+		return 2
 	}
 	logger := newLogger(&cfg.log, level)
 	app.SetMemoryLimit(logger, cfg.memlimitRatio)
@@ -114,9 +121,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Help: "A metric with a constant '1' value labeled by reload method (http, signal or command).",
 	}, []string{"method"}).WithLabelValues(cfg.method).Set(1)
 	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
-		ConfigFile:   cfg.configFile,
-		ConfigOutput: cfg.output,
-		WatchedDirs:  cfg.watchedDirs,
+		ConfigFile:    cfg.configFile,
+		ConfigOutput:  cfg.output,
+		MaxConfigSize: int64(cfg.maxSize),
+		WatchedDirs:   cfg.watchedDirs,
 		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
 			logger.Warn("environment variables not set: references left verbatim", "file", cfg.configFile, "undefined", describe(refs))
 		}}),

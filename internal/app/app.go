@@ -282,10 +282,11 @@ const madvDontNeed = 4
 // Sidecar is what a podreload sidecar runs: its reloader, its web server
 // (when Listen is set) and its trimmer.
 type Sidecar struct {
-	// Reloader is the engine; Ready tells /-/ready.
+	// Reloader is the engine; Ready tells /-/ready, with its error as the
+	// answer's body.
 	Reloader interface {
 		Run(ctx context.Context) error
-		Ready() bool
+		Ready() error
 	}
 	// Registry is served on MetricsPath.
 	Registry *prometheus.Registry
@@ -304,13 +305,7 @@ func (s Sidecar) Run(ctx context.Context, logger *slog.Logger) int {
 		g.Add(func() error { return s.Reloader.Run(ctx) }, func(error) { cancel() })
 	}
 	if s.Listen != "" { // Web server.
-		ready := func() error {
-			if !s.Reloader.Ready() {
-				return errors.New("not ready: no reload has succeeded yet")
-			}
-			return nil
-		}
-		srv := NewServer(logger.With("component", "web"), s.Registry, s.Listen, s.WebConfig, s.MetricsPath, ready)
+		srv := NewServer(logger.With("component", "web"), s.Registry, s.Listen, s.WebConfig, s.MetricsPath, s.Reloader.Ready)
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trim code pages used only at start-up or in a burst of work.
