@@ -1,0 +1,137 @@
+package reloader
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+// hostileEndpoint is a reload endpoint that, while hostile, answers each
+// request at random: 200, 500, 503, no answer until the client gives up,
+// or a closed connection. It records what the process would read at each
+// 200.
+type hostileEndpoint struct {
+	*httptest.Server
+	snapshot func() string
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	hostile bool
+	seen    []string
+}
+
+func newHostileEndpoint(t *testing.T, seed uint64, snapshot func() string) *hostileEndpoint {
+	e := &hostileEndpoint{snapshot: snapshot, rng: rand.New(rand.NewPCG(seed, seed)), hostile: true}
+	e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func (e *hostileEndpoint) serve(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	answer := 0
+	if e.hostile {
+		answer = e.rng.IntN(5)
+	}
+	if answer == 0 {
+		e.seen = append(e.seen, e.snapshot())
+	}
+	e.mu.Unlock()
+	switch answer {
+	case 0:
+		_, _ = io.WriteString(w, "ok")
+	case 1:
+		http.Error(w, "rejected", http.StatusInternalServerError)
+	case 2:
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	case 3:
+		<-r.Context().Done() // Hang until the reloader's timeout.
+	case 4:
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}
+}
+
+// calm makes the endpoint answer 200 from now on.
+func (e *hostileEndpoint) calm() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hostile = false
+}
+
+func (e *hostileEndpoint) last() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.seen) == 0 {
+		return ""
+	}
+	return e.seen[len(e.seen)-1]
+}
+
+// TestRandomAttack mixes, at random for each seed, kubelet swaps of the
+// rules and of the configuration, configurations that cannot be rendered
+// (an undefined variable, strict), and a reload endpoint that answers 200,
+// 500 or 503, hangs or closes the connection. Once the endpoint is calm
+// again, the last state accepted must be the last good configuration with
+// the last rules, within a bound: the retries' backoff started again at the
+// last change, so it is short.
+func TestRandomAttack(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 0))
+			s := newSetup(t)
+			ep := newHostileEndpoint(t, seed, func() string { return readFile(s.out) + "|" + readDir(s.rulesDir) })
+			u, err := url.Parse(ep.URL + "/-/reload")
+			require.NoError(t, err)
+			s.opts.Trigger = &HTTPTrigger{URL: u, Timeout: 100 * time.Millisecond}
+			cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+
+			good, lastRules := 0, "a.yaml=r0;"
+			cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 0\n")})
+			rules.Set(t, map[string]string{"a.yaml": "r0"})
+			s.start(t)
+
+			for i := 1; i <= 40; i++ {
+				switch rng.IntN(3) {
+				case 0:
+					// A file changed, and one added or removed.
+					files := map[string]string{"a.yaml": fmt.Sprint("r", i)}
+					lastRules = fmt.Sprintf("a.yaml=r%d;", i)
+					if i%2 == 0 {
+						files["b.yaml"] = fmt.Sprint("b", i)
+						lastRules += fmt.Sprintf("b.yaml=b%d;", i)
+					}
+					rules.Set(t, files)
+				case 1:
+					good = i
+					cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, fmt.Sprintf("replica: $(POD_NAME)\nv: %d\n", i))})
+				case 2:
+					cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, fmt.Sprintf("v: $(UNDEFINED_%d)\n", i))})
+				}
+				time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond) // The pace of the attack, not a wait.
+			}
+			ep.calm()
+
+			want := fmt.Sprintf("replica: prom-3\nv: %d\n|%s", good, lastRules)
+			deadline := time.Now().Add(15 * time.Second)
+			for ep.last() != want {
+				require.True(t, time.Now().Before(deadline), "last state accepted:\n%q\nwant:\n%q", ep.last(), want)
+				time.Sleep(10 * time.Millisecond)
+			}
+			require.Equal(t, "replica: prom-3\nv: "+fmt.Sprint(good)+"\n", readFile(s.out))
+		})
+	}
+}
