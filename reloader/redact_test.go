@@ -3,6 +3,9 @@ package reloader
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,4 +68,28 @@ func TestRedactURL(t *testing.T) {
 		})
 	}
 	require.Empty(t, RedactURL(nil))
+}
+
+// TestSignalTriggerRedacts: a token in the runtime information URL appears
+// in no error of a signal reload, whether the URL answers with an error or
+// cannot be reached.
+func TestSignalTriggerRedacts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	// This process, which is never signalled: the runtime information
+	// check fails first.
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644))
+	for _, u := range []string{
+		srv.URL + "/api/v1/status/runtimeinfo?token=t0ken",
+		"http://admin:pa55word@127.0.0.1:1/api/v1/status/runtimeinfo?token=t0ken",
+	} {
+		tr := &SignalTrigger{PIDFile: pidFile, RuntimeInfoURL: mustURL(t, u)}
+		err := tr.Reload(t.Context())
+		require.ErrorContains(t, err, "process not ready")
+		require.NotContains(t, err.Error()+tr.String(), "t0ken")
+		require.NotContains(t, err.Error()+tr.String(), "pa55word")
+	}
 }

@@ -346,7 +346,7 @@ func (t *SignalTrigger) confirm(ctx context.Context, before runtimeStatus) error
 		case info.ReloadConfigSuccess && info.LastConfigTime.After(before.LastConfigTime):
 			return nil
 		case !info.ReloadConfigSuccess && before.ReloadConfigSuccess:
-			return fmt.Errorf("confirm through %s: process reports that the reload failed", t.RuntimeInfoURL.Redacted())
+			return fmt.Errorf("confirm through %s: process reports that the reload failed", RedactURL(t.RuntimeInfoURL))
 		case !info.ReloadConfigSuccess:
 			last = errors.New("process has not reported a successful reload since the signal, and reports that its last reload failed")
 		default:
@@ -354,7 +354,7 @@ func (t *SignalTrigger) confirm(ctx context.Context, before runtimeStatus) error
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("confirm through %s: %w", t.RuntimeInfoURL.Redacted(), last)
+			return fmt.Errorf("confirm through %s: %w", RedactURL(t.RuntimeInfoURL), last)
 		case <-tick.C:
 		}
 	}
@@ -375,7 +375,7 @@ func runtimeInfo(ctx context.Context, client *http.Client, u *url.URL) (runtimeS
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return out.Data, err
+		return out.Data, redactError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
