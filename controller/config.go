@@ -408,12 +408,12 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 	ns := r.srv.Namespace
 	for i, rw := range rws {
 		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
-		u, err := url.Parse(rw.URL)
+		u, err := parseURL(rw.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s.url: %w", path, err)
 		}
 		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, rw.URL)
+			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, shownURL(u))
 		}
 		cfg := yaml.MapSlice{
 			{Key: "url", Value: rw.URL},
@@ -1238,7 +1238,7 @@ func (r *renderer) proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.Map
 }
 
 func checkProxyURL(s string) error {
-	u, err := url.Parse(s)
+	u, err := parseURL(s)
 	if err != nil {
 		return err
 	}
@@ -1246,7 +1246,25 @@ func checkProxyURL(s string) error {
 	case "http", "https", "socks5":
 		return nil
 	}
-	return fmt.Errorf("%q is not an http, https or socks5 URL", s)
+	return fmt.Errorf("%q is not an http, https or socks5 URL", shownURL(u))
+}
+
+// parseURL parses s; its error says why without quoting s, which may hold
+// a password or a token: errors end up in logs, Events and the status.
+func parseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return nil, fmt.Errorf("not a URL: %w", ue.Err)
+	}
+	return u, err
+}
+
+// shownURL is u fit for logs, Events and the status: its password hidden
+// and its query and fragment, where tokens go, left out.
+func shownURL(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
+	return c.Redacted()
 }
 
 // relabelConfig validates the user relabeling at path as Prometheus does
