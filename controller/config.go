@@ -123,20 +123,23 @@ type configParts struct {
 }
 
 // renderConfigParts is RenderConfig but for the rule files, which it
-// ignores in in.
+// ignores in in. On error, the parts hold only the Secrets looked up.
 func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
 	in.RuleFiles = nil
 	r := newRenderer(in)
 	cfg, rejected, err := r.config(in)
+	secrets := slices.Sorted(maps.Keys(r.secretRefs))
 	if err != nil {
-		return configParts{}, nil, fmt.Errorf("render config: %w", err)
+		// The Secrets looked up before the error go with it: one of them
+		// may be what the server is waiting for.
+		return configParts{secrets: secrets}, nil, fmt.Errorf("render config: %w", err)
 	}
 	// Without rule files, the global section is alone before the rest.
 	tail, err := encodeYAML(cfg[1:], configSize(cfg))
 	if err != nil {
 		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
-	return configParts{global: cfg[:1], tail: tail, secrets: slices.Sorted(maps.Keys(r.secretRefs))}, rejected, nil
+	return configParts{global: cfg[:1], tail: tail, secrets: secrets}, rejected, nil
 }
 
 // head returns what comes before p.tail in the configuration with the
@@ -1020,7 +1023,7 @@ func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, erro
 	r.secretRefs[id] = struct{}{}
 	s := r.secrets[id]
 	if s == nil {
-		return "", fmt.Errorf("secret %q not found", id)
+		return "", fmt.Errorf("secret %q not found (looking for key %q)", id, sel.Key)
 	}
 	v, ok := s.Data[sel.Key]
 	if !ok {

@@ -144,7 +144,8 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		return err
 	}
 	// The Secrets the last render referenced are read first; when this
-	// render references others, it is done again with them.
+	// render references others, even one that failed on them, it is done
+	// again with them.
 	var objs *Objects
 	refs := r.refs(key)
 	for {
@@ -152,14 +153,25 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 			return err
 		}
 		objs, err = Render(in, r.workload, r.ruleCache(key))
-		if err != nil || isSubset(objs.SecretRefs, refs) {
+		var specErr *SpecError
+		var seen []string
+		switch {
+		case err == nil:
+			seen = objs.SecretRefs
+		case errors.As(err, &specErr):
+			seen = specErr.SecretRefs
+		}
+		if isSubset(seen, refs) {
 			break
 		}
-		refs = sortedUnique(append(refs, objs.SecretRefs...))
+		refs = sortedUnique(append(refs, seen...))
 	}
 	if err != nil {
-		// Nothing changes until the server does: its spec is at fault,
-		// and what was written last stays.
+		// Nothing changes until the server, or a Secret it references,
+		// does: its spec is at fault, and what was written last stays.
+		// The Secrets are remembered, so that creating or fixing one
+		// brings the server back here.
+		r.remember(key, refs)
 		r.metrics.errors.Inc()
 		r.logger.Error("render", "server", key, "err", err)
 		r.event(&server, nil, "InvalidSpec", err.Error())
@@ -167,7 +179,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 			Type: ConditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
 		})
 	}
-	r.remember(key, objs)
+	r.remember(key, objs.SecretRefs)
 	r.warn(&server, in, objs.Rejected)
 
 	sts, err := r.write(ctx, &server, objs)
@@ -523,11 +535,12 @@ func isSubset(a, b []string) bool {
 	return true
 }
 
-// remember keeps the Secrets a server's render referenced.
-func (r *reconciler) remember(key types.NamespacedName, objs *Objects) {
+// remember keeps the Secrets, sorted "namespace/name", a server's render
+// referenced.
+func (r *reconciler) remember(key types.NamespacedName, secrets []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.secretRefs[key] = objs.SecretRefs
+	r.secretRefs[key] = secrets
 }
 
 // forget drops what is kept about a deleted server.

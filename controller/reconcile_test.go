@@ -53,6 +53,7 @@ func TestReconciler(t *testing.T) {
 
 	t.Run("selection follows changes", cp.testSelection)
 	t.Run("secrets", cp.testSecrets)
+	t.Run("secrets of the server", cp.testServerSecrets)
 	t.Run("rule shards", cp.testShards)
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("invalid objects", cp.testInvalid)

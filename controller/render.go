@@ -73,6 +73,21 @@ type Objects struct {
 	SecretRefs []string
 }
 
+// SpecError is the error of Render for a PrometheusServer whose own spec
+// cannot be rendered into a configuration, with the Secrets looked up
+// before it: creating or fixing one of them may be what it takes.
+type SpecError struct {
+	// Err is the cause.
+	Err error
+	// SecretRefs are the Secrets, "namespace/name", looked up before Err,
+	// found or not. Sorted.
+	SecretRefs []string
+}
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
 // Counts are numbers of objects of each kind a PrometheusServer selects.
 type Counts struct {
 	// ServiceMonitors is the number of ServiceMonitors.
@@ -97,7 +112,8 @@ type Counts struct {
 // Objects.Rejected, and the rest is rendered. An error means the server
 // itself cannot be rendered: an invalid selector or field of the server, a
 // nil or duplicate candidate, or a gzipped configuration too big for a
-// Secret.
+// Secret. An error of the server's configuration (a Secret it references
+// is missing, say) is a *SpecError, which tells the Secrets looked up.
 func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error) {
 	server := in.Server
 	if server == nil {
@@ -142,7 +158,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	})
 	wg.Wait()
 	if err != nil {
-		return nil, err
+		return nil, &SpecError{Err: err, SecretRefs: parts.secrets}
 	}
 	head, err := parts.head(RuleFilesGlobs(server, len(shards)))
 	if err != nil {
