@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,7 @@ type metrics struct {
 	duration                        prometheus.Histogram
 	triggers                        *prometheus.CounterVec
 	writes                          *prometheus.CounterVec
+	drift                           *prometheus.CounterVec
 	selected, rejected              *prometheus.GaugeVec
 }
 
@@ -103,6 +105,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "podreload_controller_writes_total",
 			Help: "Write calls to the API server, by kind of object and verb.",
 		}, []string{"kind", "verb"}),
+		drift: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "podreload_controller_drift_corrected_total",
+			Help: "Objects written again, their inputs unchanged, because someone else changed what the controller sets in them, by kind.",
+		}, []string{"kind"}),
 		selected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_selected_resources",
 			Help: "Objects a PrometheusServer selects, rejected ones included.",
@@ -269,13 +275,19 @@ func (e *recreatingError) Error() string {
 	return fmt.Sprintf("StatefulSet %s is being deleted to be created again", e.key)
 }
 
-// writeStatefulSet writes desired unless the live StatefulSet has the same
-// input hash and replicas. When the API server refuses the update because
-// it changes an immutable field, the StatefulSet is deleted (in the
-// foreground, so its pods go first) and created again by a later
-// reconciliation.
+// writeStatefulSet applies desired (server-side apply, field manager Name,
+// taking over the fields someone else changed) unless the live StatefulSet
+// already holds every field desired sets: what someone else changed in
+// them, a container removed or an image replaced, is put back and counted
+// as drift when the input hash and replicas are the same. When the API
+// server refuses the apply because it changes an immutable field, the
+// StatefulSet is deleted (in the foreground, so its pods go first) and
+// created again by a later reconciliation.
 func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.PrometheusServer, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
 	key := client.ObjectKeyFromObject(desired)
+	if err := controllerutil.SetControllerReference(server, desired, r.scheme); err != nil {
+		return nil, fmt.Errorf("StatefulSet %s: %w", key, err)
+	}
 	var live appsv1.StatefulSet
 	err := r.client.Get(ctx, key, &live)
 	if err == nil && live.DeletionTimestamp != nil {
@@ -284,12 +296,30 @@ func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.Prom
 	if client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("get StatefulSet %s: %w", key, err)
 	}
-	err = writeObject(ctx, r, server, desired, syncStatefulSet)
+	exists := err == nil
+	if exists {
+		if c := metav1.GetControllerOf(&live); c != nil && c.UID != server.UID {
+			return nil, fmt.Errorf("apply StatefulSet %s: it is controlled by %s %s", key, c.Kind, c.Name)
+		}
+		// Comparing first saves a request per reconciliation: an apply
+		// that changes nothing is a no-op on the server, but a PATCH all
+		// the same.
+		if holds(&live, desired) {
+			return &live, nil
+		}
+	}
+	applied, err := r.apply(ctx, desired)
 	if !apierrors.IsInvalid(err) {
 		if err != nil {
 			return nil, err
 		}
-		return desiredOrLive(&live, desired), nil
+		if exists && sameIntent(&live, desired) {
+			r.metrics.drift.WithLabelValues("StatefulSet").Inc()
+			r.logger.Info("corrected a change made by someone else", "server", client.ObjectKeyFromObject(server), "kind", "StatefulSet", "name", key.Name)
+		} else {
+			r.logger.Info("applied", "server", client.ObjectKeyFromObject(server), "kind", "StatefulSet", "name", key.Name)
+		}
+		return applied, nil
 	}
 	r.logger.Info("recreating StatefulSet: an immutable field changed", "server", client.ObjectKeyFromObject(server), "err", err)
 	r.metrics.recreations.Inc()
@@ -300,13 +330,49 @@ func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.Prom
 	return nil, &recreatingError{key: key}
 }
 
-// desiredOrLive is the StatefulSet to report the status of: live when it
-// was read, desired (with no status yet) when it was just created.
-func desiredOrLive(live, desired *appsv1.StatefulSet) *appsv1.StatefulSet {
-	if live.UID != "" {
-		return live
+// apply applies desired with server-side apply, forcing the ownership of
+// its fields, and returns the StatefulSet the API server answered.
+// Applying the whole rendered object makes the controller the manager of
+// every field it sets: a field someone else changed is taken back, one
+// they added is left alone.
+func (r *reconciler) apply(ctx context.Context, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	key := client.ObjectKeyFromObject(desired)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
 	}
-	return desired
+	// The status is not the controller's to set, nor the creation time.
+	delete(u, "status")
+	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+	obj := &unstructured.Unstructured{Object: u}
+	r.metrics.writes.WithLabelValues("StatefulSet", "apply").Inc()
+	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(Name), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
+	}
+	var applied appsv1.StatefulSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &applied); err != nil {
+		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
+	}
+	return &applied, nil
+}
+
+// holds reports whether live has every label, annotation, owner reference
+// and spec field that desired sets, with the same value. The fields the
+// API server defaults, and the ones desired leaves empty, are not
+// compared; a list (of containers, say) must hold desired's items in
+// order, and may hold more after them.
+func holds(live, desired *appsv1.StatefulSet) bool {
+	return equality.Semantic.DeepDerivative(desired.Labels, live.Labels) &&
+		equality.Semantic.DeepDerivative(desired.Annotations, live.Annotations) &&
+		equality.Semantic.DeepDerivative(desired.OwnerReferences, live.OwnerReferences) &&
+		equality.Semantic.DeepDerivative(desired.Spec, live.Spec)
+}
+
+// sameIntent reports whether live was written for the same input hash and
+// replicas as desired: then a difference is a change made by someone else.
+func sameIntent(live, desired *appsv1.StatefulSet) bool {
+	return live.Spec.Template.Annotations[AnnotationInputHash] == desired.Spec.Template.Annotations[AnnotationInputHash] &&
+		ptr.Deref(live.Spec.Replicas, 1) == ptr.Deref(desired.Spec.Replicas, 1)
 }
 
 // writeObject creates desired, or updates the live object when it lacks
@@ -404,17 +470,6 @@ func syncService(live, desired *corev1.Service) bool {
 		return false
 	}
 	live.Spec.ClusterIP, live.Spec.Selector, live.Spec.Ports = desired.Spec.ClusterIP, desired.Spec.Selector, desired.Spec.Ports
-	return true
-}
-
-// syncStatefulSet compares the input hash of the pod template, which
-// covers the template and the volume claims, and the replicas.
-func syncStatefulSet(live, desired *appsv1.StatefulSet) bool {
-	if live.Spec.Template.Annotations[AnnotationInputHash] == desired.Spec.Template.Annotations[AnnotationInputHash] &&
-		ptr.Deref(live.Spec.Replicas, 1) == ptr.Deref(desired.Spec.Replicas, 1) {
-		return false
-	}
-	live.Spec = desired.Spec
 	return true
 }
 
