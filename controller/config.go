@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
@@ -1150,6 +1151,11 @@ func (r *renderer) tlsConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.M
 			v, err := r.secret(ns, *f.ref.Secret)
 			if err != nil {
 				return yaml.MapItem{}, fmt.Errorf("%s.%s: %w", path, f.field, err)
+			}
+			// Prometheus refuses the whole configuration when a CA holds
+			// no certificate it can use: only this monitor is left out.
+			if f.key == "ca" && !x509.NewCertPool().AppendCertsFromPEM([]byte(v)) {
+				return yaml.MapItem{}, fmt.Errorf("%s.%s: key %q of secret %q holds no PEM certificate", path, f.field, f.ref.Secret.Key, ns+"/"+f.ref.Secret.Name)
 			}
 			cfg = append(cfg, yaml.MapItem{Key: f.key, Value: v})
 		case f.file != "":
