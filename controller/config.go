@@ -121,6 +121,9 @@ type configParts struct {
 	tail   []byte
 	// secrets are the Secrets the configuration references, found or not.
 	secrets []string
+	// monitors are the scrape jobs of each monitor, to tell which take
+	// the most room.
+	monitors []monitorJobs
 }
 
 // renderConfigParts is RenderConfig but for the rule files, which it
@@ -140,7 +143,7 @@ func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
 	if err != nil {
 		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
-	return configParts{global: cfg[:1], tail: tail, secrets: secrets}, rejected, nil
+	return configParts{global: cfg[:1], tail: tail, secrets: secrets, monitors: r.monitors}, rejected, nil
 }
 
 // head returns what comes before p.tail in the configuration with the
@@ -197,6 +200,7 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 			continue
 		}
 		jobs = append(jobs, js...)
+		r.monitors = append(r.monitors, monitorJobs{kind: monitoringv1.ServiceMonitorsKind, namespace: sm.Namespace, name: sm.Name, jobs: js})
 	}
 	for _, pm := range pms {
 		js, err := r.podMonitorJobs(pm)
@@ -205,6 +209,7 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 			continue
 		}
 		jobs = append(jobs, js...)
+		r.monitors = append(r.monitors, monitorJobs{kind: monitoringv1.PodMonitorsKind, namespace: pm.Namespace, name: pm.Name, jobs: js})
 	}
 
 	// The order of prometheus-operator: global, rule_files, scrape_configs,
@@ -268,6 +273,12 @@ func sortedUnique(s []string) []string {
 	return slices.Compact(s)
 }
 
+// monitorJobs are the scrape jobs of one monitor.
+type monitorJobs struct {
+	kind, namespace, name string
+	jobs                  []yaml.MapSlice
+}
+
 type renderer struct {
 	secrets map[string]*corev1.Secret
 	// secretRefs are the Secrets looked up so far, "namespace/name", found
@@ -280,6 +291,8 @@ type renderer struct {
 	intervalText string
 	// regexps caches the regular expressions compiled so far.
 	regexps map[string]compiledRegexp
+	// monitors are the jobs of each monitor rendered, in their order.
+	monitors []monitorJobs
 }
 
 // serverConfig holds the sections that come from the PrometheusServer:

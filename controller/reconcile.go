@@ -198,6 +198,14 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		err = nil // The deletion's event brings the server back here.
 	case err != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "WriteFailed", err.Error()
+	case objs.Oversized != nil:
+		// The rules, Service and StatefulSet are written; the last
+		// configuration stays until a monitor changes.
+		r.metrics.errors.Inc()
+		r.logger.Error("configuration too large", "server", key, "monitors", objs.Oversized.Monitors, "err", objs.Oversized.Err)
+		r.event(&server, nil, "ConfigTooLarge", objs.Oversized.Error())
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ConfigTooLarge",
+			fmt.Sprintf("%d rule file ConfigMaps written, the configuration not: %v", len(objs.RuleShards), objs.Oversized)
 	}
 	return errors.Join(err, r.writeStatus(ctx, &server, objs, sts, cond))
 }
@@ -232,12 +240,15 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 }
 
 // write makes the live objects of server match objs, and returns the live
-// StatefulSet (nil while there is none). Rule shards are created or
+// StatefulSet (nil while there is none). Without a config Secret in objs,
+// the last one written stays. Rule shards are created or
 // updated before the extra ones are deleted, so that no rule file
 // disappears from the pods between two states.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *Objects) (*appsv1.StatefulSet, error) {
-	if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
-		return nil, err
+	if objs.ConfigSecret != nil {
+		if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
+			return nil, err
+		}
 	}
 	keep := map[string]bool{}
 	for _, cm := range objs.RuleShards {
@@ -508,7 +519,9 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, st
 	cond.ObservedGeneration = server.Generation
 	meta.SetStatusCondition(&status.Conditions, cond)
 	if objs != nil {
-		status.ConfigHash = objs.ConfigHash
+		if objs.ConfigSecret != nil {
+			status.ConfigHash = objs.ConfigHash
+		}
 		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
 		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}
 		status.Rules = v1alpha1.Selection{Selected: int32(objs.Selected.Rules)}
