@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
@@ -93,4 +94,31 @@ func (cp *controlPlane) testDrift(t *testing.T) {
 		}, deadline, 20*time.Millisecond)
 		cp.waitReconciled(t, srv, metav1.ConditionTrue, "Reconciled", "")
 	})
+}
+
+// testUpgrade starts the controller on a StatefulSet written the way
+// earlier versions wrote it, with updates: the fields it no longer sets
+// are removed all the same, once its fields become applied ones.
+func (cp *controlPlane) testUpgrade(t *testing.T) {
+	ns := cp.namespace(t, "upgrade", nil)
+	srv := server(ns, "main", nil)
+	cp.create(t, srv)
+	_, old := RenderWorkload(srv, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"})
+	want := old.Spec.Template.Annotations[AnnotationInputHash]
+	require.NoError(t, controllerutil.SetControllerReference(srv, old, cp.c.Scheme()))
+	old.Spec.Template.Annotations[AnnotationInputHash] = "earlier"
+	old.Spec.Template.Spec.Volumes = append(old.Spec.Template.Spec.Volumes, corev1.Volume{
+		Name: "legacy", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+	})
+	require.NoError(t, cp.c.Create(t.Context(), old, client.FieldOwner(Name)))
+
+	cp.start(t, Options{Namespaces: []string{ns}})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var sts appsv1.StatefulSet
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &sts)) {
+			assert.Equal(c, want, sts.Spec.Template.Annotations[AnnotationInputHash])
+			assert.False(c, slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "legacy" }),
+				"the volume only an earlier version set is removed")
+		}
+	}, deadline, 20*time.Millisecond)
 }

@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -318,6 +320,9 @@ func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.Prom
 		if holds(&live, desired) {
 			return &live, nil
 		}
+		if err := r.upgradeManagedFields(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	applied, err := r.apply(ctx, desired)
 	if !apierrors.IsInvalid(err) {
@@ -365,6 +370,31 @@ func (r *reconciler) apply(ctx context.Context, desired *appsv1.StatefulSet) (*a
 		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
 	}
 	return &applied, nil
+}
+
+// upgradeManagedFields makes the fields that earlier versions of the
+// controller wrote with updates (field manager Name, operation Update)
+// fields it applied, so that the next apply removes those it no longer
+// sets. The cache holds no managed fields: the StatefulSet is read from
+// the API server, only when it is about to be applied.
+func (r *reconciler) upgradeManagedFields(ctx context.Context, key types.NamespacedName) error {
+	var live appsv1.StatefulSet
+	err := r.reader.Get(ctx, key, &live)
+	if apierrors.IsNotFound(err) {
+		return nil // The apply creates it.
+	}
+	if err != nil {
+		return fmt.Errorf("get StatefulSet %s: %w", key, err)
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, sets.New(Name), Name)
+	if err != nil || patch == nil {
+		return err
+	}
+	r.metrics.writes.WithLabelValues("StatefulSet", "patch").Inc()
+	if err := r.client.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
+	}
+	return nil
 }
 
 // holds reports whether live has every label, annotation, owner reference

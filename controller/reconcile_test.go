@@ -57,6 +57,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("rule shards", cp.testShards)
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("drift", cp.testDrift)
+	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)
 	t.Run("invalid server", cp.testInvalidServer)
