@@ -387,8 +387,11 @@ func (r *reconciler) upgradeManagedFields(ctx context.Context, key types.Namespa
 		return fmt.Errorf("get StatefulSet %s: %w", key, err)
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, sets.New(Name), Name)
-	if err != nil || patch == nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
+	}
+	if patch == nil {
+		return nil
 	}
 	r.metrics.writes.WithLabelValues("StatefulSet", "patch").Inc()
 	if err := r.client.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
