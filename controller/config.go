@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
@@ -120,23 +121,29 @@ type configParts struct {
 	tail   []byte
 	// secrets are the Secrets the configuration references, found or not.
 	secrets []string
+	// monitors are the scrape jobs of each monitor, to tell which take
+	// the most room.
+	monitors []monitorJobs
 }
 
 // renderConfigParts is RenderConfig but for the rule files, which it
-// ignores in in.
+// ignores in in. On error, the parts hold only the Secrets looked up.
 func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
 	in.RuleFiles = nil
 	r := newRenderer(in)
 	cfg, rejected, err := r.config(in)
+	secrets := slices.Sorted(maps.Keys(r.secretRefs))
 	if err != nil {
-		return configParts{}, nil, fmt.Errorf("render config: %w", err)
+		// The Secrets looked up before the error go with it: one of them
+		// may be what the server is waiting for.
+		return configParts{secrets: secrets}, nil, fmt.Errorf("render config: %w", err)
 	}
 	// Without rule files, the global section is alone before the rest.
 	tail, err := encodeYAML(cfg[1:], configSize(cfg))
 	if err != nil {
 		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
-	return configParts{global: cfg[:1], tail: tail, secrets: slices.Sorted(maps.Keys(r.secretRefs))}, rejected, nil
+	return configParts{global: cfg[:1], tail: tail, secrets: secrets, monitors: r.monitors}, rejected, nil
 }
 
 // head returns what comes before p.tail in the configuration with the
@@ -193,6 +200,7 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 			continue
 		}
 		jobs = append(jobs, js...)
+		r.monitors = append(r.monitors, monitorJobs{kind: monitoringv1.ServiceMonitorsKind, namespace: sm.Namespace, name: sm.Name, jobs: js})
 	}
 	for _, pm := range pms {
 		js, err := r.podMonitorJobs(pm)
@@ -201,6 +209,7 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 			continue
 		}
 		jobs = append(jobs, js...)
+		r.monitors = append(r.monitors, monitorJobs{kind: monitoringv1.PodMonitorsKind, namespace: pm.Namespace, name: pm.Name, jobs: js})
 	}
 
 	// The order of prometheus-operator: global, rule_files, scrape_configs,
@@ -264,6 +273,12 @@ func sortedUnique(s []string) []string {
 	return slices.Compact(s)
 }
 
+// monitorJobs are the scrape jobs of one monitor.
+type monitorJobs struct {
+	kind, namespace, name string
+	jobs                  []yaml.MapSlice
+}
+
 type renderer struct {
 	secrets map[string]*corev1.Secret
 	// secretRefs are the Secrets looked up so far, "namespace/name", found
@@ -276,6 +291,8 @@ type renderer struct {
 	intervalText string
 	// regexps caches the regular expressions compiled so far.
 	regexps map[string]compiledRegexp
+	// monitors are the jobs of each monitor rendered, in their order.
+	monitors []monitorJobs
 }
 
 // serverConfig holds the sections that come from the PrometheusServer:
@@ -1018,7 +1035,7 @@ func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, erro
 	r.secretRefs[id] = struct{}{}
 	s := r.secrets[id]
 	if s == nil {
-		return "", fmt.Errorf("secret %q not found", id)
+		return "", fmt.Errorf("secret %q not found (looking for key %q)", id, sel.Key)
 	}
 	v, ok := s.Data[sel.Key]
 	if !ok {
@@ -1145,6 +1162,11 @@ func (r *renderer) tlsConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.M
 			v, err := r.secret(ns, *f.ref.Secret)
 			if err != nil {
 				return yaml.MapItem{}, fmt.Errorf("%s.%s: %w", path, f.field, err)
+			}
+			// Prometheus refuses the whole configuration when a CA holds
+			// no certificate it can use: only this monitor is left out.
+			if f.key == "ca" && !x509.NewCertPool().AppendCertsFromPEM([]byte(v)) {
+				return yaml.MapItem{}, fmt.Errorf("%s.%s: key %q of secret %q holds no PEM certificate", path, f.field, f.ref.Secret.Key, ns+"/"+f.ref.Secret.Name)
 			}
 			cfg = append(cfg, yaml.MapItem{Key: f.key, Value: v})
 		case f.file != "":

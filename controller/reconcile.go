@@ -21,9 +21,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,6 +72,7 @@ type metrics struct {
 	duration                        prometheus.Histogram
 	triggers                        *prometheus.CounterVec
 	writes                          *prometheus.CounterVec
+	drift                           *prometheus.CounterVec
 	selected, rejected              *prometheus.GaugeVec
 }
 
@@ -103,6 +107,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "podreload_controller_writes_total",
 			Help: "Write calls to the API server, by kind of object and verb.",
 		}, []string{"kind", "verb"}),
+		drift: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "podreload_controller_drift_corrected_total",
+			Help: "Objects written again, their inputs unchanged, because someone else changed what the controller sets in them, by kind.",
+		}, []string{"kind"}),
 		selected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_selected_resources",
 			Help: "Objects a PrometheusServer selects, rejected ones included.",
@@ -144,7 +152,8 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		return err
 	}
 	// The Secrets the last render referenced are read first; when this
-	// render references others, it is done again with them.
+	// render references others, even one that failed on them, it is done
+	// again with them.
 	var objs *Objects
 	refs := r.refs(key)
 	for {
@@ -152,14 +161,25 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 			return err
 		}
 		objs, err = Render(in, r.workload, r.ruleCache(key))
-		if err != nil || isSubset(objs.SecretRefs, refs) {
+		var specErr *SpecError
+		var seen []string
+		switch {
+		case err == nil:
+			seen = objs.SecretRefs
+		case errors.As(err, &specErr):
+			seen = specErr.SecretRefs
+		}
+		if isSubset(seen, refs) {
 			break
 		}
-		refs = sortedUnique(append(refs, objs.SecretRefs...))
+		refs = sortedUnique(append(refs, seen...))
 	}
 	if err != nil {
-		// Nothing changes until the server does: its spec is at fault,
-		// and what was written last stays.
+		// Nothing changes until the server, or a Secret it references,
+		// does: its spec is at fault, and what was written last stays.
+		// The Secrets are remembered, so that creating or fixing one
+		// brings the server back here.
+		r.remember(key, refs)
 		r.metrics.errors.Inc()
 		r.logger.Error("render", "server", key, "err", err)
 		r.event(&server, nil, "InvalidSpec", err.Error())
@@ -167,7 +187,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 			Type: ConditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
 		})
 	}
-	r.remember(key, objs)
+	r.remember(key, objs.SecretRefs)
 	r.warn(&server, in, objs.Rejected)
 
 	sts, err := r.write(ctx, &server, objs)
@@ -180,6 +200,14 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		err = nil // The deletion's event brings the server back here.
 	case err != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "WriteFailed", err.Error()
+	case objs.Oversized != nil:
+		// The rules, Service and StatefulSet are written; the last
+		// configuration stays until a monitor changes.
+		r.metrics.errors.Inc()
+		r.logger.Error("configuration too large", "server", key, "monitors", objs.Oversized.Monitors, "err", objs.Oversized.Err)
+		r.event(&server, nil, "ConfigTooLarge", objs.Oversized.Error())
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ConfigTooLarge",
+			fmt.Sprintf("%d rule file ConfigMaps written, the configuration not: %v", len(objs.RuleShards), objs.Oversized)
 	}
 	return errors.Join(err, r.writeStatus(ctx, &server, objs, sts, cond))
 }
@@ -214,12 +242,15 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 }
 
 // write makes the live objects of server match objs, and returns the live
-// StatefulSet (nil while there is none). Rule shards are created or
+// StatefulSet (nil while there is none). Without a config Secret in objs,
+// the last one written stays. Rule shards are created or
 // updated before the extra ones are deleted, so that no rule file
 // disappears from the pods between two states.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *Objects) (*appsv1.StatefulSet, error) {
-	if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
-		return nil, err
+	if objs.ConfigSecret != nil {
+		if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
+			return nil, err
+		}
 	}
 	keep := map[string]bool{}
 	for _, cm := range objs.RuleShards {
@@ -257,13 +288,19 @@ func (e *recreatingError) Error() string {
 	return fmt.Sprintf("StatefulSet %s is being deleted to be created again", e.key)
 }
 
-// writeStatefulSet writes desired unless the live StatefulSet has the same
-// input hash and replicas. When the API server refuses the update because
-// it changes an immutable field, the StatefulSet is deleted (in the
-// foreground, so its pods go first) and created again by a later
-// reconciliation.
+// writeStatefulSet applies desired (server-side apply, field manager Name,
+// taking over the fields someone else changed) unless the live StatefulSet
+// already holds every field desired sets: what someone else changed in
+// them, a container removed or an image replaced, is put back and counted
+// as drift when the input hash and replicas are the same. When the API
+// server refuses the apply because it changes an immutable field, the
+// StatefulSet is deleted (in the foreground, so its pods go first) and
+// created again by a later reconciliation.
 func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.PrometheusServer, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
 	key := client.ObjectKeyFromObject(desired)
+	if err := controllerutil.SetControllerReference(server, desired, r.scheme); err != nil {
+		return nil, fmt.Errorf("StatefulSet %s: %w", key, err)
+	}
 	var live appsv1.StatefulSet
 	err := r.client.Get(ctx, key, &live)
 	if err == nil && live.DeletionTimestamp != nil {
@@ -272,12 +309,33 @@ func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.Prom
 	if client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("get StatefulSet %s: %w", key, err)
 	}
-	err = writeObject(ctx, r, server, desired, syncStatefulSet)
+	exists := err == nil
+	if exists {
+		if c := metav1.GetControllerOf(&live); c != nil && c.UID != server.UID {
+			return nil, fmt.Errorf("apply StatefulSet %s: it is controlled by %s %s", key, c.Kind, c.Name)
+		}
+		// Comparing first saves a request per reconciliation: an apply
+		// that changes nothing is a no-op on the server, but a PATCH all
+		// the same.
+		if holds(&live, desired) {
+			return &live, nil
+		}
+		if err := r.upgradeManagedFields(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	applied, err := r.apply(ctx, desired)
 	if !apierrors.IsInvalid(err) {
 		if err != nil {
 			return nil, err
 		}
-		return desiredOrLive(&live, desired), nil
+		if exists && sameIntent(&live, desired) {
+			r.metrics.drift.WithLabelValues("StatefulSet").Inc()
+			r.logger.Info("corrected a change made by someone else", "server", client.ObjectKeyFromObject(server), "kind", "StatefulSet", "name", key.Name)
+		} else {
+			r.logger.Info("applied", "server", client.ObjectKeyFromObject(server), "kind", "StatefulSet", "name", key.Name)
+		}
+		return applied, nil
 	}
 	r.logger.Info("recreating StatefulSet: an immutable field changed", "server", client.ObjectKeyFromObject(server), "err", err)
 	r.metrics.recreations.Inc()
@@ -288,13 +346,77 @@ func (r *reconciler) writeStatefulSet(ctx context.Context, server *v1alpha1.Prom
 	return nil, &recreatingError{key: key}
 }
 
-// desiredOrLive is the StatefulSet to report the status of: live when it
-// was read, desired (with no status yet) when it was just created.
-func desiredOrLive(live, desired *appsv1.StatefulSet) *appsv1.StatefulSet {
-	if live.UID != "" {
-		return live
+// apply applies desired with server-side apply, forcing the ownership of
+// its fields, and returns the StatefulSet the API server answered.
+// Applying the whole rendered object makes the controller the manager of
+// every field it sets: a field someone else changed is taken back, one
+// they added is left alone.
+func (r *reconciler) apply(ctx context.Context, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	key := client.ObjectKeyFromObject(desired)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
 	}
-	return desired
+	// The status is not the controller's to set, nor the creation time.
+	delete(u, "status")
+	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+	obj := &unstructured.Unstructured{Object: u}
+	r.metrics.writes.WithLabelValues("StatefulSet", "apply").Inc()
+	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(Name), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
+	}
+	var applied appsv1.StatefulSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &applied); err != nil {
+		return nil, fmt.Errorf("apply StatefulSet %s: %w", key, err)
+	}
+	return &applied, nil
+}
+
+// upgradeManagedFields makes the fields that earlier versions of the
+// controller wrote with updates (field manager Name, operation Update)
+// fields it applied, so that the next apply removes those it no longer
+// sets. The cache holds no managed fields: the StatefulSet is read from
+// the API server, only when it is about to be applied.
+func (r *reconciler) upgradeManagedFields(ctx context.Context, key types.NamespacedName) error {
+	var live appsv1.StatefulSet
+	err := r.reader.Get(ctx, key, &live)
+	if apierrors.IsNotFound(err) {
+		return nil // The apply creates it.
+	}
+	if err != nil {
+		return fmt.Errorf("get StatefulSet %s: %w", key, err)
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, sets.New(Name), Name)
+	if err != nil {
+		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
+	}
+	if patch == nil {
+		return nil
+	}
+	r.metrics.writes.WithLabelValues("StatefulSet", "patch").Inc()
+	if err := r.client.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
+	}
+	return nil
+}
+
+// holds reports whether live has every label, annotation, owner reference
+// and spec field that desired sets, with the same value. The fields the
+// API server defaults, and the ones desired leaves empty, are not
+// compared; a list (of containers, say) must hold desired's items in
+// order, and may hold more after them.
+func holds(live, desired *appsv1.StatefulSet) bool {
+	return equality.Semantic.DeepDerivative(desired.Labels, live.Labels) &&
+		equality.Semantic.DeepDerivative(desired.Annotations, live.Annotations) &&
+		equality.Semantic.DeepDerivative(desired.OwnerReferences, live.OwnerReferences) &&
+		equality.Semantic.DeepDerivative(desired.Spec, live.Spec)
+}
+
+// sameIntent reports whether live was written for the same input hash and
+// replicas as desired: then a difference is a change made by someone else.
+func sameIntent(live, desired *appsv1.StatefulSet) bool {
+	return live.Spec.Template.Annotations[AnnotationInputHash] == desired.Spec.Template.Annotations[AnnotationInputHash] &&
+		ptr.Deref(live.Spec.Replicas, 1) == ptr.Deref(desired.Spec.Replicas, 1)
 }
 
 // writeObject creates desired, or updates the live object when it lacks
@@ -395,17 +517,6 @@ func syncService(live, desired *corev1.Service) bool {
 	return true
 }
 
-// syncStatefulSet compares the input hash of the pod template, which
-// covers the template and the volume claims, and the replicas.
-func syncStatefulSet(live, desired *appsv1.StatefulSet) bool {
-	if live.Spec.Template.Annotations[AnnotationInputHash] == desired.Spec.Template.Annotations[AnnotationInputHash] &&
-		ptr.Deref(live.Spec.Replicas, 1) == ptr.Deref(desired.Spec.Replicas, 1) {
-		return false
-	}
-	live.Spec = desired.Spec
-	return true
-}
-
 // writeStatus writes the status of server, with cond, from objs and sts
 // when they are not nil; nothing is written when the status is the same.
 // A conflict (the cache is behind the controller's own last write) is
@@ -441,7 +552,9 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, st
 	cond.ObservedGeneration = server.Generation
 	meta.SetStatusCondition(&status.Conditions, cond)
 	if objs != nil {
-		status.ConfigHash = objs.ConfigHash
+		if objs.ConfigSecret != nil {
+			status.ConfigHash = objs.ConfigHash
+		}
 		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
 		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}
 		status.Rules = v1alpha1.Selection{Selected: int32(objs.Selected.Rules)}
@@ -523,11 +636,12 @@ func isSubset(a, b []string) bool {
 	return true
 }
 
-// remember keeps the Secrets a server's render referenced.
-func (r *reconciler) remember(key types.NamespacedName, objs *Objects) {
+// remember keeps the Secrets, sorted "namespace/name", a server's render
+// referenced.
+func (r *reconciler) remember(key types.NamespacedName, secrets []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.secretRefs[key] = objs.SecretRefs
+	r.secretRefs[key] = secrets
 }
 
 // forget drops what is kept about a deleted server.

@@ -54,8 +54,12 @@ func TestReconciler(t *testing.T) {
 
 	t.Run("selection follows changes", cp.testSelection)
 	t.Run("secrets", cp.testSecrets)
+	t.Run("secrets of the server", cp.testServerSecrets)
 	t.Run("rule shards", cp.testShards)
 	t.Run("immutable field", cp.testImmutable)
+	t.Run("drift", cp.testDrift)
+	t.Run("upgrade to server-side apply", cp.testUpgrade)
+	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)
 	t.Run("invalid server", cp.testInvalidServer)
 	t.Run("no-op resync", cp.testNoop)

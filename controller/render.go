@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +51,12 @@ type Inputs struct {
 type Objects struct {
 	// ConfigSecret, named ConfigSecretName, holds prometheus.yaml gzipped
 	// under ConfigSecretKey. The same configuration gives the same bytes.
+	// It is nil when the configuration is too large (Oversized).
 	ConfigSecret *corev1.Secret
+	// Oversized, when not nil, is why there is no ConfigSecret: the
+	// configuration is too large for a Secret. The other objects are
+	// rendered all the same.
+	Oversized *OversizedError
 	// RuleShards are the rule file ConfigMaps, named RuleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
@@ -65,13 +72,29 @@ type Objects struct {
 	// Selected counts the objects of each kind the server selected, the
 	// rejected ones included.
 	Selected Counts
-	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml.
+	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml;
+	// empty with no ConfigSecret.
 	ConfigHash string
 	// SecretRefs are the Secrets, "namespace/name", that the server and
 	// the selected monitors reference, whether they exist or not: a change
 	// to one of them may change the configuration. Sorted.
 	SecretRefs []string
 }
+
+// SpecError is the error of Render for a PrometheusServer whose own spec
+// cannot be rendered into a configuration, with the Secrets looked up
+// before it: creating or fixing one of them may be what it takes.
+type SpecError struct {
+	// Err is the cause.
+	Err error
+	// SecretRefs are the Secrets, "namespace/name", looked up before Err,
+	// found or not. Sorted.
+	SecretRefs []string
+}
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+
+func (e *SpecError) Unwrap() error { return e.Err }
 
 // Counts are numbers of objects of each kind a PrometheusServer selects.
 type Counts struct {
@@ -95,9 +118,11 @@ type Counts struct {
 //
 // A selected object that cannot be rendered is left out and listed in
 // Objects.Rejected, and the rest is rendered. An error means the server
-// itself cannot be rendered: an invalid selector or field of the server, a
-// nil or duplicate candidate, or a gzipped configuration too big for a
-// Secret.
+// itself cannot be rendered: an invalid selector or field of the server, or
+// a nil or duplicate candidate. A gzipped configuration too big for a
+// Secret is no error: the other objects are rendered, and
+// Objects.Oversized names the monitors that take the most room. An error of the server's configuration (a Secret it references
+// is missing, say) is a *SpecError, which tells the Secrets looked up.
 func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error) {
 	server := in.Server
 	if server == nil {
@@ -142,7 +167,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	})
 	wg.Wait()
 	if err != nil {
-		return nil, err
+		return nil, &SpecError{Err: err, SecretRefs: parts.secrets}
 	}
 	head, err := parts.head(RuleFilesGlobs(server, len(shards)))
 	if err != nil {
@@ -153,26 +178,81 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 
+	opts.RuleShards = len(shards)
+	svc, sts := RenderWorkload(server, opts)
+	objs := &Objects{
+		RuleShards:  shards,
+		Service:     svc,
+		StatefulSet: sts,
+		Rejected:    rejected,
+		Selected:    Counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
+		SecretRefs:  parts.secrets,
+	}
 	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
-	if err != nil {
+	var tooLarge *sizeError
+	switch {
+	case errors.As(err, &tooLarge):
+		objs.Oversized = &OversizedError{Err: err, Monitors: largestMonitors(parts.monitors, tooLarge)}
+		return objs, nil
+	case err != nil:
 		return nil, err
 	}
 	sum := sha256.New()
 	sum.Write(head)
 	sum.Write(parts.tail)
+	objs.ConfigSecret = configSecret(server, gz)
+	objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
+	return objs, nil
+}
 
-	opts.RuleShards = len(shards)
-	svc, sts := RenderWorkload(server, opts)
-	return &Objects{
-		ConfigSecret: configSecret(server, gz),
-		RuleShards:   shards,
-		Service:      svc,
-		StatefulSet:  sts,
-		Rejected:     rejected,
-		Selected:     Counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
-		ConfigHash:   hex.EncodeToString(sum.Sum(nil)),
-		SecretRefs:   parts.secrets,
-	}, nil
+// OversizedError is a configuration too big for a Secret, and the
+// monitors that make it so.
+type OversizedError struct {
+	// Err tells the sizes.
+	Err error
+	// Monitors are the monitors whose scrape jobs take the most room,
+	// "<kind> <namespace>/<name>", largest first: about enough of them
+	// that the rest would fit.
+	Monitors []string
+}
+
+func (e *OversizedError) Error() string {
+	if len(e.Monitors) == 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%v; the largest monitors, without which it would about fit: %s", e.Err, strings.Join(e.Monitors, ", "))
+}
+
+func (e *OversizedError) Unwrap() error { return e.Err }
+
+// largestMonitors returns the monitors whose jobs take the most room in a
+// configuration too large by e, largest first, until their share of the
+// uncompressed configuration covers its excess at the configuration's
+// compression ratio.
+func largestMonitors(monitors []monitorJobs, e *sizeError) []string {
+	type sized struct {
+		name string
+		size int
+	}
+	all := make([]sized, 0, len(monitors))
+	for _, m := range monitors {
+		b, err := encodeYAML(yaml.MapSlice{{Key: "scrape_configs", Value: m.jobs}}, 4<<10)
+		if err != nil {
+			continue // It was encoded once already: never happens.
+		}
+		all = append(all, sized{name: m.kind + " " + m.namespace + "/" + m.name, size: len(b)})
+	}
+	slices.SortStableFunc(all, func(a, b sized) int { return cmp.Compare(b.size, a.size) })
+	excess := float64(e.gzipped-e.limit) / float64(e.gzipped) * float64(e.size)
+	var names []string
+	for _, m := range all {
+		if excess <= 0 {
+			break
+		}
+		names = append(names, m.name)
+		excess -= float64(m.size)
+	}
+	return names
 }
 
 // selectObjects returns the objects of objs that the selectors of server
@@ -232,7 +312,15 @@ func gzipConfig(limit int, parts ...[]byte) ([]byte, error) {
 			return gz, nil
 		}
 	}
-	return nil, fmt.Errorf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", size, len(gz), limit)
+	return nil, &sizeError{size: size, gzipped: len(gz), limit: limit}
+}
+
+// sizeError is a configuration of size bytes, gzipped bytes compressed,
+// more than limit.
+type sizeError struct{ size, gzipped, limit int }
+
+func (e *sizeError) Error() string {
+	return fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", e.size, e.gzipped, e.limit)
 }
 
 func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {

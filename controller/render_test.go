@@ -334,6 +334,46 @@ func TestRenderNil(t *testing.T) {
 	}
 }
 
+// TestRenderSpecErrorSecretRefs checks that an error of the server's own
+// configuration tells the Secrets looked up before it, so that the caller
+// can read them and render again, or wait for them.
+func TestRenderSpecErrorSecretRefs(t *testing.T) {
+	ref := func(name, key string) corev1.SecretKeySelector {
+		return corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+	}
+	for _, tc := range []struct {
+		name    string
+		secrets map[string]*corev1.Secret
+		want    string
+	}{
+		{
+			name: "missing Secret",
+			want: `render config: spec.remoteWrite[0].basicAuth: secret "monitoring/rw" not found (looking for key "user")`,
+		},
+		{
+			name:    "missing key",
+			secrets: map[string]*corev1.Secret{"monitoring/rw": {Data: map[string][]byte{"user": []byte("u")}}},
+			want:    `render config: spec.remoteWrite[0].basicAuth: secret "monitoring/rw" has no key "password"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadInputs(t, filepath.Join("testdata", "render", "basic.yaml"))
+			in.Server = in.Server.DeepCopy()
+			in.Server.Spec.RemoteWrite = []v1alpha1.RemoteWriteSpec{{
+				URL:       "https://metrics.example.com/api/v1/write",
+				BasicAuth: &monitoringv1.BasicAuth{Username: ref("rw", "user"), Password: ref("rw", "password")},
+			}}
+			in.Secrets = tc.secrets
+			out, err := Render(in, testOptions(), nil)
+			require.Nil(t, out)
+			require.EqualError(t, err, tc.want)
+			var specErr *SpecError
+			require.ErrorAs(t, err, &specErr)
+			require.Equal(t, []string{"monitoring/rw"}, specErr.SecretRefs)
+		})
+	}
+}
+
 // TestGzipConfig checks the choice of compression level against the
 // size limit, and that the result does not depend on how the
 // configuration is split.

@@ -56,15 +56,18 @@ func startExample(t testing.TB) *examplePipeline {
 }
 
 // served is what Prometheus serves: its scrape jobs, the external label
-// prometheus_replica, and its rule groups with their rules.
+// prometheus_replica, its rule groups with their rules, and its remote
+// write endpoints ("url username password", the password as Prometheus
+// shows it).
 type served struct {
-	jobs    []string
-	replica string
-	groups  map[string][]string
+	jobs        []string
+	replica     string
+	groups      map[string][]string
+	remoteWrite []string
 }
 
 func (s served) String() string {
-	return fmt.Sprintf("jobs %v, prometheus_replica %q, rule groups %v", s.jobs, s.replica, s.groups)
+	return fmt.Sprintf("jobs %v, prometheus_replica %q, rule groups %v, remote write %q", s.jobs, s.replica, s.groups, s.remoteWrite)
 }
 
 // observe reads what Prometheus serves through its API.
@@ -82,6 +85,13 @@ func (e *examplePipeline) observe(ctx context.Context) (served, error) {
 		ScrapeConfigs []struct {
 			JobName string `yaml:"job_name"`
 		} `yaml:"scrape_configs"`
+		RemoteWrite []struct {
+			URL       string `yaml:"url"`
+			BasicAuth struct {
+				Username string `yaml:"username"`
+				Password string `yaml:"password"`
+			} `yaml:"basic_auth"`
+		} `yaml:"remote_write"`
 	}
 	if err := yaml.Unmarshal([]byte(cfg.YAML), &parsed); err != nil {
 		return served{}, err
@@ -89,6 +99,9 @@ func (e *examplePipeline) observe(ctx context.Context) (served, error) {
 	s := served{replica: parsed.Global.ExternalLabels["prometheus_replica"]}
 	for _, j := range parsed.ScrapeConfigs {
 		s.jobs = append(s.jobs, j.JobName)
+	}
+	for _, rw := range parsed.RemoteWrite {
+		s.remoteWrite = append(s.remoteWrite, rw.URL+" "+rw.BasicAuth.Username+" "+rw.BasicAuth.Password)
 	}
 	groups, err := e.ruleGroups(ctx)
 	if err != nil {
@@ -203,6 +216,8 @@ func TestPipeline(t *testing.T) {
 	s := e.waitGroups(t, "example rules", map[string][]string{"example": {"job:up:sum", "ExampleTargetDown"}})
 	require.Equal(t, []string{"serviceMonitor/default/example-app/0"}, s.jobs)
 	require.Equal(t, "example-0", s.replica)
+	// The credentials come from a Secret created after the server.
+	require.Equal(t, []string{"https://remote-write.example.com/api/v1/write example <secret>"}, s.remoteWrite)
 
 	// Each change arrives, with one reload.
 	step := func(what string, change func(), want map[string][]string) {

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+// remoteWriteServer is a PrometheusServer with a remote write endpoint
+// whose basic auth comes from the Secret secret.
+func remoteWriteServer(ns, name, secret string) *v1alpha1.PrometheusServer {
+	ref := func(key string) corev1.SecretKeySelector {
+		return corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}
+	}
+	return server(ns, name, func(s *v1alpha1.PrometheusServerSpec) {
+		s.RemoteWrite = []v1alpha1.RemoteWriteSpec{{
+			URL:       "https://metrics.example.com/api/v1/write",
+			BasicAuth: &monitoringv1.BasicAuth{Username: ref("username"), Password: ref("password")},
+		}}
+	})
+}
+
+// waitReconciled waits until the Reconciled condition of s has the status
+// and reason given, and the message want.
+func (cp *controlPlane) waitReconciled(t *testing.T, s *v1alpha1.PrometheusServer, status metav1.ConditionStatus, reason, want string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(cp.status(t, s).Conditions, ConditionReconciled)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, status, cond.Status)
+			assert.Equal(c, reason, cond.Reason)
+			if want != "" {
+				assert.Equal(c, want, cond.Message)
+			}
+		}
+	}, deadline, 20*time.Millisecond)
+}
+
+// testServerSecrets renders PrometheusServers whose own spec references
+// Secrets: one that exists from the start, one that appears later, one
+// that lacks a key for a while.
+func (cp *controlPlane) testServerSecrets(t *testing.T) {
+	ns := cp.namespace(t, "server-secrets", nil)
+	cp.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "remote-creds"},
+		Data: map[string][]byte{"username": []byte("prometheus"), "password": []byte("first")}})
+	cp.start(t, Options{Namespaces: []string{ns}})
+
+	// The Secret exists before the server: everything is written.
+	srv := remoteWriteServer(ns, "main", "remote-creds")
+	cp.create(t, srv)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Contains(c, cp.config(t, srv), "password: first")
+	}, deadline, 20*time.Millisecond)
+	var svc corev1.Service
+	cp.waitFor(t, client.ObjectKeyFromObject(srv), &svc)
+	var sts appsv1.StatefulSet
+	cp.waitFor(t, client.ObjectKeyFromObject(srv), &sts)
+	cp.waitReconciled(t, srv, metav1.ConditionTrue, "Reconciled", "")
+
+	// A change to the Secret reaches the configuration.
+	edit(t, cp.c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "remote-creds"}}, func(s *corev1.Secret) {
+		s.Data["password"] = []byte("second")
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Contains(c, cp.config(t, srv), "password: second")
+	}, deadline, 20*time.Millisecond)
+
+	// A missing Secret, then a missing key, are told apart; the server
+	// is reconciled as soon as the Secret is complete.
+	late := remoteWriteServer(ns, "late", "late-creds")
+	cp.create(t, late)
+	const notFound = `render config: spec.remoteWrite[0].basicAuth: secret "server-secrets/late-creds" not found (looking for key "username")`
+	cp.waitReconciled(t, late, metav1.ConditionFalse, "InvalidSpec", notFound)
+	require.Empty(t, cp.config(t, late), "no configuration while the Secret is missing")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var events eventsv1.EventList
+		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
+		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Name == late.Name && e.Reason == "InvalidSpec" && e.Note == notFound
+		}), "Event on the server")
+	}, deadline, 20*time.Millisecond)
+
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-creds"},
+		Data: map[string][]byte{"username": []byte("prometheus")}}
+	cp.create(t, creds)
+	cp.waitReconciled(t, late, metav1.ConditionFalse, "InvalidSpec",
+		`render config: spec.remoteWrite[0].basicAuth: secret "server-secrets/late-creds" has no key "password"`)
+
+	edit(t, cp.c, creds, func(s *corev1.Secret) { s.Data["password"] = []byte("late") })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Contains(c, cp.config(t, late), "password: late")
+	}, deadline, 20*time.Millisecond)
+	cp.waitFor(t, client.ObjectKeyFromObject(late), &sts)
+	cp.waitReconciled(t, late, metav1.ConditionTrue, "Reconciled", "")
+}
