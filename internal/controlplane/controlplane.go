@@ -49,6 +49,10 @@ func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 	}
 	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
 	cfg, err := env.Start()
+	if err != nil {
+		// It may have started them and failed after (installing the CRDs).
+		_ = env.Stop()
+	}
 	require.NoError(t, err, "start kube-apiserver and etcd")
 	t.Cleanup(func() { require.NoError(t, env.Stop()) })
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
