@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -39,6 +38,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/controlplane"
+	"github.com/podreload/podreload/internal/testlog"
 )
 
 // deadline bounds every wait for the controller to converge.
@@ -138,7 +138,7 @@ func (cp *controlPlane) start(t *testing.T, opts Options) *running {
 	cfg.QPS, cfg.Burst = 200, 400
 	opts.Config = cfg
 	opts.Workload = WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}
-	logger := slog.New(slog.NewTextHandler(testOutput(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	c, err := New(logger, r.reg, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -149,36 +149,6 @@ func (cp *controlPlane) start(t *testing.T, opts Options) *running {
 	})
 	require.Eventually(t, func() bool { return c.Ready() == nil }, deadline, 10*time.Millisecond, "caches synced")
 	return r
-}
-
-// testOutput returns a writer to t's output that drops what is written
-// once t has ended and its cleanups have run: controller-runtime's manager
-// stops its warm-up runnables in a goroutine that Start does not wait for,
-// and that goroutine logs, so a logger bound to t.Output could outlive t.
-func testOutput(t *testing.T) io.Writer {
-	w := &gatedWriter{w: t.Output()}
-	// Registered first, so it runs after every other cleanup of t: the
-	// controller's stop is still logged.
-	t.Cleanup(func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.w = nil
-	})
-	return w
-}
-
-type gatedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (g *gatedWriter) Write(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.w == nil {
-		return len(p), nil
-	}
-	return g.w.Write(p)
 }
 
 func (cp *controlPlane) namespace(t *testing.T, name string, labels map[string]string) string {

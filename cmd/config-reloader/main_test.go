@@ -17,7 +17,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/podreload/podreload/internal/testlog"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -411,7 +411,7 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	code := make(chan int, 1)
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	go func() {
 		code <- run(ctx, []string{"--config-file=" + in, "--config-envsubst-file=" + out, "--watched-dir=" + rules,
 			"--reload-url=" + prom.URL + "/-/reload", "--listen-address=" + addr, "--retry-interval=50ms", "--log-format=json"}, io.Discard, &stderr)
@@ -457,22 +457,4 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("run has not returned 10s after being told to stop")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/podreload/podreload/internal/controlplane"
+	"github.com/podreload/podreload/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
@@ -26,24 +25,6 @@ func TestMain(m *testing.M) {
 		// watch.Filter, whose goroutine can stay blocked sending an event
 		// nobody reads once the informer stopped.
 		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
-}
-
-// syncBuffer is a bytes.Buffer the controller's goroutines can write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -58,7 +39,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, `msg="load kubeconfig" err="stat /nonexistent/kubeconfig: no such file or directory"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stderr syncBuffer
+			var stderr testlog.Buffer
 			require.Equal(t, 2, run(t.Context(), tc.args, &stderr))
 			require.Contains(t, stderr.String(), tc.stderr)
 		})
@@ -77,7 +58,7 @@ func TestRun(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	ctx, cancel := context.WithCancel(t.Context())
-	var stderr syncBuffer
+	var stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--kubeconfig=" + kubeconfig, "--web.listen-address=" + addr, "--namespace=default", "--log.level=debug"}, &stderr)

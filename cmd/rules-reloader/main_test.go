@@ -30,28 +30,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/podreload/podreload/internal/testlog"
 	"github.com/podreload/podreload/internal/volume"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// output is a goroutine-safe log sink.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
+// output is the log of a rules-reloader a test started.
+type output struct{ testlog.Buffer }
 
 // waitLog waits for a JSON log record whose msg is msg and whose err, if
 // pattern is not empty, matches the anchored regexp pattern.
