@@ -84,8 +84,8 @@ func (e *hostileEndpoint) last() string {
 // rules and of the configuration, configurations that cannot be rendered
 // (an undefined variable, strict), and a reload endpoint that answers 200,
 // 500 or 503, hangs or closes the connection. Once the endpoint is calm
-// again, the last state accepted must be the last good configuration with
-// the last rules, within a bound: the retries' backoff started again at the
+// again, the last state accepted must be the last good configuration the
+// reloader read with the last rules, within a bound: the retries' backoff started again at the
 // last change, so it is short.
 func TestRandomAttack(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
@@ -99,7 +99,7 @@ func TestRandomAttack(t *testing.T) {
 			s.opts.Trigger = &HTTPTrigger{URL: u, Timeout: 100 * time.Millisecond}
 			cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
 
-			good, lastRules := 0, "a.yaml=r0;"
+			lastRules := "a.yaml=r0;"
 			cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 0\n")})
 			rules.Set(t, map[string]string{"a.yaml": "r0"})
 			s.start(t)
@@ -116,12 +116,20 @@ func TestRandomAttack(t *testing.T) {
 					}
 					rules.Set(t, files)
 				case 1:
-					good = i
 					cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, fmt.Sprintf("replica: $(POD_NAME)\nv: %d\n", i))})
 				case 2:
 					cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, fmt.Sprintf("v: $(UNDEFINED_%d)\n", i))})
 				}
 				time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond) // The pace of the attack, not a wait.
+			}
+			// A good configuration swapped out before the reloader read it
+			// cannot be applied: the attack ends on one it has read, then
+			// on half the seeds on an invalid one.
+			const good = 41
+			cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 41\n")})
+			eventually(t, "the last good configuration rendered", func() bool { return readFile(s.out) == "replica: prom-3\nv: 41\n" })
+			if seed%2 == 0 {
+				cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "v: $(UNDEFINED_42)\n")})
 			}
 			ep.calm()
 
