@@ -1,7 +1,6 @@
 package reloader
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,20 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/podreload/podreload/internal/testlog"
 	"github.com/podreload/podreload/internal/volume"
 )
 
 // logs collects JSON log records.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logs struct{ testlog.Buffer }
 
 // waitErr waits for a logged error matching the anchored regexp pattern.
 func (l *logs) waitErr(t *testing.T, pattern string) {
@@ -40,9 +30,7 @@ func (l *logs) waitErr(t *testing.T, pattern string) {
 	re := regexp.MustCompile("^" + pattern + "$")
 	var errs []string
 	eventually(t, "error "+pattern, func() bool {
-		l.mu.Lock()
-		lines := strings.Split(l.buf.String(), "\n")
-		l.mu.Unlock()
+		lines := strings.Split(l.String(), "\n")
 		errs = errs[:0]
 		for _, line := range lines {
 			var rec struct{ Err string }

@@ -309,9 +309,7 @@ func TestBackoff(t *testing.T) {
 // failures returns the attempt numbers of the "apply failed" records
 // logged since the first n lines.
 func (l *logs) failures(n int) []int {
-	l.mu.Lock()
-	lines := strings.Split(l.buf.String(), "\n")
-	l.mu.Unlock()
+	lines := strings.Split(l.String(), "\n")
 	var attempts []int
 	for _, line := range lines[min(n, len(lines)):] {
 		var rec struct {
@@ -326,9 +324,7 @@ func (l *logs) failures(n int) []int {
 }
 
 func (l *logs) lines() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), "\n")
+	return strings.Count(l.String(), "\n")
 }
 
 // TestBackoffStartsAgain lets failures grow the backoff, then checks that
