@@ -2,7 +2,8 @@
 GO        ?= go
 BIN       := $(CURDIR)/bin
 REVISION  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION).Version=0.1.0 -X $(VERSION).Revision=$(REVISION)'
+PODRELOAD_VERSION := 0.1.0
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION).Version=$(PODRELOAD_VERSION) -X $(VERSION).Revision=$(REVISION)'
 # The tools module (tools/go.mod) builds the real components the tests run
 # against; -mod=readonly overrides a GOFLAGS=-mod=mod in the environment.
 TOOLS     = cd $(CURDIR)/tools && $(GO) build -mod=readonly -trimpath
@@ -20,14 +21,14 @@ SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_te
 export PODRELOAD_BIN := $(BIN)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test unit e2e lint bench demo tools controlplane fuzz clean generate
+.PHONY: help build test unit e2e lint bench demo tools controlplane fuzz clean generate images host-images
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 
-bin/%: $(SOURCES)
+$(BINARIES:%=bin/%): bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
 bin/memfloor: $(SOURCES)
@@ -59,6 +60,50 @@ bin/projector: tools/go.mod tools/go.sum $(wildcard tools/projector/*.go)
 bin/prometheus-config-reloader: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
 
+# OCI image archives without Docker (tools/images, go-containerregistry):
+# bin/images/<image>-<arch>.tar, named as deploy/ and the controller's
+# defaults name them. The Dockerfile describes the podreload image too
+# (internal/testenv/node/images_test.go checks they agree).
+IMAGE_ARCHES := amd64 arm64
+HOST_ARCH    := $(shell $(GO) env GOARCH)
+IMAGES       := podreload prometheus pause
+PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
+PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
+PAUSE_IMAGE      := podreload.dev/pause:1
+IMAGEBUILD        = cd $(CURDIR)/tools/images && $(GO) run -mod=readonly . -platform linux/$*
+
+images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build the OCI image archives of every platform into bin/images/.
+
+host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar)
+
+# Kept: they are what the images hold.
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus pause))
+
+bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller: $(SOURCES)
+	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
+
+bin/linux-%/pause: internal/testenv/node/pause/main.go
+	GOOS=linux GOARCH=$* $(GOBUILD) -o $@ ./internal/testenv/node/pause
+
+# Static, unlike bin/prometheus (built with cgo for the tests).
+bin/linux-%/prometheus: tools/go.mod tools/go.sum
+	cd $(CURDIR)/tools && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
+
+bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller tools/images/main.go
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
+		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+# As the upstream image: user nobody, working directory /prometheus.
+bin/images/prometheus-%.tar: bin/linux-%/prometheus tools/images/main.go
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROMETHEUS_IMAGE) -user 65534:65534 -workdir /prometheus -entrypoint /bin/prometheus \
+		-file /bin/prometheus=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+bin/images/pause-%.tar: bin/linux-%/pause tools/images/main.go
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PAUSE_IMAGE) -user 65535:65535 -entrypoint /pause -file /pause=$(CURDIR)/$<
+
 # The upstream kinds the controller reads, generated from the prometheus-operator
 # Go types go.mod requires; api/v1alpha1/crd_test.go runs the same commands.
 UPSTREAM_CRDS := servicemonitors podmonitors prometheusrules
@@ -70,7 +115,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 
-test: build tools ## Run unit and e2e tests with the race detector.
+test: build tools host-images ## Run unit and e2e tests with the race detector.
 	$(GO) test -race -count=1 ./...
 
 unit: tools ## Run the unit tests only.
@@ -91,6 +136,7 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
+	cd tools/images && $(GO) vet ./... && $(GO) mod tidy -diff
 
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs

@@ -1,0 +1,201 @@
+package node
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/internal/volume"
+)
+
+// ociImage is what an image archive of `make images` says about its image.
+type ociImage struct {
+	name, platform, user string
+	entrypoint           []string
+	files                map[string]int64 // path to mode
+}
+
+// readImage reads the single image of an OCI archive, with the standard
+// library only, as a runtime would: index, manifest, config, layers.
+func readImage(archive string) (ociImage, error) {
+	blobs := map[string][]byte{}
+	f, err := os.Open(archive)
+	if err != nil {
+		return ociImage{}, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return ociImage{}, fmt.Errorf("read %s: %w", archive, err)
+		}
+		if blobs[hdr.Name], err = io.ReadAll(tr); err != nil {
+			return ociImage{}, fmt.Errorf("read %s: %w", archive, err)
+		}
+	}
+	type descriptor struct {
+		MediaType   string            `json:"mediaType"`
+		Digest      string            `json:"digest"`
+		Annotations map[string]string `json:"annotations"`
+		Platform    struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+		} `json:"platform"`
+	}
+	raw := func(d descriptor) ([]byte, error) {
+		b, ok := blobs["blobs/"+strings.Replace(d.Digest, ":", "/", 1)]
+		if !ok {
+			return nil, fmt.Errorf("blob %s is missing", d.Digest)
+		}
+		return b, nil
+	}
+	blob := func(d descriptor, v any) error {
+		b, err := raw(d)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, v)
+	}
+	var index struct{ Manifests []descriptor }
+	if err := json.Unmarshal(blobs["index.json"], &index); err != nil {
+		return ociImage{}, fmt.Errorf("read index.json: %w", err)
+	}
+	if len(index.Manifests) != 1 {
+		return ociImage{}, fmt.Errorf("index.json has %d manifests, want 1", len(index.Manifests))
+	}
+	m := index.Manifests[0]
+	img := ociImage{
+		name:     m.Annotations["io.containerd.image.name"],
+		platform: m.Platform.OS + "/" + m.Platform.Architecture,
+		files:    map[string]int64{},
+	}
+	var manifest struct {
+		Config descriptor
+		Layers []descriptor
+	}
+	if err := blob(m, &manifest); err != nil {
+		return ociImage{}, fmt.Errorf("read manifest: %w", err)
+	}
+	var config struct {
+		OS, Architecture string
+		Config           struct {
+			User       string
+			Entrypoint []string
+		}
+	}
+	if err := blob(manifest.Config, &config); err != nil {
+		return ociImage{}, fmt.Errorf("read config: %w", err)
+	}
+	if p := config.OS + "/" + config.Architecture; p != img.platform {
+		return ociImage{}, fmt.Errorf("config is for %s, index for %s", p, img.platform)
+	}
+	img.user, img.entrypoint = config.Config.User, config.Config.Entrypoint
+	for _, l := range manifest.Layers {
+		b, err := raw(l)
+		if err != nil {
+			return ociImage{}, err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return ociImage{}, fmt.Errorf("read layer %s: %w", l.Digest, err)
+		}
+		lr := tar.NewReader(zr)
+		for {
+			hdr, err := lr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return ociImage{}, fmt.Errorf("read layer %s: %w", l.Digest, err)
+			}
+			img.files["/"+strings.TrimSuffix(hdr.Name, "/")] = hdr.Mode
+		}
+	}
+	return img, nil
+}
+
+// dockerfile is the final stage of the Dockerfile: its USER, ENTRYPOINT and
+// the binaries it copies into /bin (one per directory of cmd/).
+type dockerfile struct {
+	user       string
+	entrypoint []string
+	binaries   []string
+}
+
+func readDockerfile(t *testing.T, root string) dockerfile {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "Dockerfile"))
+	require.NoError(t, err)
+	defer f.Close()
+	var d dockerfile
+	copiesCmd := false
+	for s := bufio.NewScanner(f); s.Scan(); {
+		instr, arg, _ := strings.Cut(strings.TrimSpace(s.Text()), " ")
+		switch instr {
+		case "FROM":
+			d, copiesCmd = dockerfile{}, false // only the final stage counts
+		case "USER":
+			d.user = arg
+		case "ENTRYPOINT":
+			require.NoError(t, json.Unmarshal([]byte(arg), &d.entrypoint), "ENTRYPOINT in exec form")
+		case "COPY":
+			// The build stage builds ./cmd/... into /out/.
+			copiesCmd = copiesCmd || arg == "--from=build /out/ /bin/"
+		}
+	}
+	require.True(t, copiesCmd, "the final stage of the Dockerfile copies the build stage's /out/ into /bin/")
+	cmds, err := os.ReadDir(filepath.Join(root, "cmd"))
+	require.NoError(t, err)
+	for _, c := range cmds {
+		d.binaries = append(d.binaries, "/bin/"+c.Name())
+	}
+	return d
+}
+
+// TestImageMatchesDockerfile checks that the podreload image of `make
+// images` is the image the Dockerfile describes: same user, same
+// entrypoint, the same binaries, executable, and no shell.
+func TestImageMatchesDockerfile(t *testing.T) {
+	archive, err := volume.Bin(path.Join("images", "podreload-"+runtime.GOARCH+".tar"))
+	require.NoError(t, err, "run `make images`")
+	img, err := readImage(archive)
+	require.NoError(t, err)
+	root, err := filepath.Abs("../../..")
+	require.NoError(t, err)
+	want := readDockerfile(t, root)
+
+	require.Equal(t, "linux/"+runtime.GOARCH, img.platform)
+	require.Equal(t, "ghcr.io/podreload/podreload:0.1.0", img.name, "the image deploy/controller.yaml runs")
+	require.Equal(t, want.user, img.user)
+	require.Equal(t, want.entrypoint, img.entrypoint)
+	var binaries []string
+	for p, mode := range img.files {
+		if path.Dir(p) == "/bin" {
+			binaries = append(binaries, p)
+			require.Equal(t, int64(0o755), mode&0o777, p)
+		}
+	}
+	slices.Sort(binaries)
+	require.Equal(t, want.binaries, binaries)
+	for _, sh := range []string{"/bin/sh", "/bin/bash", "/bin/busybox"} {
+		require.NotContains(t, img.files, sh)
+	}
+}
