@@ -21,7 +21,7 @@ SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_te
 export PODRELOAD_BIN := $(BIN)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test unit e2e lint bench demo tools controlplane fuzz clean generate images host-images
+.PHONY: help build test unit e2e lint bench demo tools controlplane fuzz clean generate node-bins debian-node-packages node-up node-down images host-images
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,41 @@ bin/kube-apiserver: tools/controlplane/go.mod tools/controlplane/go.sum
 
 bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
+
+# The rest of a node (internal/testenv/node): Kubernetes from the control
+# plane's module, containerd v2 from its own (tools/containerd/go.mod, see
+# there why), runc, CNI plugins and iptables from Debian.
+KUBE_NODE_BINARIES := kubelet kube-controller-manager kube-scheduler kube-proxy kubectl
+CONTAINERD_BINARIES := containerd containerd-shim-runc-v2 ctr
+DEBIAN_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack
+node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) debian-node-packages ## Build and install what a node needs.
+
+$(KUBE_NODE_BINARIES:%=bin/%): tools/controlplane/go.mod tools/controlplane/go.sum
+	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+# The tags leave out the snapshotters that need cgo and host libraries.
+$(CONTAINERD_BINARIES:%=bin/%): tools/containerd/go.mod tools/containerd/go.sum
+	cd $(CURDIR)/tools/containerd && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags no_btrfs,no_devmapper,no_zfs -o $(CURDIR)/$@ github.com/containerd/containerd/v2/cmd/$(notdir $@)
+
+# The node runs in the background until `make node-down`; bin/node-up.log
+# has its log.
+node-up: node-bins host-images bin/nodeup ## Start a single-machine Kubernetes node (root; stops with make node-down).
+	@rm -f bin/node-up.log; setsid $(BIN)/nodeup -kubeconfig $(BIN)/node.kubeconfig > bin/node-up.log 2>&1 & echo $$! > bin/node-up.pid; \
+	while ! grep -q '^export KUBECONFIG' bin/node-up.log; do \
+		kill -0 $$(cat bin/node-up.pid) 2>/dev/null || { cat bin/node-up.log; rm -f bin/node-up.pid; exit 1; }; sleep 1; \
+	done; grep '^export KUBECONFIG' bin/node-up.log
+
+node-down: bin/nodeup ## Stop the node of make node-up and remove everything it left.
+	@if [ -f bin/node-up.pid ]; then pid=$$(cat bin/node-up.pid); kill $$pid 2>/dev/null; \
+		while kill -0 $$pid 2>/dev/null; do sleep 1; done; rm -f bin/node-up.pid; tail -3 bin/node-up.log; fi
+	$(BIN)/nodeup -clean
+
+bin/nodeup: $(SOURCES)
+	$(GOBUILD) -o $@ ./internal/testenv/node/nodeup
+
+debian-node-packages:
+	@missing=$$(for p in $(DEBIAN_NODE_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing $$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 bin/projector: tools/go.mod tools/go.sum $(wildcard tools/projector/*.go)
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
@@ -136,6 +171,7 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
+	cd tools/containerd && $(GO) mod tidy -diff
 	cd tools/images && $(GO) vet ./... && $(GO) mod tidy -diff
 
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
