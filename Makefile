@@ -150,8 +150,8 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 
-test: build tools host-images ## Run unit and e2e tests with the race detector.
-	$(GO) test -race -count=1 ./...
+test: build tools host-images node-bins ## Run unit and e2e tests with the race detector (e2e/node needs root).
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 unit: tools ## Run the unit tests only.
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
@@ -179,6 +179,8 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	$(GO) test -run NONE -bench . -benchmem ./controller/
 	$(GO) test -run NONE -bench Scale -benchtime 1x ./cmd/controller/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Pipeline -benchtime 1x ./e2e/
+	$(MAKE) host-images node-bins
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench NodeRuleEdit -benchtime 1x -timeout 90m ./e2e/node/
 
 demo: tools ## Run the demo: a custom resource change through the controller to a real Prometheus, narrated.
 	$(GO) test -count=1 -run '^TestDemo$$' -v ./e2e/

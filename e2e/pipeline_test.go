@@ -214,7 +214,7 @@ func TestPipeline(t *testing.T) {
 
 	// The example: a scrape job, a rule group, the pod's name as replica.
 	s := e.waitGroups(t, "example rules", map[string][]string{"example": {"job:up:sum", "ExampleTargetDown"}})
-	require.Equal(t, []string{"serviceMonitor/default/example-app/0"}, s.jobs)
+	require.Equal(t, []string{"serviceMonitor/default/podreload-controller/0"}, s.jobs)
 	require.Equal(t, "example-0", s.replica)
 	// The credentials come from a Secret created after the server.
 	require.Equal(t, []string{"https://remote-write.example.com/api/v1/write example <secret>"}, s.remoteWrite)
