@@ -23,9 +23,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -452,4 +455,29 @@ func (n *Node) HostPathVolume(ctx context.Context, name, namespace, claim, size 
 // kube-proxy, kubelet).
 func (n *Node) Logs(name string, lines int) string {
 	return tail(n.path("logs", name+".log"), lines)
+}
+
+// ContainerPID returns the process ID, on this machine, of the running
+// container whose ID the pod status gives (containerd://<id>).
+func (n *Node) ContainerPID(containerID string) (int, error) {
+	id := strings.TrimPrefix(containerID, "containerd://")
+	out, err := exec.Command(filepath.Join(n.bin, "ctr"), "--address", n.path("containerd", "containerd.sock"),
+		"--namespace", "k8s.io", "tasks", "ls").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ctr tasks ls: %w: %s", err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == id && f[2] == "RUNNING" {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("container %s is not running", id)
+}
+
+// VolumeDir returns the directory of the node where the kubelet projects
+// the volume of the pod with the UID podUID, name volume, of the plugin
+// kind (e.g. kubernetes.io~configmap).
+func (n *Node) VolumeDir(podUID, kind, volume string) string {
+	return n.path("kubelet", "pods", podUID, "volumes", kind, volume)
 }
