@@ -311,6 +311,8 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"get", "coordination.k8s.io", "leases", "", controllerNamespace, leaseBinding},
 			{"create", "coordination.k8s.io", "leases", "", controllerNamespace, leaseBinding},
 			{"update", "coordination.k8s.io", "leases", "", controllerNamespace, leaseBinding},
+			{"create", "", "events", "", controllerNamespace, leaseBinding},
+			{"patch", "", "events", "", controllerNamespace, leaseBinding},
 
 			{"delete", "", "secrets", "", "team-a", ""},
 			{"create", "", "pods", "", "team-a", ""},
