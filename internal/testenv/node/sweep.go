@@ -76,24 +76,24 @@ func sweep(dir string, logger *slog.Logger) error {
 			created[p] = true
 		}
 	}
+	if _, err := os.Stat(netnsPath(netnsName)); err == nil {
+		if err := run("ip", "netns", "delete", netnsName); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Deleting the namespace deletes the pair, but not at once; a failed
+	// Up may have left the machine's end alone.
+	if _, err := os.Stat("/sys/class/net/" + hostVeth); err == nil {
+		if err := run("ip", "link", "delete", hostVeth); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+			errs = append(errs, err)
+		}
+	}
 	prefixes := []string{dir + "/"}
 	if created["/run/netns"] {
 		prefixes = append(prefixes, "/run/netns")
 	}
 	if err := unmountUnder(prefixes...); err != nil {
 		errs = append(errs, err)
-	}
-	if _, err := os.Stat(netnsPath(netnsName)); err == nil {
-		if err := run("ip", "netns", "delete", netnsName); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	// Deleting the namespace deletes the pair; a failed Up may have left
-	// the machine's end alone.
-	if _, err := os.Stat("/sys/class/net/" + hostVeth); err == nil {
-		if err := run("ip", "link", "delete", hostVeth); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	if err := removeCgroups(); err != nil {
 		errs = append(errs, err)
