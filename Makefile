@@ -153,7 +153,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 test: build tools host-images node-bins ## Run unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-unit: tools ## Run the unit tests only.
+unit: tools bin/images/podreload-$(HOST_ARCH).tar ## Run the unit tests only.
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 e2e: build tools ## Run the e2e tests against real Prometheus.
