@@ -1,7 +1,10 @@
 package reloader
 
 import (
+	"cmp"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -9,6 +12,197 @@ import (
 
 // noJitter makes backoff return its exponential step exactly.
 func noJitter(n int64) int64 { return n / 2 }
+
+// drive runs s as Run does, inside a synctest bubble: a change is seen at
+// each of the offsets from now in changes, and each apply ends as end says,
+// given the apply's number, how many changes were seen before it and
+// whether it waits for volumes to settle. Once nothing has happened for an
+// hour, drive returns the offsets at which applies started.
+func drive(s *schedule, changes []time.Duration, end func(n, seen int, consistent bool) (result, error)) []time.Duration {
+	start := time.Now()
+	var applies []time.Duration
+	seen := 0
+	for {
+		var change <-chan time.Time
+		if seen < len(changes) {
+			change = time.After(time.Until(start.Add(changes[seen])))
+		}
+		select {
+		case <-change:
+			seen++
+			s.changeSeen()
+		case <-s.C():
+			consistent := s.applying()
+			res, err := end(len(applies), seen, consistent)
+			applies = append(applies, time.Since(start))
+			input := uint64(seen) // The input changes with every change.
+			switch {
+			case res == resultSettling:
+				s.unsettled()
+			case err == nil:
+				s.applied(input, res == resultReloaded)
+			default:
+				s.applyFailed(input, res == resultReloaded)
+			}
+		case <-time.After(time.Hour):
+			if seen == len(changes) {
+				return applies
+			}
+		}
+	}
+}
+
+// ms returns durations of n milliseconds.
+func ms(n ...int) []time.Duration {
+	d := make([]time.Duration, len(n))
+	for i, v := range n {
+		d[i] = time.Duration(v) * time.Millisecond
+	}
+	return d
+}
+
+// every returns the offsets from first to last, step apart.
+func every(first, step, last int) []time.Duration {
+	var d []time.Duration
+	for v := first; v <= last; v += step {
+		d = append(d, ms(v)...)
+	}
+	return d
+}
+
+func reload(int, int, bool) (result, error) { return resultReloaded, nil }
+
+func TestSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name                              string
+		quietWindow, delay, retryInterval time.Duration
+		retries                           int
+		changes                           []time.Duration
+		end                               func(n, seen int, consistent bool) (result, error)
+		want                              []time.Duration
+	}{
+		{
+			name: "start: one apply at once, then nothing",
+			end:  reload,
+			want: ms(0),
+		},
+		{
+			name:    "a kubelet swap: applied at once, then a trailing apply that finds nothing new, then nothing",
+			changes: ms(1000, 1001, 1002),
+			end: func(n, _ int, _ bool) (result, error) {
+				if n == 2 {
+					return resultUnchanged, nil
+				}
+				return resultReloaded, nil
+			},
+			want: ms(0, 1000, 1052),
+		},
+		{
+			name:        "a burst of ten changes 20 ms apart: one apply at once, one trailing",
+			quietWindow: 100 * time.Millisecond,
+			changes:     every(1000, 20, 1180),
+			end:         reload,
+			want:        ms(0, 1000, 1280),
+		},
+		{
+			name:        "a steady stream: applied at most ten windows after the first change held",
+			quietWindow: 100 * time.Millisecond,
+			changes:     every(1000, 30, 3970),
+			end:         reload,
+			want:        ms(0, 1000, 2030, 3050, 4070),
+		},
+		{
+			name:    "delay interval: applied when changes stop, at most twice the delay after the first",
+			delay:   300 * time.Millisecond,
+			changes: append(ms(1000), every(2000, 70, 2560)...),
+			end:     reload,
+			want:    ms(0, 1300, 2600),
+		},
+		{
+			name:          "retries bounded: three attempts, then nothing",
+			retryInterval: 20 * time.Millisecond,
+			retries:       2,
+			end:           func(int, int, bool) (result, error) { return resultUnchanged, errors.New("apply failed") },
+			want:          ms(0, 20, 60),
+		},
+		{
+			name:          "a change supersedes a pending retry, and the backoff starts again",
+			retryInterval: time.Second,
+			retries:       -1,
+			changes:       ms(7500),
+			end: func(n, _ int, _ bool) (result, error) {
+				if n < 6 {
+					return resultUnchanged, errors.New("apply failed")
+				}
+				return resultReloaded, nil
+			},
+			want: ms(0, 1000, 3000, 7000, 7500, 8500, 10500),
+		},
+		{
+			name:          "a reload starts the backoff again, even when the apply fails",
+			retryInterval: 20 * time.Millisecond,
+			retries:       -1,
+			end: func(n, _ int, _ bool) (result, error) {
+				switch {
+				case n == 3:
+					return resultReloaded, errors.New("apply failed")
+				case n < 5:
+					return resultUnchanged, errors.New("apply failed")
+				}
+				return resultReloaded, nil
+			},
+			want: ms(0, 20, 60, 140, 160, 200),
+		},
+		{
+			name: "a half-updated volume: applied as it is once it has looked so for a second",
+			end: func(_, _ int, consistent bool) (result, error) {
+				if consistent {
+					return resultSettling, nil
+				}
+				return resultReloaded, nil
+			},
+			want: every(0, 50, 1000),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSchedule(Options{
+					QuietWindow:   cmp.Or(tc.quietWindow, 50*time.Millisecond),
+					DelayInterval: tc.delay,
+					RetryInterval: tc.retryInterval,
+					Retries:       tc.retries,
+				})
+				defer s.stop()
+				s.randN = noJitter
+				require.Equal(t, tc.want, drive(s, tc.changes, tc.end))
+			})
+		})
+	}
+}
+
+func TestScheduleSafetyTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSchedule(Options{QuietWindow: DefaultQuietWindow, RetryInterval: time.Second, Retries: -1})
+		defer s.stop()
+		s.randN = noJitter
+		start := time.Now()
+		require.Equal(t, start, s.next(), "the first apply is due at once")
+		<-s.C()
+		s.applying()
+		s.applied(1, true)
+		require.Zero(t, s.next())
+
+		time.Sleep(time.Minute)
+		s.tick()
+		require.Equal(t, start.Add(time.Minute), s.next(), "nothing due: the tick applies at once")
+		<-s.C()
+		s.applying()
+		s.applyFailed(1, false)
+		require.Equal(t, start.Add(time.Minute+time.Second), s.next())
+		s.tick()
+		require.Equal(t, start.Add(time.Minute+time.Second), s.next(), "a retry due: the tick changes nothing")
+	})
+}
 
 func TestApplyAt(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
