@@ -232,9 +232,9 @@ func TestFormatSize(t *testing.T) {
 	}
 }
 
-// TestSteadyStream changes a rule every 20 ms, faster than the coalescing
-// window: reloads go on during the stream, at most 1 s apart, instead of
-// waiting for it to end.
+// TestSteadyStream changes a rule every few milliseconds, faster than the
+// coalescing window: reloads go on during the stream instead of waiting for
+// it to end (at most ten windows apart: TestSchedule).
 func TestSteadyStream(t *testing.T) {
 	h := newHarness(t)
 	h.opts.QuietWindow = 0 // DefaultQuietWindow
@@ -242,14 +242,12 @@ func TestSteadyStream(t *testing.T) {
 	h.start(t)
 	h.reloaded(t, 1, "a: 1\n|")
 
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; len(h.ep.reloads()) < 6; i++ {
-		require.True(t, time.Now().Before(deadline), "%d reloads after %d changes", len(h.ep.reloads()), i)
-		<-tick.C
+	i := 0
+	eventually(t, "six reloads during the stream", func() bool {
+		i++ // Each check is also a change.
 		require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "a.yaml"), []byte(strconv.Itoa(i)), 0o644))
-	}
+		return len(h.ep.reloads()) >= 6
+	})
 }
 
 // failures returns the attempt numbers of the "apply failed" records

@@ -192,7 +192,7 @@ func TestScheduleSafetyTick(t *testing.T) {
 		s.applied(1, true)
 		require.Zero(t, s.next())
 
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // Fake time: the bubble's clock jumps.
 		s.tick()
 		require.Equal(t, start.Add(time.Minute), s.next(), "nothing due: the tick applies at once")
 		<-s.C()
