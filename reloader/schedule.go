@@ -40,10 +40,7 @@ func (s *schedule) C() <-chan time.Time { return s.timer.C }
 
 func (s *schedule) stop() { s.timer.Stop() }
 
-// next returns when the next apply is due, zero when none is.
-func (s *schedule) next() time.Time { return s.due }
-
-func (s *schedule) applyBy(at time.Time) {
+func (s *schedule) dueAt(at time.Time) {
 	s.due = at
 	s.timer.Reset(time.Until(at))
 }
@@ -54,14 +51,14 @@ func (s *schedule) changeSeen() {
 	if s.pending.IsZero() {
 		s.pending = now
 	}
-	s.applyBy(s.applyAt(now))
+	s.dueAt(s.applyAt(now))
 	s.windowEnd = now.Add(s.quietWindow)
 }
 
 // tick is the safety net's periodic check: an apply now, unless one is due.
 func (s *schedule) tick() {
 	if s.due.IsZero() {
-		s.applyBy(time.Now())
+		s.dueAt(time.Now())
 	}
 }
 
@@ -80,7 +77,7 @@ func (s *schedule) unsettled() {
 	if s.settling.IsZero() {
 		s.settling = now
 	}
-	s.applyBy(now.Add(s.quietWindow))
+	s.dueAt(now.Add(s.quietWindow))
 }
 
 // applied records that the apply of input succeeded, reloading the process
@@ -103,7 +100,7 @@ func (s *schedule) applyFailed(input uint64, reloaded bool) (attempt int, wait t
 	}
 	wait = backoff(s.retryInterval, s.attempt, s.randN)
 	s.attempt++
-	s.applyBy(now.Add(wait))
+	s.dueAt(now.Add(wait))
 	return s.attempt, wait
 }
 

@@ -186,21 +186,21 @@ func TestScheduleSafetyTick(t *testing.T) {
 		defer s.stop()
 		s.randN = noJitter
 		start := time.Now()
-		require.Equal(t, start, s.next(), "the first apply is due at once")
+		require.Equal(t, start, s.due, "the first apply is due at once")
 		<-s.C()
 		s.applying()
 		s.applied(1, true)
-		require.Zero(t, s.next())
+		require.Zero(t, s.due)
 
 		time.Sleep(time.Minute) // Fake time: the bubble's clock jumps.
 		s.tick()
-		require.Equal(t, start.Add(time.Minute), s.next(), "nothing due: the tick applies at once")
+		require.Equal(t, start.Add(time.Minute), s.due, "nothing due: the tick applies at once")
 		<-s.C()
 		s.applying()
 		s.applyFailed(1, false)
-		require.Equal(t, start.Add(time.Minute+time.Second), s.next())
+		require.Equal(t, start.Add(time.Minute+time.Second), s.due)
 		s.tick()
-		require.Equal(t, start.Add(time.Minute+time.Second), s.next(), "a retry due: the tick changes nothing")
+		require.Equal(t, start.Add(time.Minute+time.Second), s.due, "a retry due: the tick changes nothing")
 	})
 }
 
