@@ -69,7 +69,7 @@ func TestRender(t *testing.T) {
 				require.Empty(t, out.Rejected)
 			}
 
-			// golden, and -update, come with TestMain in workload_test.go.
+			// golden, and -update, are in golden_test.go.
 			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderGolden(t, out, err))
 
 			if err == nil {

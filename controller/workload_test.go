@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +8,6 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,29 +17,6 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
-
-func TestMain(m *testing.M) {
-	// Read through flag.Lookup by golden, so that no package variable holds it.
-	flag.Bool("update", false, "rewrite the golden files in testdata/")
-	goleak.VerifyTestMain(m,
-		// controller-runtime's metadata informers (the controller watches
-		// Secrets' metadata) wrap their watches with apimachinery's
-		// watch.Filter, whose goroutine can stay blocked sending an event
-		// nobody reads once the informer stopped.
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
-}
-
-// golden compares got with the file path, or rewrites the file with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./controller/ -update to create it")
-	require.Equal(t, string(want), string(got), "run go test ./controller/ -update to accept the change")
-}
 
 const (
 	testPrometheusImage = "quay.io/prometheus/prometheus:v3.10.0"
