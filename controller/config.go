@@ -186,23 +186,22 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 
 	var rejected []Rejection
 	jobs := []yaml.MapSlice{}
-	for _, sm := range sms {
-		js, err := r.serviceMonitorJobs(sm)
+	// add keeps the jobs of a monitor, or the reason it has none.
+	add := func(kind, namespace, name string, js []yaml.MapSlice, err error) {
 		if err != nil {
-			rejected = append(rejected, Rejection{Kind: monitoringv1.ServiceMonitorsKind, Namespace: sm.Namespace, Name: sm.Name, Reason: err.Error()})
-			continue
+			rejected = append(rejected, Rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
+			return
 		}
 		jobs = append(jobs, js...)
-		r.monitors = append(r.monitors, monitorJobs{kind: monitoringv1.ServiceMonitorsKind, namespace: sm.Namespace, name: sm.Name, jobs: js})
+		r.monitors = append(r.monitors, monitorJobs{kind: kind, namespace: namespace, name: name, jobs: js})
+	}
+	for _, sm := range sms {
+		js, err := r.serviceMonitorJobs(sm)
+		add(monitoringv1.ServiceMonitorsKind, sm.Namespace, sm.Name, js, err)
 	}
 	for _, pm := range pms {
 		js, err := r.podMonitorJobs(pm)
-		if err != nil {
-			rejected = append(rejected, Rejection{Kind: monitoringv1.PodMonitorsKind, Namespace: pm.Namespace, Name: pm.Name, Reason: err.Error()})
-			continue
-		}
-		jobs = append(jobs, js...)
-		r.monitors = append(r.monitors, monitorJobs{kind: monitoringv1.PodMonitorsKind, namespace: pm.Namespace, name: pm.Name, jobs: js})
+		add(monitoringv1.PodMonitorsKind, pm.Namespace, pm.Name, js, err)
 	}
 
 	// The order of prometheus-operator: global, rule_files, scrape_configs,

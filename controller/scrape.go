@@ -11,16 +11,28 @@ import (
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// monitorSpec holds what ServiceMonitors and PodMonitors have in common:
-// the namespace, and the fields of their specs that have the same name and
-// meaning.
+// monitorSpec is a ServiceMonitor or a PodMonitor as scrapeJobs renders
+// it: what tells the two kinds apart, and the fields of their specs that
+// have the same name and meaning.
 type monitorSpec struct {
-	namespace string
+	namespace, name string
 	// selectorKind is service or pod: the object whose labels the
-	// selector matches.
-	selectorKind           string
+	// selector matches, and the kind of monitor.
+	selectorKind string
+	// jobPrefix and endpointsField name the jobs (<jobPrefix>/<namespace>/
+	// <name>/<i>) and the endpoints in errors (<endpointsField>[<i>]).
+	jobPrefix, endpointsField string
+	// role is the kubernetes_sd_configs role; addressMeta, of a
+	// ServiceMonitor, the prefix of the meta labels of its endpoints.
+	role, addressMeta string
+	// portNameLabel is the meta label that names an endpoint's port.
+	portNameLabel string
+	// targetLabels are a ServiceMonitor's service labels to copy.
+	targetLabels           []string
+	jobLabel               string
 	podTargetLabels        []string
 	selector               metav1.LabelSelector
 	selectorMechanism      *monitoringv1.SelectorMechanism
@@ -43,6 +55,10 @@ type monitorSpec struct {
 // the same name and meaning. The fields deprecated upstream (bearerTokenFile,
 // bearerTokenSecret, targetPort) are honoured, as prometheus-operator does.
 type endpoint struct {
+	port string
+	// portNumber is set by PodMonitors only.
+	portNumber               *int32
+	targetPort               *intstr.IntOrString
 	path                     string
 	scheme                   *monitoringv1.Scheme
 	params                   map[string][]string
@@ -60,6 +76,260 @@ type endpoint struct {
 	metricRelabelings        []monitoringv1.RelabelConfig
 }
 
+// serviceMonitorJobs renders the scrape jobs of sm, one per endpoint.
+//
+// serviceMonitorJobs and podMonitorJobs, with serviceEndpoint and
+// podEndpoint, copy the fields the two kinds share one by one: upstream
+// declares them in two struct types, which Go cannot convert into one
+// another. Everything else is scrapeJobs, for both.
+func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.MapSlice, error) {
+	s := &sm.Spec
+	role, meta := "endpoints", "__meta_kubernetes_endpoint"
+	if s.ServiceDiscoveryRole != nil {
+		switch *s.ServiceDiscoveryRole {
+		case monitoringv1.EndpointsRole:
+		case monitoringv1.EndpointSliceRole:
+			role, meta = "endpointslice", "__meta_kubernetes_endpointslice"
+		default:
+			return nil, fmt.Errorf("serviceDiscoveryRole: %q is not Endpoints or EndpointSlice", *s.ServiceDiscoveryRole)
+		}
+	}
+	m := monitorSpec{
+		namespace:              sm.Namespace,
+		name:                   sm.Name,
+		selectorKind:           "service",
+		jobPrefix:              "serviceMonitor",
+		endpointsField:         "endpoints",
+		role:                   role,
+		addressMeta:            meta,
+		portNameLabel:          meta + "_port_name",
+		targetLabels:           s.TargetLabels,
+		jobLabel:               s.JobLabel,
+		podTargetLabels:        s.PodTargetLabels,
+		selector:               s.Selector,
+		selectorMechanism:      s.SelectorMechanism,
+		namespaceSelector:      s.NamespaceSelector,
+		sampleLimit:            s.SampleLimit,
+		targetLimit:            s.TargetLimit,
+		labelLimit:             s.LabelLimit,
+		labelNameLengthLimit:   s.LabelNameLengthLimit,
+		labelValueLengthLimit:  s.LabelValueLengthLimit,
+		keepDroppedTargets:     s.KeepDroppedTargets,
+		scrapeProtocols:        s.ScrapeProtocols,
+		fallbackScrapeProtocol: s.FallbackScrapeProtocol,
+		nativeHistograms:       s.NativeHistogramConfig,
+		attachMetadata:         s.AttachMetadata,
+		scrapeClass:            s.ScrapeClassName,
+		bodySizeLimit:          s.BodySizeLimit,
+	}
+	return scrapeJobs(r, &m, s.Endpoints, serviceEndpoint)
+}
+
+// podMonitorJobs renders the scrape jobs of pm, one per endpoint.
+func (r *renderer) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]yaml.MapSlice, error) {
+	s := &pm.Spec
+	m := monitorSpec{
+		namespace:              pm.Namespace,
+		name:                   pm.Name,
+		selectorKind:           "pod",
+		jobPrefix:              "podMonitor",
+		endpointsField:         "podMetricsEndpoints",
+		role:                   "pod",
+		portNameLabel:          "__meta_kubernetes_pod_container_port_name",
+		jobLabel:               s.JobLabel,
+		podTargetLabels:        s.PodTargetLabels,
+		selector:               s.Selector,
+		selectorMechanism:      s.SelectorMechanism,
+		namespaceSelector:      s.NamespaceSelector,
+		sampleLimit:            s.SampleLimit,
+		targetLimit:            s.TargetLimit,
+		labelLimit:             s.LabelLimit,
+		labelNameLengthLimit:   s.LabelNameLengthLimit,
+		labelValueLengthLimit:  s.LabelValueLengthLimit,
+		keepDroppedTargets:     s.KeepDroppedTargets,
+		scrapeProtocols:        s.ScrapeProtocols,
+		fallbackScrapeProtocol: s.FallbackScrapeProtocol,
+		nativeHistograms:       s.NativeHistogramConfig,
+		attachMetadata:         s.AttachMetadata,
+		scrapeClass:            s.ScrapeClassName,
+		bodySizeLimit:          s.BodySizeLimit,
+	}
+	return scrapeJobs(r, &m, s.PodMetricsEndpoints, podEndpoint)
+}
+
+func serviceEndpoint(ep *monitoringv1.Endpoint) endpoint {
+	return endpoint{
+		port:                     ep.Port,
+		targetPort:               ep.TargetPort,
+		path:                     ep.Path,
+		scheme:                   ep.Scheme,
+		params:                   ep.Params,
+		interval:                 ep.Interval,
+		scrapeTimeout:            ep.ScrapeTimeout,
+		honorLabels:              ep.HonorLabels,
+		honorTimestamps:          ep.HonorTimestamps,
+		trackTimestampsStaleness: ep.TrackTimestampsStaleness,
+		filterRunning:            ep.FilterRunning,
+		http:                     ep.HTTPConfigWithoutTLS,
+		tls:                      ep.TLSConfig,
+		proxy:                    ep.ProxyConfig,
+		bearerTokenFile:          ep.BearerTokenFile,
+		relabelings:              ep.RelabelConfigs,
+		metricRelabelings:        ep.MetricRelabelConfigs,
+	}
+}
+
+func podEndpoint(ep *monitoringv1.PodMetricsEndpoint) endpoint {
+	e := endpoint{
+		portNumber:               ep.PortNumber,
+		targetPort:               ep.TargetPort,
+		path:                     ep.Path,
+		scheme:                   ep.Scheme,
+		params:                   ep.Params,
+		interval:                 ep.Interval,
+		scrapeTimeout:            ep.ScrapeTimeout,
+		honorLabels:              ep.HonorLabels,
+		honorTimestamps:          ep.HonorTimestamps,
+		trackTimestampsStaleness: ep.TrackTimestampsStaleness,
+		filterRunning:            ep.FilterRunning,
+		http:                     ep.HTTPConfigWithoutTLS,
+		proxy:                    ep.ProxyConfig,
+		relabelings:              ep.RelabelConfigs,
+		metricRelabelings:        ep.MetricRelabelConfigs,
+	}
+	if ep.Port != nil {
+		e.port = *ep.Port
+	}
+	if ep.TLSConfig != nil {
+		e.tls = &monitoringv1.TLSConfig{SafeTLSConfig: *ep.TLSConfig}
+	}
+	return e
+}
+
+// scrapeJobs renders the scrape jobs of the monitor m, one per endpoint of
+// eps, which endpointOf converts: the one path of ServiceMonitors and
+// PodMonitors.
+func scrapeJobs[E any](r *renderer, m *monitorSpec, eps []E, endpointOf func(*E) endpoint) ([]yaml.MapSlice, error) {
+	parts, err := r.monitorParts(m)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]yaml.MapSlice, 0, len(eps))
+	for i := range eps {
+		e := endpointOf(&eps[i])
+		path := fmt.Sprintf("%s[%d]", m.endpointsField, i)
+		rl, err := r.builtinRelabelings(m, &parts, &e, path)
+		if err != nil {
+			return nil, err
+		}
+		job, err := r.job(m.namespace, &parts, &e, fmt.Sprintf("%s/%s/%s/%d", m.jobPrefix, m.namespace, m.name, i), path, rl)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs, nil
+}
+
+// builtinRelabelings returns the relabelings of prometheus-operator for
+// the endpoint e of m, at path, in its order; room is left for the
+// endpoint's own.
+func (r *renderer) builtinRelabelings(m *monitorSpec, parts *monitorParts, e *endpoint, path string) ([]yaml.MapSlice, error) {
+	service := m.selectorKind == "service"
+	filterRunning := e.filterRunning == nil || *e.filterRunning
+	rl := make([]yaml.MapSlice, 0, 16+len(parts.selector)+len(m.targetLabels)+len(m.podTargetLabels)+len(e.relabelings))
+	rl = append(rl, jobNameRelabeling())
+	if !service && filterRunning {
+		rl = append(rl, runningFilter())
+	}
+	rl = append(rl, parts.selector...)
+	f, err := r.portFilter(m, e, path)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		rl = append(rl, f)
+	}
+	if service {
+		kindName := []string{m.addressMeta + "_address_target_kind", m.addressMeta + "_address_target_name"}
+		rl = append(rl,
+			yaml.MapSlice{
+				{Key: "source_labels", Value: kindName},
+				{Key: "separator", Value: ";"},
+				{Key: "regex", Value: "Node;(.*)"},
+				{Key: "replacement", Value: "${1}"},
+				{Key: "target_label", Value: "node"},
+			},
+			yaml.MapSlice{
+				{Key: "source_labels", Value: kindName},
+				{Key: "separator", Value: ";"},
+				{Key: "regex", Value: "Pod;(.*)"},
+				{Key: "replacement", Value: "${1}"},
+				{Key: "target_label", Value: "pod"},
+			},
+			copyLabel("__meta_kubernetes_namespace", "namespace"),
+			copyLabel("__meta_kubernetes_service_name", "service"),
+			copyLabel("__meta_kubernetes_pod_name", "pod"),
+			copyLabel("__meta_kubernetes_pod_container_name", "container"),
+		)
+		if filterRunning {
+			rl = append(rl, runningFilter())
+		}
+		for _, l := range m.targetLabels {
+			rl = append(rl, labelFrom("__meta_kubernetes_service_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
+		}
+	} else {
+		rl = append(rl,
+			copyLabel("__meta_kubernetes_namespace", "namespace"),
+			copyLabel("__meta_kubernetes_pod_container_name", "container"),
+			copyLabel("__meta_kubernetes_pod_name", "pod"),
+		)
+	}
+	for _, l := range m.podTargetLabels {
+		rl = append(rl, labelFrom("__meta_kubernetes_pod_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
+	}
+	if service {
+		rl = append(rl, yaml.MapSlice{
+			{Key: "source_labels", Value: []string{"__meta_kubernetes_service_name"}},
+			{Key: "target_label", Value: "job"},
+			{Key: "replacement", Value: "${1}"},
+		})
+	} else {
+		rl = append(rl, setLabel("job", m.namespace+"/"+m.name))
+	}
+	if m.jobLabel != "" {
+		rl = append(rl, labelFrom("__meta_kubernetes_"+m.selectorKind+"_label_"+sanitizeLabelName(m.jobLabel), "job"))
+	}
+	if l := endpointLabel(e.port, e.targetPort); l != "" {
+		rl = append(rl, setLabel("endpoint", l))
+	}
+	return rl, nil
+}
+
+// portFilter keeps the targets on the port of e: by name, by number
+// (PodMonitors only) or by the deprecated targetPort; nil for none.
+func (r *renderer) portFilter(m *monitorSpec, e *endpoint, path string) (yaml.MapSlice, error) {
+	switch {
+	case e.port != "":
+		if _, err := r.regexp(e.port); err != nil {
+			return nil, fmt.Errorf("%s.port: %w", path, err)
+		}
+		return keep([]string{m.portNameLabel}, e.port), nil
+	case e.portNumber != nil && *e.portNumber != 0:
+		if *e.portNumber < 1 || *e.portNumber > 65535 {
+			return nil, fmt.Errorf("%s.portNumber: %d is not a port number", path, *e.portNumber)
+		}
+		return keep([]string{"__meta_kubernetes_pod_container_port_number"}, strconv.Itoa(int(*e.portNumber))), nil
+	case e.targetPort != nil:
+		f, err := r.targetPortFilter(e.targetPort)
+		if err != nil {
+			return nil, fmt.Errorf("%s.targetPort: %w", path, err)
+		}
+		return f, nil
+	}
+	return nil, nil
+}
+
 // monitorParts are rendered once per monitor and shared by its jobs.
 type monitorParts struct {
 	// sd is the kubernetes_sd_configs item.
@@ -73,7 +343,7 @@ type monitorParts struct {
 
 // monitorParts checks the monitor-wide fields of s and renders what its
 // jobs share.
-func (r *renderer) monitorParts(s *monitorSpec, role string) (monitorParts, error) {
+func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 	if s.scrapeClass != nil && *s.scrapeClass != "" {
 		return monitorParts{}, fmt.Errorf("scrapeClass: %q: PrometheusServer has no scrape classes", *s.scrapeClass)
 	}
@@ -89,7 +359,7 @@ func (r *renderer) monitorParts(s *monitorSpec, role string) (monitorParts, erro
 		}
 	}
 
-	sd := yaml.MapSlice{{Key: "role", Value: role}}
+	sd := yaml.MapSlice{{Key: "role", Value: s.role}}
 	switch ns := s.namespaceSelector; {
 	case ns.Any:
 	case len(ns.MatchNames) > 0:
@@ -163,256 +433,17 @@ func (r *renderer) monitorParts(s *monitorSpec, role string) (monitorParts, erro
 		}
 		tail = append(tail, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
 	}
+	for _, l := range s.targetLabels {
+		if l == "" {
+			return monitorParts{}, errors.New("targetLabels: empty label name")
+		}
+	}
 
 	return monitorParts{
 		sd:       yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{sd}},
 		selector: selectorRelabelings(&s.selector, "__meta_kubernetes_"+s.selectorKind),
 		tail:     tail,
 	}, nil
-}
-
-func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.MapSlice, error) {
-	s := &sm.Spec
-	m := monitorSpec{
-		namespace:              sm.Namespace,
-		selectorKind:           "service",
-		podTargetLabels:        s.PodTargetLabels,
-		selector:               s.Selector,
-		selectorMechanism:      s.SelectorMechanism,
-		namespaceSelector:      s.NamespaceSelector,
-		sampleLimit:            s.SampleLimit,
-		targetLimit:            s.TargetLimit,
-		labelLimit:             s.LabelLimit,
-		labelNameLengthLimit:   s.LabelNameLengthLimit,
-		labelValueLengthLimit:  s.LabelValueLengthLimit,
-		keepDroppedTargets:     s.KeepDroppedTargets,
-		scrapeProtocols:        s.ScrapeProtocols,
-		fallbackScrapeProtocol: s.FallbackScrapeProtocol,
-		nativeHistograms:       s.NativeHistogramConfig,
-		attachMetadata:         s.AttachMetadata,
-		scrapeClass:            s.ScrapeClassName,
-		bodySizeLimit:          s.BodySizeLimit,
-	}
-	role, meta := "endpoints", "__meta_kubernetes_endpoint"
-	if s.ServiceDiscoveryRole != nil {
-		switch *s.ServiceDiscoveryRole {
-		case monitoringv1.EndpointsRole:
-		case monitoringv1.EndpointSliceRole:
-			role, meta = "endpointslice", "__meta_kubernetes_endpointslice"
-		default:
-			return nil, fmt.Errorf("serviceDiscoveryRole: %q is not Endpoints or EndpointSlice", *s.ServiceDiscoveryRole)
-		}
-	}
-	parts, err := r.monitorParts(&m, role)
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range s.TargetLabels {
-		if l == "" {
-			return nil, errors.New("targetLabels: empty label name")
-		}
-	}
-
-	jobs := make([]yaml.MapSlice, 0, len(s.Endpoints))
-	for i := range s.Endpoints {
-		ep := &s.Endpoints[i]
-		path := fmt.Sprintf("endpoints[%d]", i)
-		e := endpoint{
-			path:                     ep.Path,
-			scheme:                   ep.Scheme,
-			params:                   ep.Params,
-			interval:                 ep.Interval,
-			scrapeTimeout:            ep.ScrapeTimeout,
-			honorLabels:              ep.HonorLabels,
-			honorTimestamps:          ep.HonorTimestamps,
-			trackTimestampsStaleness: ep.TrackTimestampsStaleness,
-			filterRunning:            ep.FilterRunning,
-			http:                     ep.HTTPConfigWithoutTLS,
-			tls:                      ep.TLSConfig,
-			proxy:                    ep.ProxyConfig,
-			bearerTokenFile:          ep.BearerTokenFile,
-			relabelings:              ep.RelabelConfigs,
-			metricRelabelings:        ep.MetricRelabelConfigs,
-		}
-
-		// The relabelings of prometheus-operator, in its order.
-		rl := make([]yaml.MapSlice, 0, 16+len(parts.selector)+len(s.TargetLabels)+len(s.PodTargetLabels)+len(ep.RelabelConfigs))
-		rl = append(rl, jobNameRelabeling())
-		rl = append(rl, parts.selector...)
-		switch {
-		case ep.Port != "":
-			if _, err := r.regexp(ep.Port); err != nil {
-				return nil, fmt.Errorf("%s.port: %w", path, err)
-			}
-			rl = append(rl, keep([]string{meta + "_port_name"}, ep.Port))
-		case ep.TargetPort != nil:
-			f, err := r.targetPortFilter(ep.TargetPort)
-			if err != nil {
-				return nil, fmt.Errorf("%s.targetPort: %w", path, err)
-			}
-			if f != nil {
-				rl = append(rl, f)
-			}
-		}
-		endpointLabel := endpointLabel(ep.Port, ep.TargetPort)
-		kindName := []string{meta + "_address_target_kind", meta + "_address_target_name"}
-		rl = append(rl,
-			yaml.MapSlice{
-				{Key: "source_labels", Value: kindName},
-				{Key: "separator", Value: ";"},
-				{Key: "regex", Value: "Node;(.*)"},
-				{Key: "replacement", Value: "${1}"},
-				{Key: "target_label", Value: "node"},
-			},
-			yaml.MapSlice{
-				{Key: "source_labels", Value: kindName},
-				{Key: "separator", Value: ";"},
-				{Key: "regex", Value: "Pod;(.*)"},
-				{Key: "replacement", Value: "${1}"},
-				{Key: "target_label", Value: "pod"},
-			},
-			copyLabel("__meta_kubernetes_namespace", "namespace"),
-			copyLabel("__meta_kubernetes_service_name", "service"),
-			copyLabel("__meta_kubernetes_pod_name", "pod"),
-			copyLabel("__meta_kubernetes_pod_container_name", "container"),
-		)
-		if e.filterRunning == nil || *e.filterRunning {
-			rl = append(rl, runningFilter())
-		}
-		for _, l := range s.TargetLabels {
-			rl = append(rl, labelFrom("__meta_kubernetes_service_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
-		}
-		for _, l := range s.PodTargetLabels {
-			rl = append(rl, labelFrom("__meta_kubernetes_pod_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
-		}
-		rl = append(rl, yaml.MapSlice{
-			{Key: "source_labels", Value: []string{"__meta_kubernetes_service_name"}},
-			{Key: "target_label", Value: "job"},
-			{Key: "replacement", Value: "${1}"},
-		})
-		if s.JobLabel != "" {
-			rl = append(rl, labelFrom("__meta_kubernetes_service_label_"+sanitizeLabelName(s.JobLabel), "job"))
-		}
-		if endpointLabel != "" {
-			rl = append(rl, setLabel("endpoint", endpointLabel))
-		}
-
-		job, err := r.job(m.namespace, &parts, &e, fmt.Sprintf("serviceMonitor/%s/%s/%d", sm.Namespace, sm.Name, i), path, rl)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, job)
-	}
-	return jobs, nil
-}
-
-func (r *renderer) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]yaml.MapSlice, error) {
-	s := &pm.Spec
-	m := monitorSpec{
-		namespace:              pm.Namespace,
-		selectorKind:           "pod",
-		podTargetLabels:        s.PodTargetLabels,
-		selector:               s.Selector,
-		selectorMechanism:      s.SelectorMechanism,
-		namespaceSelector:      s.NamespaceSelector,
-		sampleLimit:            s.SampleLimit,
-		targetLimit:            s.TargetLimit,
-		labelLimit:             s.LabelLimit,
-		labelNameLengthLimit:   s.LabelNameLengthLimit,
-		labelValueLengthLimit:  s.LabelValueLengthLimit,
-		keepDroppedTargets:     s.KeepDroppedTargets,
-		scrapeProtocols:        s.ScrapeProtocols,
-		fallbackScrapeProtocol: s.FallbackScrapeProtocol,
-		nativeHistograms:       s.NativeHistogramConfig,
-		attachMetadata:         s.AttachMetadata,
-		scrapeClass:            s.ScrapeClassName,
-		bodySizeLimit:          s.BodySizeLimit,
-	}
-	parts, err := r.monitorParts(&m, "pod")
-	if err != nil {
-		return nil, err
-	}
-
-	jobs := make([]yaml.MapSlice, 0, len(s.PodMetricsEndpoints))
-	for i := range s.PodMetricsEndpoints {
-		ep := &s.PodMetricsEndpoints[i]
-		path := fmt.Sprintf("podMetricsEndpoints[%d]", i)
-		var tls *monitoringv1.TLSConfig
-		if ep.TLSConfig != nil {
-			tls = &monitoringv1.TLSConfig{SafeTLSConfig: *ep.TLSConfig}
-		}
-		e := endpoint{
-			path:                     ep.Path,
-			scheme:                   ep.Scheme,
-			params:                   ep.Params,
-			interval:                 ep.Interval,
-			scrapeTimeout:            ep.ScrapeTimeout,
-			honorLabels:              ep.HonorLabels,
-			honorTimestamps:          ep.HonorTimestamps,
-			trackTimestampsStaleness: ep.TrackTimestampsStaleness,
-			filterRunning:            ep.FilterRunning,
-			http:                     ep.HTTPConfigWithoutTLS,
-			tls:                      tls,
-			proxy:                    ep.ProxyConfig,
-			relabelings:              ep.RelabelConfigs,
-			metricRelabelings:        ep.MetricRelabelConfigs,
-		}
-
-		// The relabelings of prometheus-operator, in its order.
-		rl := make([]yaml.MapSlice, 0, 12+len(parts.selector)+len(s.PodTargetLabels)+len(ep.RelabelConfigs))
-		rl = append(rl, jobNameRelabeling())
-		if e.filterRunning == nil || *e.filterRunning {
-			rl = append(rl, runningFilter())
-		}
-		rl = append(rl, parts.selector...)
-		switch {
-		case ep.Port != nil && *ep.Port != "":
-			if _, err := r.regexp(*ep.Port); err != nil {
-				return nil, fmt.Errorf("%s.port: %w", path, err)
-			}
-			rl = append(rl, keep([]string{"__meta_kubernetes_pod_container_port_name"}, *ep.Port))
-		case ep.PortNumber != nil && *ep.PortNumber != 0:
-			if *ep.PortNumber < 1 || *ep.PortNumber > 65535 {
-				return nil, fmt.Errorf("%s.portNumber: %d is not a port number", path, *ep.PortNumber)
-			}
-			rl = append(rl, keep([]string{"__meta_kubernetes_pod_container_port_number"}, strconv.Itoa(int(*ep.PortNumber))))
-		case ep.TargetPort != nil:
-			f, err := r.targetPortFilter(ep.TargetPort)
-			if err != nil {
-				return nil, fmt.Errorf("%s.targetPort: %w", path, err)
-			}
-			if f != nil {
-				rl = append(rl, f)
-			}
-		}
-		var port string
-		if ep.Port != nil {
-			port = *ep.Port
-		}
-		endpointLabel := endpointLabel(port, ep.TargetPort)
-		rl = append(rl,
-			copyLabel("__meta_kubernetes_namespace", "namespace"),
-			copyLabel("__meta_kubernetes_pod_container_name", "container"),
-			copyLabel("__meta_kubernetes_pod_name", "pod"),
-		)
-		for _, l := range s.PodTargetLabels {
-			rl = append(rl, labelFrom("__meta_kubernetes_pod_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
-		}
-		rl = append(rl, setLabel("job", pm.Namespace+"/"+pm.Name))
-		if s.JobLabel != "" {
-			rl = append(rl, labelFrom("__meta_kubernetes_pod_label_"+sanitizeLabelName(s.JobLabel), "job"))
-		}
-		if endpointLabel != "" {
-			rl = append(rl, setLabel("endpoint", endpointLabel))
-		}
-
-		job, err := r.job(m.namespace, &parts, &e, fmt.Sprintf("podMonitor/%s/%s/%d", pm.Namespace, pm.Name, i), path, rl)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, job)
-	}
-	return jobs, nil
 }
 
 // job renders the scrape job of endpoint e of a monitor in namespace ns;
