@@ -21,27 +21,22 @@ import (
 // most, in the last path element.
 var ruleFilePattern = regexp.MustCompile(`^[^*]*(\*[^/]*)?$`)
 
-// ConfigInput is what the Prometheus configuration is rendered from.
-type ConfigInput struct {
+// configInput is what the Prometheus configuration is rendered from.
+type configInput struct {
 	// Server is the PrometheusServer the configuration is for.
 	Server *v1alpha1.PrometheusServer
 	// ServiceMonitors are the ServiceMonitors the server selected.
 	ServiceMonitors []*monitoringv1.ServiceMonitor
 	// PodMonitors are the PodMonitors the server selected.
 	PodMonitors []*monitoringv1.PodMonitor
-	// RuleFiles are the rule_files globs, e.g.
-	// /etc/prometheus/rules/<name>-rulefiles-0/*.yaml. Prometheus allows a
-	// wildcard in the last path element only, so a directory of rule files
-	// is listed by name.
-	RuleFiles []string
 	// Secrets holds the Secrets the server and the monitors reference, by
 	// "namespace/name".
 	Secrets map[string]*corev1.Secret
 }
 
-// Rejection is an object left out of the configuration, and why (for an
+// rejection is an object left out of the configuration, and why (for an
 // Event and the status).
-type Rejection struct {
+type rejection struct {
 	// Kind of the object: ServiceMonitor, PodMonitor or PrometheusRule.
 	Kind string
 	// Namespace of the object.
@@ -50,31 +45,6 @@ type Rejection struct {
 	Name string
 	// Reason names the field at fault and the cause.
 	Reason string
-}
-
-// RenderConfig returns prometheus.yaml and the monitors it left out. The
-// output is deterministic: monitors are ordered by namespace and name
-// whatever the order of the input.
-//
-// The configuration follows prometheus-operator's conventions: one job per
-// ServiceMonitor endpoint (serviceMonitor/<namespace>/<name>/<i>) and per
-// PodMonitor endpoint (podMonitor/<namespace>/<name>/<i>), the same built-in
-// relabelings and target labels, and credentials read from Secrets and
-// written inline. A monitor that cannot be rendered (an invalid selector or
-// relabeling, a missing Secret, a scrape timeout longer than its interval,
-// a feature this renderer does not support...) is left out whole and
-// reported as a Rejection. An error means the PrometheusServer itself
-// cannot be rendered.
-func RenderConfig(in ConfigInput) ([]byte, []Rejection, error) {
-	cfg, rejected, err := renderConfig(in)
-	if err != nil {
-		return nil, nil, fmt.Errorf("render config: %w", err)
-	}
-	b, err := encodeYAML(cfg, configSize(cfg))
-	if err != nil {
-		return nil, nil, fmt.Errorf("render config: %w", err)
-	}
-	return b, rejected, nil
 }
 
 // configSize is a little more than the size of cfg encoded: a job takes
@@ -91,7 +61,7 @@ func configSize(cfg yaml.MapSlice) int {
 
 // configParts is a configuration rendered before its rule files are
 // known: the configuration is the global section, the rule_files section,
-// then tail, already encoded. Render builds and encodes the scrape
+// then tail, already encoded. render builds and encodes the scrape
 // configurations, the bulk of the work, while it renders the rules.
 type configParts struct {
 	global yaml.MapSlice
@@ -103,10 +73,22 @@ type configParts struct {
 	monitors []monitorJobs
 }
 
-// renderConfigParts is RenderConfig but for the rule files, which it
-// ignores in in. On error, the parts hold only the Secrets looked up.
-func renderConfigParts(in ConfigInput) (configParts, []Rejection, error) {
-	in.RuleFiles = nil
+// renderConfigParts renders prometheus.yaml but for its rule files, and
+// returns the monitors it left out; configParts.head writes what comes
+// before the rest with the rule files. The output is deterministic:
+// monitors are ordered by namespace and name whatever the order of the
+// input.
+//
+// The configuration follows prometheus-operator's conventions: one job per
+// ServiceMonitor endpoint (serviceMonitor/<namespace>/<name>/<i>) and per
+// PodMonitor endpoint (podMonitor/<namespace>/<name>/<i>), the same built-in
+// relabelings and target labels, and credentials read from Secrets and
+// written inline. A monitor that cannot be rendered (an invalid selector or
+// relabeling, a missing Secret, a scrape timeout longer than its interval,
+// a feature this renderer does not support...) is left out whole and
+// reported as a rejection. An error means the PrometheusServer itself
+// cannot be rendered; the parts then hold only the Secrets looked up.
+func renderConfigParts(in configInput) (configParts, []rejection, error) {
 	r := newRenderer(in)
 	cfg, rejected, err := r.config(in)
 	secrets := slices.Sorted(maps.Keys(r.secretRefs))
@@ -137,15 +119,12 @@ func (p configParts) head(ruleFiles []string) ([]byte, error) {
 	return b, nil
 }
 
-// renderConfig returns the configuration as ordered YAML structures.
-func renderConfig(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
-	return newRenderer(in).config(in)
-}
-
-func newRenderer(in ConfigInput) *renderer {
+func newRenderer(in configInput) *renderer {
 	return &renderer{secrets: in.Secrets, srv: in.Server, secretRefs: map[string]struct{}{}}
 }
 
+// renderer renders one configuration: it holds the inputs and what it
+// has looked up and compiled so far.
 type renderer struct {
 	secrets map[string]*corev1.Secret
 	// secretRefs are the Secrets looked up so far, "namespace/name", found
@@ -163,15 +142,11 @@ type renderer struct {
 }
 
 // config renders the configuration of in, with r made from in.
-func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
+func (r *renderer) config(in configInput) (yaml.MapSlice, []rejection, error) {
 	if in.Server == nil {
 		return nil, nil, errors.New("no PrometheusServer")
 	}
 	server, err := r.renderServer()
-	if err != nil {
-		return nil, nil, err
-	}
-	files, err := ruleFilesSection(in.RuleFiles)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,12 +159,12 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 		return nil, nil, err
 	}
 
-	var rejected []Rejection
+	var rejected []rejection
 	jobs := []yaml.MapSlice{}
 	// add keeps the jobs of a monitor, or the reason it has none.
 	add := func(kind, namespace, name string, js []yaml.MapSlice, err error) {
 		if err != nil {
-			rejected = append(rejected, Rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
+			rejected = append(rejected, rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
 			return
 		}
 		jobs = append(jobs, js...)
@@ -204,10 +179,9 @@ func (r *renderer) config(in ConfigInput) (yaml.MapSlice, []Rejection, error) {
 		add(monitoringv1.PodMonitorsKind, pm.Namespace, pm.Name, js, err)
 	}
 
-	// The order of prometheus-operator: global, rule_files, scrape_configs,
-	// alerting, remote_write.
+	// The order of prometheus-operator: global, rule_files (which
+	// configParts.head adds), scrape_configs, alerting, remote_write.
 	cfg := yaml.MapSlice{server.global}
-	cfg = append(cfg, files...)
 	cfg = append(cfg, yaml.MapItem{Key: "scrape_configs", Value: jobs})
 	cfg = append(cfg, server.rest...)
 	return cfg, rejected, nil

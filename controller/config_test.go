@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,20 @@ func configCases(t testing.TB) []string {
 	return cases
 }
 
+// renderConfig renders the configuration of in with the rule files
+// ruleFiles, as render does: renderConfigParts, then configParts.head.
+func renderConfig(in configInput, ruleFiles []string) ([]byte, []rejection, error) {
+	parts, rejected, err := renderConfigParts(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	head, err := parts.head(ruleFiles)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slices.Concat(head, parts.tail), rejected, nil
+}
+
 // TestRenderConfig renders each case, compares the result with its golden
 // file, and checks the configuration with the real promtool.
 func TestRenderConfig(t *testing.T) {
@@ -51,7 +66,7 @@ func TestRenderConfig(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, rejected, err := RenderConfig(loadConfigInput(t, path))
+			out, rejected, err := renderConfig(loadConfigInput(t, path))
 			switch {
 			case strings.HasPrefix(name, "error-"):
 				require.Error(t, err)
@@ -80,19 +95,19 @@ func TestRenderConfigDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, path := range configCases(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
-			in := loadConfigInput(t, path)
-			want, wantRejected, wantErr := RenderConfig(in)
+			in, ruleFiles := loadConfigInput(t, path)
+			want, wantRejected, wantErr := renderConfig(in, ruleFiles)
 			for range 5 {
 				shuffled := in
 				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
 				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
-				shuffled.RuleFiles = shuffle(rng, in.RuleFiles)
-				got, gotRejected, gotErr := RenderConfig(shuffled)
+				got, gotRejected, gotErr := renderConfig(shuffled, shuffle(rng, ruleFiles))
 				require.Equal(t, string(want), string(got))
 				require.Equal(t, wantRejected, gotRejected)
 				require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
 			}
-			require.Equal(t, loadConfigInput(t, path), in, "RenderConfig changed its input")
+			wantIn, _ := loadConfigInput(t, path)
+			require.Equal(t, wantIn, in, "renderConfigParts changed its input")
 		})
 	}
 }
@@ -102,33 +117,41 @@ func TestRenderConfigDeterministic(t *testing.T) {
 func TestRenderConfigLarge(t *testing.T) {
 	promtool, err := volume.Bin("promtool")
 	require.NoError(t, err)
-	out, rejected, err := RenderConfig(benchConfigInput(1000, 3))
+	out, rejected, err := renderConfig(benchConfigInput(1000, 3), []string{benchRuleFile})
 	require.NoError(t, err)
 	require.Empty(t, rejected)
 	require.Equal(t, 3000, bytes.Count(out, []byte("\n- job_name: serviceMonitor/")))
 	checkConfig(t, promtool, out)
 }
 
-// BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each.
+// BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each,
+// as render does: renderConfigParts, then the head with benchRuleFile.
 func BenchmarkRenderConfig(b *testing.B) {
 	in := benchConfigInput(1000, 3)
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {
-		out, _, err := RenderConfig(in)
+		parts, _, err := renderConfigParts(in)
 		if err != nil {
 			b.Fatal(err)
 		}
-		size = len(out)
+		head, err := parts.head([]string{benchRuleFile})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(head) + len(parts.tail)
 	}
 	b.ReportMetric(float64(size), "config-bytes")
 }
 
+// benchRuleFile is the rule file of the configuration of benchConfigInput.
+const benchRuleFile = "/etc/prometheus/rules/main-rulefiles-0/*.yaml"
+
 // benchConfigInput returns n ServiceMonitors of endpoints endpoints each,
 // spread over 10 namespaces, with the usual selectors, relabelings and
 // credentials.
-func benchConfigInput(n, endpoints int) ConfigInput {
-	in := ConfigInput{
+func benchConfigInput(n, endpoints int) configInput {
+	in := configInput{
 		Server: &v1alpha1.PrometheusServer{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
 			Spec: v1alpha1.PrometheusServerSpec{
@@ -136,8 +159,7 @@ func benchConfigInput(n, endpoints int) ConfigInput {
 				ExternalLabels: map[string]string{"cluster": "bench"},
 			},
 		},
-		RuleFiles: []string{"/etc/prometheus/rules/main-rulefiles-0/*.yaml"},
-		Secrets:   map[string]*corev1.Secret{},
+		Secrets: map[string]*corev1.Secret{},
 	}
 	for i := range n {
 		ns := fmt.Sprintf("team-%d", i%10)
@@ -199,7 +221,7 @@ func checkConfig(t *testing.T, promtool string, config []byte) {
 
 // renderedGolden is the content of a golden file: the error, or the
 // rejections as comments followed by prometheus.yaml.
-func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
+func renderedGolden(config []byte, rejected []rejection, err error) []byte {
 	var b bytes.Buffer
 	if err != nil {
 		fmt.Fprintf(&b, "# error: %v\n", err)
@@ -214,12 +236,13 @@ func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
 
 // loadConfigInput reads a bundle of YAML documents: at most one
 // PrometheusServer, ServiceMonitors, PodMonitors and Secrets, and a
-// test-only document of kind RuleFiles whose files field gives
-// ConfigInput.RuleFiles. Unknown fields are errors, so a typo in a fixture
-// cannot go unnoticed.
-func loadConfigInput(t *testing.T, path string) ConfigInput {
+// test-only document of kind RuleFiles whose files field gives the rule
+// files, returned apart as render passes them. Unknown fields are errors,
+// so a typo in a fixture cannot go unnoticed.
+func loadConfigInput(t *testing.T, path string) (configInput, []string) {
 	t.Helper()
-	in := ConfigInput{Secrets: map[string]*corev1.Secret{}}
+	in := configInput{Secrets: map[string]*corev1.Secret{}}
+	var ruleFiles []string
 	readDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
 		case v1alpha1.Kind:
@@ -239,12 +262,12 @@ func loadConfigInput(t *testing.T, path string) ConfigInput {
 				Files           []string `json:"files"`
 			}
 			require.NoError(t, sigsyaml.UnmarshalStrict(doc, &rf))
-			in.RuleFiles = append(in.RuleFiles, rf.Files...)
+			ruleFiles = append(ruleFiles, rf.Files...)
 		default:
 			t.Fatalf("unknown kind %q in %s", kind, path)
 		}
 	})
-	return in
+	return in, ruleFiles
 }
 
 // readDocuments calls fn with the kind and the text of every document of

@@ -103,10 +103,10 @@ func (cp *controlPlane) testUpgrade(t *testing.T) {
 	ns := cp.namespace(t, "upgrade", nil)
 	srv := server(ns, "main", nil)
 	cp.create(t, srv)
-	_, old := RenderWorkload(srv, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"})
-	want := old.Spec.Template.Annotations[AnnotationInputHash]
+	_, old := renderWorkload(srv, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"})
+	want := old.Spec.Template.Annotations[annotationInputHash]
 	require.NoError(t, controllerutil.SetControllerReference(srv, old, cp.c.Scheme()))
-	old.Spec.Template.Annotations[AnnotationInputHash] = "earlier"
+	old.Spec.Template.Annotations[annotationInputHash] = "earlier"
 	old.Spec.Template.Spec.Volumes = append(old.Spec.Template.Spec.Volumes, corev1.Volume{
 		Name: "legacy", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
@@ -116,7 +116,7 @@ func (cp *controlPlane) testUpgrade(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var sts appsv1.StatefulSet
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &sts)) {
-			assert.Equal(c, want, sts.Spec.Template.Annotations[AnnotationInputHash])
+			assert.Equal(c, want, sts.Spec.Template.Annotations[annotationInputHash])
 			assert.False(c, slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "legacy" }),
 				"the volume only an earlier version set is removed")
 		}

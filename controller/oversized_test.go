@@ -63,7 +63,7 @@ func TestRenderOversized(t *testing.T) {
 		s.RuleSelector = &metav1.LabelSelector{}
 	})
 	sms, secrets := oversizedMonitors("monitoring")
-	in := Inputs{
+	in := inputs{
 		Server:          srv,
 		Namespaces:      map[string]labels.Set{"monitoring": nil},
 		ServiceMonitors: append(sms, serviceMonitor("monitoring", "small", nil)),
@@ -74,7 +74,7 @@ func TestRenderOversized(t *testing.T) {
 		in.Secrets[s.Namespace+"/"+s.Name] = s
 	}
 
-	objs, err := Render(in, testOptions(), nil)
+	objs, err := render(in, testOptions(), nil)
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigHash)
@@ -88,7 +88,7 @@ func TestRenderOversized(t *testing.T) {
 
 	// Without the monitor named, it fits.
 	in.ServiceMonitors = slices.DeleteFunc(in.ServiceMonitors, func(sm *monitoringv1.ServiceMonitor) bool { return sm.Name == "big-b" })
-	objs, err = Render(in, testOptions(), nil)
+	objs, err = render(in, testOptions(), nil)
 	require.NoError(t, err)
 	require.Nil(t, objs.Oversized)
 	require.NotNil(t, objs.ConfigSecret)
@@ -117,7 +117,7 @@ func (cp *controlPlane) testOversized(t *testing.T) {
 	}
 	const named = "the largest monitors, without which it would about fit: ServiceMonitor oversized/big-b"
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
 			assert.Equal(c, "ConfigTooLarge", cond.Reason)

@@ -333,7 +333,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ConfigSecretName(srv)}, &secret)
 	requireControlledBy(t, &secret, srv)
 	var shard corev1.ConfigMap
-	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: RuleShardName(srv, 0)}, &shard)
+	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)
 	requireControlledBy(t, &shard, srv)
 	require.Contains(t, shard.Data[fileOf(r1)], "expr: up")
 
@@ -344,11 +344,11 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 		assert.Equal(c, v1alpha1.Selection{Selected: 1}, st.Rules)
 		assert.Equal(c, hex.EncodeToString(sum[:]), st.ConfigHash)
 		assert.Equal(c, srv.Generation, st.ObservedGeneration)
-		cond := meta.FindStatusCondition(st.Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(st.Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionTrue, cond.Status)
 		}
-		cond = meta.FindStatusCondition(st.Conditions, ConditionAvailable)
+		cond = meta.FindStatusCondition(st.Conditions, conditionAvailable)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status, "no pod runs here")
 		}
@@ -378,7 +378,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	edit(t, cp.c, r3, func(r *monitoringv1.PrometheusRule) { r.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2)") })
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var cm corev1.ConfigMap
-		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: RuleShardName(srv, 0)}, &cm))
+		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &cm))
 		assert.Contains(c, cm.Data[fileOf(r3)], "vector(2)")
 	}, deadline, 20*time.Millisecond)
 }
@@ -449,8 +449,8 @@ func (cp *controlPlane) testShards(t *testing.T) {
 	cp.waitRules(t, srv, slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[1]), fileOf(big[2]), fileOf(big[3])})))
 	writes := run.Writes()[before:]
 	base := "/api/v1/namespaces/" + ns + "/configmaps/"
-	update := slices.Index(writes, "PUT "+base+RuleShardName(srv, 0))
-	del := slices.Index(writes, "DELETE "+base+RuleShardName(srv, 1))
+	update := slices.Index(writes, "PUT "+base+ruleShardName(srv, 0))
+	del := slices.Index(writes, "DELETE "+base+ruleShardName(srv, 1))
 	require.True(t, update >= 0 && del > update, "first shard updated before the second is deleted: %q", writes)
 
 	// The pods mount padded rule volumes: the StatefulSet was never written.
@@ -494,7 +494,7 @@ func (cp *controlPlane) testImmutable(t *testing.T) {
 		}
 	}, deadline, 20*time.Millisecond)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionTrue, cond.Status, cond.Message)
 		}
@@ -594,7 +594,7 @@ func (cp *controlPlane) testInvalidServer(t *testing.T) {
 	const want = `select ServiceMonitors: parse label selector: "Near" is not a valid label selector operator`
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		st := cp.status(t, srv)
-		cond := meta.FindStatusCondition(st.Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(st.Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
 			assert.Equal(c, "InvalidSpec", cond.Reason)

@@ -37,7 +37,7 @@ func remoteWriteServer(ns, name, secret string) *v1alpha1.PrometheusServer {
 func (cp *controlPlane) waitReconciled(t *testing.T, s *v1alpha1.PrometheusServer, status metav1.ConditionStatus, reason, want string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(cp.status(t, s).Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(cp.status(t, s).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, status, cond.Status)
 			assert.Equal(c, reason, cond.Reason)

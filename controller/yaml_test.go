@@ -60,13 +60,13 @@ func TestConfigYAMLEncoding(t *testing.T) {
 // TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
 // encodeYAML writes as what yaml.v2's own Marshal writes, for every case.
 func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
-	inputs := map[string]ConfigInput{"bench": benchConfigInput(20, 3)}
+	cases := map[string]configInput{"bench": benchConfigInput(20, 3)}
 	for _, path := range configCases(t) {
-		inputs[filepath.Base(path)] = loadConfigInput(t, path)
+		cases[filepath.Base(path)], _ = loadConfigInput(t, path)
 	}
-	for name, in := range inputs {
+	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, _, err := renderConfig(in)
+			cfg, _, err := newRenderer(in).config(in)
 			if err != nil {
 				return
 			}
