@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -116,21 +115,21 @@ func (cp *controlPlane) testOversized(t *testing.T) {
 		cp.create(t, sm)
 	}
 	const named = "the largest monitors, without which it would about fit: ServiceMonitor oversized/big-b"
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
 			assert.Equal(c, "ConfigTooLarge", cond.Reason)
 			assert.Contains(c, cond.Message, named)
 		}
-	}, deadline, 20*time.Millisecond)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	})
+	eventually(t, func(c *assert.CollectT) {
 		var events eventsv1.EventList
 		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
 		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
 			return e.Regarding.Kind == v1alpha1.Kind && e.Reason == "ConfigTooLarge" && strings.HasSuffix(e.Note, named)
 		}), "Event on the server")
-	}, deadline, 20*time.Millisecond)
+	})
 	// The monitors were created one by one: the last configuration that
 	// fit has some of them, not all.
 	last := cp.config(t, srv)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -141,7 +142,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 
 	// The rules, as a new ruleCache renders them.
 	shards, rejectedRules := new(ruleCache).render(server, rules)
-	require.Equal(t, shards, out.RuleShards)
+	require.Empty(t, cmp.Diff(shards, out.RuleShards))
 
 	// The configuration, as renderConfig renders it, in the Secret.
 	want, rejectedMonitors, err := renderConfig(configInput{
@@ -220,9 +221,9 @@ func TestRenderDeterministic(t *testing.T) {
 				shuffled.Rules = shuffle(rng, in.Rules)
 				got, err := render(shuffled, testOptions(), &cache)
 				require.NoError(t, err)
-				require.Equal(t, want, got, "render %d", i)
+				require.Empty(t, cmp.Diff(want, got), "render %d", i)
 			}
-			require.Equal(t, load(t), in, "Render changed its input")
+			require.Empty(t, cmp.Diff(load(t), in), "render changed its input")
 		})
 	}
 }

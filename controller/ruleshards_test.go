@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -145,8 +146,8 @@ func TestRenderRulesShards(t *testing.T) {
 				sizes[ruleFileName(r)] = size
 			}
 			shards, rejected := new(ruleCache).render(testServer(), rules)
-			require.Equal(t, tc.want, shardFiles(shards))
-			require.Equal(t, tc.wantRejected, rejected)
+			require.Empty(t, cmp.Diff(tc.want, shardFiles(shards)))
+			require.Empty(t, cmp.Diff(tc.wantRejected, rejected))
 			for i, cm := range shards {
 				total := 0
 				for name, content := range cm.Data {
@@ -209,8 +210,8 @@ func TestRenderRulesDeterministic(t *testing.T) {
 			c = new(ruleCache)
 		}
 		got, rejected := c.render(testServer(), shuffled)
-		require.Equal(t, want, got)
-		require.Equal(t, wantRejected, rejected)
+		require.Empty(t, cmp.Diff(want, got))
+		require.Empty(t, cmp.Diff(wantRejected, rejected))
 	}
 	checkRules(t, want)
 }
@@ -339,8 +340,8 @@ func TestRuleCache(t *testing.T) {
 	var cache ruleCache
 	want, wantRejected := new(ruleCache).render(server, all)
 	got, rejected := cache.render(server, all)
-	require.Equal(t, want, got)
-	require.Equal(t, wantRejected, rejected)
+	require.Empty(t, cmp.Diff(want, got))
+	require.Empty(t, cmp.Diff(wantRejected, rejected))
 	require.Len(t, rejected, 1)
 	require.Len(t, cache.entries, 2, "objects without a resourceVersion are not cached")
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v2"
 )
@@ -52,7 +53,7 @@ func TestConfigYAMLEncoding(t *testing.T) {
 				{Key: "list", Value: []any{tc.s}},
 				{Key: "maps", Value: []any{yaml.MapSlice{{Key: tc.s, Value: tc.s}}}},
 			}
-			require.Equal(t, want, got, "%s", out)
+			require.Empty(t, cmp.Diff(want, got), "%s", out)
 		})
 	}
 }
@@ -77,7 +78,7 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 			var got, want any
 			require.NoError(t, yaml.UnmarshalStrict(ours, &got))
 			require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
-			require.Equal(t, want, got)
+			require.Empty(t, cmp.Diff(want, got))
 		})
 	}
 }
