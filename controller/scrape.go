@@ -217,12 +217,15 @@ func scrapeJobs[E any](r *renderer, m *monitorSpec, eps []E, endpointOf func(*E)
 	jobs := make([]yaml.MapSlice, 0, len(eps))
 	for i := range eps {
 		e := endpointOf(&eps[i])
-		path := fmt.Sprintf("%s[%d]", m.endpointsField, i)
+		// Concatenated rather than formatted: fmt would allocate for each
+		// string argument, thousands of times per configuration.
+		index := strconv.Itoa(i)
+		path := m.endpointsField + "[" + index + "]"
 		rl, err := r.builtinRelabelings(m, &parts, &e, path)
 		if err != nil {
 			return nil, err
 		}
-		job, err := r.job(m.namespace, &parts, &e, fmt.Sprintf("%s/%s/%s/%d", m.jobPrefix, m.namespace, m.name, i), path, rl)
+		job, err := r.job(m.namespace, &parts, &e, m.jobPrefix+"/"+m.namespace+"/"+m.name+"/"+index, path, rl)
 		if err != nil {
 			return nil, err
 		}
