@@ -63,7 +63,7 @@ type Options struct {
 
 // Controller reconciles PrometheusServers: it watches them, the monitors,
 // rules, Secrets and Namespaces they select or reference and the objects
-// it writes for them, and makes those objects match what Render gives.
+// it writes for them, and makes those objects match what render gives.
 type Controller struct {
 	mgr    manager.Manager
 	rec    *reconciler
@@ -144,9 +144,9 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		logger:     logger,
 		metrics:    newMetrics(reg),
 		workload:   opts.Workload,
-		caches:     map[types.NamespacedName]*RuleCache{},
+		caches:     map[types.NamespacedName]*ruleCache{},
 		secretRefs: map[types.NamespacedName][]string{},
-		warned:     map[types.NamespacedName]map[Rejection]struct{}{},
+		warned:     map[types.NamespacedName]map[rejection]struct{}{},
 	}
 	// Monitors and rules matter when they are created or deleted, or when
 	// their spec or labels change.
@@ -161,7 +161,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
 		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
 		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
-		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(KindPrometheusRule)), changed).
+		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(kindPrometheusRule)), changed).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 	if err != nil {
@@ -233,7 +233,7 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 		var matched []types.NamespacedName
 		for _, s := range r.servers(ctx) {
 			sel, nsSel := selectorsFor(&s, kind)
-			if ok, err := Selected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
+			if ok, err := isSelected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
 				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
 			}
 		}
@@ -246,7 +246,7 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var matched []types.NamespacedName
 	for _, s := range r.servers(ctx) {
-		for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, KindPrometheusRule} {
+		for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, kindPrometheusRule} {
 			_, nsSel := selectorsFor(&s, kind)
 			if nsSel == nil {
 				continue
