@@ -44,6 +44,9 @@ bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
+bin/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
+	cd $(CURDIR)/tools/golangci-lint && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 controlplane: bin/kube-apiserver bin/etcd ## Build kube-apiserver and etcd for envtest (KUBEBUILDER_ASSETS=bin).
 
 # Static like the upstream release binaries; etcd's version is in its source.
@@ -91,6 +94,7 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
+	cd tools/golangci-lint && $(GO) mod tidy -diff
 
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
