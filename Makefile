@@ -73,7 +73,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 
-test: build tools ## Run unit and e2e tests with the race detector.
+test: lint build tools ## Run the linters, then unit and e2e tests with the race detector.
 	$(GO) test -race -count=1 ./...
 
 unit: tools ## Run the unit tests only.
@@ -85,7 +85,7 @@ e2e: build tools ## Run the e2e tests against real Prometheus.
 fuzz: ## Fuzz the $(VAR) expansion for a minute.
 	$(GO) test -run=NONE -fuzz=FuzzExpand -fuzztime=60s ./envsubst/
 
-lint: ## gofmt, go vet and tidy checks.
+lint: bin/golangci-lint ## gofmt, go vet and tidy checks, then golangci-lint with the house rules (.golangci.yml).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
@@ -95,6 +95,8 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
+	$(BIN)/golangci-lint run ./...
+	cd tools && $(BIN)/golangci-lint run ./...
 
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
