@@ -44,6 +44,9 @@ bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
+bin/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
+	cd $(CURDIR)/tools/golangci-lint && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 controlplane: bin/kube-apiserver bin/etcd ## Build kube-apiserver and etcd for envtest (KUBEBUILDER_ASSETS=bin).
 
 # Static like the upstream release binaries; etcd's version is in its source.
@@ -70,7 +73,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 
-test: build tools ## Run unit and e2e tests with the race detector.
+test: lint build tools ## Run the linters, then unit and e2e tests with the race detector.
 	$(GO) test -race -count=1 ./...
 
 unit: tools ## Run the unit tests only.
@@ -82,7 +85,7 @@ e2e: build tools ## Run the e2e tests against real Prometheus.
 fuzz: ## Fuzz the $(VAR) expansion for a minute.
 	$(GO) test -run=NONE -fuzz=FuzzExpand -fuzztime=60s ./envsubst/
 
-lint: ## gofmt, go vet and tidy checks.
+lint: bin/golangci-lint ## gofmt, go vet and tidy checks, then golangci-lint with the house rules (.golangci.yml).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
@@ -91,6 +94,9 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
+	cd tools/golangci-lint && $(GO) mod tidy -diff
+	$(BIN)/golangci-lint run ./...
+	cd tools && $(BIN)/golangci-lint run ./...
 
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs

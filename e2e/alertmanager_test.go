@@ -75,8 +75,11 @@ func TestAlertmanager(t *testing.T) {
 						return fmt.Errorf("alertmanager runs:\n%s", status.Config.Original)
 					}
 					n, err := metric(t.Context(), "http://"+reloaderAddr+"/metrics", "reloader_reloads_total")
-					if err != nil || n <= reloads {
-						return fmt.Errorf("reloader_reloads_total %v, want more than %v: %v", n, reloads, err)
+					if err != nil {
+						return fmt.Errorf("read reloader_reloads_total: %w", err)
+					}
+					if n <= reloads {
+						return fmt.Errorf("reloader_reloads_total %v, want more than %v", n, reloads)
 					}
 					reloads = n
 					return nil

@@ -124,7 +124,6 @@ type loopbackPod struct {
 	ports           map[int32]string // container port -> host address
 	paths           *regexp.Regexp
 	rewrite         *strings.Replacer
-	env             []string
 	kubelet         *volume.Kubelet
 	containers      map[string]*process
 }

@@ -205,7 +205,7 @@ func (p *process) output() string {
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited: %v", p.name, p.err)
+		return fmt.Errorf("%s exited: %v", p.name, p.err) //nolint:errorlint // p.err is nil after a clean exit, which %w cannot print.
 	default:
 		return nil
 	}

@@ -284,8 +284,11 @@ func TestPipeline(t *testing.T) {
 	})
 	eventually(t, "the change projected", func() error {
 		files, err := filepath.Glob(filepath.Join(e.pod.root, "etc/prometheus/rules/*/default-second-*.yaml"))
-		if err != nil || len(files) != 1 {
-			return fmt.Errorf("rule files %v: %v", files, err)
+		if err != nil {
+			return fmt.Errorf("glob rule files: %w", err)
+		}
+		if len(files) != 1 {
+			return fmt.Errorf("rule files %v, want one", files)
 		}
 		b, err := os.ReadFile(files[0])
 		if err == nil && !strings.Contains(string(b), "job:scrape:min") {

@@ -504,7 +504,7 @@ func startController(b *testing.B, bin, kubeconfig string) *runningController {
 		select {
 		case <-r.exited:
 		default:
-			r.cmd.Process.Kill()
+			_ = r.cmd.Process.Kill() // It may have just exited: Wait says how it ended.
 			<-r.exited
 		}
 		if b.Failed() {
