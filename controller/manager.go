@@ -85,53 +85,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 			return nil, fmt.Errorf("new controller: %w", err)
 		}
 	}
-	var namespaces map[string]cache.Config
-	if len(opts.Namespaces) > 0 {
-		namespaces = map[string]cache.Config{}
-		for _, ns := range opts.Namespaces {
-			namespaces[ns] = cache.Config{}
-		}
-	}
-	// Only the ConfigMaps, Services and StatefulSets of PrometheusServers
-	// are cached, not every one of the cluster. Of Secrets, which hold the
-	// biggest objects of many clusters, only the metadata is cached (to
-	// know when one changes): the ones a server references, and its config
-	// Secret, are read from the API server when it is reconciled.
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelName: "prometheus"})}
-	var syncPeriod *time.Duration
-	if opts.SyncPeriod > 0 {
-		syncPeriod = &opts.SyncPeriod
-	}
-	id := opts.LeaderElectionID
-	if id == "" {
-		id = Name
-	}
-	mgr, err := manager.New(opts.Config, manager.Options{
-		Scheme: scheme,
-		Logger: logr.FromSlogHandler(logger.With("component", "controller-runtime").Handler()),
-		Cache: cache.Options{
-			DefaultNamespaces: namespaces,
-			SyncPeriod:        syncPeriod,
-			// Managed fields are often the biggest part of an object and
-			// the controller never reads them.
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.ConfigMap{}:   ours,
-				&corev1.Service{}:     ours,
-				&appsv1.StatefulSet{}: ours,
-			},
-		},
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		// Served by the caller, from its registry and ctrlmetrics.Registry.
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              id,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		// Several controllers run in one test binary.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := manager.New(opts.Config, managerOptions(logger, scheme, opts))
 	if err != nil {
 		return nil, fmt.Errorf("new controller: %w", err)
 	}
@@ -168,6 +122,58 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		return nil, fmt.Errorf("new controller: %w", err)
 	}
 	return &Controller{mgr: mgr, rec: r}, nil
+}
+
+// managerOptions configures controller-runtime's manager: what it caches,
+// how it elects a leader, and no servers of its own.
+func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) manager.Options {
+	var namespaces map[string]cache.Config
+	if len(opts.Namespaces) > 0 {
+		namespaces = map[string]cache.Config{}
+		for _, ns := range opts.Namespaces {
+			namespaces[ns] = cache.Config{}
+		}
+	}
+	// Only the ConfigMaps, Services and StatefulSets of PrometheusServers
+	// are cached, not every one of the cluster. Of Secrets, which hold the
+	// biggest objects of many clusters, only the metadata is cached (to
+	// know when one changes): the ones a server references, and its config
+	// Secret, are read from the API server when it is reconciled.
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelName: "prometheus"})}
+	var syncPeriod *time.Duration
+	if opts.SyncPeriod > 0 {
+		syncPeriod = &opts.SyncPeriod
+	}
+	id := opts.LeaderElectionID
+	if id == "" {
+		id = Name
+	}
+	return manager.Options{
+		Scheme: scheme,
+		Logger: logr.FromSlogHandler(logger.With("component", "controller-runtime").Handler()),
+		Cache: cache.Options{
+			DefaultNamespaces: namespaces,
+			SyncPeriod:        syncPeriod,
+			// Managed fields are often the biggest part of an object and
+			// the controller never reads them.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.ConfigMap{}:   ours,
+				&corev1.Service{}:     ours,
+				&appsv1.StatefulSet{}: ours,
+			},
+		},
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		// Served by the caller, from its registry and ctrlmetrics.Registry.
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              id,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		// Several controllers run in one test binary.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	}
 }
 
 // Run runs the controller until ctx is done. It returns an error when the

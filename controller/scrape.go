@@ -375,66 +375,9 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		sd = append(sd, yaml.MapItem{Key: "attach_metadata", Value: yaml.MapSlice{{Key: "node", Value: node}}})
 	}
 
-	var tail yaml.MapSlice
-	for _, l := range []struct {
-		field, key string
-		v          *int64
-	}{
-		{"sampleLimit", "sample_limit", s.sampleLimit},
-		{"targetLimit", "target_limit", s.targetLimit},
-		{"labelLimit", "label_limit", s.labelLimit},
-		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit},
-		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit},
-		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets},
-	} {
-		if l.v == nil {
-			continue
-		}
-		if *l.v < 0 {
-			return monitorParts{}, fmt.Errorf("%s: %d is negative", l.field, *l.v)
-		}
-		tail = append(tail, yaml.MapItem{Key: l.key, Value: *l.v})
-	}
-	if len(s.scrapeProtocols) > 0 {
-		ps := make([]string, len(s.scrapeProtocols))
-		for i, p := range s.scrapeProtocols {
-			if !knownScrapeProtocol(p) {
-				return monitorParts{}, fmt.Errorf("scrapeProtocols[%d]: unknown protocol %q", i, p)
-			}
-			ps[i] = string(p)
-		}
-		tail = append(tail, yaml.MapItem{Key: "scrape_protocols", Value: ps})
-	}
-	if p := s.fallbackScrapeProtocol; p != nil {
-		if !knownScrapeProtocol(*p) {
-			return monitorParts{}, fmt.Errorf("fallbackScrapeProtocol: unknown protocol %q", *p)
-		}
-		tail = append(tail, yaml.MapItem{Key: "fallback_scrape_protocol", Value: string(*p)})
-	}
-	nh := &s.nativeHistograms
-	if nh.ScrapeNativeHistograms != nil {
-		tail = append(tail, yaml.MapItem{Key: "scrape_native_histograms", Value: *nh.ScrapeNativeHistograms})
-	}
-	if nh.ScrapeClassicHistograms != nil {
-		tail = append(tail, yaml.MapItem{Key: "always_scrape_classic_histograms", Value: *nh.ScrapeClassicHistograms})
-	}
-	if nh.NativeHistogramBucketLimit != nil {
-		if *nh.NativeHistogramBucketLimit < 0 {
-			return monitorParts{}, fmt.Errorf("nativeHistogramBucketLimit: %d is negative", *nh.NativeHistogramBucketLimit)
-		}
-		tail = append(tail, yaml.MapItem{Key: "native_histogram_bucket_limit", Value: *nh.NativeHistogramBucketLimit})
-	}
-	if nh.NativeHistogramMinBucketFactor != nil {
-		tail = append(tail, yaml.MapItem{Key: "native_histogram_min_bucket_factor", Value: nh.NativeHistogramMinBucketFactor.AsApproximateFloat64()})
-	}
-	if nh.ConvertClassicHistogramsToNHCB != nil {
-		tail = append(tail, yaml.MapItem{Key: "convert_classic_histograms_to_nhcb", Value: *nh.ConvertClassicHistogramsToNHCB})
-	}
-	if b := s.bodySizeLimit; b != nil && *b != "" {
-		if _, err := units.ParseBase2Bytes(string(*b)); err != nil {
-			return monitorParts{}, fmt.Errorf("bodySizeLimit: %q is not a size such as 512MB", *b)
-		}
-		tail = append(tail, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
+	tail, err := monitorTail(s)
+	if err != nil {
+		return monitorParts{}, err
 	}
 	for _, l := range s.targetLabels {
 		if l == "" {
@@ -512,6 +455,110 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 		job = append(job, yaml.MapItem{Key: "enable_http2", Value: *e.http.EnableHTTP2})
 	}
 
+	auth, err := r.endpointAuth(ns, path, e)
+	if err != nil {
+		return nil, err
+	}
+	job = append(job, auth...)
+
+	relabelings, err = r.relabelConfigs(relabelings, path+".relabelings", e.relabelings)
+	if err != nil {
+		return nil, err
+	}
+	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
+	job = append(job, parts.tail...)
+	if len(e.metricRelabelings) > 0 {
+		mrl, err := r.relabelConfigs(make([]yaml.MapSlice, 0, len(e.metricRelabelings)), path+".metricRelabelings", e.metricRelabelings)
+		if err != nil {
+			return nil, err
+		}
+		job = append(job, yaml.MapItem{Key: "metric_relabel_configs", Value: mrl})
+	}
+	return job, nil
+}
+
+// relabelConfigs appends the rendered rcs to dst; field names them in errors.
+func (r *renderer) relabelConfigs(dst []yaml.MapSlice, field string, rcs []monitoringv1.RelabelConfig) ([]yaml.MapSlice, error) {
+	for i := range rcs {
+		rc, err := r.relabelConfig(field+"["+strconv.Itoa(i)+"]", &rcs[i])
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, rc)
+	}
+	return dst, nil
+}
+
+// monitorTail checks and renders the limits, protocols and histogram
+// settings a monitor's jobs end with.
+func monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
+	var tail yaml.MapSlice
+	for _, l := range []struct {
+		field, key string
+		v          *int64
+	}{
+		{"sampleLimit", "sample_limit", s.sampleLimit},
+		{"targetLimit", "target_limit", s.targetLimit},
+		{"labelLimit", "label_limit", s.labelLimit},
+		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit},
+		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit},
+		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets},
+	} {
+		if l.v == nil {
+			continue
+		}
+		if *l.v < 0 {
+			return nil, fmt.Errorf("%s: %d is negative", l.field, *l.v)
+		}
+		tail = append(tail, yaml.MapItem{Key: l.key, Value: *l.v})
+	}
+	if len(s.scrapeProtocols) > 0 {
+		ps := make([]string, len(s.scrapeProtocols))
+		for i, p := range s.scrapeProtocols {
+			if !knownScrapeProtocol(p) {
+				return nil, fmt.Errorf("scrapeProtocols[%d]: unknown protocol %q", i, p)
+			}
+			ps[i] = string(p)
+		}
+		tail = append(tail, yaml.MapItem{Key: "scrape_protocols", Value: ps})
+	}
+	if p := s.fallbackScrapeProtocol; p != nil {
+		if !knownScrapeProtocol(*p) {
+			return nil, fmt.Errorf("fallbackScrapeProtocol: unknown protocol %q", *p)
+		}
+		tail = append(tail, yaml.MapItem{Key: "fallback_scrape_protocol", Value: string(*p)})
+	}
+	nh := &s.nativeHistograms
+	if nh.ScrapeNativeHistograms != nil {
+		tail = append(tail, yaml.MapItem{Key: "scrape_native_histograms", Value: *nh.ScrapeNativeHistograms})
+	}
+	if nh.ScrapeClassicHistograms != nil {
+		tail = append(tail, yaml.MapItem{Key: "always_scrape_classic_histograms", Value: *nh.ScrapeClassicHistograms})
+	}
+	if nh.NativeHistogramBucketLimit != nil {
+		if *nh.NativeHistogramBucketLimit < 0 {
+			return nil, fmt.Errorf("nativeHistogramBucketLimit: %d is negative", *nh.NativeHistogramBucketLimit)
+		}
+		tail = append(tail, yaml.MapItem{Key: "native_histogram_bucket_limit", Value: *nh.NativeHistogramBucketLimit})
+	}
+	if nh.NativeHistogramMinBucketFactor != nil {
+		tail = append(tail, yaml.MapItem{Key: "native_histogram_min_bucket_factor", Value: nh.NativeHistogramMinBucketFactor.AsApproximateFloat64()})
+	}
+	if nh.ConvertClassicHistogramsToNHCB != nil {
+		tail = append(tail, yaml.MapItem{Key: "convert_classic_histograms_to_nhcb", Value: *nh.ConvertClassicHistogramsToNHCB})
+	}
+	if b := s.bodySizeLimit; b != nil && *b != "" {
+		if _, err := units.ParseBase2Bytes(string(*b)); err != nil {
+			return nil, fmt.Errorf("bodySizeLimit: %q is not a size such as 512MB", *b)
+		}
+		tail = append(tail, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
+	}
+	return tail, nil
+}
+
+// endpointAuth renders the credentials and TLS settings of endpoint e.
+func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, error) {
+	var items yaml.MapSlice
 	if err := checkAuthMethods(&e.http, e.bearerTokenFile); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -520,61 +567,40 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 		if err != nil {
 			return nil, err
 		}
-		job = append(job, item)
+		items = append(items, item)
 	}
 	if e.tls != nil {
 		item, err := r.tlsConfig(ns, path+".tlsConfig", e.tls)
 		if err != nil {
 			return nil, err
 		}
-		job = append(job, item)
+		items = append(items, item)
 	}
 	if e.bearerTokenFile != "" {
-		job = append(job, yaml.MapItem{Key: "bearer_token_file", Value: e.bearerTokenFile})
+		items = append(items, yaml.MapItem{Key: "bearer_token_file", Value: e.bearerTokenFile})
 	}
 	if sel := e.http.BearerTokenSecret; sel != nil {
 		v, err := r.secret(ns, *sel)
 		if err != nil {
 			return nil, fmt.Errorf("%s.bearerTokenSecret: %w", path, err)
 		}
-		job = append(job, yaml.MapItem{Key: "bearer_token", Value: v})
+		items = append(items, yaml.MapItem{Key: "bearer_token", Value: v})
 	}
 	if ba := e.http.BasicAuth; ba != nil {
 		item, err := r.basicAuth(ns, path+".basicAuth", ba)
 		if err != nil {
 			return nil, err
 		}
-		job = append(job, item)
+		items = append(items, item)
 	}
 	if a := e.http.Authorization; a != nil {
 		item, err := r.authorization(ns, path+".authorization", a, false)
 		if err != nil {
 			return nil, err
 		}
-		job = append(job, item)
+		items = append(items, item)
 	}
-
-	for i := range e.relabelings {
-		rc, err := r.relabelConfig(fmt.Sprintf("%s.relabelings[%d]", path, i), &e.relabelings[i])
-		if err != nil {
-			return nil, err
-		}
-		relabelings = append(relabelings, rc)
-	}
-	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
-	job = append(job, parts.tail...)
-	if len(e.metricRelabelings) > 0 {
-		mrl := make([]yaml.MapSlice, len(e.metricRelabelings))
-		for i := range e.metricRelabelings {
-			rc, err := r.relabelConfig(fmt.Sprintf("%s.metricRelabelings[%d]", path, i), &e.metricRelabelings[i])
-			if err != nil {
-				return nil, err
-			}
-			mrl[i] = rc
-		}
-		job = append(job, yaml.MapItem{Key: "metric_relabel_configs", Value: mrl})
-	}
-	return job, nil
+	return items, nil
 }
 
 func knownScrapeProtocol(p monitoringv1.ScrapeProtocol) bool {

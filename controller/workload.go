@@ -152,37 +152,10 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 
-	storage := corev1.VolumeMount{Name: "storage", MountPath: storageMountPath}
-	var claims []corev1.PersistentVolumeClaim
-	switch {
-	case spec.Storage != nil && spec.Storage.VolumeClaimTemplate != nil:
-		t := spec.Storage.VolumeClaimTemplate
-		if t.Name != "" {
-			storage.Name = t.Name
-		}
-		claims = []corev1.PersistentVolumeClaim{{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: metav1.ObjectMeta{Name: storage.Name, Labels: t.Labels, Annotations: t.Annotations},
-			Spec:       t.Spec,
-		}}
-	case spec.Storage != nil && spec.Storage.EmptyDir != nil:
-		volumes = append(volumes, corev1.Volume{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: spec.Storage.EmptyDir}})
-	default:
-		volumes = append(volumes, corev1.Volume{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	}
-
-	ruleMounts := make([]corev1.VolumeMount, 0, ruleVolumes(opts.RuleShards))
-	var watched []string
-	for i := range ruleVolumes(opts.RuleShards) {
-		name := "rulefiles-" + strconv.Itoa(i)
-		dir := ruleDir(server, i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
-			Optional:             ptr.To(true),
-		}}})
-		ruleMounts = append(ruleMounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
-		watched = append(watched, "--watched-dir="+dir)
-	}
+	storage, storageVolumes, claims := storageVolume(spec.Storage)
+	volumes = append(volumes, storageVolumes...)
+	rules, ruleMounts, watched := ruleShardVolumes(server, opts.RuleShards)
+	volumes = append(volumes, rules...)
 
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
@@ -201,23 +174,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 	sidecarArgs = append(sidecarArgs, "--listen-address=:"+strconv.Itoa(reloaderPort))
 
-	prometheus := corev1.Container{
-		Name:  "prometheus",
-		Image: cmp.Or(spec.Image, opts.DefaultPrometheusImage),
-		Args: []string{
-			"--config.file=" + configOut,
-			"--web.enable-lifecycle",
-			"--storage.tsdb.path=" + storageMountPath,
-			"--storage.tsdb.retention.time=" + cmp.Or(string(spec.Retention), defaultRetention),
-			"--web.listen-address=:" + strconv.Itoa(webPort),
-		},
-		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
-		ReadinessProbe:  httpProbe("/-/ready", 5, 3),
-		LivenessProbe:   httpProbe("/-/healthy", 10, 6),
-		Resources:       spec.Resources,
-		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: configOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
-		SecurityContext: containerSecurity(),
-	}
+	prometheus := prometheusContainer(spec, opts, configOut, storage, ruleMounts)
 	initReloader := corev1.Container{
 		Name:            "init-config-reloader",
 		Image:           reloaderImage,
@@ -243,17 +200,10 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:        ptr.To(true),
-				RunAsUser:           ptr.To[int64](nobody),
-				RunAsGroup:          ptr.To[int64](nobody),
-				FSGroup:             ptr.To[int64](fsGroup),
-				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
-				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			InitContainers: []corev1.Container{initReloader},
-			Containers:     []corev1.Container{prometheus, sidecar},
-			Volumes:        volumes,
+			SecurityContext:               podSecurity(),
+			InitContainers:                []corev1.Container{initReloader},
+			Containers:                    []corev1.Container{prometheus, sidecar},
+			Volumes:                       volumes,
 		},
 	}
 	if signal {
@@ -262,6 +212,82 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 	t.Annotations = map[string]string{annotationInputHash: inputHash(t, claims)}
 	return t, claims
+}
+
+// prometheusContainer runs Prometheus on the rendered configuration.
+func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOptions, configOut string, storage corev1.VolumeMount, ruleMounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:  "prometheus",
+		Image: cmp.Or(spec.Image, opts.DefaultPrometheusImage),
+		Args: []string{
+			"--config.file=" + configOut,
+			"--web.enable-lifecycle",
+			"--storage.tsdb.path=" + storageMountPath,
+			"--storage.tsdb.retention.time=" + cmp.Or(string(spec.Retention), defaultRetention),
+			"--web.listen-address=:" + strconv.Itoa(webPort),
+		},
+		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		ReadinessProbe:  httpProbe("/-/ready", 5, 3),
+		LivenessProbe:   httpProbe("/-/healthy", 10, 6),
+		Resources:       spec.Resources,
+		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: configOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// podSecurity runs the pod as non-root with the runtime's seccomp profile;
+// fsGroup makes the data volume writable.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To[int64](nobody),
+		RunAsGroup:          ptr.To[int64](nobody),
+		FSGroup:             ptr.To[int64](fsGroup),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// storageVolume is Prometheus' data volume: a claim from the template, the
+// given emptyDir, or an emptyDir by default.
+func storageVolume(st *v1alpha1.StorageSpec) (corev1.VolumeMount, []corev1.Volume, []corev1.PersistentVolumeClaim) {
+	storage := corev1.VolumeMount{Name: "storage", MountPath: storageMountPath}
+	switch {
+	case st != nil && st.VolumeClaimTemplate != nil:
+		t := st.VolumeClaimTemplate
+		if t.Name != "" {
+			storage.Name = t.Name
+		}
+		return storage, nil, []corev1.PersistentVolumeClaim{{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: storage.Name, Labels: t.Labels, Annotations: t.Annotations},
+			Spec:       t.Spec,
+		}}
+	case st != nil && st.EmptyDir != nil:
+		return storage, []corev1.Volume{{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: st.EmptyDir}}}, nil
+	default:
+		return storage, []corev1.Volume{{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, nil
+	}
+}
+
+// ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
+// without a restart), their mounts and the sidecar's --watched-dir flags.
+func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
+	n := ruleVolumes(shards)
+	volumes := make([]corev1.Volume, 0, n)
+	mounts := make([]corev1.VolumeMount, 0, n)
+	watched := make([]string, 0, n)
+	for i := range n {
+		name := "rulefiles-" + strconv.Itoa(i)
+		dir := ruleDir(server, i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
+			Optional:             ptr.To(true),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		watched = append(watched, "--watched-dir="+dir)
+	}
+	return volumes, mounts, watched
 }
 
 // inputHash hashes the pod template (before it carries the hash) and the
