@@ -23,6 +23,7 @@ import (
 
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/tune"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -45,7 +46,7 @@ type config struct {
 }
 
 func main() {
-	app.ExecWithOneP()
+	tune.ExecWithOneP()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -103,18 +104,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := newLogger(&cfg.log, level)
-	app.SetMemoryLimit(logger, cfg.memlimitRatio)
+	tune.SetMemoryLimit(logger, cfg.memlimitRatio)
 
 	trigger, tlsMode, err := newTrigger(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	app.TuneRuntime()
+	tune.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
-	_, _ = app.TrimCode()
-	trimmer := app.NewTrimmer(logger, 2*time.Second)
+	_, _ = tune.TrimCode()
+	trimmer := tune.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program, "prometheus-config-reloader")
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reloader_info",
