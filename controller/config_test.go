@@ -22,7 +22,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // configCases returns the inputs under testdata/config: <case>.yaml, with
@@ -46,7 +46,7 @@ func configCases(t testing.TB) []string {
 // TestRenderConfig renders each case, compares the result with its golden
 // file, and checks the configuration with the real promtool.
 func TestRenderConfig(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	for _, path := range configCases(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
@@ -101,7 +101,7 @@ func TestRenderConfigDeterministic(t *testing.T) {
 // TestRenderConfigLarge checks the configuration of the benchmark with
 // promtool: 3,000 jobs with unique names.
 func TestRenderConfigLarge(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	out, rejected, err := RenderConfig(benchConfigInput(1000, 3))
 	require.NoError(t, err)

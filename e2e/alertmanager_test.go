@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/internal/volume"
 )
 
@@ -41,7 +42,7 @@ func TestAlertmanager(t *testing.T) {
 			}
 			setReceiver("first")
 
-			bin, err := volume.Bin("alertmanager")
+			bin, err := toolbin.Path("alertmanager")
 			require.NoError(t, err)
 			amAddr, reloaderAddr := freeAddr(t), freeAddr(t)
 			amURL := "http://" + amAddr

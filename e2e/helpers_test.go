@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/internal/volume"
 )
 
@@ -383,7 +384,7 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	require.Contains(t, string(rendered), "replica: "+podName+"\n")
 	require.NotContains(t, string(rendered), "$(POD_NAME)")
 
-	promBin, err := volume.Bin("prometheus")
+	promBin, err := toolbin.Path("prometheus")
 	require.NoError(t, err)
 	promAddr, sidecarAddr := freeAddr(t), freeAddr(t)
 	p.promURL, p.sidecarURL = "http://"+promAddr, "http://"+sidecarAddr

@@ -19,6 +19,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/podreload/podreload/internal/controlplane"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/internal/volume"
 )
 
@@ -203,7 +204,7 @@ current-context: down
 // TestKubeletUsage checks that the projector refuses bad command lines with
 // exit status 2 and says why; none of them needs an API server.
 func TestKubeletUsage(t *testing.T) {
-	bin, err := volume.Bin("projector")
+	bin, err := toolbin.Path("projector")
 	require.NoError(t, err)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	dir := t.TempDir()
