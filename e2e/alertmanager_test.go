@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/podreload/podreload/internal/testenv/projector"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
-	"github.com/podreload/podreload/internal/volume"
 )
 
 // TestAlertmanager: rules-reloader reloads a real Alertmanager, any app with a
@@ -32,7 +32,7 @@ func TestAlertmanager(t *testing.T) {
 			})
 			root := t.TempDir()
 			vol := filepath.Join(root, "config")
-			proj, err := volume.Start(context.Background(), vol, filepath.Join(root, "scratch"))
+			proj, err := projector.Start(context.Background(), vol, filepath.Join(root, "scratch"))
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, proj.Close()) })
 			setReceiver := func(name string) {

@@ -24,8 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/podreload/podreload/internal/testenv/projector"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
-	"github.com/podreload/podreload/internal/volume"
 )
 
 const (
@@ -335,7 +335,7 @@ type pod struct {
 	t                     *testing.T
 	configVol, rulesVol   string
 	output                string
-	configProj, rulesProj *volume.Projector
+	configProj, rulesProj *projector.Projector
 	cur                   state
 	interval              string
 	prom, sidecar         *process
@@ -363,10 +363,10 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	require.NoError(t, os.Mkdir(filepath.Dir(p.output), 0o755)) // An emptyDir.
 	// Projectors are closed (stdin EOF) at cleanup, after t.Context is done.
 	var err error
-	p.configProj, err = volume.Start(context.Background(), p.configVol, filepath.Join(root, "scratch-config"))
+	p.configProj, err = projector.Start(context.Background(), p.configVol, filepath.Join(root, "scratch-config"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.configProj.Close()) })
-	p.rulesProj, err = volume.Start(context.Background(), p.rulesVol, filepath.Join(root, "scratch-rules"))
+	p.rulesProj, err = projector.Start(context.Background(), p.rulesVol, filepath.Join(root, "scratch-rules"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.rulesProj.Close()) })
 	p.setConfig(initial.version, "15s")

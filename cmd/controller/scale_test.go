@@ -37,7 +37,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller"
-	"github.com/podreload/podreload/internal/controlplane"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 

@@ -1,7 +1,9 @@
-// Package volume drives the kubelet volume projector built by the tools
-// module (bin/projector), so tests update Secret and ConfigMap style volumes
-// with the kubelet's own atomic writer rather than an imitation of it.
-package volume
+// Package projector is for tests only: it drives the kubelet volume
+// projector built by the tools module (bin/projector), so tests update
+// Secret and ConfigMap style volumes with the kubelet's own atomic writer
+// rather than an imitation of it, either directly (Projector) or as a
+// kubelet watching their objects through an API server (Kubelet).
+package projector
 
 import (
 	"bufio"

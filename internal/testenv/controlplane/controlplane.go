@@ -1,6 +1,6 @@
-// Package controlplane starts, for tests, a real kube-apiserver and etcd
-// (built into bin/ by `make controlplane`) through controller-runtime's
-// envtest.
+// Package controlplane is for tests only: it starts a real kube-apiserver
+// and etcd (built into bin/ by `make controlplane`) through
+// controller-runtime's envtest.
 package controlplane
 
 import (
