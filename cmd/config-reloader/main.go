@@ -16,6 +16,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
+	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
@@ -154,10 +155,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	return app.Sidecar{
-		Reloader: rel, Registry: reg, Trimmer: trimmer,
-		Listen: cfg.listen, WebConfig: cfg.webConfig, MetricsPath: "",
-	}.Run(ctx, logger)
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
+	}
+	if cfg.listen != "" { // Web server.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
+	}
+	return app.Run(ctx, logger, &g)
 }
 
 // newTrigger returns the trigger --reload-method selects and the TLS mode of

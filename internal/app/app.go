@@ -17,8 +17,6 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
-
-	"github.com/podreload/podreload/internal/tune"
 )
 
 // NewRegistry returns a registry with the Go, process and build-info
@@ -88,42 +86,6 @@ func (s *Server) Run() error {
 
 // Close stops the server.
 func (s *Server) Close() { _ = s.srv.Shutdown(context.Background()) }
-
-// Sidecar is what a podreload sidecar runs: its reloader, its web server
-// (when Listen is set) and its trimmer.
-type Sidecar struct {
-	// Reloader is the engine; Ready tells /-/ready, with its error as the
-	// answer's body.
-	Reloader interface {
-		Run(ctx context.Context) error
-		Ready() error
-	}
-	// Registry is served on MetricsPath.
-	Registry *prometheus.Registry
-	// Listen, WebConfig and MetricsPath configure the web server.
-	Listen, WebConfig, MetricsPath string
-	// Trimmer drops unused code pages.
-	Trimmer *tune.Trimmer
-}
-
-// Run runs the sidecar until ctx is done or SIGINT or SIGTERM arrives, and
-// returns the exit code: 0 for a requested stop, 1 for a failure.
-func (s Sidecar) Run(ctx context.Context, logger *slog.Logger) int {
-	var g oklog.Group
-	{ // Reloader.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return s.Reloader.Run(ctx) }, func(error) { cancel() })
-	}
-	if s.Listen != "" { // Web server.
-		srv := NewServer(logger.With("component", "web"), s.Registry, s.Listen, s.WebConfig, s.MetricsPath, s.Reloader.Ready)
-		g.Add(srv.Run, func(error) { srv.Close() })
-	}
-	{ // Trim code pages used only at start-up or in a burst of work.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return s.Trimmer.Run(ctx) }, func(error) { cancel() })
-	}
-	return Run(ctx, logger, &g)
-}
 
 // Run adds to g an actor that ends it on SIGINT or SIGTERM, runs it until
 // ctx is done or an actor ends, and returns the exit code: 0 for a

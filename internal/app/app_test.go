@@ -1,12 +1,16 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	oklog "github.com/oklog/run"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -69,5 +73,36 @@ func TestServer(t *testing.T) {
 	require.Equal(t, 200, status)
 	for _, name := range []string{"config_reloader_build_info", "go_goroutines", "process_start_time_seconds"} {
 		require.Contains(t, body, name)
+	}
+}
+
+// TestRun checks the exit code and the log line for each way a run group
+// ends.
+func TestRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		log  string
+	}{
+		{"actor ends", nil, 0, ""},
+		{"context canceled", context.Canceled, 0, `level=INFO msg=stopping reason="context canceled"`},
+		{"actor fails", errors.New("boom"), 1, "level=ERROR msg=run err=boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
+				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+					if a.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return a
+				},
+			}))
+			var g oklog.Group
+			g.Add(func() error { return tc.err }, func(error) {})
+			require.Equal(t, tc.code, Run(t.Context(), logger, &g))
+			require.Equal(t, tc.log, strings.TrimSpace(out.String()))
+		})
 	}
 }
