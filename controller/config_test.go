@@ -23,7 +23,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // configCases returns the inputs under testdata/config: <case>.yaml, with
@@ -61,7 +61,7 @@ func renderConfig(in configInput, ruleFiles []string) ([]byte, []rejection, erro
 // TestRenderConfig renders each case, compares the result with its golden
 // file, and checks the configuration with the real promtool.
 func TestRenderConfig(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	for _, path := range configCases(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
@@ -116,7 +116,7 @@ func TestRenderConfigDeterministic(t *testing.T) {
 // TestRenderConfigLarge checks the configuration of the benchmark with
 // promtool: 3,000 jobs with unique names.
 func TestRenderConfigLarge(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	out, rejected, err := renderConfig(benchConfigInput(1000, 3), []string{benchRuleFile})
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // renderCases returns the inputs under testdata/render: <case>.yaml, with
@@ -50,7 +50,7 @@ func renderCases(t *testing.T) []string {
 // ties together, and checks the configuration and every rule file with
 // the real promtool.
 func TestRender(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	for _, path := range renderCases(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")

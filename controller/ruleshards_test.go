@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // loadRule reads a PrometheusRule fixture from testdata/rules.
@@ -65,7 +65,7 @@ func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule
 // checkRules runs the real promtool on every file of shards.
 func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	t.Helper()
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	args := []string{"check", "rules"}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // examplePipeline is the example of deploy/example running through every
@@ -40,7 +40,7 @@ func startExample(t testing.TB) *examplePipeline {
 	cl := startCluster(t)
 	cl.apply(t, "../deploy/example")
 	sts := cl.statefulSet(t, client.ObjectKey{Namespace: "default", Name: "example"})
-	prom, err := volume.Bin("prometheus")
+	prom, err := toolbin.Path("prometheus")
 	require.NoError(t, err)
 	pod := cl.startPod(t, sts, map[string]string{prometheusImage: prom, reloaderImage: ours("config-reloader")})
 	e := &examplePipeline{

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
 // hostileEndpoint is a reload endpoint that, while hostile, answers each
@@ -97,7 +97,7 @@ func TestRandomAttack(t *testing.T) {
 			u, err := url.Parse(ep.URL + "/-/reload")
 			require.NoError(t, err)
 			s.opts.Trigger = &HTTPTrigger{URL: u, Timeout: 100 * time.Millisecond}
-			cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+			cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 
 			lastRules := "a.yaml=r0;"
 			cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 0\n")})

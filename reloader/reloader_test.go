@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/podreload/podreload/envsubst"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
 func TestMain(m *testing.M) {
@@ -212,7 +212,7 @@ func (s *setup) start(t *testing.T) *Reloader {
 
 func TestKubeletSwaps(t *testing.T) {
 	s := newSetup(t)
-	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 1\n")})
 	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	r := s.start(t)
@@ -253,7 +253,7 @@ func TestKubeletSwaps(t *testing.T) {
 
 func TestNothingChanged(t *testing.T) {
 	s := newSetup(t)
-	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	r := s.start(t)
@@ -326,7 +326,7 @@ func TestPlainDirectoryEdits(t *testing.T) {
 func TestBurst(t *testing.T) {
 	s := newSetup(t)
 	s.opts.QuietWindow = DefaultQuietWindow
-	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
 	rules.Set(t, map[string]string{"a.yaml": "0"})
 	s.start(t)
@@ -342,7 +342,7 @@ func TestBurst(t *testing.T) {
 func TestDelayInterval(t *testing.T) {
 	s := newSetup(t)
 	s.opts.DelayInterval = 300 * time.Millisecond
-	cfg := volume.Open(t, s.cfgDir)
+	cfg := projector.Open(t, s.cfgDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
 	s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
@@ -357,7 +357,7 @@ func TestDelayInterval(t *testing.T) {
 func TestTolerantExpansion(t *testing.T) {
 	s := newSetup(t)
 	s.opts.Expander = expander(false)
-	cfg := volume.Open(t, s.cfgDir)
+	cfg := projector.Open(t, s.cfgDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: $(NOPE)\nb: $(CLUSTER) $(NOPE2) ${CLUSTER} $CLUSTER $$\n")})
 	r := s.start(t)
 	eventually(t, "reload", func() bool { return len(s.ep.reloads()) == 1 })
@@ -368,7 +368,7 @@ func TestTolerantExpansion(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	s := newSetup(t)
-	volume.Open(t, s.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\n")})
+	projector.Open(t, s.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\n")})
 	r, err := New(nil, s.reg, s.opts)
 	require.NoError(t, err)
 	require.NoError(t, r.Render())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
+	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/tune"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -45,7 +47,7 @@ type config struct {
 }
 
 func main() {
-	app.ExecWithOneP()
+	tune.ExecWithOneP()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -103,18 +105,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := newLogger(&cfg.log, level)
-	app.SetMemoryLimit(logger, cfg.memlimitRatio)
+	tune.SetMemoryLimit(logger, cfg.memlimitRatio)
 
 	trigger, tlsMode, err := newTrigger(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	app.TuneRuntime()
+	tune.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
-	_, _ = app.TrimCode()
-	trimmer := app.NewTrimmer(logger, 2*time.Second)
+	_, _ = tune.TrimCode()
+	trimmer := tune.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program, "prometheus-config-reloader")
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reloader_info",
@@ -153,10 +155,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	return app.Sidecar{
-		Reloader: rel, Registry: reg, Trimmer: trimmer,
-		Listen: cfg.listen, WebConfig: cfg.webConfig, MetricsPath: "",
-	}.Run(ctx, logger)
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
+	}
+	if cfg.listen != "" { // Web server.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
+	}
+	return app.Run(ctx, logger, &g)
 }
 
 // newTrigger returns the trigger --reload-method selects and the TLS mode of

@@ -12,11 +12,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	commoncfg "github.com/prometheus/common/config"
@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/tune"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -43,7 +44,7 @@ type config struct {
 }
 
 func main() {
-	app.ExecWithOneP()
+	tune.ExecWithOneP()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stderr))
 }
 
@@ -93,11 +94,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	app.TuneRuntime()
+	tune.TuneRuntime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
-	_, _ = app.TrimCode()
-	trimmer := app.NewTrimmer(logger, 2*time.Second)
+	_, _ = tune.TrimCode()
+	trimmer := tune.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program)
 	trigger, err := triggers(cfg, reg)
 	if err != nil {
@@ -127,10 +128,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}, func() float64 { return float64(rel.WatchErrors()) })
 	logger.Info("starting", "program", program, "version", version.Info(), "trigger", trigger.String())
 
-	return app.Sidecar{
-		Reloader: rel, Registry: reg, Trimmer: trimmer,
-		Listen: cfg.listen, WebConfig: cfg.webConfig, MetricsPath: cfg.metricsPath,
-	}.Run(ctx, logger)
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
+	}
+	if cfg.listen != "" { // Web server.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, rel.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
+	}
+	return app.Run(ctx, logger, &g)
 }
 
 // triggers builds one trigger per webhook, the signal and the command.
@@ -196,53 +207,4 @@ func webhookClient(cfg config, u *url.URL) (*http.Client, error) {
 		u.User = nil // The password comes from the file.
 	}
 	return client, nil
-}
-
-// webhookMetrics are configmap-reload's metrics, by webhook.
-type webhookMetrics struct {
-	requests, errors, successes *prometheus.CounterVec
-	lastError, lastDuration     *prometheus.GaugeVec
-}
-
-func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
-	f := promauto.With(reg)
-	return webhookMetrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "configmap_reload_requests_total", Help: "Total requests by response status code.",
-		}, []string{"webhook", "status_code"}),
-		errors: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "configmap_reload_request_errors_total", Help: "Total request errors by reason.",
-		}, []string{"webhook", "reason"}),
-		successes: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "configmap_reload_success_reloads_total", Help: "Total success reload calls.",
-		}, []string{"webhook"}),
-		lastError: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "configmap_reload_last_reload_error", Help: "Whether the last reload resulted in an error (1 for error, 0 for success).",
-		}, []string{"webhook"}),
-		lastDuration: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "configmap_reload_last_request_duration_seconds", Help: "Duration of the last webhook request.",
-		}, []string{"webhook"}),
-	}
-}
-
-func (m webhookMetrics) observe(webhook string) func(int, time.Duration, error) {
-	return func(status int, d time.Duration, err error) {
-		if status != 0 {
-			m.requests.WithLabelValues(webhook, strconv.Itoa(status)).Inc()
-		}
-		switch {
-		case err != nil && status == 0:
-			m.errors.WithLabelValues(webhook, "client_request_do").Inc()
-		case err != nil:
-			m.errors.WithLabelValues(webhook, "client_response").Inc()
-		default:
-			m.successes.WithLabelValues(webhook).Inc()
-			m.lastDuration.WithLabelValues(webhook).Set(d.Seconds())
-		}
-		if err != nil {
-			m.lastError.WithLabelValues(webhook).Set(1)
-		} else {
-			m.lastError.WithLabelValues(webhook).Set(0)
-		}
-	}
 }

@@ -30,8 +30,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/podreload/podreload/internal/testlog"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
+	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -297,7 +297,7 @@ func TestWebhooks(t *testing.T) {
 	a, b := newWebhook(t, snapshot), newWebhook(t, snapshot)
 	a.Start()
 	b.Start()
-	pr, pa := volume.Open(t, rules), volume.Open(t, alerts)
+	pr, pa := projector.Open(t, rules), projector.Open(t, alerts)
 	pr.Set(t, map[string]string{"r.yaml": "r0"})
 	pa.Set(t, map[string]string{"a.yaml": "a0"})
 	metricsAddr := freeAddr(t)
