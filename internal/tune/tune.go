@@ -129,7 +129,7 @@ const oneP = "PODRELOAD_ONE_P"
 // ExecWithOneP executes the program again, in place (same PID, arguments and
 // environment), with GOMAXPROCS=1, unless GOMAXPROCS is set: only a process
 // started with one P has one P during package initialisation. A sidecar
-// that starts with two and is cut down to one by TuneRuntime idles with about
+// that starts with two and is cut down to one by Runtime idles with about
 // 0.5 MiB more anonymous memory (measured: 2.5 against 2.0 MiB): more heap
 // spans, half used, and more of the runtime's lists of spans, which it never
 // frees. Call it first thing in main.
@@ -152,13 +152,13 @@ func ExecWithOneP() {
 	_ = syscall.Exec(exe, os.Args, append(os.Environ(), "GOMAXPROCS=1", oneP+"=1"))
 }
 
-// TuneRuntime sizes the Go runtime for a sidecar whose live heap is a few
+// Runtime sizes the Go runtime for a sidecar whose live heap is a few
 // hundred kilobytes and whose work is a burst now and then: one P (each P
 // caches memory of its own), a collection when the heap has grown by 50%
 // rather than 100%, and no heap profiling (nothing serves the profiles, and
 // their hash table would be the biggest thing in memory). GOMAXPROCS and
 // GOGC in the environment take precedence.
-func TuneRuntime() {
+func Runtime() {
 	runtime.MemProfileRate = 0
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)

@@ -66,7 +66,7 @@ func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 func (cp *ControlPlane) RestartAPIServer(t testing.TB) {
 	t.Helper()
 	apiserver := cp.env.ControlPlane.GetAPIServer()
-	port := apiserver.SecureServing.Port
+	port := apiserver.Port
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	require.NoError(t, err)
 	killed := false

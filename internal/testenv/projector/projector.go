@@ -76,7 +76,10 @@ func (p *Projector) Project(files map[string]string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("projector: %w", err)
 	}
 	if !p.out.Scan() {
-		return time.Time{}, fmt.Errorf("projector exited: %v", p.out.Err())
+		if err := p.out.Err(); err != nil {
+			return time.Time{}, fmt.Errorf("projector exited: %w", err)
+		}
+		return time.Time{}, errors.New("projector exited")
 	}
 	f := strings.Fields(p.out.Text())
 	if len(f) != 3 || f[0] != "ok" {
