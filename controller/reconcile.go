@@ -109,11 +109,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind", "verb"}),
 		drift: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "podreload_controller_drift_corrected_total",
-			Help: "objects written again, their inputs unchanged, because someone else changed what the controller sets in them, by kind.",
+			Help: "Objects written again, their inputs unchanged, because someone else changed what the controller sets in them, by kind.",
 		}, []string{"kind"}),
 		selected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_selected_resources",
-			Help: "objects a PrometheusServer selects, rejected ones included.",
+			Help: "Objects a PrometheusServer selects, rejected ones included.",
 		}, []string{"namespace", "name", "kind"}),
 		rejected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_rejected_resources",
