@@ -45,6 +45,9 @@ bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
+bin/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
+	cd $(CURDIR)/tools/golangci-lint && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 controlplane: bin/kube-apiserver bin/etcd ## Build kube-apiserver and etcd for envtest (KUBEBUILDER_ASSETS=bin).
 
 # Static like the upstream release binaries; etcd's version is in its source.
@@ -150,7 +153,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 
-test: build tools host-images node-bins ## Run unit and e2e tests with the race detector (e2e/node needs root).
+test: lint build tools host-images node-bins ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 unit: tools bin/images/podreload-$(HOST_ARCH).tar ## Run the unit tests only.
@@ -162,7 +165,7 @@ e2e: build tools ## Run the e2e tests against real Prometheus.
 fuzz: ## Fuzz the $(VAR) expansion for a minute.
 	$(GO) test -run=NONE -fuzz=FuzzExpand -fuzztime=60s ./envsubst/
 
-lint: ## gofmt, go vet and tidy checks.
+lint: bin/golangci-lint ## gofmt, go vet and tidy checks, then golangci-lint with the house rules (.golangci.yml).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
@@ -173,6 +176,9 @@ lint: ## gofmt, go vet and tidy checks.
 	cd tools/controlplane && $(GO) mod tidy -diff
 	cd tools/containerd && $(GO) mod tidy -diff
 	cd tools/images && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd tools/golangci-lint && $(GO) mod tidy -diff
+	$(BIN)/golangci-lint run ./...
+	cd tools && $(BIN)/golangci-lint run ./...
 
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs

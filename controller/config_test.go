@@ -10,19 +10,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // configCases returns the inputs under testdata/config: <case>.yaml, with
@@ -43,16 +44,30 @@ func configCases(t testing.TB) []string {
 	return cases
 }
 
+// renderConfig renders the configuration of in with the rule files
+// ruleFiles, as render does: renderConfigParts, then configParts.head.
+func renderConfig(in configInput, ruleFiles []string) ([]byte, []rejection, error) {
+	parts, rejected, err := renderConfigParts(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	head, err := parts.head(ruleFiles)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slices.Concat(head, parts.tail), rejected, nil
+}
+
 // TestRenderConfig renders each case, compares the result with its golden
 // file, and checks the configuration with the real promtool.
 func TestRenderConfig(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	for _, path := range configCases(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, rejected, err := RenderConfig(loadConfigInput(t, path))
+			out, rejected, err := renderConfig(loadConfigInput(t, path))
 			switch {
 			case strings.HasPrefix(name, "error-"):
 				require.Error(t, err)
@@ -64,7 +79,7 @@ func TestRenderConfig(t *testing.T) {
 				require.Empty(t, rejected)
 			}
 
-			// golden, and -update, come with TestMain in workload_test.go.
+			// golden, and -update, are in golden_test.go.
 			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderedGolden(out, rejected, err))
 
 			if err == nil {
@@ -81,19 +96,19 @@ func TestRenderConfigDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, path := range configCases(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
-			in := loadConfigInput(t, path)
-			want, wantRejected, wantErr := RenderConfig(in)
+			in, ruleFiles := loadConfigInput(t, path)
+			want, wantRejected, wantErr := renderConfig(in, ruleFiles)
 			for range 5 {
 				shuffled := in
 				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
 				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
-				shuffled.RuleFiles = shuffle(rng, in.RuleFiles)
-				got, gotRejected, gotErr := RenderConfig(shuffled)
+				got, gotRejected, gotErr := renderConfig(shuffled, shuffle(rng, ruleFiles))
 				require.Equal(t, string(want), string(got))
-				require.Equal(t, wantRejected, gotRejected)
+				require.Empty(t, cmp.Diff(wantRejected, gotRejected))
 				require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
 			}
-			require.Equal(t, loadConfigInput(t, path), in, "RenderConfig changed its input")
+			wantIn, _ := loadConfigInput(t, path)
+			require.Empty(t, cmp.Diff(wantIn, in), "renderConfigParts changed its input")
 		})
 	}
 }
@@ -101,126 +116,43 @@ func TestRenderConfigDeterministic(t *testing.T) {
 // TestRenderConfigLarge checks the configuration of the benchmark with
 // promtool: 3,000 jobs with unique names.
 func TestRenderConfigLarge(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
-	out, rejected, err := RenderConfig(benchConfigInput(1000, 3))
+	out, rejected, err := renderConfig(benchConfigInput(1000, 3), []string{benchRuleFile})
 	require.NoError(t, err)
 	require.Empty(t, rejected)
 	require.Equal(t, 3000, bytes.Count(out, []byte("\n- job_name: serviceMonitor/")))
 	checkConfig(t, promtool, out)
 }
 
-// TestConfigYAMLEncoding checks that yaml.v2, which Prometheus reads its
-// configuration with, reads back the strings encodeYAML writes, and that
-// the usual ones are written plain.
-func TestConfigYAMLEncoding(t *testing.T) {
-	for _, tc := range []struct {
-		s     string
-		plain bool
-	}{
-		{"", false}, {" ", false}, {"a b", false}, {" lead", false}, {"trail ", false},
-		{"yes", false}, {"No", false}, {"ON", false}, {"off", false}, {"y", false}, {"n", false},
-		{"true", false}, {"False", false}, {"null", false}, {"~", false},
-		{"0", false}, {"9093", false}, {"1e3", false}, {"0x1F", false}, {"0o17", false}, {"0b101", false},
-		{"1_000", false}, {"+1", false}, {"-1", false}, {".5", false}, {".inf", false}, {".NaN", false},
-		{"1:30", false}, {"2001-12-14", false}, {"12:30:00", false},
-		{"a: b", false}, {"a:", false}, {"#x", false}, {"a #b", false}, {"- x", false}, {"-", false},
-		{"--- x", false}, {"? x", false}, {":x", false}, {",x", false}, {"[x]", false}, {"{x}", false},
-		{"*x", false}, {"&x", false}, {"!x", false}, {"|x", false}, {">x", false}, {"%x", false},
-		{"@x", false}, {"`x", false}, {"'x", false}, {"\"x", false}, {"x'y", false}, {"x\"y", false},
-		{"<<", false}, {"multi\nline\n", false}, {"tab\there", false}, {"\x00", false}, {"\x7f", false},
-		{"\u2028", false}, {"\ufeff", false}, {"ünïcode", false},
-		{"a:b", true}, {"a#b", false}, {"...", false}, {"..", true}, {"\\", false}, {"a\\b", true},
-		{"$(POD_NAME)", true}, {"${1}", true}, {"(.+)", true}, {"(Failed|Succeeded)", true},
-		{"(app);true", true}, {";", true}, {"/", true}, {"^a.*$", true}, {"go_gc_.*", true},
-		{"__meta_kubernetes_pod_label_(.+)", true}, {"http://proxy:3128/a?b=c", true},
-		{"30s", true}, {"1m30s", true}, {"metrics-0", true}, {"monitoring/main", true},
-		{"serviceMonitor/default/app/0", true}, {"10.0.0.0/8,.svc", true}, {"TLS12", true},
-	} {
-		t.Run(fmt.Sprintf("%q", tc.s), func(t *testing.T) {
-			require.Equal(t, tc.plain, plainYAML(tc.s))
-			out, err := encodeYAML(yaml.MapSlice{
-				{Key: tc.s, Value: tc.s},
-				{Key: "list", Value: []string{tc.s}},
-				{Key: "maps", Value: []yaml.MapSlice{{{Key: tc.s, Value: tc.s}}}},
-			}, 0)
-			require.NoError(t, err)
-			var got yaml.MapSlice
-			require.NoError(t, yaml.UnmarshalStrict(out, &got), "%s", out)
-			want := yaml.MapSlice{
-				{Key: tc.s, Value: tc.s},
-				{Key: "list", Value: []any{tc.s}},
-				{Key: "maps", Value: []any{yaml.MapSlice{{Key: tc.s, Value: tc.s}}}},
-			}
-			require.Equal(t, want, got, "%s", out)
-		})
-	}
-}
-
-// TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
-// encodeYAML writes as what yaml.v2's own Marshal writes, for every case.
-func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
-	inputs := map[string]ConfigInput{"bench": benchConfigInput(20, 3)}
-	for _, path := range configCases(t) {
-		inputs[filepath.Base(path)] = loadConfigInput(t, path)
-	}
-	for name, in := range inputs {
-		t.Run(name, func(t *testing.T) {
-			cfg, _, err := renderConfig(in)
-			if err != nil {
-				return
-			}
-			ours, err := encodeYAML(cfg, 0)
-			require.NoError(t, err)
-			theirs, err := yaml.Marshal(cfg)
-			require.NoError(t, err)
-			var got, want any
-			require.NoError(t, yaml.UnmarshalStrict(ours, &got))
-			require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
-			require.Equal(t, want, got)
-		})
-	}
-}
-
-// TestConfigYAMLEncodingErrors covers values the configuration never
-// holds.
-func TestConfigYAMLEncodingErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cfg  yaml.MapSlice
-		want string
-	}{
-		{"key", yaml.MapSlice{{Key: 1, Value: "a"}}, "encode yaml: key 1 is not a string"},
-		{"value", yaml.MapSlice{{Key: "a", Value: float32(1)}}, "encode yaml: unsupported value of type float32"},
-		{"nested", yaml.MapSlice{{Key: "a", Value: []yaml.MapSlice{{{Key: "b", Value: []int{1}}}}}}, "encode yaml: unsupported value of type []int"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := encodeYAML(tc.cfg, 0)
-			require.EqualError(t, err, tc.want)
-		})
-	}
-}
-
-// BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each.
+// BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each,
+// as render does: renderConfigParts, then the head with benchRuleFile.
 func BenchmarkRenderConfig(b *testing.B) {
 	in := benchConfigInput(1000, 3)
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {
-		out, _, err := RenderConfig(in)
+		parts, _, err := renderConfigParts(in)
 		if err != nil {
 			b.Fatal(err)
 		}
-		size = len(out)
+		head, err := parts.head([]string{benchRuleFile})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(head) + len(parts.tail)
 	}
 	b.ReportMetric(float64(size), "config-bytes")
 }
 
+// benchRuleFile is the rule file of the configuration of benchConfigInput.
+const benchRuleFile = "/etc/prometheus/rules/main-rulefiles-0/*.yaml"
+
 // benchConfigInput returns n ServiceMonitors of endpoints endpoints each,
 // spread over 10 namespaces, with the usual selectors, relabelings and
 // credentials.
-func benchConfigInput(n, endpoints int) ConfigInput {
-	in := ConfigInput{
+func benchConfigInput(n, endpoints int) configInput {
+	in := configInput{
 		Server: &v1alpha1.PrometheusServer{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
 			Spec: v1alpha1.PrometheusServerSpec{
@@ -228,8 +160,7 @@ func benchConfigInput(n, endpoints int) ConfigInput {
 				ExternalLabels: map[string]string{"cluster": "bench"},
 			},
 		},
-		RuleFiles: []string{"/etc/prometheus/rules/main-rulefiles-0/*.yaml"},
-		Secrets:   map[string]*corev1.Secret{},
+		Secrets: map[string]*corev1.Secret{},
 	}
 	for i := range n {
 		ns := fmt.Sprintf("team-%d", i%10)
@@ -291,7 +222,7 @@ func checkConfig(t *testing.T, promtool string, config []byte) {
 
 // renderedGolden is the content of a golden file: the error, or the
 // rejections as comments followed by prometheus.yaml.
-func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
+func renderedGolden(config []byte, rejected []rejection, err error) []byte {
 	var b bytes.Buffer
 	if err != nil {
 		fmt.Fprintf(&b, "# error: %v\n", err)
@@ -306,12 +237,13 @@ func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
 
 // loadConfigInput reads a bundle of YAML documents: at most one
 // PrometheusServer, ServiceMonitors, PodMonitors and Secrets, and a
-// test-only document of kind RuleFiles whose files field gives
-// ConfigInput.RuleFiles. Unknown fields are errors, so a typo in a fixture
-// cannot go unnoticed.
-func loadConfigInput(t *testing.T, path string) ConfigInput {
+// test-only document of kind RuleFiles whose files field gives the rule
+// files, returned apart as render passes them. Unknown fields are errors,
+// so a typo in a fixture cannot go unnoticed.
+func loadConfigInput(t *testing.T, path string) (configInput, []string) {
 	t.Helper()
-	in := ConfigInput{Secrets: map[string]*corev1.Secret{}}
+	in := configInput{Secrets: map[string]*corev1.Secret{}}
+	var ruleFiles []string
 	readDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
 		case v1alpha1.Kind:
@@ -331,12 +263,12 @@ func loadConfigInput(t *testing.T, path string) ConfigInput {
 				Files           []string `json:"files"`
 			}
 			require.NoError(t, sigsyaml.UnmarshalStrict(doc, &rf))
-			in.RuleFiles = append(in.RuleFiles, rf.Files...)
+			ruleFiles = append(ruleFiles, rf.Files...)
 		default:
 			t.Fatalf("unknown kind %q in %s", kind, path)
 		}
 	})
-	return in
+	return in, ruleFiles
 }
 
 // readDocuments calls fn with the kind and the text of every document of
@@ -403,14 +335,4 @@ func shuffle[T any](rng *rand.Rand, s []T) []T {
 	copy(c, s)
 	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
 	return c
-}
-
-// TestPlainByte checks the bit sets of plainByte against the list of the
-// bytes they stand for.
-func TestPlainByte(t *testing.T) {
-	const safe = "_./$(){}[]|;+*?^-=@%~,<>\\"
-	for c := range 256 {
-		want := isAlnum(byte(c)) || strings.IndexByte(safe, byte(c)) >= 0
-		require.Equal(t, want, plainByte(byte(c)), "%q", rune(c))
-	}
 }

@@ -1,10 +1,22 @@
 // Package controller renders and reconciles the objects of a PrometheusServer:
 // the gzipped configuration Secret, the sharded rules ConfigMaps, a headless
 // Service and the StatefulSet whose pods run Prometheus with the
-// config-reloader sidecar.
+// config-reloader sidecar. New returns the Controller that cmd/controller
+// runs.
+//
+// Where things are:
+//
+//	manager.go      New, Options, Controller: the watches and what each triggers
+//	reconcile.go    one reconciliation: read the inputs, render, write, status
+//	render.go       render: every object of a server from one snapshot of inputs
+//	select.go       which monitors and rules a server's selectors select
+//	config.go       the configuration: its inputs, sections, order, rejections
+//	server.go       the sections from the server: global, alerting, remote_write
+//	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
+//	credentials.go  basic auth, authorization, OAuth2, TLS, proxy, from Secrets
+//	relabel.go      built-in and user relabelings, regexps checked once
+//	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
+//	rulecheck.go    rule files checked with Prometheus' rulefmt
+//	yaml.go         the one YAML writer, of the configuration and rule files
+//	workload.go     the Service and the StatefulSet
 package controller
-
-import (
-	// controller-runtime is pinned here until the reconciler uses it.
-	_ "sigs.k8s.io/controller-runtime/pkg/client"
-)

@@ -3,7 +3,6 @@ package controller
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,12 +34,12 @@ func (cp *controlPlane) testDrift(t *testing.T) {
 	want := []string{"prometheus=prom/prometheus:test", "config-reloader=podreload:test"}
 	waitRestored := func(t *testing.T) {
 		t.Helper()
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
+		eventually(t, func(c *assert.CollectT) {
 			var sts appsv1.StatefulSet
 			if assert.NoError(c, cp.c.Get(t.Context(), key, &sts)) {
 				assert.Equal(c, want, containerImages(&sts))
 			}
-		}, deadline, 20*time.Millisecond)
+		})
 	}
 	replaceImage := func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "example.com/other:latest" }
 	removeReloader := func(s *appsv1.StatefulSet) {
@@ -61,9 +60,9 @@ func (cp *controlPlane) testDrift(t *testing.T) {
 		for i, change := range []func(*appsv1.StatefulSet){replaceImage, removeReloader} {
 			edit(t, cp.c, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: srv.Name}}, change)
 			waitRestored(t)
-			require.Eventually(t, func() bool {
-				return metricValue(t, run.reg, "podreload_controller_drift_corrected_total", "kind", "StatefulSet") == float64(i+1)
-			}, deadline, 20*time.Millisecond)
+			eventually(t, func(c *assert.CollectT) {
+				assert.Equal(c, float64(i+1), metricValue(t, run.reg, "podreload_controller_drift_corrected_total", "kind", "StatefulSet"))
+			})
 		}
 		cp.waitReconciled(t, srv, metav1.ConditionTrue, "Reconciled", "")
 
@@ -74,9 +73,9 @@ func (cp *controlPlane) testDrift(t *testing.T) {
 		edit(t, cp.c, &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: srv.Name}}, func(s *v1alpha1.PrometheusServer) {
 			s.Labels = labelsOf("unrelated", "label")
 		})
-		require.Eventually(t, func() bool {
-			return metricValue(t, run.reg, "podreload_controller_reconciles_total") > reconciles
-		}, deadline, 20*time.Millisecond)
+		eventually(t, func(c *assert.CollectT) {
+			assert.Greater(c, metricValue(t, run.reg, "podreload_controller_reconciles_total"), reconciles)
+		})
 		require.Equal(t, settled, run.settle(t), "no write once restored")
 	})
 
@@ -89,9 +88,9 @@ func (cp *controlPlane) testDrift(t *testing.T) {
 	t.Run("after a restart", func(t *testing.T) {
 		run := cp.start(t, Options{Namespaces: []string{ns}})
 		waitRestored(t)
-		require.Eventually(t, func() bool {
-			return metricValue(t, run.reg, "podreload_controller_drift_corrected_total", "kind", "StatefulSet") == 1
-		}, deadline, 20*time.Millisecond)
+		eventually(t, func(c *assert.CollectT) {
+			assert.Equal(c, 1.0, metricValue(t, run.reg, "podreload_controller_drift_corrected_total", "kind", "StatefulSet"))
+		})
 		cp.waitReconciled(t, srv, metav1.ConditionTrue, "Reconciled", "")
 	})
 }
@@ -103,22 +102,22 @@ func (cp *controlPlane) testUpgrade(t *testing.T) {
 	ns := cp.namespace(t, "upgrade", nil)
 	srv := server(ns, "main", nil)
 	cp.create(t, srv)
-	_, old := RenderWorkload(srv, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"})
-	want := old.Spec.Template.Annotations[AnnotationInputHash]
+	_, old := renderWorkload(srv, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"})
+	want := old.Spec.Template.Annotations[annotationInputHash]
 	require.NoError(t, controllerutil.SetControllerReference(srv, old, cp.c.Scheme()))
-	old.Spec.Template.Annotations[AnnotationInputHash] = "earlier"
+	old.Spec.Template.Annotations[annotationInputHash] = "earlier"
 	old.Spec.Template.Spec.Volumes = append(old.Spec.Template.Spec.Volumes, corev1.Volume{
 		Name: "legacy", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
 	require.NoError(t, cp.c.Create(t.Context(), old, client.FieldOwner(Name)))
 
 	cp.start(t, Options{Namespaces: []string{ns}})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		var sts appsv1.StatefulSet
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &sts)) {
-			assert.Equal(c, want, sts.Spec.Template.Annotations[AnnotationInputHash])
+			assert.Equal(c, want, sts.Spec.Template.Annotations[annotationInputHash])
 			assert.False(c, slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "legacy" }),
 				"the volume only an earlier version set is removed")
 		}
-	}, deadline, 20*time.Millisecond)
+	})
 }

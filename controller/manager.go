@@ -63,7 +63,7 @@ type Options struct {
 
 // Controller reconciles PrometheusServers: it watches them, the monitors,
 // rules, Secrets and Namespaces they select or reference and the objects
-// it writes for them, and makes those objects match what Render gives.
+// it writes for them, and makes those objects match what render gives.
 type Controller struct {
 	mgr    manager.Manager
 	rec    *reconciler
@@ -85,6 +85,48 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 			return nil, fmt.Errorf("new controller: %w", err)
 		}
 	}
+	mgr, err := manager.New(opts.Config, managerOptions(logger, scheme, opts))
+	if err != nil {
+		return nil, fmt.Errorf("new controller: %w", err)
+	}
+
+	r := &reconciler{
+		client:     mgr.GetClient(),
+		reader:     mgr.GetAPIReader(),
+		scheme:     scheme,
+		recorder:   mgr.GetEventRecorder(Name),
+		logger:     logger,
+		metrics:    newMetrics(reg),
+		workload:   opts.Workload,
+		caches:     map[types.NamespacedName]*ruleCache{},
+		secretRefs: map[types.NamespacedName][]string{},
+		warned:     map[types.NamespacedName]map[rejection]struct{}{},
+	}
+	// Monitors and rules matter when they are created or deleted, or when
+	// their spec or labels change.
+	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	err = builder.ControllerManagedBy(mgr).
+		Named("prometheusserver").
+		// Status writes change no generation: they do not come back here.
+		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.StatefulSet{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
+		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
+		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
+		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(kindPrometheusRule)), changed).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Complete(r)
+	if err != nil {
+		return nil, fmt.Errorf("new controller: %w", err)
+	}
+	return &Controller{mgr: mgr, rec: r}, nil
+}
+
+// managerOptions configures controller-runtime's manager: what it caches,
+// how it elects a leader, and no servers of its own.
+func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) manager.Options {
 	var namespaces map[string]cache.Config
 	if len(opts.Namespaces) > 0 {
 		namespaces = map[string]cache.Config{}
@@ -106,7 +148,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 	if id == "" {
 		id = Name
 	}
-	mgr, err := manager.New(opts.Config, manager.Options{
+	return manager.Options{
 		Scheme: scheme,
 		Logger: logr.FromSlogHandler(logger.With("component", "controller-runtime").Handler()),
 		Cache: cache.Options{
@@ -131,43 +173,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		LeaderElectionReleaseOnCancel: true,
 		// Several controllers run in one test binary.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("new controller: %w", err)
 	}
-
-	r := &reconciler{
-		client:     mgr.GetClient(),
-		reader:     mgr.GetAPIReader(),
-		scheme:     scheme,
-		recorder:   mgr.GetEventRecorder(Name),
-		logger:     logger,
-		metrics:    newMetrics(reg),
-		workload:   opts.Workload,
-		caches:     map[types.NamespacedName]*RuleCache{},
-		secretRefs: map[types.NamespacedName][]string{},
-		warned:     map[types.NamespacedName]map[Rejection]struct{}{},
-	}
-	// Monitors and rules matter when they are created or deleted, or when
-	// their spec or labels change.
-	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
-	err = builder.ControllerManagedBy(mgr).
-		Named("prometheusserver").
-		// Status writes change no generation: they do not come back here.
-		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		Owns(&appsv1.StatefulSet{}).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
-		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
-		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
-		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(KindPrometheusRule)), changed).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Complete(r)
-	if err != nil {
-		return nil, fmt.Errorf("new controller: %w", err)
-	}
-	return &Controller{mgr: mgr, rec: r}, nil
 }
 
 // Run runs the controller until ctx is done. It returns an error when the
@@ -233,7 +239,7 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 		var matched []types.NamespacedName
 		for _, s := range r.servers(ctx) {
 			sel, nsSel := selectorsFor(&s, kind)
-			if ok, err := Selected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
+			if ok, err := isSelected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
 				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
 			}
 		}
@@ -246,7 +252,7 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var matched []types.NamespacedName
 	for _, s := range r.servers(ctx) {
-		for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, KindPrometheusRule} {
+		for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, kindPrometheusRule} {
 			_, nsSel := selectorsFor(&s, kind)
 			if nsSel == nil {
 				continue

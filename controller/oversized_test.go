@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -63,7 +62,7 @@ func TestRenderOversized(t *testing.T) {
 		s.RuleSelector = &metav1.LabelSelector{}
 	})
 	sms, secrets := oversizedMonitors("monitoring")
-	in := Inputs{
+	in := inputs{
 		Server:          srv,
 		Namespaces:      map[string]labels.Set{"monitoring": nil},
 		ServiceMonitors: append(sms, serviceMonitor("monitoring", "small", nil)),
@@ -74,7 +73,7 @@ func TestRenderOversized(t *testing.T) {
 		in.Secrets[s.Namespace+"/"+s.Name] = s
 	}
 
-	objs, err := Render(in, testOptions(), nil)
+	objs, err := render(in, testOptions(), nil)
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigHash)
@@ -88,7 +87,7 @@ func TestRenderOversized(t *testing.T) {
 
 	// Without the monitor named, it fits.
 	in.ServiceMonitors = slices.DeleteFunc(in.ServiceMonitors, func(sm *monitoringv1.ServiceMonitor) bool { return sm.Name == "big-b" })
-	objs, err = Render(in, testOptions(), nil)
+	objs, err = render(in, testOptions(), nil)
 	require.NoError(t, err)
 	require.Nil(t, objs.Oversized)
 	require.NotNil(t, objs.ConfigSecret)
@@ -116,21 +115,21 @@ func (cp *controlPlane) testOversized(t *testing.T) {
 		cp.create(t, sm)
 	}
 	const named = "the largest monitors, without which it would about fit: ServiceMonitor oversized/big-b"
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, ConditionReconciled)
+	eventually(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
 			assert.Equal(c, "ConfigTooLarge", cond.Reason)
 			assert.Contains(c, cond.Message, named)
 		}
-	}, deadline, 20*time.Millisecond)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	})
+	eventually(t, func(c *assert.CollectT) {
 		var events eventsv1.EventList
 		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
 		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
 			return e.Regarding.Kind == v1alpha1.Kind && e.Reason == "ConfigTooLarge" && strings.HasSuffix(e.Note, named)
 		}), "Event on the server")
-	}, deadline, 20*time.Millisecond)
+	})
 	// The monitors were created one by one: the last configuration that
 	// fit has some of them, not all.
 	last := cp.config(t, srv)

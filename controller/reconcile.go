@@ -38,12 +38,12 @@ import (
 )
 
 const (
-	// ConditionReconciled is True when the objects of a PrometheusServer
+	// conditionReconciled is True when the objects of a PrometheusServer
 	// match its spec and the objects it selects.
-	ConditionReconciled = "Reconciled"
-	// ConditionAvailable is True when every replica of a PrometheusServer
+	conditionReconciled = "Reconciled"
+	// conditionAvailable is True when every replica of a PrometheusServer
 	// is ready.
-	ConditionAvailable = "Available"
+	conditionAvailable = "Available"
 	// maxEventNote is the longest note of an events.k8s.io/v1 Event.
 	maxEventNote = 1024
 )
@@ -60,11 +60,11 @@ type reconciler struct {
 
 	mu sync.Mutex
 	// caches are the rule caches, by server.
-	caches map[types.NamespacedName]*RuleCache
+	caches map[types.NamespacedName]*ruleCache
 	// secretRefs are the Secrets each server's last render referenced.
 	secretRefs map[types.NamespacedName][]string
 	// warned are the rejections of each server already told in an Event.
-	warned map[types.NamespacedName]map[Rejection]struct{}
+	warned map[types.NamespacedName]map[rejection]struct{}
 }
 
 type metrics struct {
@@ -154,14 +154,14 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	// The Secrets the last render referenced are read first; when this
 	// render references others, even one that failed on them, it is done
 	// again with them.
-	var objs *Objects
+	var objs *objects
 	refs := r.refs(key)
 	for {
 		if in.Secrets, err = r.readSecrets(ctx, refs); err != nil {
 			return err
 		}
-		objs, err = Render(in, r.workload, r.ruleCache(key))
-		var specErr *SpecError
+		objs, err = render(in, r.workload, r.ruleCache(key))
+		var specErr *specError
 		var seen []string
 		switch {
 		case err == nil:
@@ -184,14 +184,14 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		r.logger.Error("render", "server", key, "err", err)
 		r.event(&server, nil, "InvalidSpec", err.Error())
 		return r.writeStatus(ctx, &server, nil, nil, metav1.Condition{
-			Type: ConditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
+			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
 		})
 	}
 	r.remember(key, objs.SecretRefs)
 	r.warn(&server, in, objs.Rejected)
 
 	sts, err := r.write(ctx, &server, objs)
-	cond := metav1.Condition{Type: ConditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
+	cond := metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
 		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
 	var recreating *recreatingError
 	switch {
@@ -214,8 +214,8 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 
 // inputs reads from the cache what server's objects are rendered from, but
 // for the Secrets.
-func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServer) (Inputs, error) {
-	in := Inputs{Server: server, Namespaces: map[string]labels.Set{}}
+func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServer) (inputs, error) {
+	in := inputs{Server: server, Namespaces: map[string]labels.Set{}}
 	var nss corev1.NamespaceList
 	if err := r.client.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list namespaces: %w", err)
@@ -246,7 +246,7 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 // the last one written stays. Rule shards are created or
 // updated before the extra ones are deleted, so that no rule file
 // disappears from the pods between two states.
-func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *Objects) (*appsv1.StatefulSet, error) {
+func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) (*appsv1.StatefulSet, error) {
 	if objs.ConfigSecret != nil {
 		if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
 			return nil, err
@@ -415,7 +415,7 @@ func holds(live, desired *appsv1.StatefulSet) bool {
 // sameIntent reports whether live was written for the same input hash and
 // replicas as desired: then a difference is a change made by someone else.
 func sameIntent(live, desired *appsv1.StatefulSet) bool {
-	return live.Spec.Template.Annotations[AnnotationInputHash] == desired.Spec.Template.Annotations[AnnotationInputHash] &&
+	return live.Spec.Template.Annotations[annotationInputHash] == desired.Spec.Template.Annotations[annotationInputHash] &&
 		ptr.Deref(live.Spec.Replicas, 1) == ptr.Deref(desired.Spec.Replicas, 1)
 }
 
@@ -502,7 +502,7 @@ func syncConfigMap(live, desired *corev1.ConfigMap) bool {
 	return true
 }
 
-// syncService compares the fields RenderWorkload sets; the API server
+// syncService compares the fields renderWorkload sets; the API server
 // fills in the others.
 func syncService(live, desired *corev1.Service) bool {
 	same := live.Spec.ClusterIP == desired.Spec.ClusterIP &&
@@ -521,7 +521,7 @@ func syncService(live, desired *corev1.Service) bool {
 // when they are not nil; nothing is written when the status is the same.
 // A conflict (the cache is behind the controller's own last write) is
 // retried on the server read from the API server.
-func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *Objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
+func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
 	fresh := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if fresh {
@@ -546,7 +546,7 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 
 // status is the status of server with cond, from objs and sts when they
 // are not nil. It sets the gauges of selected and rejected objects.
-func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, sts *appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
+func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
 	status := *server.Status.DeepCopy()
 	status.ObservedGeneration = server.Generation
 	cond.ObservedGeneration = server.Generation
@@ -561,7 +561,7 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, st
 		counts := map[string]*v1alpha1.Selection{
 			monitoringv1.ServiceMonitorsKind: &status.ServiceMonitors,
 			monitoringv1.PodMonitorsKind:     &status.PodMonitors,
-			KindPrometheusRule:               &status.Rules,
+			kindPrometheusRule:               &status.Rules,
 		}
 		for _, rej := range objs.Rejected {
 			counts[rej.Kind].Rejected++
@@ -571,11 +571,11 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, st
 			r.metrics.rejected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Rejected))
 		}
 	}
-	if objs == nil && sts == nil && meta.FindStatusCondition(status.Conditions, ConditionAvailable) != nil {
+	if objs == nil && sts == nil && meta.FindStatusCondition(status.Conditions, conditionAvailable) != nil {
 		return status // Nothing known about the pods: keep what was.
 	}
 	want := ptr.Deref(server.Spec.Replicas, 1)
-	available := metav1.Condition{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: "NoStatefulSet",
+	available := metav1.Condition{Type: conditionAvailable, Status: metav1.ConditionFalse, Reason: "NoStatefulSet",
 		Message: "the StatefulSet does not exist yet", ObservedGeneration: server.Generation}
 	if sts != nil {
 		status.Replicas, status.ReadyReplicas = sts.Status.Replicas, sts.Status.ReadyReplicas
@@ -589,12 +589,12 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *Objects, st
 }
 
 // ruleCache returns the rule cache of a server.
-func (r *reconciler) ruleCache(key types.NamespacedName) *RuleCache {
+func (r *reconciler) ruleCache(key types.NamespacedName) *ruleCache {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.caches[key]
 	if c == nil {
-		c = new(RuleCache)
+		c = new(ruleCache)
 		r.caches[key] = c
 	}
 	return c
@@ -651,7 +651,7 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	delete(r.secretRefs, key)
 	delete(r.warned, key)
 	r.mu.Unlock()
-	for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, KindPrometheusRule} {
+	for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, kindPrometheusRule} {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
 		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, kind)
 	}
@@ -659,11 +659,11 @@ func (r *reconciler) forget(key types.NamespacedName) {
 
 // warn emits a Warning Event on each rejected object, once per object
 // and reason for a server, and logs it.
-func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in Inputs, rejected []Rejection) {
+func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in inputs, rejected []rejection) {
 	key := client.ObjectKeyFromObject(server)
 	r.mu.Lock()
 	old := r.warned[key]
-	now := make(map[Rejection]struct{}, len(rejected))
+	now := make(map[rejection]struct{}, len(rejected))
 	for _, rej := range rejected {
 		now[rej] = struct{}{}
 	}
@@ -689,7 +689,7 @@ func (r *reconciler) event(regarding, related runtime.Object, reason, note strin
 }
 
 // rejectedObject returns the candidate of in that rej names.
-func rejectedObject(in Inputs, rej Rejection) runtime.Object {
+func rejectedObject(in inputs, rej rejection) runtime.Object {
 	match := func(o metav1.Object) bool { return o.GetNamespace() == rej.Namespace && o.GetName() == rej.Name }
 	switch rej.Kind {
 	case monitoringv1.ServiceMonitorsKind:
@@ -700,7 +700,7 @@ func rejectedObject(in Inputs, rej Rejection) runtime.Object {
 		if i := slices.IndexFunc(in.PodMonitors, func(o *monitoringv1.PodMonitor) bool { return match(o) }); i >= 0 {
 			return in.PodMonitors[i]
 		}
-	case KindPrometheusRule:
+	case kindPrometheusRule:
 		if i := slices.IndexFunc(in.Rules, func(o *monitoringv1.PrometheusRule) bool { return match(o) }); i >= 0 {
 			return in.Rules[i]
 		}

@@ -37,12 +37,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/controlplane"
-	"github.com/podreload/podreload/internal/testlog"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
 // deadline bounds every wait for the controller to converge.
 const deadline = 30 * time.Second
+
+// eventually waits until check passes, trying every 20 ms, and fails t
+// with check's last failures if it has not passed within deadline: the
+// one way these tests wait for the controller.
+func eventually(t *testing.T, check func(c *assert.CollectT), msgAndArgs ...any) {
+	t.Helper()
+	require.EventuallyWithT(t, check, deadline, 20*time.Millisecond, msgAndArgs...)
+}
 
 // TestReconciler runs the controller against a real kube-apiserver and
 // etcd (built by `make controlplane`), one control plane for all subtests;
@@ -105,12 +113,13 @@ func (r *running) Writes() []string {
 func (r *running) settle(t *testing.T) []string {
 	t.Helper()
 	var settled []string
-	require.Eventually(t, func() bool {
-		w := r.Writes()
-		same := len(w) > 0 && slices.Equal(w, settled)
-		settled = w
-		return same
-	}, deadline, 500*time.Millisecond)
+	var since time.Time
+	eventually(t, func(c *assert.CollectT) {
+		if w := r.Writes(); len(w) == 0 || !slices.Equal(w, settled) {
+			settled, since = w, time.Now()
+		}
+		assert.True(c, len(settled) > 0 && time.Since(since) >= 500*time.Millisecond, "no write for half a second")
+	})
 	return settled
 }
 
@@ -147,7 +156,7 @@ func (cp *controlPlane) start(t *testing.T, opts Options) *running {
 		cancel()
 		require.NoError(t, <-r.done)
 	})
-	require.Eventually(t, func() bool { return c.Ready() == nil }, deadline, 10*time.Millisecond, "caches synced")
+	eventually(t, func(ct *assert.CollectT) { assert.NoError(ct, c.Ready()) }, "caches synced")
 	return r
 }
 
@@ -242,11 +251,11 @@ func jobs(t *testing.T, config string) []string {
 func (cp *controlPlane) waitJobs(t *testing.T, s *v1alpha1.PrometheusServer, want ...string) string {
 	t.Helper()
 	var config string
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		config = cp.config(t, s)
 		assert.NotEmpty(c, config, "config Secret")
 		assert.ElementsMatch(c, want, jobs(t, config))
-	}, deadline, 20*time.Millisecond)
+	})
 	return config
 }
 
@@ -273,17 +282,17 @@ func fileOf(r *monitoringv1.PrometheusRule) string { return ruleFileName(r) }
 // waitRules waits until the rule files of s are exactly want, by shard.
 func (cp *controlPlane) waitRules(t *testing.T, s *v1alpha1.PrometheusServer, want ...[]string) {
 	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Equal(c, want, cp.ruleFiles(t, s))
-	}, deadline, 20*time.Millisecond)
+	})
 }
 
 // waitFor waits until the object key names exists, and reads it into obj.
 func (cp *controlPlane) waitFor(t *testing.T, key client.ObjectKey, obj client.Object) {
 	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.NoError(c, cp.c.Get(t.Context(), key, obj))
-	}, deadline, 20*time.Millisecond)
+	})
 }
 
 func (cp *controlPlane) status(t *testing.T, s *v1alpha1.PrometheusServer) v1alpha1.PrometheusServerStatus {
@@ -333,32 +342,32 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ConfigSecretName(srv)}, &secret)
 	requireControlledBy(t, &secret, srv)
 	var shard corev1.ConfigMap
-	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: RuleShardName(srv, 0)}, &shard)
+	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)
 	requireControlledBy(t, &shard, srv)
 	require.Contains(t, shard.Data[fileOf(r1)], "expr: up")
 
 	sum := sha256.Sum256([]byte(config))
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		st := cp.status(t, srv)
 		assert.Equal(c, v1alpha1.Selection{Selected: 2}, st.ServiceMonitors)
 		assert.Equal(c, v1alpha1.Selection{Selected: 1}, st.Rules)
 		assert.Equal(c, hex.EncodeToString(sum[:]), st.ConfigHash)
 		assert.Equal(c, srv.Generation, st.ObservedGeneration)
-		cond := meta.FindStatusCondition(st.Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(st.Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionTrue, cond.Status)
 		}
-		cond = meta.FindStatusCondition(st.Conditions, ConditionAvailable)
+		cond = meta.FindStatusCondition(st.Conditions, conditionAvailable)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status, "no pod runs here")
 		}
-	}, deadline, 20*time.Millisecond)
+	})
 
 	// Each change reaches the configuration.
 	edit(t, cp.c, aWeb, func(sm *monitoringv1.ServiceMonitor) { sm.Spec.Endpoints[0].Interval = "7s" })
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Contains(c, cp.config(t, srv), "scrape_interval: 7s")
-	}, deadline, 20*time.Millisecond)
+	})
 	edit(t, cp.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}}, func(ns *corev1.Namespace) { ns.Labels = labelsOf("team", "x") })
 	cp.waitJobs(t, srv, "serviceMonitor/sel-a/web/0", "serviceMonitor/sel-b/web/0", "serviceMonitor/sel-c/web/0")
 	edit(t, cp.c, aOther, func(sm *monitoringv1.ServiceMonitor) { sm.Labels["scrape"] = "yes" })
@@ -376,11 +385,11 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	require.NoError(t, cp.c.Delete(t.Context(), r1))
 	cp.waitRules(t, srv, []string{fileOf(r3)})
 	edit(t, cp.c, r3, func(r *monitoringv1.PrometheusRule) { r.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2)") })
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		var cm corev1.ConfigMap
-		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: RuleShardName(srv, 0)}, &cm))
+		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &cm))
 		assert.Contains(c, cm.Data[fileOf(r3)], "vector(2)")
-	}, deadline, 20*time.Millisecond)
+	})
 }
 
 func (cp *controlPlane) testSecrets(t *testing.T) {
@@ -405,9 +414,9 @@ func (cp *controlPlane) testSecrets(t *testing.T) {
 	require.Contains(t, config, "password: one")
 
 	edit(t, cp.c, creds, func(s *corev1.Secret) { s.Data["password"] = []byte("two") })
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Contains(c, cp.config(t, srv), "password: two")
-	}, deadline, 20*time.Millisecond)
+	})
 }
 
 // paddedRule is a PrometheusRule whose rule file takes about size bytes.
@@ -449,8 +458,8 @@ func (cp *controlPlane) testShards(t *testing.T) {
 	cp.waitRules(t, srv, slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[1]), fileOf(big[2]), fileOf(big[3])})))
 	writes := run.Writes()[before:]
 	base := "/api/v1/namespaces/" + ns + "/configmaps/"
-	update := slices.Index(writes, "PUT "+base+RuleShardName(srv, 0))
-	del := slices.Index(writes, "DELETE "+base+RuleShardName(srv, 1))
+	update := slices.Index(writes, "PUT "+base+ruleShardName(srv, 0))
+	del := slices.Index(writes, "DELETE "+base+ruleShardName(srv, 1))
 	require.True(t, update >= 0 && del > update, "first shard updated before the second is deleted: %q", writes)
 
 	// The pods mount padded rule volumes: the StatefulSet was never written.
@@ -478,27 +487,27 @@ func (cp *controlPlane) testImmutable(t *testing.T) {
 		}}}
 	})
 	var deleting appsv1.StatefulSet
-	require.Eventually(t, func() bool {
-		return cp.c.Get(t.Context(), key, &deleting) == nil && deleting.DeletionTimestamp != nil
-	}, deadline, 20*time.Millisecond)
+	eventually(t, func(c *assert.CollectT) {
+		assert.True(c, cp.c.Get(t.Context(), key, &deleting) == nil && deleting.DeletionTimestamp != nil)
+	})
 	require.Contains(t, deleting.Finalizers, metav1.FinalizerDeleteDependents, "foreground deletion")
 	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_statefulset_recreations_total"))
 
 	// There is no garbage collector here: do its part, the pods being gone.
 	edit(t, cp.c, &deleting, func(s *appsv1.StatefulSet) { s.Finalizers = nil })
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		var again appsv1.StatefulSet
 		if assert.NoError(c, cp.c.Get(t.Context(), key, &again)) {
 			assert.NotEqual(c, sts.UID, again.UID, "a new StatefulSet")
 			assert.Len(c, again.Spec.VolumeClaimTemplates, 1)
 		}
-	}, deadline, 20*time.Millisecond)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, ConditionReconciled)
+	})
+	eventually(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionTrue, cond.Status, cond.Message)
 		}
-	}, deadline, 20*time.Millisecond)
+	})
 	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_statefulset_recreations_total"))
 }
 
@@ -549,18 +558,18 @@ func (cp *controlPlane) testInvalid(t *testing.T) {
 
 	cp.waitJobs(t, srv, "serviceMonitor/invalid/good/0")
 	cp.waitRules(t, srv, []string{fileOf(rule)})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		st := cp.status(t, srv)
 		assert.Equal(c, v1alpha1.Selection{Selected: 2, Rejected: 1}, st.ServiceMonitors)
 		assert.Equal(c, v1alpha1.Selection{Selected: 2, Rejected: 1}, st.Rules)
-	}, deadline, 20*time.Millisecond)
+	})
 	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_rejected_resources", "kind", "ServiceMonitor"))
 	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_rejected_resources", "kind", "PrometheusRule"))
 	require.Equal(t, 2.0, metricValue(t, run.reg, "podreload_controller_selected_resources", "kind", "PrometheusRule"))
 
 	// A Warning Event on each rejected object names the cause.
 	notes := map[string]string{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		var events eventsv1.EventList
 		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
 		for _, e := range events.Items {
@@ -569,7 +578,7 @@ func (cp *controlPlane) testInvalid(t *testing.T) {
 			}
 		}
 		assert.Len(c, notes, 2)
-	}, deadline, 20*time.Millisecond)
+	})
 	require.Equal(t, `left out of PrometheusServer invalid/main: endpoints[0].scrapeTimeout: "20s" is greater than the scrape interval "10s"`, notes["ServiceMonitor/slow"])
 	require.Contains(t, notes["PrometheusRule/broken-rules"], "left out of PrometheusServer invalid/main: ")
 	require.Contains(t, notes["PrometheusRule/broken-rules"], "unclosed left parenthesis")
@@ -592,22 +601,22 @@ func (cp *controlPlane) testInvalidServer(t *testing.T) {
 		s.Spec.ServiceMonitorSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
 	})
 	const want = `select ServiceMonitors: parse label selector: "Near" is not a valid label selector operator`
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		st := cp.status(t, srv)
-		cond := meta.FindStatusCondition(st.Conditions, ConditionReconciled)
+		cond := meta.FindStatusCondition(st.Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
 			assert.Equal(c, "InvalidSpec", cond.Reason)
 			assert.Equal(c, want, cond.Message)
 		}
-	}, deadline, 20*time.Millisecond)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	})
+	eventually(t, func(c *assert.CollectT) {
 		var events eventsv1.EventList
 		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
 		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
 			return e.Regarding.Kind == v1alpha1.Kind && e.Reason == "InvalidSpec" && e.Note == want
 		}), "Event on the server")
-	}, deadline, 20*time.Millisecond)
+	})
 	require.Equal(t, config, cp.config(t, srv), "the last configuration stays")
 	require.Positive(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"))
 }
@@ -625,18 +634,18 @@ func (cp *controlPlane) testNoop(t *testing.T) {
 		sm.Spec.Endpoints[0].Interval, sm.Spec.Endpoints[0].ScrapeTimeout = "1s", "2s"
 	})
 	cp.waitJobs(t, srv, "serviceMonitor/noop/web/0")
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Equal(c, v1alpha1.Selection{Selected: 2, Rejected: 1}, cp.status(t, srv).ServiceMonitors)
-	}, deadline, 20*time.Millisecond)
+	})
 
 	// Let the writes settle (the Event is sent asynchronously), then wait
 	// for resyncs and a change that renders the same: no write at all.
 	settled := run.settle(t)
 	reconciles := metricValue(t, run.reg, "podreload_controller_reconciles_total")
 	edit(t, cp.c, sm, func(sm *monitoringv1.ServiceMonitor) { sm.Labels = labelsOf("unrelated", "label") })
-	require.Eventually(t, func() bool {
-		return metricValue(t, run.reg, "podreload_controller_reconciles_total") >= reconciles+3
-	}, deadline, 20*time.Millisecond)
+	eventually(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, metricValue(t, run.reg, "podreload_controller_reconciles_total"), reconciles+3)
+	})
 	require.Equal(t, settled, run.Writes(), "no write for a no-op reconciliation")
 	require.Zero(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"))
 }
@@ -652,17 +661,17 @@ func (cp *controlPlane) testPaused(t *testing.T) {
 
 	reconciles := metricValue(t, run.reg, "podreload_controller_reconciles_total")
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Paused = true })
-	require.Eventually(t, func() bool {
-		return metricValue(t, run.reg, "podreload_controller_reconciles_total") > reconciles
-	}, deadline, 20*time.Millisecond)
+	eventually(t, func(c *assert.CollectT) {
+		assert.Greater(c, metricValue(t, run.reg, "podreload_controller_reconciles_total"), reconciles)
+	})
 	writes := len(run.settle(t))
 	triggers := metricValue(t, run.reg, "podreload_controller_triggers_total")
 	reconciles = metricValue(t, run.reg, "podreload_controller_reconciles_total")
 	cp.create(t, serviceMonitor(ns, "two", nil))
-	require.Eventually(t, func() bool {
-		return metricValue(t, run.reg, "podreload_controller_triggers_total") > triggers &&
-			metricValue(t, run.reg, "podreload_controller_reconciles_total") > reconciles
-	}, deadline, 20*time.Millisecond)
+	eventually(t, func(c *assert.CollectT) {
+		assert.True(c, metricValue(t, run.reg, "podreload_controller_triggers_total") > triggers &&
+			metricValue(t, run.reg, "podreload_controller_reconciles_total") > reconciles)
+	})
 	require.Len(t, run.Writes(), writes, "no write while paused")
 	require.ElementsMatch(t, []string{"serviceMonitor/paused/one/0"}, jobs(t, cp.config(t, srv)))
 
@@ -673,12 +682,12 @@ func (cp *controlPlane) testPaused(t *testing.T) {
 func (cp *controlPlane) testLeaderElection(t *testing.T) {
 	ns := cp.namespace(t, "leader", nil)
 	cp.start(t, Options{Namespaces: []string{ns}, LeaderElection: true, LeaderElectionNamespace: ns})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		var lease coordinationv1.Lease
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: Name}, &lease)) {
 			assert.NotEmpty(c, ptr.Deref(lease.Spec.HolderIdentity, ""))
 		}
-	}, deadline, 20*time.Millisecond)
+	})
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) { s.ServiceMonitorSelector = &metav1.LabelSelector{} })
 	cp.create(t, srv, serviceMonitor(ns, "web", nil))
 	cp.waitJobs(t, srv, "serviceMonitor/leader/web/0")

@@ -22,23 +22,23 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// LabelConfig marks the config Secret of a server; its value is the server
+// labelConfig marks the config Secret of a server; its value is the server
 // name.
-const LabelConfig = "podreload.dev/config"
+const labelConfig = "podreload.dev/config"
 
-// Inputs is a snapshot of everything a PrometheusServer's objects are
+// inputs is a snapshot of everything a PrometheusServer's objects are
 // rendered from.
-type Inputs struct {
+type inputs struct {
 	// Server is the PrometheusServer to render.
 	Server *v1alpha1.PrometheusServer
 	// Namespaces holds the labels of the namespaces, by name, for the
 	// namespace selectors of Server.
 	Namespaces map[string]labels.Set
-	// ServiceMonitors are all the candidates; Render selects among them.
+	// ServiceMonitors are all the candidates; render selects among them.
 	ServiceMonitors []*monitoringv1.ServiceMonitor
-	// PodMonitors are all the candidates; Render selects among them.
+	// PodMonitors are all the candidates; render selects among them.
 	PodMonitors []*monitoringv1.PodMonitor
-	// Rules are all the candidate PrometheusRules; Render selects among
+	// Rules are all the candidate PrometheusRules; render selects among
 	// them.
 	Rules []*monitoringv1.PrometheusRule
 	// Secrets holds the Secrets that Server and the monitors reference, by
@@ -46,9 +46,9 @@ type Inputs struct {
 	Secrets map[string]*corev1.Secret
 }
 
-// Objects are the objects rendered for a PrometheusServer, and what was
+// objects are the objects rendered for a PrometheusServer, and what was
 // left out of them. Owner references are not set.
-type Objects struct {
+type objects struct {
 	// ConfigSecret, named ConfigSecretName, holds prometheus.yaml gzipped
 	// under ConfigSecretKey. The same configuration gives the same bytes.
 	// It is nil when the configuration is too large (Oversized).
@@ -56,22 +56,22 @@ type Objects struct {
 	// Oversized, when not nil, is why there is no ConfigSecret: the
 	// configuration is too large for a Secret. The other objects are
 	// rendered all the same.
-	Oversized *OversizedError
-	// RuleShards are the rule file ConfigMaps, named RuleShardName; none
+	Oversized *oversizedError
+	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
 	// Service is the headless Service of the StatefulSet.
 	Service *corev1.Service
 	// StatefulSet runs Prometheus and the config-reloader. Its pod
-	// template's AnnotationInputHash covers neither the configuration nor
+	// template's annotationInputHash covers neither the configuration nor
 	// the rules, which reach Prometheus through reloads.
 	StatefulSet *appsv1.StatefulSet
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
-	Rejected []Rejection
+	Rejected []rejection
 	// Selected counts the objects of each kind the server selected, the
 	// rejected ones included.
-	Selected Counts
+	Selected counts
 	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml;
 	// empty with no ConfigSecret.
 	ConfigHash string
@@ -81,10 +81,10 @@ type Objects struct {
 	SecretRefs []string
 }
 
-// SpecError is the error of Render for a PrometheusServer whose own spec
+// specError is the error of render for a PrometheusServer whose own spec
 // cannot be rendered into a configuration, with the Secrets looked up
 // before it: creating or fixing one of them may be what it takes.
-type SpecError struct {
+type specError struct {
 	// Err is the cause.
 	Err error
 	// SecretRefs are the Secrets, "namespace/name", looked up before Err,
@@ -92,12 +92,12 @@ type SpecError struct {
 	SecretRefs []string
 }
 
-func (e *SpecError) Error() string { return e.Err.Error() }
+func (e *specError) Error() string { return e.Err.Error() }
 
-func (e *SpecError) Unwrap() error { return e.Err }
+func (e *specError) Unwrap() error { return e.Err }
 
-// Counts are numbers of objects of each kind a PrometheusServer selects.
-type Counts struct {
+// counts are numbers of objects of each kind a PrometheusServer selects.
+type counts struct {
 	// ServiceMonitors is the number of ServiceMonitors.
 	ServiceMonitors int
 	// PodMonitors is the number of PodMonitors.
@@ -106,24 +106,26 @@ type Counts struct {
 	Rules int
 }
 
-// Render renders the objects of in.Server: it selects the monitors and
-// rules with Selected, renders the rules into ConfigMaps (RuleCache.Render,
+// render renders the objects of in.Server: it selects the monitors and
+// rules with isSelected, renders the rules into ConfigMaps (ruleCache.render,
 // through cache when it is not nil), the configuration with the rule_files
-// of as many shards (RenderConfig with RuleFilesGlobs), its Secret, and the
-// Service and StatefulSet (RenderWorkload, with opts.RuleShards set to the
+// of as many shards (renderConfigParts, then configParts.head with
+// ruleFilesGlobs), its Secret, and the
+// Service and StatefulSet (renderWorkload, with opts.RuleShards set to the
 // shard count; the caller's value is ignored). The rules are rendered on
-// other goroutines while this one renders the configuration; Render
+// other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
 //
 // A selected object that cannot be rendered is left out and listed in
-// Objects.Rejected, and the rest is rendered. An error means the server
+// objects.Rejected, and the rest is rendered. An error means the server
 // itself cannot be rendered: an invalid selector or field of the server, or
 // a nil or duplicate candidate. A gzipped configuration too big for a
 // Secret is no error: the other objects are rendered, and
-// Objects.Oversized names the monitors that take the most room. An error of the server's configuration (a Secret it references
-// is missing, say) is a *SpecError, which tells the Secrets looked up.
-func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error) {
+// objects.Oversized names the monitors that take the most room. An error
+// of the server's configuration (a Secret it references is missing, say)
+// is a *specError, which tells the Secrets looked up.
+func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error) {
 	server := in.Server
 	if server == nil {
 		return nil, errors.New("render: no PrometheusServer")
@@ -137,18 +139,18 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	if err != nil {
 		return nil, err
 	}
-	rules, err := selectObjects(server, KindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
+	rules, err := selectObjects(server, kindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
 	if err != nil {
 		return nil, err
 	}
-	// RenderConfig refuses duplicate monitors; a duplicate rule would
+	// renderConfigParts refuses duplicate monitors; a duplicate rule would
 	// give a duplicate rule file.
-	if _, err := sortedObjects(rules, KindPrometheusRule); err != nil {
-		return nil, fmt.Errorf("select %ss: %w", KindPrometheusRule, err)
+	if _, err := sortedObjects(rules, kindPrometheusRule); err != nil {
+		return nil, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
 	}
 
 	if cache == nil {
-		cache = new(RuleCache)
+		cache = new(ruleCache)
 	}
 	// The rules, and the configuration but for its rule_files (which
 	// depend on the shard count), do not depend on each other: render
@@ -156,10 +158,10 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	var (
 		wg            sync.WaitGroup
 		shards        []*corev1.ConfigMap
-		rejectedRules []Rejection
+		rejectedRules []rejection
 	)
-	wg.Go(func() { shards, rejectedRules = cache.Render(server, rules) })
-	parts, rejected, err := renderConfigParts(ConfigInput{
+	wg.Go(func() { shards, rejectedRules = cache.render(server, rules) })
+	parts, rejected, err := renderConfigParts(configInput{
 		Server:          server,
 		ServiceMonitors: sms,
 		PodMonitors:     pms,
@@ -167,32 +169,32 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	})
 	wg.Wait()
 	if err != nil {
-		return nil, &SpecError{Err: err, SecretRefs: parts.secrets}
+		return nil, &specError{Err: err, SecretRefs: parts.secrets}
 	}
-	head, err := parts.head(RuleFilesGlobs(server, len(shards)))
+	head, err := parts.head(ruleFilesGlobs(server, len(shards)))
 	if err != nil {
 		return nil, err
 	}
 	rejected = append(rejected, rejectedRules...)
-	slices.SortFunc(rejected, func(a, b Rejection) int {
+	slices.SortFunc(rejected, func(a, b rejection) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 
 	opts.RuleShards = len(shards)
-	svc, sts := RenderWorkload(server, opts)
-	objs := &Objects{
+	svc, sts := renderWorkload(server, opts)
+	objs := &objects{
 		RuleShards:  shards,
 		Service:     svc,
 		StatefulSet: sts,
 		Rejected:    rejected,
-		Selected:    Counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
+		Selected:    counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
 		SecretRefs:  parts.secrets,
 	}
 	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
 	var tooLarge *sizeError
 	switch {
 	case errors.As(err, &tooLarge):
-		objs.Oversized = &OversizedError{Err: err, Monitors: largestMonitors(parts.monitors, tooLarge)}
+		objs.Oversized = &oversizedError{Err: err, Monitors: largestMonitors(parts.monitors, tooLarge)}
 		return objs, nil
 	case err != nil:
 		return nil, err
@@ -205,9 +207,9 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	return objs, nil
 }
 
-// OversizedError is a configuration too big for a Secret, and the
+// oversizedError is a configuration too big for a Secret, and the
 // monitors that make it so.
-type OversizedError struct {
+type oversizedError struct {
 	// Err tells the sizes.
 	Err error
 	// Monitors are the monitors whose scrape jobs take the most room,
@@ -216,14 +218,14 @@ type OversizedError struct {
 	Monitors []string
 }
 
-func (e *OversizedError) Error() string {
+func (e *oversizedError) Error() string {
 	if len(e.Monitors) == 0 {
 		return e.Err.Error()
 	}
 	return fmt.Sprintf("%v; the largest monitors, without which it would about fit: %s", e.Err, strings.Join(e.Monitors, ", "))
 }
 
-func (e *OversizedError) Unwrap() error { return e.Err }
+func (e *oversizedError) Unwrap() error { return e.Err }
 
 // largestMonitors returns the monitors whose jobs take the most room in a
 // configuration too large by e, largest first, until their share of the
@@ -325,7 +327,7 @@ func (e *sizeError) Error() string {
 
 func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
 	l := selectorLabels(server)
-	l[LabelConfig] = server.Name
+	l[labelConfig] = server.Name
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // renderCases returns the inputs under testdata/render: <case>.yaml, with
@@ -49,14 +50,14 @@ func renderCases(t *testing.T) []string {
 // ties together, and checks the configuration and every rule file with
 // the real promtool.
 func TestRender(t *testing.T) {
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	for _, path := range renderCases(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			in := loadInputs(t, path)
-			out, err := Render(in, testOptions(), nil)
+			out, err := render(in, testOptions(), nil)
 			switch {
 			case strings.HasPrefix(name, "error-"):
 				require.Error(t, err)
@@ -69,7 +70,7 @@ func TestRender(t *testing.T) {
 				require.Empty(t, out.Rejected)
 			}
 
-			// golden, and -update, come with TestMain in workload_test.go.
+			// golden, and -update, are in golden_test.go.
 			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderGolden(t, out, err))
 
 			if err == nil {
@@ -85,7 +86,7 @@ func TestRender(t *testing.T) {
 // of selected objects, the rejections, the rule shards with their file
 // names and the config Secret with its keys as comments, followed by the
 // configuration, gunzipped.
-func renderGolden(t *testing.T, out *Objects, err error) []byte {
+func renderGolden(t *testing.T, out *objects, err error) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err != nil {
@@ -128,39 +129,38 @@ func gunzip(t *testing.T, gz []byte) []byte {
 
 // checkObjects checks out, rendered from in and opts, for what the golden
 // file does not show, and returns the configuration it holds.
-func checkObjects(t *testing.T, in Inputs, opts WorkloadOptions, out *Objects) []byte {
+func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) []byte {
 	t.Helper()
 	server := in.Server
 	spec := &server.Spec
 
-	// The selection, as Selected makes it.
+	// The selection, as isSelected makes it.
 	sms := selectedIn(t, server, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
 	pms := selectedIn(t, server, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
 	rules := selectedIn(t, server, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
-	require.Equal(t, Counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)}, out.Selected)
+	require.Equal(t, counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)}, out.Selected)
 
-	// The rules, as RenderRules renders them.
-	shards, rejectedRules := RenderRules(server, rules)
-	require.Equal(t, shards, out.RuleShards)
+	// The rules, as a new ruleCache renders them.
+	shards, rejectedRules := new(ruleCache).render(server, rules)
+	require.Empty(t, cmp.Diff(shards, out.RuleShards))
 
-	// The configuration, as RenderConfig renders it, in the Secret.
-	want, rejectedMonitors, err := RenderConfig(ConfigInput{
+	// The configuration, as renderConfig renders it, in the Secret.
+	want, rejectedMonitors, err := renderConfig(configInput{
 		Server:          server,
 		ServiceMonitors: sms,
 		PodMonitors:     pms,
-		RuleFiles:       RuleFilesGlobs(server, len(shards)),
 		Secrets:         in.Secrets,
-	})
+	}, ruleFilesGlobs(server, len(shards)))
 	require.NoError(t, err)
 	require.ElementsMatch(t, slices.Concat(rejectedRules, rejectedMonitors), out.Rejected)
-	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b Rejection) int {
+	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b rejection) int {
 		return strings.Compare(a.Kind+"\x00"+a.Namespace+"\x00"+a.Name, b.Kind+"\x00"+b.Namespace+"\x00"+b.Name)
 	}), "rejections sorted by kind, namespace and name")
 	s := out.ConfigSecret
 	require.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, s.TypeMeta)
 	require.Equal(t, server.Name+"-config", s.Name)
 	require.Equal(t, server.Namespace, s.Namespace)
-	require.Equal(t, server.Name, s.Labels[LabelConfig])
+	require.Equal(t, server.Name, s.Labels[labelConfig])
 	require.Equal(t, corev1.SecretTypeOpaque, s.Type)
 	require.Equal(t, []string{"prometheus.yaml.gz"}, slices.Collect(maps.Keys(s.Data)))
 	require.Empty(t, s.StringData)
@@ -169,10 +169,10 @@ func checkObjects(t *testing.T, in Inputs, opts WorkloadOptions, out *Objects) [
 	sum := sha256.Sum256(config)
 	require.Equal(t, hex.EncodeToString(sum[:]), out.ConfigHash)
 
-	// The workload, as RenderWorkload renders it for as many shards, and
+	// The workload, as renderWorkload renders it for as many shards, and
 	// mounting the Secret.
 	opts.RuleShards = len(shards)
-	svc, sts := RenderWorkload(server, opts)
+	svc, sts := renderWorkload(server, opts)
 	require.Equal(t, svc, out.Service)
 	require.Equal(t, sts, out.StatefulSet)
 	require.Contains(t, out.StatefulSet.Spec.Template.Spec.Volumes, corev1.Volume{
@@ -187,7 +187,7 @@ func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer
 	t.Helper()
 	var selected []T
 	for _, o := range objs {
-		ok, err := Selected(server, selector, nsSelector, o, namespaces)
+		ok, err := isSelected(server, selector, nsSelector, o, namespaces)
 		require.NoError(t, err)
 		if ok {
 			selected = append(selected, o)
@@ -197,33 +197,33 @@ func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer
 }
 
 // TestRenderDeterministic renders each case, and many objects, again with
-// the candidates shuffled, through a new RuleCache and through one that
+// the candidates shuffled, through a new ruleCache and through one that
 // rendered them before, and checks that the objects are the same, to the
 // byte of the gzipped configuration, and that the input is left untouched.
 func TestRenderDeterministic(t *testing.T) {
-	inputs := map[string]func(*testing.T) Inputs{"many": func(*testing.T) Inputs { return benchInputs(60, 60) }}
+	cases := map[string]func(*testing.T) inputs{"many": func(*testing.T) inputs { return benchInputs(60, 60) }}
 	for _, path := range renderCases(t) {
 		if name := strings.TrimSuffix(filepath.Base(path), ".yaml"); !strings.HasPrefix(name, "error-") {
-			inputs[name] = func(t *testing.T) Inputs { return loadInputs(t, path) }
+			cases[name] = func(t *testing.T) inputs { return loadInputs(t, path) }
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for name, load := range inputs {
+	for name, load := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := load(t)
-			want, err := Render(in, testOptions(), nil)
+			want, err := render(in, testOptions(), nil)
 			require.NoError(t, err)
-			var cache RuleCache
+			var cache ruleCache
 			for i := range 4 {
 				shuffled := in
 				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
 				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
 				shuffled.Rules = shuffle(rng, in.Rules)
-				got, err := Render(shuffled, testOptions(), &cache)
+				got, err := render(shuffled, testOptions(), &cache)
 				require.NoError(t, err)
-				require.Equal(t, want, got, "render %d", i)
+				require.Empty(t, cmp.Diff(want, got), "render %d", i)
 			}
-			require.Equal(t, load(t), in, "Render changed its input")
+			require.Empty(t, cmp.Diff(load(t), in), "render changed its input")
 		})
 	}
 }
@@ -236,57 +236,57 @@ func TestRenderDeterministic(t *testing.T) {
 // the configuration alone.
 func TestRenderRollsPodsOnlyForThePods(t *testing.T) {
 	path := filepath.Join("testdata", "render", "basic.yaml")
-	base, err := Render(loadInputs(t, path), testOptions(), nil)
+	base, err := render(loadInputs(t, path), testOptions(), nil)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		name                string
-		change              func(*Inputs, *WorkloadOptions)
+		change              func(*inputs, *WorkloadOptions)
 		config, rules, pods bool
 	}{
-		{name: "nothing", change: func(*Inputs, *WorkloadOptions) {}},
-		{name: "service monitor interval", config: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "nothing", change: func(*inputs, *WorkloadOptions) {}},
+		{name: "service monitor interval", config: true, change: func(in *inputs, _ *WorkloadOptions) {
 			find(t, in.ServiceMonitors, "monitoring", "node-exporter").Spec.Endpoints[0].Interval = "10s"
 		}},
-		{name: "service monitor selected", config: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "service monitor selected", config: true, change: func(in *inputs, _ *WorkloadOptions) {
 			find(t, in.ServiceMonitors, "monitoring", "unlabelled").Labels = map[string]string{"team": "platform"}
 		}},
-		{name: "service monitor not selected", change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "service monitor not selected", change: func(in *inputs, _ *WorkloadOptions) {
 			find(t, in.ServiceMonitors, "apps", "api").Spec.Endpoints[0].Port = "web"
 		}},
-		{name: "credentials in a Secret", config: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "credentials in a Secret", config: true, change: func(in *inputs, _ *WorkloadOptions) {
 			in.Secrets["monitoring/scrape-creds"].Data["password"] = []byte("rotated")
 		}},
-		{name: "server scrape interval", config: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "server scrape interval", config: true, change: func(in *inputs, _ *WorkloadOptions) {
 			in.Server.Spec.ScrapeInterval = "30s"
 		}},
-		{name: "server external labels", config: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "server external labels", config: true, change: func(in *inputs, _ *WorkloadOptions) {
 			in.Server.Spec.ExternalLabels["region"] = "eu"
 		}},
-		{name: "rule expression", rules: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "rule expression", rules: true, change: func(in *inputs, _ *WorkloadOptions) {
 			find(t, in.Rules, "apps", "api").Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(1)")
 		}},
-		{name: "rule left out", rules: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "rule left out", rules: true, change: func(in *inputs, _ *WorkloadOptions) {
 			find(t, in.Rules, "apps", "api").Labels = map[string]string{"x": "y"}
 			in.Server.Spec.RuleSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: metav1.LabelSelectorOpDoesNotExist}}}
 		}},
-		{name: "replicas", change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "replicas", change: func(in *inputs, _ *WorkloadOptions) {
 			in.Server.Spec.Replicas = new(int32(3))
 		}},
-		{name: "prometheus image", pods: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "prometheus image", pods: true, change: func(in *inputs, _ *WorkloadOptions) {
 			in.Server.Spec.Image = "quay.io/prometheus/prometheus:v3.11.0"
 		}},
-		{name: "default reloader image", pods: true, change: func(_ *Inputs, opts *WorkloadOptions) {
+		{name: "default reloader image", pods: true, change: func(_ *inputs, opts *WorkloadOptions) {
 			opts.DefaultReloaderImage = "ghcr.io/podreload/config-reloader:v0.2.0"
 		}},
-		{name: "retention", pods: true, change: func(in *Inputs, _ *WorkloadOptions) {
+		{name: "retention", pods: true, change: func(in *inputs, _ *WorkloadOptions) {
 			in.Server.Spec.Retention = "30d"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, opts := loadInputs(t, path), testOptions()
 			tc.change(&in, &opts)
-			got, err := Render(in, opts, nil)
+			got, err := render(in, opts, nil)
 			require.NoError(t, err)
 			require.Empty(t, got.Rejected)
 
@@ -295,7 +295,7 @@ func TestRenderRollsPodsOnlyForThePods(t *testing.T) {
 			require.Equal(t, tc.rules, !slices.EqualFunc(base.RuleShards, got.RuleShards, func(a, b *corev1.ConfigMap) bool {
 				return a.Name == b.Name && maps.Equal(a.Data, b.Data)
 			}), "rule shards")
-			annotation := func(o *Objects) string { return o.StatefulSet.Spec.Template.Annotations[AnnotationInputHash] }
+			annotation := func(o *objects) string { return o.StatefulSet.Spec.Template.Annotations[annotationInputHash] }
 			require.Equal(t, tc.pods, annotation(got) != annotation(base), "input hash")
 			if !tc.pods {
 				require.Equal(t, base.StatefulSet.Spec.Template, got.StatefulSet.Spec.Template)
@@ -316,18 +316,18 @@ func find[T metav1.Object](t *testing.T, objs []T, namespace, name string) T {
 func TestRenderNil(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		in   func(*Inputs)
+		in   func(*inputs)
 		want string
 	}{
-		{name: "server", in: func(in *Inputs) { in.Server = nil }, want: "render: no PrometheusServer"},
-		{name: "service monitor", in: func(in *Inputs) { in.ServiceMonitors = append(in.ServiceMonitors, nil) }, want: "select ServiceMonitors: nil ServiceMonitor"},
-		{name: "pod monitor", in: func(in *Inputs) { in.PodMonitors = append(in.PodMonitors, nil) }, want: "select PodMonitors: nil PodMonitor"},
-		{name: "rule", in: func(in *Inputs) { in.Rules = append(in.Rules, nil) }, want: "select PrometheusRules: nil PrometheusRule"},
+		{name: "server", in: func(in *inputs) { in.Server = nil }, want: "render: no PrometheusServer"},
+		{name: "service monitor", in: func(in *inputs) { in.ServiceMonitors = append(in.ServiceMonitors, nil) }, want: "select ServiceMonitors: nil ServiceMonitor"},
+		{name: "pod monitor", in: func(in *inputs) { in.PodMonitors = append(in.PodMonitors, nil) }, want: "select PodMonitors: nil PodMonitor"},
+		{name: "rule", in: func(in *inputs) { in.Rules = append(in.Rules, nil) }, want: "select PrometheusRules: nil PrometheusRule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := loadInputs(t, filepath.Join("testdata", "render", "basic.yaml"))
 			tc.in(&in)
-			out, err := Render(in, testOptions(), nil)
+			out, err := render(in, testOptions(), nil)
 			require.EqualError(t, err, tc.want)
 			require.Nil(t, out)
 		})
@@ -364,10 +364,10 @@ func TestRenderSpecErrorSecretRefs(t *testing.T) {
 				BasicAuth: &monitoringv1.BasicAuth{Username: ref("rw", "user"), Password: ref("rw", "password")},
 			}}
 			in.Secrets = tc.secrets
-			out, err := Render(in, testOptions(), nil)
+			out, err := render(in, testOptions(), nil)
 			require.Nil(t, out)
 			require.EqualError(t, err, tc.want)
-			var specErr *SpecError
+			var specErr *specError
 			require.ErrorAs(t, err, &specErr)
 			require.Equal(t, []string{"monitoring/rw"}, specErr.SecretRefs)
 		})
@@ -378,7 +378,7 @@ func TestRenderSpecErrorSecretRefs(t *testing.T) {
 // size limit, and that the result does not depend on how the
 // configuration is split.
 func TestGzipConfig(t *testing.T) {
-	config, _, err := RenderConfig(benchConfigInput(30, 3))
+	config, _, err := renderConfig(benchConfigInput(30, 3), []string{benchRuleFile})
 	require.NoError(t, err)
 	size := func(level int) int {
 		var b bytes.Buffer
@@ -431,18 +431,18 @@ func TestGzipConfig(t *testing.T) {
 
 // BenchmarkRender renders 1,000 ServiceMonitors of 3 endpoints each and
 // 1,000 PrometheusRules of 10 rules each for one server, with a new
-// RuleCache each time: everything is rendered and validated.
+// ruleCache each time: everything is rendered and validated.
 func BenchmarkRender(b *testing.B) {
 	in := benchInputs(1000, 1000)
 	opts := testOptions()
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := Render(in, opts, new(RuleCache))
+		out, err := render(in, opts, new(ruleCache))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(out.Rejected) > 0 || out.Selected != (Counts{ServiceMonitors: 1000, Rules: 1000}) || len(out.RuleShards) == 0 {
+		if len(out.Rejected) > 0 || out.Selected != (counts{ServiceMonitors: 1000, Rules: 1000}) || len(out.RuleShards) == 0 {
 			b.Fatalf("selected %+v, %d shards, rejected %v", out.Selected, len(out.RuleShards), out.Rejected)
 		}
 		size = len(out.ConfigSecret.Data[ConfigSecretKey])
@@ -453,13 +453,13 @@ func BenchmarkRender(b *testing.B) {
 // benchInputs selects, from every namespace, the monitors of
 // benchConfigInput (monitors ServiceMonitors of 3 endpoints) and rules
 // PrometheusRules of benchRules.
-func benchInputs(monitors, rules int) Inputs {
+func benchInputs(monitors, rules int) inputs {
 	cfg := benchConfigInput(monitors, 3)
 	server := cfg.Server
 	all := &metav1.LabelSelector{}
 	server.Spec.ServiceMonitorSelector, server.Spec.ServiceMonitorNamespaceSelector = all, all
 	server.Spec.RuleSelector, server.Spec.RuleNamespaceSelector = all, all
-	in := Inputs{
+	in := inputs{
 		Server:          server,
 		Namespaces:      map[string]labels.Set{},
 		ServiceMonitors: cfg.ServiceMonitors,
@@ -479,9 +479,9 @@ func benchInputs(monitors, rules int) Inputs {
 // PrometheusServer, Namespaces, ServiceMonitors, PodMonitors,
 // PrometheusRules and Secrets. Unknown fields are errors, so a typo in a
 // fixture cannot go unnoticed.
-func loadInputs(t *testing.T, path string) Inputs {
+func loadInputs(t *testing.T, path string) inputs {
 	t.Helper()
-	in := Inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}}
+	in := inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}}
 	readDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
 		case v1alpha1.Kind:
@@ -494,7 +494,7 @@ func loadInputs(t *testing.T, path string) Inputs {
 			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
 		case monitoringv1.PodMonitorsKind:
 			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
-		case KindPrometheusRule:
+		case kindPrometheusRule:
 			in.Rules = append(in.Rules, decodeDocument[monitoringv1.PrometheusRule](t, doc))
 		case "Secret":
 			s := decodeSecret(t, doc)

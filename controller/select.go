@@ -9,14 +9,14 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// Selected reports whether a pair of selectors of server selects obj, the
+// isSelected reports whether a pair of selectors of server selects obj, the
 // way prometheus-operator reads them: selector must match the labels of obj
 // (nil selects nothing, {} everything); nsSelector nil means the server's own
 // namespace only, {} every namespace, anything else the namespaces whose
 // labels (from namespaces, by name) it matches. An object in a namespace
 // missing from namespaces is not selected. Both selectors are checked even
 // when the answer is already known, so an invalid one is never hidden.
-func Selected(server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector, obj metav1.Object, namespaces map[string]labels.Set) (bool, error) {
+func isSelected(server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector, obj metav1.Object, namespaces map[string]labels.Set) (bool, error) {
 	s, err := newSelection(server, selector, nsSelector)
 	if err != nil {
 		return false, err

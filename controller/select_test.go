@@ -78,7 +78,7 @@ func TestSelected(t *testing.T) {
 			if tc.namespaces != nil {
 				ns = tc.namespaces
 			}
-			got, err := Selected(server, tc.selector, tc.nsSelector, tc.obj, ns)
+			got, err := isSelected(server, tc.selector, tc.nsSelector, tc.obj, ns)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
 				require.False(t, got)

@@ -3,7 +3,6 @@ package controller
 import (
 	"slices"
 	"testing"
-	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -36,8 +35,8 @@ func remoteWriteServer(ns, name, secret string) *v1alpha1.PrometheusServer {
 // and reason given, and the message want.
 func (cp *controlPlane) waitReconciled(t *testing.T, s *v1alpha1.PrometheusServer, status metav1.ConditionStatus, reason, want string) {
 	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(cp.status(t, s).Conditions, ConditionReconciled)
+	eventually(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(cp.status(t, s).Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, status, cond.Status)
 			assert.Equal(c, reason, cond.Reason)
@@ -45,7 +44,7 @@ func (cp *controlPlane) waitReconciled(t *testing.T, s *v1alpha1.PrometheusServe
 				assert.Equal(c, want, cond.Message)
 			}
 		}
-	}, deadline, 20*time.Millisecond)
+	})
 }
 
 // testServerSecrets renders PrometheusServers whose own spec references
@@ -60,9 +59,9 @@ func (cp *controlPlane) testServerSecrets(t *testing.T) {
 	// The Secret exists before the server: everything is written.
 	srv := remoteWriteServer(ns, "main", "remote-creds")
 	cp.create(t, srv)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Contains(c, cp.config(t, srv), "password: first")
-	}, deadline, 20*time.Millisecond)
+	})
 	var svc corev1.Service
 	cp.waitFor(t, client.ObjectKeyFromObject(srv), &svc)
 	var sts appsv1.StatefulSet
@@ -73,9 +72,9 @@ func (cp *controlPlane) testServerSecrets(t *testing.T) {
 	edit(t, cp.c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "remote-creds"}}, func(s *corev1.Secret) {
 		s.Data["password"] = []byte("second")
 	})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Contains(c, cp.config(t, srv), "password: second")
-	}, deadline, 20*time.Millisecond)
+	})
 
 	// A missing Secret, then a missing key, are told apart; the server
 	// is reconciled as soon as the Secret is complete.
@@ -84,13 +83,13 @@ func (cp *controlPlane) testServerSecrets(t *testing.T) {
 	const notFound = `render config: spec.remoteWrite[0].basicAuth: secret "server-secrets/late-creds" not found (looking for key "username")`
 	cp.waitReconciled(t, late, metav1.ConditionFalse, "InvalidSpec", notFound)
 	require.Empty(t, cp.config(t, late), "no configuration while the Secret is missing")
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		var events eventsv1.EventList
 		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
 		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
 			return e.Regarding.Name == late.Name && e.Reason == "InvalidSpec" && e.Note == notFound
 		}), "Event on the server")
-	}, deadline, 20*time.Millisecond)
+	})
 
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-creds"},
 		Data: map[string][]byte{"username": []byte("prometheus")}}
@@ -99,9 +98,9 @@ func (cp *controlPlane) testServerSecrets(t *testing.T) {
 		`render config: spec.remoteWrite[0].basicAuth: secret "server-secrets/late-creds" has no key "password"`)
 
 	edit(t, cp.c, creds, func(s *corev1.Secret) { s.Data["password"] = []byte("late") })
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	eventually(t, func(c *assert.CollectT) {
 		assert.Contains(c, cp.config(t, late), "password: late")
-	}, deadline, 20*time.Millisecond)
+	})
 	cp.waitFor(t, client.ObjectKeyFromObject(late), &sts)
 	cp.waitReconciled(t, late, metav1.ConditionTrue, "Reconciled", "")
 }

@@ -19,25 +19,25 @@ import (
 )
 
 const (
-	// ConfigMountPath is where the config Secret is mounted.
-	ConfigMountPath = "/etc/prometheus/config"
+	// configMountPath is where the config Secret is mounted.
+	configMountPath = "/etc/prometheus/config"
 	// ConfigSecretKey is the key of the gzipped configuration in the config
 	// Secret; $(POD_NAME) and $(SHARD) are left in it for the reloader.
 	ConfigSecretKey = "prometheus.yaml.gz"
-	// ConfigOutMountPath is the emptyDir where the reloaders write the
+	// configOutMountPath is the emptyDir where the reloaders write the
 	// expanded configuration Prometheus reads.
-	ConfigOutMountPath = "/etc/prometheus/config_out"
-	// ConfigEnvsubstFile is the name of the expanded configuration.
-	ConfigEnvsubstFile = "prometheus.env.yaml"
-	// RulesMountPath holds one directory per rule file ConfigMap, named
+	configOutMountPath = "/etc/prometheus/config_out"
+	// configEnvsubstFile is the name of the expanded configuration.
+	configEnvsubstFile = "prometheus.env.yaml"
+	// rulesMountPath holds one directory per rule file ConfigMap, named
 	// after the ConfigMap.
-	RulesMountPath = "/etc/prometheus/rules"
-	// StorageMountPath is the TSDB directory.
-	StorageMountPath = "/prometheus"
-	// AnnotationInputHash, on the pod template, is a hash of everything
+	rulesMountPath = "/etc/prometheus/rules"
+	// storageMountPath is the TSDB directory.
+	storageMountPath = "/prometheus"
+	// annotationInputHash, on the pod template, is a hash of everything
 	// rendered into the pods; the pods roll when it changes. The config
 	// Secret and the rule ConfigMaps are not part of it: they are reloaded.
-	AnnotationInputHash = "podreload.dev/input-hash"
+	annotationInputHash = "podreload.dev/input-hash"
 
 	// ruleVolumeStep is the granularity of the rule volumes a pod mounts:
 	// the rule shard count rounded up to a multiple of it, at least one step.
@@ -55,14 +55,14 @@ const (
 	labelInstance = "app.kubernetes.io/instance"
 )
 
-// WorkloadOptions are the controller-wide inputs of RenderWorkload.
+// WorkloadOptions are the controller-wide inputs of renderWorkload.
 type WorkloadOptions struct {
 	// DefaultPrometheusImage is the image of servers that set none.
 	DefaultPrometheusImage string
 	// DefaultReloaderImage is the config-reloader image of servers that set none.
 	DefaultReloaderImage string
 	// RuleShards is the number of rule file ConfigMaps (from RenderRules);
-	// give RuleFilesGlobs the same number.
+	// give ruleFilesGlobs the same number.
 	RuleShards int
 }
 
@@ -71,33 +71,33 @@ func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
 	return server.Name + "-config"
 }
 
-// RuleFilesGlobs are the rule_files entries for the rule file ConfigMaps
+// ruleFilesGlobs are the rule_files entries for the rule file ConfigMaps
 // the pods of server mount when there are shards of them: one per mounted
 // directory, because Prometheus allows a wildcard in the last path element
-// only. They cover the padded count (RuleVolumes), so the configuration
+// only. They cover the padded count (ruleVolumes), so the configuration
 // does not change when a shard is added within it. They are relative to
-// the directory of the expanded configuration (ConfigOutMountPath), which
+// the directory of the expanded configuration (configOutMountPath), which
 // Prometheus resolves them against, so the configuration holds wherever
 // the pod's volumes are mounted.
-func RuleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
-	globs := make([]string, RuleVolumes(shards))
+func ruleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
+	globs := make([]string, ruleVolumes(shards))
 	for i := range globs {
-		globs[i] = "../" + strings.TrimPrefix(ruleDir(server, i), path.Dir(ConfigOutMountPath)+"/") + "/*.yaml"
+		globs[i] = "../" + strings.TrimPrefix(ruleDir(server, i), path.Dir(configOutMountPath)+"/") + "/*.yaml"
 	}
 	return globs
 }
 
-// RuleVolumes is the number of rule file ConfigMaps the pods mount for
+// ruleVolumes is the number of rule file ConfigMaps the pods mount for
 // shards of them: shards rounded up to a multiple of 4, at least 4. The
 // volumes are optional, so a new shard within that count appears in the
 // running pods without a restart.
-func RuleVolumes(shards int) int {
+func ruleVolumes(shards int) int {
 	return max(ruleVolumeStep, (shards+ruleVolumeStep-1)/ruleVolumeStep*ruleVolumeStep)
 }
 
-// RenderWorkload renders the headless Service and the StatefulSet of server.
-// The pod template carries AnnotationInputHash. Owner references are not set.
-func RenderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*corev1.Service, *appsv1.StatefulSet) {
+// renderWorkload renders the headless Service and the StatefulSet of server.
+// The pod template carries annotationInputHash. Owner references are not set.
+func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*corev1.Service, *appsv1.StatefulSet) {
 	sel := selectorLabels(server)
 	meta := metav1.ObjectMeta{Name: server.Name, Namespace: server.Namespace, Labels: selectorLabels(server)}
 
@@ -133,7 +133,7 @@ func RenderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*c
 
 // ruleDir is where the i-th rule file ConfigMap of server is mounted.
 func ruleDir(server *v1alpha1.PrometheusServer, i int) string {
-	return RulesMountPath + "/" + RuleShardName(server, i)
+	return rulesMountPath + "/" + ruleShardName(server, i)
 }
 
 func selectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
@@ -144,45 +144,18 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	spec := server.Spec
 	signal := spec.Reloader.ReloadMethod == "signal"
 
-	configOut := ConfigOutMountPath + "/" + ConfigEnvsubstFile
-	mountConfig := corev1.VolumeMount{Name: "config", MountPath: ConfigMountPath, ReadOnly: true}
-	mountConfigOut := corev1.VolumeMount{Name: "config-out", MountPath: ConfigOutMountPath}
+	configOut := configOutMountPath + "/" + configEnvsubstFile
+	mountConfig := corev1.VolumeMount{Name: "config", MountPath: configMountPath, ReadOnly: true}
+	mountConfigOut := corev1.VolumeMount{Name: "config-out", MountPath: configOutMountPath}
 	volumes := []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
 		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 
-	storage := corev1.VolumeMount{Name: "storage", MountPath: StorageMountPath}
-	var claims []corev1.PersistentVolumeClaim
-	switch {
-	case spec.Storage != nil && spec.Storage.VolumeClaimTemplate != nil:
-		t := spec.Storage.VolumeClaimTemplate
-		if t.Name != "" {
-			storage.Name = t.Name
-		}
-		claims = []corev1.PersistentVolumeClaim{{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: metav1.ObjectMeta{Name: storage.Name, Labels: t.Labels, Annotations: t.Annotations},
-			Spec:       t.Spec,
-		}}
-	case spec.Storage != nil && spec.Storage.EmptyDir != nil:
-		volumes = append(volumes, corev1.Volume{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: spec.Storage.EmptyDir}})
-	default:
-		volumes = append(volumes, corev1.Volume{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	}
-
-	ruleMounts := make([]corev1.VolumeMount, 0, RuleVolumes(opts.RuleShards))
-	var watched []string
-	for i := range RuleVolumes(opts.RuleShards) {
-		name := "rulefiles-" + strconv.Itoa(i)
-		dir := ruleDir(server, i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: RuleShardName(server, i)},
-			Optional:             ptr.To(true),
-		}}})
-		ruleMounts = append(ruleMounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
-		watched = append(watched, "--watched-dir="+dir)
-	}
+	storage, storageVolumes, claims := storageVolume(spec.Storage)
+	volumes = append(volumes, storageVolumes...)
+	rules, ruleMounts, watched := ruleShardVolumes(server, opts.RuleShards)
+	volumes = append(volumes, rules...)
 
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
@@ -190,7 +163,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
 	renderArgs := []string{
-		"--config-file=" + ConfigMountPath + "/" + ConfigSecretKey,
+		"--config-file=" + configMountPath + "/" + ConfigSecretKey,
 		"--config-envsubst-file=" + configOut,
 	}
 	sidecarArgs := append(append([]string{}, renderArgs...), watched...)
@@ -201,23 +174,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 	sidecarArgs = append(sidecarArgs, "--listen-address=:"+strconv.Itoa(reloaderPort))
 
-	prometheus := corev1.Container{
-		Name:  "prometheus",
-		Image: cmp.Or(spec.Image, opts.DefaultPrometheusImage),
-		Args: []string{
-			"--config.file=" + configOut,
-			"--web.enable-lifecycle",
-			"--storage.tsdb.path=" + StorageMountPath,
-			"--storage.tsdb.retention.time=" + cmp.Or(string(spec.Retention), defaultRetention),
-			"--web.listen-address=:" + strconv.Itoa(webPort),
-		},
-		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
-		ReadinessProbe:  httpProbe("/-/ready", 5, 3),
-		LivenessProbe:   httpProbe("/-/healthy", 10, 6),
-		Resources:       spec.Resources,
-		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: ConfigOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
-		SecurityContext: containerSecurity(),
-	}
+	prometheus := prometheusContainer(spec, opts, configOut, storage, ruleMounts)
 	initReloader := corev1.Container{
 		Name:            "init-config-reloader",
 		Image:           reloaderImage,
@@ -243,25 +200,94 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:        ptr.To(true),
-				RunAsUser:           ptr.To[int64](nobody),
-				RunAsGroup:          ptr.To[int64](nobody),
-				FSGroup:             ptr.To[int64](fsGroup),
-				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
-				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			InitContainers: []corev1.Container{initReloader},
-			Containers:     []corev1.Container{prometheus, sidecar},
-			Volumes:        volumes,
+			SecurityContext:               podSecurity(),
+			InitContainers:                []corev1.Container{initReloader},
+			Containers:                    []corev1.Container{prometheus, sidecar},
+			Volumes:                       volumes,
 		},
 	}
 	if signal {
 		// The reloader signals Prometheus, which runs as the same user.
 		t.Spec.ShareProcessNamespace = ptr.To(true)
 	}
-	t.Annotations = map[string]string{AnnotationInputHash: inputHash(t, claims)}
+	t.Annotations = map[string]string{annotationInputHash: inputHash(t, claims)}
 	return t, claims
+}
+
+// prometheusContainer runs Prometheus on the rendered configuration.
+func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOptions, configOut string, storage corev1.VolumeMount, ruleMounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:  "prometheus",
+		Image: cmp.Or(spec.Image, opts.DefaultPrometheusImage),
+		Args: []string{
+			"--config.file=" + configOut,
+			"--web.enable-lifecycle",
+			"--storage.tsdb.path=" + storageMountPath,
+			"--storage.tsdb.retention.time=" + cmp.Or(string(spec.Retention), defaultRetention),
+			"--web.listen-address=:" + strconv.Itoa(webPort),
+		},
+		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		ReadinessProbe:  httpProbe("/-/ready", 5, 3),
+		LivenessProbe:   httpProbe("/-/healthy", 10, 6),
+		Resources:       spec.Resources,
+		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: configOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// podSecurity runs the pod as non-root with the runtime's seccomp profile;
+// fsGroup makes the data volume writable.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To[int64](nobody),
+		RunAsGroup:          ptr.To[int64](nobody),
+		FSGroup:             ptr.To[int64](fsGroup),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// storageVolume is Prometheus' data volume: a claim from the template, the
+// given emptyDir, or an emptyDir by default.
+func storageVolume(st *v1alpha1.StorageSpec) (corev1.VolumeMount, []corev1.Volume, []corev1.PersistentVolumeClaim) {
+	storage := corev1.VolumeMount{Name: "storage", MountPath: storageMountPath}
+	switch {
+	case st != nil && st.VolumeClaimTemplate != nil:
+		t := st.VolumeClaimTemplate
+		if t.Name != "" {
+			storage.Name = t.Name
+		}
+		return storage, nil, []corev1.PersistentVolumeClaim{{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: storage.Name, Labels: t.Labels, Annotations: t.Annotations},
+			Spec:       t.Spec,
+		}}
+	case st != nil && st.EmptyDir != nil:
+		return storage, []corev1.Volume{{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: st.EmptyDir}}}, nil
+	default:
+		return storage, []corev1.Volume{{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, nil
+	}
+}
+
+// ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
+// without a restart), their mounts and the sidecar's --watched-dir flags.
+func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
+	n := ruleVolumes(shards)
+	volumes := make([]corev1.Volume, 0, n)
+	mounts := make([]corev1.VolumeMount, 0, n)
+	watched := make([]string, 0, n)
+	for i := range n {
+		name := "rulefiles-" + strconv.Itoa(i)
+		dir := ruleDir(server, i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
+			Optional:             ptr.To(true),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		watched = append(watched, "--watched-dir="+dir)
+	}
+	return volumes, mounts, watched
 }
 
 // inputHash hashes the pod template (before it carries the hash) and the

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +8,6 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,29 +17,6 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
-
-func TestMain(m *testing.M) {
-	// Read through flag.Lookup by golden, so that no package variable holds it.
-	flag.Bool("update", false, "rewrite the golden files in testdata/")
-	goleak.VerifyTestMain(m,
-		// controller-runtime's metadata informers (the controller watches
-		// Secrets' metadata) wrap their watches with apimachinery's
-		// watch.Filter, whose goroutine can stay blocked sending an event
-		// nobody reads once the informer stopped.
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
-}
-
-// golden compares got with the file path, or rewrites the file with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./controller/ -update to create it")
-	require.Equal(t, string(want), string(got), "run go test ./controller/ -update to accept the change")
-}
 
 const (
 	testPrometheusImage = "quay.io/prometheus/prometheus:v3.10.0"
@@ -130,7 +104,7 @@ func renderCase(server func(*v1alpha1.PrometheusServer), opts func(*WorkloadOpti
 	if opts != nil {
 		opts(&o)
 	}
-	return RenderWorkload(s, o)
+	return renderWorkload(s, o)
 }
 
 func TestRenderWorkloadGolden(t *testing.T) {
@@ -173,7 +147,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			globs := RuleFilesGlobs(testServer(), o.RuleShards)
+			globs := ruleFilesGlobs(testServer(), o.RuleShards)
 			for _, glob := range globs {
 				require.Regexp(t, `^[^*]*(\*[^/]*)?$`, glob, "Prometheus allows a wildcard in the last path element only")
 			}
@@ -187,12 +161,12 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			for _, c := range containers {
 				for _, m := range c.VolumeMounts {
 					require.True(t, volumes[m.Name], "%s mounts %s, which is no volume", c.Name, m.Name)
-					if c.Name == "prometheus" && strings.HasPrefix(m.MountPath, RulesMountPath+"/") {
+					if c.Name == "prometheus" && strings.HasPrefix(m.MountPath, rulesMountPath+"/") {
 						// The i-th glob finds the files of the i-th directory,
 						// not the kubelet's ..data.
 						// Prometheus resolves it against its config file's directory.
-						require.Contains(t, c.Args, "--config.file="+ConfigOutMountPath+"/"+ConfigEnvsubstFile)
-						glob := filepath.Join(ConfigOutMountPath, globs[len(ruleDirs)])
+						require.Contains(t, c.Args, "--config.file="+configOutMountPath+"/"+configEnvsubstFile)
+						glob := filepath.Join(configOutMountPath, globs[len(ruleDirs)])
 						ruleDirs = append(ruleDirs, m.MountPath)
 						ok, err := filepath.Match(glob, m.MountPath+"/apps-api-uid.yaml")
 						require.NoError(t, err)
@@ -207,7 +181,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 				require.True(t, *sc.ReadOnlyRootFilesystem, c.Name)
 				require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop, c.Name)
 			}
-			require.Len(t, ruleDirs, RuleVolumes(o.RuleShards), "rule volumes")
+			require.Len(t, ruleDirs, ruleVolumes(o.RuleShards), "rule volumes")
 			require.Len(t, globs, len(ruleDirs))
 
 			sidecar := containers[slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == "config-reloader" })]
@@ -231,7 +205,7 @@ func TestRuleVolumes(t *testing.T) {
 	for _, tc := range []struct{ shards, want int }{
 		{0, 4}, {1, 4}, {3, 4}, {4, 4}, {5, 8}, {8, 8}, {9, 12}, {100, 100}, {101, 104},
 	} {
-		require.Equal(t, tc.want, RuleVolumes(tc.shards), "shards %d", tc.shards)
+		require.Equal(t, tc.want, ruleVolumes(tc.shards), "shards %d", tc.shards)
 	}
 }
 
@@ -239,7 +213,7 @@ func TestInputHash(t *testing.T) {
 	hash := func(server func(*v1alpha1.PrometheusServer), opts func(*WorkloadOptions)) string {
 		t.Helper()
 		_, sts := renderCase(server, opts)
-		h := sts.Spec.Template.Annotations[AnnotationInputHash]
+		h := sts.Spec.Template.Annotations[annotationInputHash]
 		require.Len(t, h, 64)
 		return h
 	}
@@ -318,6 +292,6 @@ func TestRuleFilesGlobs(t *testing.T) {
 			"../rules/main-rulefiles-7/*.yaml",
 		}},
 	} {
-		require.Equal(t, tc.want, RuleFilesGlobs(testServer(), tc.shards), "shards %d", tc.shards)
+		require.Equal(t, tc.want, ruleFilesGlobs(testServer(), tc.shards), "shards %d", tc.shards)
 	}
 }

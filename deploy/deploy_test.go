@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/podreload/podreload/internal/controlplane"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
 )
 
 const (

@@ -9,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // TestAlertmanager: rules-reloader reloads a real Alertmanager, any app with a
@@ -31,7 +32,7 @@ func TestAlertmanager(t *testing.T) {
 			})
 			root := t.TempDir()
 			vol := filepath.Join(root, "config")
-			proj, err := volume.Start(context.Background(), vol, filepath.Join(root, "scratch"))
+			proj, err := projector.Start(context.Background(), vol, filepath.Join(root, "scratch"))
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, proj.Close()) })
 			setReceiver := func(name string) {
@@ -41,7 +42,7 @@ func TestAlertmanager(t *testing.T) {
 			}
 			setReceiver("first")
 
-			bin, err := volume.Bin("alertmanager")
+			bin, err := toolbin.Path("alertmanager")
 			require.NoError(t, err)
 			amAddr, reloaderAddr := freeAddr(t), freeAddr(t)
 			amURL := "http://" + amAddr
@@ -75,8 +76,11 @@ func TestAlertmanager(t *testing.T) {
 						return fmt.Errorf("alertmanager runs:\n%s", status.Config.Original)
 					}
 					n, err := metric(t.Context(), "http://"+reloaderAddr+"/metrics", "reloader_reloads_total")
-					if err != nil || n <= reloads {
-						return fmt.Errorf("reloader_reloads_total %v, want more than %v: %v", n, reloads, err)
+					if err != nil {
+						return fmt.Errorf("read reloader_reloads_total: %w", err)
+					}
+					if n <= reloads {
+						return fmt.Errorf("reloader_reloads_total %v, want more than %v", n, reloads)
 					}
 					reloads = n
 					return nil

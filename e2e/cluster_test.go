@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/controlplane"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
 const (
@@ -124,8 +124,7 @@ type loopbackPod struct {
 	ports           map[int32]string // container port -> host address
 	paths           *regexp.Regexp
 	rewrite         *strings.Replacer
-	env             []string
-	kubelet         *volume.Kubelet
+	kubelet         *projector.Kubelet
 	containers      map[string]*process
 }
 
@@ -177,21 +176,21 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 	}
 	p.rewrite = strings.NewReplacer(pairs...)
 
-	var vols []volume.KubeletVolume
+	var vols []projector.KubeletVolume
 	for _, v := range spec.Volumes {
 		dir := p.root + mounts[v.Name]
 		switch {
 		case v.Secret != nil:
-			vols = append(vols, volume.KubeletVolume{Kind: "secret", Name: v.Secret.SecretName, Dir: dir, Optional: v.Secret.Optional != nil && *v.Secret.Optional})
+			vols = append(vols, projector.KubeletVolume{Kind: "secret", Name: v.Secret.SecretName, Dir: dir, Optional: v.Secret.Optional != nil && *v.Secret.Optional})
 		case v.ConfigMap != nil:
-			vols = append(vols, volume.KubeletVolume{Kind: "configmap", Name: v.ConfigMap.Name, Dir: dir, Optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional})
+			vols = append(vols, projector.KubeletVolume{Kind: "configmap", Name: v.ConfigMap.Name, Dir: dir, Optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional})
 		case v.EmptyDir != nil:
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 		default:
 			t.Fatalf("volume %s: a loopback pod has Secret, ConfigMap and emptyDir volumes only", v.Name)
 		}
 	}
-	kubelet, err := volume.StartKubelet(t.Context(), cl.kubeconfig, p.namespace, vols)
+	kubelet, err := projector.StartKubelet(t.Context(), cl.kubeconfig, p.namespace, vols)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, kubelet.Close()) })
 	p.kubelet = kubelet

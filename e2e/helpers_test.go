@@ -24,7 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -205,7 +206,7 @@ func (p *process) output() string {
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited: %v", p.name, p.err)
+		return fmt.Errorf("%s exited: %v", p.name, p.err) //nolint:errorlint // p.err is nil after a clean exit, which %w cannot print.
 	default:
 		return nil
 	}
@@ -334,7 +335,7 @@ type pod struct {
 	t                     *testing.T
 	configVol, rulesVol   string
 	output                string
-	configProj, rulesProj *volume.Projector
+	configProj, rulesProj *projector.Projector
 	cur                   state
 	interval              string
 	prom, sidecar         *process
@@ -362,10 +363,10 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	require.NoError(t, os.Mkdir(filepath.Dir(p.output), 0o755)) // An emptyDir.
 	// Projectors are closed (stdin EOF) at cleanup, after t.Context is done.
 	var err error
-	p.configProj, err = volume.Start(context.Background(), p.configVol, filepath.Join(root, "scratch-config"))
+	p.configProj, err = projector.Start(context.Background(), p.configVol, filepath.Join(root, "scratch-config"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.configProj.Close()) })
-	p.rulesProj, err = volume.Start(context.Background(), p.rulesVol, filepath.Join(root, "scratch-rules"))
+	p.rulesProj, err = projector.Start(context.Background(), p.rulesVol, filepath.Join(root, "scratch-rules"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.rulesProj.Close()) })
 	p.setConfig(initial.version, "15s")
@@ -383,7 +384,7 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	require.Contains(t, string(rendered), "replica: "+podName+"\n")
 	require.NotContains(t, string(rendered), "$(POD_NAME)")
 
-	promBin, err := volume.Bin("prometheus")
+	promBin, err := toolbin.Path("prometheus")
 	require.NoError(t, err)
 	promAddr, sidecarAddr := freeAddr(t), freeAddr(t)
 	p.promURL, p.sidecarURL = "http://"+promAddr, "http://"+sidecarAddr

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // examplePipeline is the example of deploy/example running through every
@@ -40,7 +40,7 @@ func startExample(t testing.TB) *examplePipeline {
 	cl := startCluster(t)
 	cl.apply(t, "../deploy/example")
 	sts := cl.statefulSet(t, client.ObjectKey{Namespace: "default", Name: "example"})
-	prom, err := volume.Bin("prometheus")
+	prom, err := toolbin.Path("prometheus")
 	require.NoError(t, err)
 	pod := cl.startPod(t, sts, map[string]string{prometheusImage: prom, reloaderImage: ours("config-reloader")})
 	e := &examplePipeline{
@@ -284,8 +284,11 @@ func TestPipeline(t *testing.T) {
 	})
 	eventually(t, "the change projected", func() error {
 		files, err := filepath.Glob(filepath.Join(e.pod.root, "etc/prometheus/rules/*/default-second-*.yaml"))
-		if err != nil || len(files) != 1 {
-			return fmt.Errorf("rule files %v: %v", files, err)
+		if err != nil {
+			return fmt.Errorf("glob rule files: %w", err)
+		}
+		if len(files) != 1 {
+			return fmt.Errorf("rule files %v, want one", files)
 		}
 		b, err := os.ReadFile(files[0])
 		if err == nil && !strings.Contains(string(b), "job:scrape:min") {

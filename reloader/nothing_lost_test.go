@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -233,37 +232,9 @@ func TestFormatSize(t *testing.T) {
 	}
 }
 
-func TestApplyAt(t *testing.T) {
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	for _, tc := range []struct {
-		name             string
-		delay            time.Duration
-		now, first, wEnd time.Time
-		settling         bool
-		want             time.Time
-	}{
-		{"first change after a quiet period", 0, ms(0), ms(0), time.Time{}, false, ms(0)},
-		{"change within the window", 0, ms(50), ms(0), ms(100), false, ms(150)},
-		{"next step of a kubelet update", 0, ms(50), ms(0), ms(100), true, ms(50)},
-		{"stream: the window is pushed forward", 0, ms(800), ms(0), ms(850), false, ms(900)},
-		{"stream: bounded 1 s after the first change", 0, ms(950), ms(0), ms(1000), false, ms(1000)},
-		{"stream: bound already passed", 0, ms(1200), ms(0), ms(1250), false, ms(1000)},
-		{"delay interval", 300 * time.Millisecond, ms(0), ms(0), time.Time{}, false, ms(300)},
-		{"delay interval: bounded by ten windows", 300 * time.Millisecond, ms(900), ms(0), ms(950), false, ms(1000)},
-		{"long delay interval: bounded by twice itself", 10 * time.Second, ms(15000), ms(0), ms(15050), false, ms(20000)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := New(nil, prometheus.NewRegistry(), Options{WatchedDirs: []string{"x"}, DelayInterval: tc.delay})
-			require.NoError(t, err)
-			require.Equal(t, tc.want, r.applyAt(tc.now, tc.first, tc.wEnd, tc.settling))
-		})
-	}
-}
-
-// TestSteadyStream changes a rule every 20 ms, faster than the coalescing
-// window: reloads go on during the stream, at most 1 s apart, instead of
-// waiting for it to end.
+// TestSteadyStream changes a rule every few milliseconds, faster than the
+// coalescing window: reloads go on during the stream instead of waiting for
+// it to end (at most ten windows apart: TestSchedule).
 func TestSteadyStream(t *testing.T) {
 	h := newHarness(t)
 	h.opts.QuietWindow = 0 // DefaultQuietWindow
@@ -271,39 +242,12 @@ func TestSteadyStream(t *testing.T) {
 	h.start(t)
 	h.reloaded(t, 1, "a: 1\n|")
 
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; len(h.ep.reloads()) < 6; i++ {
-		require.True(t, time.Now().Before(deadline), "%d reloads after %d changes", len(h.ep.reloads()), i)
-		<-tick.C
+	i := 0
+	eventually(t, "six reloads during the stream", func() bool {
+		i++ // Each check is also a change.
 		require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "a.yaml"), []byte(strconv.Itoa(i)), 0o644))
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		first   time.Duration
-		attempt int
-		want    time.Duration // ±20%
-	}{
-		{"first retry", 5 * time.Second, 0, 5 * time.Second},
-		{"doubles", 5 * time.Second, 1, 10 * time.Second},
-		{"doubles again", 5 * time.Second, 3, 40 * time.Second},
-		{"capped", 5 * time.Second, 5, 2 * time.Minute},
-		{"capped for good", 5 * time.Second, 1 << 30, 2 * time.Minute},
-		{"first above the cap", 5 * time.Minute, 3, 5 * time.Minute},
-		{"short", 20 * time.Millisecond, 2, 80 * time.Millisecond},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			low, high := tc.want-tc.want/5, tc.want+tc.want/5
-			for range 100 {
-				d := backoff(tc.first, tc.attempt)
-				require.True(t, d >= low && d <= high, "%s not in [%s, %s]", d, low, high)
-			}
-		})
-	}
+		return len(h.ep.reloads()) >= 6
+	})
 }
 
 // failures returns the attempt numbers of the "apply failed" records

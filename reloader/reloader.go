@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -303,21 +302,9 @@ func (r *Reloader) Run(ctx context.Context) error {
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
 		"dirs", strings.Join(r.opts.WatchedDirs, ","), "trigger", r.opts.Trigger.String())
 
-	var (
-		timer      = time.NewTimer(0) // The first apply runs at once.
-		due        = time.Now()
-		windowEnd  time.Time // changes before this coalesce into a trailing apply
-		settling   time.Time // when a half-updated volume was first seen
-		pending    time.Time // when the first change not yet applied was seen
-		attempt    int       // consecutive failures of the same input
-		lastInput  uint64    // the input of the last apply
-		safetyTick <-chan time.Time
-	)
-	defer timer.Stop()
-	schedule := func(at time.Time) {
-		due = at
-		timer.Reset(time.Until(at))
-	}
+	s := newSchedule(r.opts)
+	defer s.stop()
+	var safetyTick <-chan time.Time
 	if r.opts.WatchInterval > 0 {
 		t := time.NewTicker(r.opts.WatchInterval)
 		defer t.Stop()
@@ -336,86 +323,36 @@ func (r *Reloader) Run(ctx context.Context) error {
 				continue
 			}
 			r.logger.Debug("change seen", "path", ev.Name, "op", ev.Op.String())
-			now := time.Now()
-			if pending.IsZero() {
-				pending = now
-			}
-			schedule(r.applyAt(now, pending, windowEnd, !settling.IsZero()))
-			windowEnd = now.Add(r.opts.QuietWindow)
+			s.changeSeen()
 		case <-safetyTick:
-			if due.IsZero() {
-				schedule(time.Now())
-			}
-		case <-timer.C:
-			due = time.Time{}
-			force := !settling.IsZero() && time.Since(settling) >= settleTimeout
+			s.tick()
+		case <-s.C():
+			consistent := s.applying()
 			r.applying.Store(time.Now().UnixNano())
-			res, input, err := r.apply(ctx, !force)
+			res, input, err := r.apply(ctx, consistent)
 			r.applying.Store(0)
 			if r.opts.AfterApply != nil {
 				r.opts.AfterApply()
 			}
-			now := time.Now()
-			if res == resultSettling {
-				if settling.IsZero() {
-					settling = now
-				}
-				schedule(now.Add(r.opts.QuietWindow))
-				continue
-			}
-			pending = time.Time{}
-			if res == resultReloaded || input != lastInput {
-				// A success, or new content: tried again from the
-				// first interval, whatever failed before.
-				attempt = 0
-			}
-			lastInput = input
 			switch {
-			case err != nil && r.opts.Retries >= 0 && attempt >= r.opts.Retries:
-				attempt = 0
-				r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
-			case err != nil:
-				wait := backoff(r.opts.RetryInterval, attempt)
-				attempt++
+			case res == resultSettling:
+				s.unsettled()
+			case err == nil:
+				s.applied(input, res == resultReloaded)
+			default:
+				attempt, wait := s.applyFailed(input, res == resultReloaded)
+				if attempt == 0 {
+					r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
+					break
+				}
 				level := slog.LevelError
 				if !r.ready.Load() {
 					level = slog.LevelWarn // The process may still be starting.
 				}
 				r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
-				schedule(now.Add(wait))
-			default:
-				attempt = 0
 			}
-			if res == resultReloaded {
-				windowEnd = now.Add(r.opts.QuietWindow)
-			}
-			settling = time.Time{}
 		}
 	}
-}
-
-// applyAt returns when to apply a change seen at now, when the first change not
-// yet applied was seen at first and the current coalescing window ends at
-// windowEnd.
-func (r *Reloader) applyAt(now, first, windowEnd time.Time, settling bool) time.Time {
-	var at time.Time
-	switch {
-	case r.opts.DelayInterval > 0:
-		at = now.Add(r.opts.DelayInterval)
-	case now.Before(windowEnd) && !settling:
-		at = now.Add(r.opts.QuietWindow)
-	default:
-		// The first change after a quiet period, or the next step of a
-		// half-done kubelet update. A newer change also supersedes a
-		// pending retry.
-		return now
-	}
-	// However often changes come, the first one waits at most this long.
-	latest := first.Add(max(10*r.opts.QuietWindow, 2*r.opts.DelayInterval))
-	if at.After(latest) {
-		return latest
-	}
-	return at
 }
 
 // closeWatcher closes w while draining its channels, so its goroutine never
@@ -513,22 +450,6 @@ func writeUint64(d *xxhash.Digest, v uint64) {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], v)
 	_, _ = d.Write(b[:])
-}
-
-// backoff returns the wait before retry number attempt: exponential from
-// first, capped, with up to 20% jitter either way.
-func backoff(first time.Duration, attempt int) time.Duration {
-	d := first
-	for range attempt {
-		if d >= maxRetryInterval/2 {
-			d = maxRetryInterval
-			break
-		}
-		d *= 2
-	}
-	d = max(d, first) // A first interval above the cap is kept.
-	jitter := time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
-	return d + jitter
 }
 
 // targets returns the directories whose entries matter: the config file's

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/podreload/podreload/envsubst"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
 func TestMain(m *testing.M) {
@@ -99,15 +99,20 @@ func (e *endpoint) trigger(timeout time.Duration) *HTTPTrigger {
 	return &HTTPTrigger{URL: u, Timeout: timeout}
 }
 
-// eventually waits for cond, failing the test after a deadline.
+// eventually waits for cond, checked every few milliseconds in the test's
+// goroutine, failing the test after a deadline: the one way reloader tests
+// wait for something.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -207,7 +212,7 @@ func (s *setup) start(t *testing.T) *Reloader {
 
 func TestKubeletSwaps(t *testing.T) {
 	s := newSetup(t)
-	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\nv: 1\n")})
 	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	r := s.start(t)
@@ -235,9 +240,9 @@ func TestKubeletSwaps(t *testing.T) {
 	for _, step := range steps {
 		step.apply()
 		want = append(want, step.state)
+		// A second reload of a step would show at the next one; that the
+		// schedule has nothing more to do after a swap is TestSchedule's.
 		eventually(t, step.name, func() bool { return len(s.ep.reloads()) >= len(want) })
-		// Quiet for longer than the window: a second reload would show here.
-		time.Sleep(3 * s.opts.QuietWindow)
 		require.Equal(t, want, s.ep.reloads(), step.name)
 	}
 	require.Equal(t, float64(len(want)), testutil.ToFloat64(r.m.reloads))
@@ -248,14 +253,21 @@ func TestKubeletSwaps(t *testing.T) {
 
 func TestNothingChanged(t *testing.T) {
 	s := newSetup(t)
-	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
 	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	r := s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
 
-	// The same payload again, kubelet bookkeeping entries, a touch and a
-	// chmod: none changes what Prometheus reads.
+	// The same configuration gzipped: applied, not reloaded, since
+	// Prometheus reads the same.
+	applies := testutil.ToFloat64(r.m.applies)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: 1\n")})
+	eventually(t, "the same configuration gzipped applied", func() bool { return testutil.ToFloat64(r.m.applies) > applies })
+
+	// The same payload again (the kubelet writes nothing), kubelet
+	// bookkeeping entries, a touch and a chmod: none changes what
+	// Prometheus reads.
 	events := testutil.ToFloat64(r.m.events)
 	rules.Set(t, map[string]string{"a.yaml": "a1"})
 	stamp := filepath.Join(s.rulesDir, "..2026_11_21_10_00_00.000000001")
@@ -267,8 +279,11 @@ func TestNothingChanged(t *testing.T) {
 	require.NoError(t, os.Chtimes(filepath.Join(s.rulesDir, "a.yaml"), now, now))
 	require.NoError(t, os.Chmod(filepath.Join(s.cfgDir, "prometheus.yaml.gz"), 0o600))
 	eventually(t, "events", func() bool { return testutil.ToFloat64(r.m.events) > events })
-	time.Sleep(3 * s.opts.QuietWindow)
-	require.Len(t, s.ep.reloads(), 1)
+
+	// A real change last: the only reload since the first.
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "a: 2\n"})
+	eventually(t, "the change reloaded", func() bool { return len(s.ep.reloads()) >= 2 })
+	require.Equal(t, []string{"a: 1\n|a.yaml=a1;", "a: 2\n|a.yaml=a1;"}, s.ep.reloads())
 }
 
 func TestPlainDirectoryEdits(t *testing.T) {
@@ -306,30 +321,28 @@ func TestPlainDirectoryEdits(t *testing.T) {
 	eventually(t, "rules dir created again", last("v: 2\n|c.yaml=c1;"))
 }
 
-func TestBurstIsCoalesced(t *testing.T) {
+// TestBurst swaps the rules ten times in a row: the last state is reloaded.
+// How a burst is coalesced, in time, is TestSchedule's.
+func TestBurst(t *testing.T) {
 	s := newSetup(t)
 	s.opts.QuietWindow = DefaultQuietWindow
-	cfg, rules := volume.Open(t, s.cfgDir), volume.Open(t, s.rulesDir)
+	cfg, rules := projector.Open(t, s.cfgDir), projector.Open(t, s.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
 	rules.Set(t, map[string]string{"a.yaml": "0"})
 	s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
-	time.Sleep(2 * DefaultQuietWindow)
 
 	for i := 1; i <= 10; i++ {
 		rules.Set(t, map[string]string{"a.yaml": strings.Repeat("x", i)})
-		time.Sleep(20 * time.Millisecond)
 	}
 	want := "v: 0\n|a.yaml=xxxxxxxxxx;"
 	eventually(t, "last state", func() bool { r := s.ep.reloads(); return r[len(r)-1] == want })
-	time.Sleep(3 * DefaultQuietWindow)
-	require.LessOrEqual(t, len(s.ep.reloads()), 3, "at most 2 reloads for the burst: %q", s.ep.reloads())
 }
 
 func TestDelayInterval(t *testing.T) {
 	s := newSetup(t)
 	s.opts.DelayInterval = 300 * time.Millisecond
-	cfg := volume.Open(t, s.cfgDir)
+	cfg := projector.Open(t, s.cfgDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 0\n"})
 	s.start(t)
 	eventually(t, "first reload", func() bool { return len(s.ep.reloads()) == 1 })
@@ -344,7 +357,7 @@ func TestDelayInterval(t *testing.T) {
 func TestTolerantExpansion(t *testing.T) {
 	s := newSetup(t)
 	s.opts.Expander = expander(false)
-	cfg := volume.Open(t, s.cfgDir)
+	cfg := projector.Open(t, s.cfgDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: $(NOPE)\nb: $(CLUSTER) $(NOPE2) ${CLUSTER} $CLUSTER $$\n")})
 	r := s.start(t)
 	eventually(t, "reload", func() bool { return len(s.ep.reloads()) == 1 })
@@ -355,7 +368,7 @@ func TestTolerantExpansion(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	s := newSetup(t)
-	volume.Open(t, s.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\n")})
+	projector.Open(t, s.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "replica: $(POD_NAME)\n")})
 	r, err := New(nil, s.reg, s.opts)
 	require.NoError(t, err)
 	require.NoError(t, r.Render())

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/controlplane"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
 )
 
 // TestCRDsOnAPIServer installs the CRDs into a real kube-apiserver and etcd

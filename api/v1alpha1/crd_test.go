@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // into a temporary directory, and compares the result with the committed
 // files.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	controllerGen, err := volume.Bin("controller-gen")
+	controllerGen, err := toolbin.Path("controller-gen")
 	require.NoError(t, err)
 
 	out := t.TempDir()

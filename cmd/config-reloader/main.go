@@ -16,6 +16,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
+	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/tune"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -45,7 +47,7 @@ type config struct {
 }
 
 func main() {
-	app.ExecWithOneP()
+	tune.ExecWithOneP()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -54,38 +56,7 @@ func main() {
 // write to stdout, as prometheus-config-reloader's do.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
-	a := kingpin.New(program, "Renders a mounted Prometheus configuration and reloads Prometheus when it or a watched directory changes.")
-	a.Flag("version", "Print the version and build information, and exit.").BoolVar(&cfg.version)
-	a.Flag("short-version", "Print just the version number, and exit.").BoolVar(&cfg.shortVersion)
-	a.HelpFlag.Short('h')
-	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
-	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
-	a.Flag("watched-dir", "Directory whose top-level files are watched, non-recursively (repeatable).").StringsVar(&cfg.watchedDirs)
-	a.Flag("watch-interval", "How often everything is re-read as a safety net; 0 renders the configuration once and exits (init-container mode).").Default("3m").DurationVar(&cfg.watchInterval)
-	a.Flag("delay-interval", "Wait this long after the last change before reloading; 0 reloads the first change at once and coalesces a burst into one trailing reload.").Default("0s").DurationVar(&cfg.delayInterval)
-	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("5s").DurationVar(&cfg.retryInterval)
-	a.Flag("reload-timeout", "How long a reload request (or its confirmation) may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
-	a.Flag("reload-url", "URL called with POST to reload.").Default("http://127.0.0.1:9090/-/reload").URLVar(&cfg.reloadURL)
-	a.Flag("reload-method", "How to reload: http (POST --reload-url), signal (--reload-signal to --pid-file's process or else to --process-executable-name, confirmed through --runtimeinfo-url) or command (run --reload-command).").Default("http").EnumVar(&cfg.method, "http", "signal", "command")
-	a.Flag("process-executable-name", "Executable name of the process to signal with --reload-method=signal (needs a shared process namespace).").Default("prometheus").StringVar(&cfg.processName)
-	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
-	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
-	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
-	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
-	a.Flag("reload-tls-cert-file", "Client certificate presented to an https --reload-url or --runtimeinfo-url (read at each connection).").StringVar(&cfg.tls.CertFile)
-	a.Flag("reload-tls-key-file", "Key of --reload-tls-cert-file.").StringVar(&cfg.tls.KeyFile)
-	a.Flag("reload-tls-server-name", "Name the server's certificate must hold; by default the URL's host.").StringVar(&cfg.tls.ServerName)
-	a.Flag("reload-tls-insecure-skip-verify", "Accept any server certificate, whatever the host.").BoolVar(&cfg.tls.InsecureSkipVerify)
-	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
-	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
-	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
-	a.Flag("config-max-size", "Largest configuration accepted, gunzipped: a larger one (a gzip bomb) is refused and the previous output kept.").Default("16MiB").BytesVar(&cfg.maxSize)
-	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
-	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
-	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
-	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
-	level := &logLevel{level: cfg.log.Level}
-	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)
+	a, level := newApp(&cfg)
 	if _, err := a.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
@@ -103,18 +74,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := newLogger(&cfg.log, level)
-	app.SetMemoryLimit(logger, cfg.memlimitRatio)
+	tune.SetMemoryLimit(logger, cfg.memlimitRatio)
 
 	trigger, tlsMode, err := newTrigger(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	app.TuneRuntime()
+	tune.Runtime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
-	_, _ = app.TrimCode()
-	trimmer := app.NewTrimmer(logger, 2*time.Second)
+	_, _ = tune.TrimCode()
+	trimmer := tune.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program, "prometheus-config-reloader")
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reloader_info",
@@ -153,10 +124,58 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	return app.Sidecar{
-		Reloader: rel, Registry: reg, Trimmer: trimmer,
-		Listen: cfg.listen, WebConfig: cfg.webConfig, MetricsPath: "",
-	}.Run(ctx, logger)
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
+	}
+	if cfg.listen != "" { // Web server.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
+	}
+	return app.Run(ctx, logger, &g)
+}
+
+// newApp defines the flags, prometheus-config-reloader's spellings and
+// defaults, bound to cfg.
+func newApp(cfg *config) (*kingpin.Application, *logLevel) {
+	a := kingpin.New(program, "Renders a mounted Prometheus configuration and reloads Prometheus when it or a watched directory changes.")
+	a.Flag("version", "Print the version and build information, and exit.").BoolVar(&cfg.version)
+	a.Flag("short-version", "Print just the version number, and exit.").BoolVar(&cfg.shortVersion)
+	a.HelpFlag.Short('h')
+	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
+	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
+	a.Flag("watched-dir", "Directory whose top-level files are watched, non-recursively (repeatable).").StringsVar(&cfg.watchedDirs)
+	a.Flag("watch-interval", "How often everything is re-read as a safety net; 0 renders the configuration once and exits (init-container mode).").Default("3m").DurationVar(&cfg.watchInterval)
+	a.Flag("delay-interval", "Wait this long after the last change before reloading; 0 reloads the first change at once and coalesces a burst into one trailing reload.").Default("0s").DurationVar(&cfg.delayInterval)
+	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("5s").DurationVar(&cfg.retryInterval)
+	a.Flag("reload-timeout", "How long a reload request (or its confirmation) may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
+	a.Flag("reload-url", "URL called with POST to reload.").Default("http://127.0.0.1:9090/-/reload").URLVar(&cfg.reloadURL)
+	a.Flag("reload-method", "How to reload: http (POST --reload-url), signal (--reload-signal to --pid-file's process or else to --process-executable-name, confirmed through --runtimeinfo-url) or command (run --reload-command).").Default("http").EnumVar(&cfg.method, "http", "signal", "command")
+	a.Flag("process-executable-name", "Executable name of the process to signal with --reload-method=signal (needs a shared process namespace).").Default("prometheus").StringVar(&cfg.processName)
+	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
+	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
+	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
+	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
+	a.Flag("reload-tls-cert-file", "Client certificate presented to an https --reload-url or --runtimeinfo-url (read at each connection).").StringVar(&cfg.tls.CertFile)
+	a.Flag("reload-tls-key-file", "Key of --reload-tls-cert-file.").StringVar(&cfg.tls.KeyFile)
+	a.Flag("reload-tls-server-name", "Name the server's certificate must hold; by default the URL's host.").StringVar(&cfg.tls.ServerName)
+	a.Flag("reload-tls-insecure-skip-verify", "Accept any server certificate, whatever the host.").BoolVar(&cfg.tls.InsecureSkipVerify)
+	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
+	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
+	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
+	a.Flag("config-max-size", "Largest configuration accepted, gunzipped: a larger one (a gzip bomb) is refused and the previous output kept.").Default("16MiB").BytesVar(&cfg.maxSize)
+	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
+	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
+	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
+	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
+	level := &logLevel{level: cfg.log.Level}
+	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)
+	return a, level
 }
 
 // newTrigger returns the trigger --reload-method selects and the TLS mode of

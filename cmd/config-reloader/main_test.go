@@ -26,7 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/podreload/podreload/internal/testlog"
+	"github.com/podreload/podreload/internal/testenv/testlog"
 	"github.com/podreload/podreload/reloader"
 )
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/podreload/podreload/controller"
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/tune"
 )
 
 const program = "controller"
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	app.SetMemoryLimit(logger, cfg.memlimitRatio)
+	tune.SetMemoryLimit(logger, cfg.memlimitRatio)
 	// controller-runtime and client-go log through their own package-level
 	// loggers; send them to ours.
 	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/podreload/podreload/internal/controlplane"
-	"github.com/podreload/podreload/internal/testlog"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
 func TestMain(m *testing.M) {

@@ -37,8 +37,8 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller"
-	"github.com/podreload/podreload/internal/controlplane"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -67,7 +67,7 @@ func BenchmarkScale(b *testing.B) {
 	if b.N != 1 {
 		b.Fatalf("b.N = %d: run BenchmarkScale with -benchtime 1x", b.N)
 	}
-	apiserver, err := volume.Bin("kube-apiserver")
+	apiserver, err := toolbin.Path("kube-apiserver")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func startController(b *testing.B, bin, kubeconfig string) *runningController {
 		select {
 		case <-r.exited:
 		default:
-			r.cmd.Process.Kill()
+			_ = r.cmd.Process.Kill() // It may have just exited: Wait says how it ended.
 			<-r.exited
 		}
 		if b.Failed() {

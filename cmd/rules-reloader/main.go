@@ -12,11 +12,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	commoncfg "github.com/prometheus/common/config"
@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/tune"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -43,7 +44,7 @@ type config struct {
 }
 
 func main() {
-	app.ExecWithOneP()
+	tune.ExecWithOneP()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stderr))
 }
 
@@ -51,33 +52,7 @@ func main() {
 // stderr, and returns the exit code.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
-	a := kingpin.New(program, "Calls reload webhooks, signals a process or runs a command when watched volume directories change. "+
-		"Flags also take the spellings of Go's flag package, as configmap-reload's do: -volume-dir=DIR, -webhook-url URL.")
-	a.Version(version.Print(program))
-	a.HelpFlag.Short('h')
-	a.Flag("volume-dir", "Volume directory to watch (repeatable). A missing one is waited for.").Required().StringsVar(&cfg.volumeDirs)
-	a.Flag("webhook-url", "URL to call on a change (repeatable: every URL is called). User info in the URL is sent as basic auth.").StringsVar(&cfg.webhooks)
-	a.Flag("webhook-method", "HTTP method of the webhook call.").Default("POST").StringVar(&cfg.method)
-	a.Flag("webhook-status-code", "Status code that means the reload worked.").Default("200").SetValue(goInt{"webhook-status-code", &cfg.status})
-	a.Flag("webhook-retries", "Retries of a failed reload, with backoff, before waiting for the next change or --watch-interval.").Default("1").SetValue(goInt{"webhook-retries", &cfg.retries})
-	a.Flag("webhook-password-file", "File holding the basic auth password; the user name comes from the URL.").StringVar(&cfg.passwordFile)
-	a.Flag("webhook-bearer-token-file", "File holding a bearer token, read again on every call.").StringVar(&cfg.tokenFile)
-	a.Flag("webhook-ca-file", "CA certificate file verifying the webhook's TLS certificate.").StringVar(&cfg.caFile)
-	a.Flag("webhook-cert-file", "Client certificate file for the webhook.").StringVar(&cfg.certFile)
-	a.Flag("webhook-key-file", "Client key file for the webhook.").StringVar(&cfg.keyFile)
-	a.Flag("process-executable-name", "Signal the process with this executable name on a change (needs a shared process namespace).").StringVar(&cfg.processName)
-	a.Flag("pid-file", "Signal the process whose PID this file holds on a change.").StringVar(&cfg.pidFile)
-	a.Flag("reload-signal", "Signal sent to the process.").Default("HUP").StringVar(&cfg.signal)
-	a.Flag("reload-command", "Command run on a change, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
-	a.Flag("delay-interval", "Wait this long after the last change; 0 reloads the first change at once and coalesces a burst.").Default("0s").DurationVar(&cfg.delayInterval)
-	a.Flag("watch-interval", "How often everything is re-read as a safety net.").Default("3m").DurationVar(&cfg.watchInterval)
-	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("1s").DurationVar(&cfg.retryInterval)
-	a.Flag("reload-timeout", "How long a webhook call or the command may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
-	a.Flag("web.listen-address", "Address serving metrics, /healthz and /-/ready; empty disables it.").Default(":9533").StringVar(&cfg.listen)
-	a.Flag("web.telemetry-path", "Path of the metrics.").Default("/metrics").StringVar(&cfg.metricsPath)
-	a.Flag("web.config.file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
-	a.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
-	a.Flag("log.level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
+	a := newApp(&cfg)
 	// Help and version end the program, but not the tests that call run.
 	exit := -1
 	a.UsageWriter(stderr).Terminate(func(code int) { exit = code })
@@ -93,11 +68,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	app.TuneRuntime()
+	tune.Runtime()
 	// Drop the code pages that runtime and package initialisation touched:
 	// they would set the process' peak RSS.
-	_, _ = app.TrimCode()
-	trimmer := app.NewTrimmer(logger, 2*time.Second)
+	_, _ = tune.TrimCode()
+	trimmer := tune.NewTrimmer(logger, 2*time.Second)
 	reg := app.NewRegistry(program)
 	trigger, err := triggers(cfg, reg)
 	if err != nil {
@@ -127,10 +102,53 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}, func() float64 { return float64(rel.WatchErrors()) })
 	logger.Info("starting", "program", program, "version", version.Info(), "trigger", trigger.String())
 
-	return app.Sidecar{
-		Reloader: rel, Registry: reg, Trimmer: trimmer,
-		Listen: cfg.listen, WebConfig: cfg.webConfig, MetricsPath: cfg.metricsPath,
-	}.Run(ctx, logger)
+	var g oklog.Group
+	{ // Reloader.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
+	}
+	if cfg.listen != "" { // Web server.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, rel.Ready)
+		g.Add(srv.Run, func(error) { srv.Close() })
+	}
+	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
+	}
+	return app.Run(ctx, logger, &g)
+}
+
+// newApp defines the flags, configmap-reload's spellings and defaults,
+// bound to cfg.
+func newApp(cfg *config) *kingpin.Application {
+	a := kingpin.New(program, "Calls reload webhooks, signals a process or runs a command when watched volume directories change. "+
+		"Flags also take the spellings of Go's flag package, as configmap-reload's do: -volume-dir=DIR, -webhook-url URL.")
+	a.Version(version.Print(program))
+	a.HelpFlag.Short('h')
+	a.Flag("volume-dir", "Volume directory to watch (repeatable). A missing one is waited for.").Required().StringsVar(&cfg.volumeDirs)
+	a.Flag("webhook-url", "URL to call on a change (repeatable: every URL is called). User info in the URL is sent as basic auth.").StringsVar(&cfg.webhooks)
+	a.Flag("webhook-method", "HTTP method of the webhook call.").Default("POST").StringVar(&cfg.method)
+	a.Flag("webhook-status-code", "Status code that means the reload worked.").Default("200").SetValue(goInt{"webhook-status-code", &cfg.status})
+	a.Flag("webhook-retries", "Retries of a failed reload, with backoff, before waiting for the next change or --watch-interval.").Default("1").SetValue(goInt{"webhook-retries", &cfg.retries})
+	a.Flag("webhook-password-file", "File holding the basic auth password; the user name comes from the URL.").StringVar(&cfg.passwordFile)
+	a.Flag("webhook-bearer-token-file", "File holding a bearer token, read again on every call.").StringVar(&cfg.tokenFile)
+	a.Flag("webhook-ca-file", "CA certificate file verifying the webhook's TLS certificate.").StringVar(&cfg.caFile)
+	a.Flag("webhook-cert-file", "Client certificate file for the webhook.").StringVar(&cfg.certFile)
+	a.Flag("webhook-key-file", "Client key file for the webhook.").StringVar(&cfg.keyFile)
+	a.Flag("process-executable-name", "Signal the process with this executable name on a change (needs a shared process namespace).").StringVar(&cfg.processName)
+	a.Flag("pid-file", "Signal the process whose PID this file holds on a change.").StringVar(&cfg.pidFile)
+	a.Flag("reload-signal", "Signal sent to the process.").Default("HUP").StringVar(&cfg.signal)
+	a.Flag("reload-command", "Command run on a change, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
+	a.Flag("delay-interval", "Wait this long after the last change; 0 reloads the first change at once and coalesces a burst.").Default("0s").DurationVar(&cfg.delayInterval)
+	a.Flag("watch-interval", "How often everything is re-read as a safety net.").Default("3m").DurationVar(&cfg.watchInterval)
+	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("1s").DurationVar(&cfg.retryInterval)
+	a.Flag("reload-timeout", "How long a webhook call or the command may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
+	a.Flag("web.listen-address", "Address serving metrics, /healthz and /-/ready; empty disables it.").Default(":9533").StringVar(&cfg.listen)
+	a.Flag("web.telemetry-path", "Path of the metrics.").Default("/metrics").StringVar(&cfg.metricsPath)
+	a.Flag("web.config.file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
+	a.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
+	a.Flag("log.level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
+	return a
 }
 
 // triggers builds one trigger per webhook, the signal and the command.
@@ -196,53 +214,4 @@ func webhookClient(cfg config, u *url.URL) (*http.Client, error) {
 		u.User = nil // The password comes from the file.
 	}
 	return client, nil
-}
-
-// webhookMetrics are configmap-reload's metrics, by webhook.
-type webhookMetrics struct {
-	requests, errors, successes *prometheus.CounterVec
-	lastError, lastDuration     *prometheus.GaugeVec
-}
-
-func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
-	f := promauto.With(reg)
-	return webhookMetrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "configmap_reload_requests_total", Help: "Total requests by response status code.",
-		}, []string{"webhook", "status_code"}),
-		errors: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "configmap_reload_request_errors_total", Help: "Total request errors by reason.",
-		}, []string{"webhook", "reason"}),
-		successes: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "configmap_reload_success_reloads_total", Help: "Total success reload calls.",
-		}, []string{"webhook"}),
-		lastError: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "configmap_reload_last_reload_error", Help: "Whether the last reload resulted in an error (1 for error, 0 for success).",
-		}, []string{"webhook"}),
-		lastDuration: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "configmap_reload_last_request_duration_seconds", Help: "Duration of the last webhook request.",
-		}, []string{"webhook"}),
-	}
-}
-
-func (m webhookMetrics) observe(webhook string) func(int, time.Duration, error) {
-	return func(status int, d time.Duration, err error) {
-		if status != 0 {
-			m.requests.WithLabelValues(webhook, strconv.Itoa(status)).Inc()
-		}
-		switch {
-		case err != nil && status == 0:
-			m.errors.WithLabelValues(webhook, "client_request_do").Inc()
-		case err != nil:
-			m.errors.WithLabelValues(webhook, "client_response").Inc()
-		default:
-			m.successes.WithLabelValues(webhook).Inc()
-			m.lastDuration.WithLabelValues(webhook).Set(d.Seconds())
-		}
-		if err != nil {
-			m.lastError.WithLabelValues(webhook).Set(1)
-		} else {
-			m.lastError.WithLabelValues(webhook).Set(0)
-		}
-	}
 }

@@ -30,8 +30,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/podreload/podreload/internal/testlog"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/projector"
+	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -297,7 +297,7 @@ func TestWebhooks(t *testing.T) {
 	a, b := newWebhook(t, snapshot), newWebhook(t, snapshot)
 	a.Start()
 	b.Start()
-	pr, pa := volume.Open(t, rules), volume.Open(t, alerts)
+	pr, pa := projector.Open(t, rules), projector.Open(t, alerts)
 	pr.Set(t, map[string]string{"r.yaml": "r0"})
 	pa.Set(t, map[string]string{"a.yaml": "a0"})
 	metricsAddr := freeAddr(t)
@@ -320,19 +320,29 @@ func TestWebhooks(t *testing.T) {
 	for _, w := range []*webhook{a, b} {
 		eventually(t, "last state", func() bool { c, _ := w.seen(); return c[len(c)-1] == last })
 	}
-	time.Sleep(300 * time.Millisecond) // A late extra call would show here.
+	// A change after the burst: a late extra call for the burst would come
+	// before its call, so what precedes it is all the burst gave.
+	pr.Set(t, map[string]string{"r.yaml": "r11"})
+	sentinel := "PUT r.yaml=r11;|a.yaml=a9;"
 	for _, w := range []*webhook{a, b} {
+		eventually(t, "change after the burst", func() bool { c, _ := w.seen(); return c[len(c)-1] == sentinel })
 		calls, _ := w.seen()
-		require.LessOrEqual(t, len(calls), 3, "1 initial call and at most 2 for the burst: %q", calls)
+		require.LessOrEqual(t, len(calls), 4, "1 initial call, at most 2 for the burst, 1 after it: %q", calls)
 	}
 
-	// Bookkeeping entries and identical content: no call.
+	// Bookkeeping entries and identical content: no call. The change after
+	// them is the only call: one for them would come before it.
 	n := len(a.waitCalls(t, 1))
-	pr.Set(t, map[string]string{"r.yaml": "r10"})
+	pr.Set(t, map[string]string{"r.yaml": "r11"})
 	require.NoError(t, os.Mkdir(filepath.Join(rules, "..2026_11_21_00_00_00.1"), 0o755))
-	time.Sleep(300 * time.Millisecond)
-	calls, _ := a.seen()
-	require.Len(t, calls, n)
+	pr.Set(t, map[string]string{"r.yaml": "r12"})
+	n++
+	for _, w := range []*webhook{a, b} {
+		eventually(t, "change after the no-ops", func() bool { c, _ := w.seen(); return len(c) >= n })
+		calls, _ := w.seen()
+		require.Len(t, calls, n, "%q", calls)
+		require.Equal(t, "PUT r.yaml=r12;|a.yaml=a9;", calls[n-1])
+	}
 
 	resp, err := http.Get("http://" + metricsAddr + "/m")
 	require.NoError(t, err)
@@ -410,11 +420,11 @@ func TestInPlaceEdits(t *testing.T) {
 	w.waitCalls(t, 1)
 
 	require.NoError(t, os.WriteFile(path, []byte("worker_processes 1;"), 0o644))
-	time.Sleep(300 * time.Millisecond) // Same content: a call would show here.
-	calls, _ := w.seen()
-	require.Len(t, calls, 1)
+	// Then an edit: a call for the same content would come before its call.
 	require.NoError(t, os.WriteFile(path, []byte("worker_processes 2;"), 0o644))
 	eventually(t, "edit", func() bool { c, _ := w.seen(); return c[len(c)-1] == "POST nginx.conf=worker_processes 2;;" })
+	calls, _ := w.seen()
+	require.Len(t, calls, 2, "%q", calls)
 }
 
 func TestAuth(t *testing.T) {

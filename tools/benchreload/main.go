@@ -512,10 +512,13 @@ func (b *bench) check(v *volume) error {
 		return err
 	}
 	files, err := readDir(filepath.Join(v.dir, target))
+	if err != nil {
+		return fmt.Errorf("%s in %s does not hold state %d: %w", target, v.dir, v.state, err)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if k, ok := v.dirs[target]; err != nil || !ok || k != v.state || !maps.EqualFunc(files, v.files, bytes.Equal) {
-		return fmt.Errorf("%s in %s does not hold state %d (%v)", target, v.dir, v.state, err)
+	if k, ok := v.dirs[target]; !ok || k != v.state || !maps.EqualFunc(files, v.files, bytes.Equal) {
+		return fmt.Errorf("%s in %s does not hold state %d", target, v.dir, v.state)
 	}
 	return nil
 }

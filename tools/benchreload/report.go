@@ -28,6 +28,8 @@ const (
 // report renders the markdown section, markers included, from the results
 // of config-reloader, prometheus-config-reloader and rules-reloader, in that
 // order, and memfloor's.
+//
+//nolint:funlen // The document's paragraphs in reading order: its length is the report's, not logic.
 func report(rs []*result, f floor, o options, root, load string) string {
 	ours, rules := rs[0], rs[2]
 	var b strings.Builder

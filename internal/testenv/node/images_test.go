@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // ociImage is what an image archive of `make images` says about its image.
@@ -174,7 +174,7 @@ func readDockerfile(t *testing.T, root string) dockerfile {
 // images` is the image the Dockerfile describes: same user, same
 // entrypoint, the same binaries, executable, and no shell.
 func TestImageMatchesDockerfile(t *testing.T) {
-	archive, err := volume.Bin(path.Join("images", "podreload-"+runtime.GOARCH+".tar"))
+	archive, err := toolbin.Path(path.Join("images", "podreload-"+runtime.GOARCH+".tar"))
 	require.NoError(t, err, "run `make images`")
 	img, err := readImage(archive)
 	require.NoError(t, err)

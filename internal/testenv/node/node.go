@@ -42,8 +42,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/podreload/podreload/internal/testlog"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/testlog"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -107,7 +107,7 @@ func Up(ctx context.Context, logger *slog.Logger, opts Options) (_ *Node, err er
 	if os.Geteuid() != 0 {
 		return nil, errors.New("a node needs root")
 	}
-	kubelet, err := volume.Bin("kubelet")
+	kubelet, err := toolbin.Path("kubelet")
 	if err != nil {
 		return nil, fmt.Errorf("%w; `make node-bins` builds the node's binaries", err)
 	}
@@ -376,7 +376,7 @@ func (n *Node) ctr(args ...string) error {
 func (n *Node) importImages(_ context.Context, images []string) error {
 	if len(images) == 0 {
 		for _, name := range []string{"pause", "podreload", "prometheus"} {
-			path, err := volume.Bin(filepath.Join("images", name+"-"+runtime.GOARCH+".tar"))
+			path, err := toolbin.Path(filepath.Join("images", name+"-"+runtime.GOARCH+".tar"))
 			if err != nil {
 				return fmt.Errorf("%w; `make host-images` builds it", err)
 			}

@@ -1,4 +1,4 @@
-package volume_test
+package projector_test
 
 import (
 	"bytes"
@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/podreload/podreload/internal/controlplane"
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/projector"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,9 +45,9 @@ func TestKubelet(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		dir := filepath.Join(t.TempDir(), "config") // created by the projector
-		k := volume.OpenKubelet(t, kubeconfig, "default", []volume.KubeletVolume{{Kind: "secret", Name: "config", Dir: dir}})
+		k := projector.OpenKubelet(t, kubeconfig, "default", []projector.KubeletVolume{{Kind: "secret", Name: "config", Dir: dir}})
 
-		requireProjection(t, k, volume.Projection{Kind: "secret", Name: "config", ResourceVersion: s.ResourceVersion})
+		requireProjection(t, k, projector.Projection{Kind: "secret", Name: "config", ResourceVersion: s.ResourceVersion})
 		require.Equal(t, map[string]string{"prometheus.yaml.gz": "v1"}, files(t, dir))
 		link, err := os.Readlink(filepath.Join(dir, "prometheus.yaml.gz"))
 		require.NoError(t, err)
@@ -66,7 +67,7 @@ func TestKubelet(t *testing.T) {
 		s, err = secrets.Update(t.Context(), s, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
-		requireProjection(t, k, volume.Projection{Kind: "secret", Name: "config", ResourceVersion: s.ResourceVersion})
+		requireProjection(t, k, projector.Projection{Kind: "secret", Name: "config", ResourceVersion: s.ResourceVersion})
 		require.Equal(t, map[string]string{"prometheus.yaml.gz": "v2", "extra": "x"}, files(t, dir))
 		second := dataDir(t, dir)
 		require.NotEqual(t, first, second, "..data must point at a new timestamped directory")
@@ -75,9 +76,9 @@ func TestKubelet(t *testing.T) {
 
 	t.Run("optional configmap: absent, created, deleted", func(t *testing.T) {
 		dir := t.TempDir()
-		k := volume.OpenKubelet(t, kubeconfig, "default", []volume.KubeletVolume{{Kind: "configmap", Name: "rules", Dir: dir, Optional: true}})
+		k := projector.OpenKubelet(t, kubeconfig, "default", []projector.KubeletVolume{{Kind: "configmap", Name: "rules", Dir: dir, Optional: true}})
 
-		requireProjection(t, k, volume.Projection{Kind: "configmap", Name: "rules"})
+		requireProjection(t, k, projector.Projection{Kind: "configmap", Name: "rules"})
 		require.Empty(t, files(t, dir))
 		dataDir(t, dir)
 
@@ -87,17 +88,17 @@ func TestKubelet(t *testing.T) {
 			BinaryData: map[string][]byte{"b.bin": {0, 1, 2}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		requireProjection(t, k, volume.Projection{Kind: "configmap", Name: "rules", ResourceVersion: cm.ResourceVersion})
+		requireProjection(t, k, projector.Projection{Kind: "configmap", Name: "rules", ResourceVersion: cm.ResourceVersion})
 		require.Equal(t, map[string]string{"a.yaml": "groups: []\n", "b.bin": "\x00\x01\x02"}, files(t, dir))
 
 		require.NoError(t, configMaps.Delete(t.Context(), "rules", metav1.DeleteOptions{}))
-		requireProjection(t, k, volume.Projection{Kind: "configmap", Name: "rules"})
+		requireProjection(t, k, projector.Projection{Kind: "configmap", Name: "rules"})
 		require.Empty(t, files(t, dir))
 	})
 
 	t.Run("required secret: written once created, kept when deleted", func(t *testing.T) {
 		dir := t.TempDir()
-		k := volume.OpenKubelet(t, kubeconfig, "default", []volume.KubeletVolume{{Kind: "secret", Name: "late", Dir: dir}})
+		k := projector.OpenKubelet(t, kubeconfig, "default", []projector.KubeletVolume{{Kind: "secret", Name: "late", Dir: dir}})
 
 		// The first projection is the object's: nothing was written while
 		// it was absent.
@@ -106,7 +107,7 @@ func TestKubelet(t *testing.T) {
 			Data:       map[string][]byte{"token": []byte("one")},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		requireProjection(t, k, volume.Projection{Kind: "secret", Name: "late", ResourceVersion: s.ResourceVersion})
+		requireProjection(t, k, projector.Projection{Kind: "secret", Name: "late", ResourceVersion: s.ResourceVersion})
 		require.Equal(t, map[string]string{"token": "one"}, files(t, dir))
 
 		// Deleting it writes nothing: the next projection is the new object's.
@@ -116,7 +117,7 @@ func TestKubelet(t *testing.T) {
 			Data:       map[string][]byte{"token": []byte("two")},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		requireProjection(t, k, volume.Projection{Kind: "secret", Name: "late", ResourceVersion: s.ResourceVersion})
+		requireProjection(t, k, projector.Projection{Kind: "secret", Name: "late", ResourceVersion: s.ResourceVersion})
 		require.Equal(t, map[string]string{"token": "two"}, files(t, dir))
 	})
 
@@ -125,7 +126,7 @@ func TestKubelet(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "..data")
 		require.NoError(t, os.WriteFile(data, nil, 0o644))
-		k := volume.OpenKubelet(t, kubeconfig, "default", []volume.KubeletVolume{{Kind: "secret", Name: "broken", Dir: dir}})
+		k := projector.OpenKubelet(t, kubeconfig, "default", []projector.KubeletVolume{{Kind: "secret", Name: "broken", Dir: dir}})
 		s, err := secrets.Create(t.Context(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "broken"},
 			Data:       map[string][]byte{"k": []byte("v")},
@@ -142,7 +143,7 @@ func TestKubelet(t *testing.T) {
 		}
 
 		require.NoError(t, os.Remove(data))
-		requireProjectionAfterErrors(t, k, volume.Projection{Kind: "secret", Name: "broken", ResourceVersion: s.ResourceVersion})
+		requireProjectionAfterErrors(t, k, projector.Projection{Kind: "secret", Name: "broken", ResourceVersion: s.ResourceVersion})
 		require.Equal(t, map[string]string{"k": "v"}, files(t, dir))
 	})
 
@@ -158,8 +159,8 @@ func testRestart(t *testing.T, cp *controlplane.ControlPlane, secrets typedcorev
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	k := volume.OpenKubelet(t, cp.Kubeconfig, "default", []volume.KubeletVolume{{Kind: "secret", Name: "restart", Dir: dir}})
-	requireProjection(t, k, volume.Projection{Kind: "secret", Name: "restart", ResourceVersion: s.ResourceVersion})
+	k := projector.OpenKubelet(t, cp.Kubeconfig, "default", []projector.KubeletVolume{{Kind: "secret", Name: "restart", Dir: dir}})
+	requireProjection(t, k, projector.Projection{Kind: "secret", Name: "restart", ResourceVersion: s.ResourceVersion})
 
 	cp.RestartAPIServer(t)
 	s.Data = map[string][]byte{"k": []byte("after")}
@@ -167,7 +168,7 @@ func testRestart(t *testing.T, cp *controlplane.ControlPlane, secrets typedcorev
 	require.NoError(t, err)
 
 	// A failing list while the API server is away is reported, not fatal.
-	requireProjectionAfterErrors(t, k, volume.Projection{Kind: "secret", Name: "restart", ResourceVersion: s.ResourceVersion})
+	requireProjectionAfterErrors(t, k, projector.Projection{Kind: "secret", Name: "restart", ResourceVersion: s.ResourceVersion})
 	require.Equal(t, map[string]string{"k": "after"}, files(t, dir))
 }
 
@@ -185,7 +186,7 @@ current-context: down
 	dir := filepath.Join(t.TempDir(), "rules")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	k, err := volume.StartKubelet(ctx, kubeconfig, "default", []volume.KubeletVolume{{Kind: "configmap", Name: "rules", Dir: dir, Optional: true}})
+	k, err := projector.StartKubelet(ctx, kubeconfig, "default", []projector.KubeletVolume{{Kind: "configmap", Name: "rules", Dir: dir, Optional: true}})
 	require.NoError(t, err)
 	// The projector handles SIGTERM by the time it creates the volume directory.
 	require.Eventually(t, func() bool { _, err := os.Stat(dir); return err == nil }, waitFor, 10*time.Millisecond)
@@ -203,7 +204,7 @@ current-context: down
 // TestKubeletUsage checks that the projector refuses bad command lines with
 // exit status 2 and says why; none of them needs an API server.
 func TestKubeletUsage(t *testing.T) {
-	bin, err := volume.Bin("projector")
+	bin, err := toolbin.Path("projector")
 	require.NoError(t, err)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	dir := t.TempDir()
@@ -237,7 +238,7 @@ func TestKubeletUsage(t *testing.T) {
 	}
 
 	t.Run("StartKubelet", func(t *testing.T) {
-		k, err := volume.StartKubelet(t.Context(), kubeconfig, "default", []volume.KubeletVolume{{Kind: "pod", Name: "a", Dir: dir}})
+		k, err := projector.StartKubelet(t.Context(), kubeconfig, "default", []projector.KubeletVolume{{Kind: "pod", Name: "a", Dir: dir}})
 		require.NoError(t, err)
 		select {
 		case p, ok := <-k.Projections():
@@ -251,7 +252,7 @@ func TestKubeletUsage(t *testing.T) {
 
 // requireProjection waits for the Kubelet's next projection and checks it
 // is want, apart from its times.
-func requireProjection(t *testing.T, k *volume.Kubelet, want volume.Projection) {
+func requireProjection(t *testing.T, k *projector.Kubelet, want projector.Projection) {
 	t.Helper()
 	select {
 	case p, ok := <-k.Projections():
@@ -269,7 +270,7 @@ func requireProjection(t *testing.T, k *volume.Kubelet, want volume.Projection) 
 
 // requireProjectionAfterErrors is requireProjection logging, rather than
 // failing on, the errors reported before the projection.
-func requireProjectionAfterErrors(t *testing.T, k *volume.Kubelet, want volume.Projection) {
+func requireProjectionAfterErrors(t *testing.T, k *projector.Kubelet, want projector.Projection) {
 	t.Helper()
 	deadline := time.After(waitFor)
 	for {

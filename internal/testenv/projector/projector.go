@@ -1,7 +1,9 @@
-// Package volume drives the kubelet volume projector built by the tools
-// module (bin/projector), so tests update Secret and ConfigMap style volumes
-// with the kubelet's own atomic writer rather than an imitation of it.
-package volume
+// Package projector is for tests only: it drives the kubelet volume
+// projector built by the tools module (bin/projector), so tests update
+// Secret and ConfigMap style volumes with the kubelet's own atomic writer
+// rather than an imitation of it, either directly (Projector) or as a
+// kubelet watching their objects through an API server (Kubelet).
+package projector
 
 import (
 	"bufio"
@@ -17,33 +19,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// Bin returns the path of a binary built by the tools module: $PODRELOAD_BIN/name
-// when that variable is set, else bin/name at the repository root.
-func Bin(name string) (string, error) {
-	dir := os.Getenv("PODRELOAD_BIN")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && filepath.Base(d) != "tools" {
-				dir = filepath.Join(d, "bin")
-				break
-			}
-			if d == filepath.Dir(d) {
-				return "", fmt.Errorf("find repository root from %s", wd)
-			}
-		}
-	}
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make tools` to build it (%w)", path, err)
-	}
-	return path, nil
-}
+	"github.com/podreload/podreload/internal/testenv/toolbin"
+)
 
 // Projector writes file sets into one volume directory the way the kubelet
 // does: a new ..<timestamp> directory, then an atomic swap of ..data.
@@ -59,7 +37,7 @@ type Projector struct {
 // Start runs the projector for the volume directory dst, using scratch as
 // room for the file sets it is given.
 func Start(ctx context.Context, dst, scratch string) (*Projector, error) {
-	bin, err := Bin("projector")
+	bin, err := toolbin.Path("projector")
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +76,10 @@ func (p *Projector) Project(files map[string]string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("projector: %w", err)
 	}
 	if !p.out.Scan() {
-		return time.Time{}, fmt.Errorf("projector exited: %v", p.out.Err())
+		if err := p.out.Err(); err != nil {
+			return time.Time{}, fmt.Errorf("projector exited: %w", err)
+		}
+		return time.Time{}, errors.New("projector exited")
 	}
 	f := strings.Fields(p.out.Text())
 	if len(f) != 3 || f[0] != "ok" {

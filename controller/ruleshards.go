@@ -32,8 +32,8 @@ const (
 	// LabelRuleFiles marks the rule file ConfigMaps of a server; its value is
 	// the server name.
 	LabelRuleFiles = "podreload.dev/rulefiles"
-	// KindPrometheusRule is the Kind of rejected PrometheusRules.
-	KindPrometheusRule = "PrometheusRule"
+	// kindPrometheusRule is the Kind of rejected PrometheusRules.
+	kindPrometheusRule = "PrometheusRule"
 )
 
 // ruleResult is what a PrometheusRule gives: a file, or why it has none.
@@ -47,19 +47,19 @@ type ruleKey struct {
 	resourceVersion string
 }
 
-// RuleCache remembers, by UID and resourceVersion, the rule files it
+// ruleCache remembers, by UID and resourceVersion, the rule files it
 // rendered and validated, so that a reconcile only validates the
 // PrometheusRules that changed: validation dominates the cost (parsing
 // every PromQL expression and every alert template). It keeps only the
-// entries of its last Render, so give each PrometheusServer its own. The
+// entries of its last render, so give each PrometheusServer its own. The
 // zero value is ready; it is safe for concurrent use. Objects without a
 // UID or resourceVersion are not cached.
-type RuleCache struct {
+type ruleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
 }
 
-// RenderRules turns the PrometheusRules selected for server into rule file
+// render turns the PrometheusRules selected for server into rule file
 // ConfigMaps named <server>-rulefiles-<i> in the server's namespace, each
 // holding at most 512 KiB of rule files (counted as the sum of the file
 // contents in bytes). Files are named <namespace>-<name>-<uid>.yaml and
@@ -67,13 +67,9 @@ type RuleCache struct {
 // ConfigMaps. A PrometheusRule that Prometheus would refuse, or whose file
 // alone exceeds a ConfigMap, is left out and returned as rejected, sorted by
 // namespace and name; the others are kept. Owner references are not set.
-func RenderRules(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []Rejection) {
-	return new(RuleCache).Render(server, rules)
-}
-
-// Render is RenderRules, reusing the results of the previous Render for the
-// PrometheusRules whose UID and resourceVersion have not changed.
-func (c *RuleCache) Render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []Rejection) {
+// The results of the previous render are reused for the PrometheusRules
+// whose UID and resourceVersion have not changed.
+func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []rejection) {
 	results := make([]ruleResult, len(rules))
 	var todo []int
 	c.mu.Lock()
@@ -105,13 +101,13 @@ func (c *RuleCache) Render(server *v1alpha1.PrometheusServer, rules []*monitorin
 		switch {
 		case rules[i] == nil:
 		case r.reason != "":
-			rejected = append(rejected, Rejection{Kind: KindPrometheusRule, Namespace: rules[i].Namespace, Name: rules[i].Name, Reason: r.reason})
+			rejected = append(rejected, rejection{Kind: kindPrometheusRule, Namespace: rules[i].Namespace, Name: rules[i].Name, Reason: r.reason})
 		default:
 			files = append(files, r)
 		}
 	}
 	slices.SortFunc(files, func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
-	slices.SortFunc(rejected, func(a, b Rejection) int {
+	slices.SortFunc(rejected, func(a, b rejection) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 
@@ -165,8 +161,8 @@ func (c *ruleChecker) render(r *monitoringv1.PrometheusRule) ruleResult {
 	return ruleResult{name: ruleFileName(r), content: content}
 }
 
-// RuleShardName is the name of the i-th rule file ConfigMap of server.
-func RuleShardName(server *v1alpha1.PrometheusServer, i int) string {
+// ruleShardName is the name of the i-th rule file ConfigMap of server.
+func ruleShardName(server *v1alpha1.PrometheusServer, i int) string {
 	return server.Name + "-rulefiles-" + strconv.Itoa(i)
 }
 
@@ -176,7 +172,7 @@ func ruleShard(server *v1alpha1.PrometheusServer, i int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      RuleShardName(server, i),
+			Name:      ruleShardName(server, i),
 			Namespace: server.Namespace,
 			Labels:    l,
 		},

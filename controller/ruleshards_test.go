@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -22,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // loadRule reads a PrometheusRule fixture from testdata/rules.
@@ -64,7 +65,7 @@ func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule
 // checkRules runs the real promtool on every file of shards.
 func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	t.Helper()
-	promtool, err := volume.Bin("promtool")
+	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	args := []string{"check", "rules"}
@@ -103,7 +104,7 @@ func TestRenderRulesShards(t *testing.T) {
 		name         string
 		sizes        []int // of rules named a, b, c...
 		want         [][]string
-		wantRejected []Rejection
+		wantRejected []rejection
 	}{
 		{name: "no rules"},
 		{
@@ -130,7 +131,7 @@ func TestRenderRulesShards(t *testing.T) {
 			name:  "a file over the limit is rejected alone",
 			sizes: []int{1000, maxShardBytes + 1, 2000},
 			want:  [][]string{{"apps-a-uid-a.yaml", "apps-c-uid-c.yaml"}},
-			wantRejected: []Rejection{{
+			wantRejected: []rejection{{
 				Kind: "PrometheusRule", Namespace: "apps", Name: "b",
 				Reason: "rule file is 524289 bytes, more than the 524288 bytes a ConfigMap shard holds",
 			}},
@@ -144,9 +145,9 @@ func TestRenderRulesShards(t *testing.T) {
 				rules = append(rules, r)
 				sizes[ruleFileName(r)] = size
 			}
-			shards, rejected := RenderRules(testServer(), rules)
-			require.Equal(t, tc.want, shardFiles(shards))
-			require.Equal(t, tc.wantRejected, rejected)
+			shards, rejected := new(ruleCache).render(testServer(), rules)
+			require.Empty(t, cmp.Diff(tc.want, shardFiles(shards)))
+			require.Empty(t, cmp.Diff(tc.wantRejected, rejected))
 			for i, cm := range shards {
 				total := 0
 				for name, content := range cm.Data {
@@ -165,7 +166,7 @@ func TestRenderRulesConfigMap(t *testing.T) {
 	r := loadRule(t, "valid.yaml")
 	content, err := newRuleChecker().file(r)
 	require.NoError(t, err)
-	shards, rejected := RenderRules(testServer(), []*monitoringv1.PrometheusRule{r})
+	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{r})
 	require.Empty(t, rejected)
 	require.Equal(t, []*corev1.ConfigMap{{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -192,25 +193,25 @@ func TestRenderRulesDeterministic(t *testing.T) {
 		rules = append(rules, r)
 	}
 	rules = append(rules, loadRule(t, "invalid-promql.yaml"), loadRule(t, "bad-duration.yaml"))
-	want, wantRejected := RenderRules(testServer(), rules)
+	want, wantRejected := new(ruleCache).render(testServer(), rules)
 	require.Greater(t, len(want), 2, "enough rules for several shards")
 	require.Len(t, wantRejected, 2)
 
 	// The sorting and packing are checked on many orders, rendering (slow
 	// under -race) from scratch on one.
-	var cache RuleCache
+	var cache ruleCache
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 10 {
 		shuffled := slices.Clone(rules)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		require.NotEqual(t, rules, shuffled)
-		render := cache.Render
+		c := &cache
 		if i == 0 {
-			render = RenderRules
+			c = new(ruleCache)
 		}
-		got, rejected := render(testServer(), shuffled)
-		require.Equal(t, want, got)
-		require.Equal(t, wantRejected, rejected)
+		got, rejected := c.render(testServer(), shuffled)
+		require.Empty(t, cmp.Diff(want, got))
+		require.Empty(t, cmp.Diff(wantRejected, rejected))
 	}
 	checkRules(t, want)
 }
@@ -277,8 +278,8 @@ func TestRenderRulesRejects(t *testing.T) {
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			valid, bad := loadRule(t, "valid.yaml"), loadRule(t, tc.fixture)
-			shards, rejected := RenderRules(testServer(), []*monitoringv1.PrometheusRule{bad, valid})
-			require.Equal(t, []Rejection{{Kind: "PrometheusRule", Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
+			shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{bad, valid})
+			require.Equal(t, []rejection{{Kind: "PrometheusRule", Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
 			require.Equal(t, [][]string{{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml"}}, shardFiles(shards))
 			checkRules(t, shards)
 		})
@@ -336,11 +337,11 @@ func TestRuleCache(t *testing.T) {
 	validFile, unversionedFile := ruleFileName(valid), ruleFileName(unversioned)
 	all := []*monitoringv1.PrometheusRule{valid, invalid, unversioned}
 
-	var cache RuleCache
-	want, wantRejected := RenderRules(server, all)
-	got, rejected := cache.Render(server, all)
-	require.Equal(t, want, got)
-	require.Equal(t, wantRejected, rejected)
+	var cache ruleCache
+	want, wantRejected := new(ruleCache).render(server, all)
+	got, rejected := cache.render(server, all)
+	require.Empty(t, cmp.Diff(want, got))
+	require.Empty(t, cmp.Diff(wantRejected, rejected))
 	require.Len(t, rejected, 1)
 	require.Len(t, cache.entries, 2, "objects without a resourceVersion are not cached")
 
@@ -349,22 +350,22 @@ func TestRuleCache(t *testing.T) {
 	// without a resourceVersion is rendered again.
 	valid.Spec.Groups[0].Rules[1].Expr = intstr.FromString("vector(1) == 0")
 	unversioned.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2) == 0")
-	got, rejected = cache.Render(server, all)
+	got, rejected = cache.render(server, all)
 	require.Equal(t, want[0].Data[validFile], got[0].Data[validFile])
 	require.Contains(t, got[0].Data[unversionedFile], "vector(2) == 0")
 	require.Equal(t, wantRejected, rejected)
 
 	// A new resourceVersion is rendered and validated again.
 	valid.ResourceVersion = "2"
-	got, _ = cache.Render(server, all)
+	got, _ = cache.render(server, all)
 	require.Contains(t, got[0].Data[validFile], "vector(1) == 0")
 	valid.ResourceVersion, valid.Spec.Groups[0].Rules[1].Expr = "3", intstr.FromString("vector(")
-	_, rejected = cache.Render(server, all)
+	_, rejected = cache.render(server, all)
 	require.Len(t, rejected, 2)
 	require.Equal(t, "api", rejected[0].Name)
 
 	// Only the objects of the last render are kept.
-	cache.Render(server, []*monitoringv1.PrometheusRule{invalid})
+	cache.render(server, []*monitoringv1.PrometheusRule{invalid})
 	require.Equal(t, map[ruleKey]ruleResult{{uid: "uid-invalid-promql", resourceVersion: "1"}: {reason: wantRejected[0].Reason}}, cache.entries)
 	checkRules(t, got)
 }
@@ -388,11 +389,11 @@ func TestRuleFileName(t *testing.T) {
 }
 
 // BenchmarkRenderRules renders 1,000 PrometheusRules of 10 rules each:
-// from scratch, and through a RuleCache when one of them changed.
+// from scratch, and through a ruleCache when one of them changed.
 func BenchmarkRenderRules(b *testing.B) {
 	rules := benchRules(1000)
 	server := testServer()
-	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []Rejection) {
+	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []rejection) {
 		if len(rejected) > 0 || len(shards) == 0 {
 			b.Fatalf("%d shards, rejected %v", len(shards), rejected)
 		}
@@ -401,19 +402,19 @@ func BenchmarkRenderRules(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			shards, rejected := RenderRules(server, rules)
+			shards, rejected := new(ruleCache).render(server, rules)
 			check(b, shards, rejected)
 		}
 	})
 	version := 1 // across runs of the sub-benchmark, so that every change is new
 	b.Run("one-changed", func(b *testing.B) {
-		var cache RuleCache
-		cache.Render(server, rules)
+		var cache ruleCache
+		cache.render(server, rules)
 		b.ReportAllocs()
 		for b.Loop() {
 			version++
 			rules[version%len(rules)].ResourceVersion = strconv.Itoa(version)
-			shards, rejected := cache.Render(server, rules)
+			shards, rejected := cache.render(server, rules)
 			check(b, shards, rejected)
 		}
 	})

@@ -1,4 +1,4 @@
-package volume
+package projector
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // killAfter is how long Close waits for the projector to exit on SIGTERM
@@ -65,7 +67,7 @@ type Kubelet struct {
 // projecting volumes whose objects are in namespace. It stops when ctx is
 // done or Close is called; Close must be called in any case.
 func StartKubelet(ctx context.Context, kubeconfig, namespace string, volumes []KubeletVolume) (*Kubelet, error) {
-	bin, err := Bin("projector")
+	bin, err := toolbin.Path("projector")
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
-// Package controlplane starts, for tests, a real kube-apiserver and etcd
-// (built into bin/ by `make controlplane`) through controller-runtime's
-// envtest.
+// Package controlplane is for tests only: it starts a real kube-apiserver
+// and etcd (built into bin/ by `make controlplane`) through
+// controller-runtime's envtest.
 package controlplane
 
 import (
@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/podreload/podreload/internal/volume"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // ControlPlane is a running kube-apiserver and etcd.
@@ -40,7 +40,7 @@ func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 	// prints a warning with a stack trace 30 s into the process (the first
 	// thing `make demo` showed). Its errors go to stderr, the rest is noise.
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	bin, err := volume.Bin("kube-apiserver")
+	bin, err := toolbin.Path("kube-apiserver")
 	require.NoError(t, err)
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: filepath.Dir(bin),
@@ -66,7 +66,7 @@ func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 func (cp *ControlPlane) RestartAPIServer(t testing.TB) {
 	t.Helper()
 	apiserver := cp.env.ControlPlane.GetAPIServer()
-	port := apiserver.SecureServing.Port
+	port := apiserver.Port
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	require.NoError(t, err)
 	killed := false
