@@ -303,7 +303,7 @@ func (n *Node) waitFor(ctx context.Context, c *component, what string, cond func
 		}
 		select {
 		case <-ctx.Done():
-			return c.failure(fmt.Errorf("wait for %s: %w (last: %v)", what, ctx.Err(), last))
+			return c.failure(fmt.Errorf("wait for %s: %w (last: %w)", what, ctx.Err(), last))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

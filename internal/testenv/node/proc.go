@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,7 +65,10 @@ func startComponent(logDir, binDir, netns, name, bin string, args ...string) (*c
 func (c *component) exited() error {
 	select {
 	case <-c.done:
-		return c.failure(fmt.Errorf("exited: %v", c.err))
+		if c.err == nil {
+			return c.failure(errors.New("exited"))
+		}
+		return c.failure(fmt.Errorf("exited: %w", c.err))
 	default:
 		return nil
 	}

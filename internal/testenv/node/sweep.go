@@ -56,7 +56,10 @@ func saveSysctls(dir string) error {
 func sweep(dir string, logger *slog.Logger) error {
 	var errs []error
 	restore, _ := os.ReadFile(filepath.Join(dir, "restore"))
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	// The kernel reaps killed processes: look again on each tick.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
 		pids := append(processesNaming(dir), cgroupProcesses()...)
 		if len(pids) == 0 {
 			break
@@ -68,7 +71,6 @@ func sweep(dir string, logger *slog.Logger) error {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(100 * time.Millisecond) // the kernel reaps them
 	}
 	created := map[string]bool{}
 	for line := range strings.Lines(string(restore)) {
