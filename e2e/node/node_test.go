@@ -26,9 +26,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -70,7 +72,10 @@ func startCluster(t testing.TB, opts node.Options) *cluster {
 	n := node.Start(t, opts)
 	kube, err := kubernetes.NewForConfig(n.Config)
 	require.NoError(t, err)
-	c, err := client.New(n.Config, client.Options{})
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, monitoringv1.AddToScheme(scheme))
+	c, err := client.New(n.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	cl := &cluster{node: n, kube: kube, c: c}
 	t.Cleanup(func() {
@@ -221,9 +226,10 @@ func (cl *cluster) prometheus(t testing.TB, pod, path string, query url.Values, 
 func (cl *cluster) targetUp(t testing.TB, pod, job string) error {
 	var data struct {
 		ActiveTargets []struct {
-			Labels    map[string]string `json:"labels"`
-			Health    string            `json:"health"`
-			LastError string            `json:"lastError"`
+			ScrapePool string            `json:"scrapePool"`
+			Labels     map[string]string `json:"labels"`
+			Health     string            `json:"health"`
+			LastError  string            `json:"lastError"`
 		} `json:"activeTargets"`
 	}
 	if err := cl.prometheus(t, pod, "/api/v1/targets", nil, &data); err != nil {
@@ -231,7 +237,8 @@ func (cl *cluster) targetUp(t testing.TB, pod, job string) error {
 	}
 	n := 0
 	for _, tg := range data.ActiveTargets {
-		if tg.Labels["job"] != job {
+		// The job label is the Service's name; the pool is the job's.
+		if tg.ScrapePool != job {
 			continue
 		}
 		if tg.Health != "up" {
