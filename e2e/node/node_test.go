@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/internal/testenv/node"
@@ -51,6 +54,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The clients are controller-runtime's: errors to stderr, and no
+	// "log.SetLogger(...) was never called" stack trace.
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
 		// client-go's and klog's background goroutines outlive the clients.
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
