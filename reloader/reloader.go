@@ -92,6 +92,18 @@ type Options struct {
 	// AfterApply, when set, is called by Run after each apply, whatever its
 	// outcome. It must not block.
 	AfterApply func()
+	// Source, when set, supplies the configuration (instead of ConfigFile)
+	// and files written into RulesDir; Run applies after each of its changes.
+	Source Source
+	// RulesDir receives the Source's files. It belongs to the Reloader:
+	// files it does not hold are removed from it.
+	RulesDir string
+	// KeepAccepted handles a reload the process rejects (RejectedError):
+	// the last accepted configuration and rule files are written back
+	// (the process still runs them, and reads them again if it restarts),
+	// and the rejected content is not tried again until it changes.
+	// Without it, a rejected reload is retried as any failed one.
+	KeepAccepted bool
 }
 
 // Reloader watches files and reloads a process when their content changes.
@@ -112,12 +124,23 @@ type Reloader struct {
 	renderedFrom uint64          // hash of the config file rendered into it
 	applied      uint64          // hash of the state the process last accepted
 	synced       bool            // applied is valid and nothing failed since
+	accepted     state           // what the process last accepted, when KeepAccepted
+	rejected     uint64          // hash of the state the process last rejected, 0 if none since
+	files        filesWriter     // RulesDir
+}
+
+// state is what the process reads after an apply.
+type state struct {
+	config []byte            // the rendered configuration, nil without one
+	dirs   []uint64          // the content of the watched directories
+	files  map[string]string // the Source's files, written into RulesDir
 }
 
 type metrics struct {
 	reloads, reloadsFailed          prometheus.Counter
 	lastSuccess, lastSuccessSeconds prometheus.Gauge
 	applies, appliesFailed          prometheus.Counter
+	rejected                        prometheus.Counter
 	expansionErrors                 prometheus.Gauge
 	watches                         prometheus.Gauge
 	events, watchErrors             prometheus.Counter
@@ -142,6 +165,10 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		lastSuccessSeconds: f.NewGauge(prometheus.GaugeOpts{
 			Name: "reloader_last_reload_success_timestamp_seconds",
 			Help: "Timestamp of the last successful reload.",
+		}),
+		rejected: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_reloads_rejected_total",
+			Help: "Total number of reload requests the process answered by refusing the new configuration (a subset of reloader_reloads_failed_total).",
 		}),
 		applies: f.NewCounter(prometheus.CounterOpts{
 			Name: "reloader_config_apply_operations_total",
@@ -180,11 +207,17 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.ConfigFile == "" && len(opts.WatchedDirs) == 0 {
-		return nil, errors.New("nothing to watch: give a config file or a watched directory")
-	}
-	if opts.ConfigOutput != "" && opts.ConfigFile == "" {
-		return nil, errors.New("a config output needs a config file")
+	switch {
+	case opts.ConfigFile == "" && len(opts.WatchedDirs) == 0 && opts.Source == nil:
+		return nil, errors.New("nothing to watch: give a config file, a watched directory or a source")
+	case opts.ConfigFile != "" && opts.Source != nil:
+		return nil, errors.New("give a config file or a source, not both")
+	case opts.ConfigOutput != "" && opts.ConfigFile == "" && opts.Source == nil:
+		return nil, errors.New("a config output needs a config file or a source")
+	case opts.Source != nil && opts.ConfigOutput == "":
+		return nil, errors.New("a source needs a config output")
+	case opts.RulesDir != "" && opts.Source == nil:
+		return nil, errors.New("a rules dir is written from a source")
 	}
 	if opts.QuietWindow <= 0 {
 		opts.QuietWindow = DefaultQuietWindow
@@ -195,7 +228,8 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if opts.MaxConfigSize <= 0 {
 		opts.MaxConfigSize = DefaultMaxConfigSize
 	}
-	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter}, nil
+	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter,
+		files: filesWriter{dir: opts.RulesDir}}, nil
 }
 
 func (r *Reloader) watchError() {
@@ -219,11 +253,29 @@ func (r *Reloader) Ready() error {
 	return nil
 }
 
-// Render writes ConfigOutput once, without reloading: the init-container mode.
+// Render writes ConfigOutput (and RulesDir, from a Source) once, without
+// reloading: the init-container mode.
 func (r *Reloader) Render() error {
 	r.removeTemps()
-	_, _, err := r.render()
-	return err
+	var (
+		st  state
+		err error
+	)
+	if r.opts.Source != nil {
+		snap, serr := r.opts.Source.Snapshot()
+		if serr != nil {
+			return serr
+		}
+		st.files = snap.Files
+		st.config, _, err = r.render(snap.Config, snap.ConfigName, nil)
+	} else {
+		raw, rerr := readRegular(r.opts.ConfigFile, r.opts.MaxConfigSize)
+		st.config, _, err = r.render(raw, r.opts.ConfigFile, rerr)
+	}
+	if err != nil {
+		return err
+	}
+	return r.write(st)
 }
 
 // removeTemps removes the temporary files a write of ConfigOutput
@@ -241,12 +293,12 @@ func (r *Reloader) removeTemps() {
 	}
 }
 
-// render reads, expands and writes the configuration, returning the rendered
-// bytes and the hash of the file they come from (also on error, once the
-// file is read; 0 before). On error the previous output stays in place.
-func (r *Reloader) render() ([]byte, uint64, error) {
+// render gunzips and expands raw, the configuration read from name (with
+// readErr, the error reading it, if any), returning the rendered bytes and
+// the hash of raw (also on error, once raw is read; 0 before).
+func (r *Reloader) render(raw []byte, name string, readErr error) ([]byte, uint64, error) {
 	r.m.applies.Inc()
-	out, from, err := r.renderConfig()
+	out, from, err := r.renderConfig(raw, name, readErr)
 	if err != nil {
 		r.m.appliesFailed.Inc()
 		return nil, from, err
@@ -254,35 +306,44 @@ func (r *Reloader) render() ([]byte, uint64, error) {
 	return out, from, nil
 }
 
-func (r *Reloader) renderConfig() ([]byte, uint64, error) {
-	raw, err := readRegular(r.opts.ConfigFile, r.opts.MaxConfigSize)
-	if err != nil {
-		return nil, 0, fmt.Errorf("read config: %w", err)
+func (r *Reloader) renderConfig(raw []byte, name string, readErr error) ([]byte, uint64, error) {
+	if readErr != nil {
+		return nil, 0, fmt.Errorf("read config: %w", readErr)
 	}
 	from := xxhash.Sum64(raw)
-	b := r.rendered
 	// The bytes of the last good render render the same again: a change
 	// in a watched directory does not gunzip and expand them once more (a
 	// gzip reader alone is some 40 KB of garbage).
-	if b == nil || from != r.renderedFrom {
-		if b, err = gunzip(r.opts.ConfigFile, raw, r.opts.MaxConfigSize); err != nil {
-			return nil, from, fmt.Errorf("read config: %w", err)
-		}
-		if r.opts.Expander != nil {
-			var undefined int
-			b, undefined, err = r.opts.Expander.Expand(b)
-			r.m.expansionErrors.Set(float64(undefined))
-			if err != nil {
-				return nil, from, fmt.Errorf("expand %s: %w", r.opts.ConfigFile, err)
-			}
-		}
+	if r.rendered != nil && from == r.renderedFrom {
+		return r.rendered, from, nil
 	}
-	if r.opts.ConfigOutput != "" {
-		if err := writeAtomic(r.opts.ConfigOutput, b); err != nil {
-			return nil, from, err
+	b, err := gunzip(name, raw, r.opts.MaxConfigSize)
+	if err != nil {
+		return nil, from, fmt.Errorf("read config: %w", err)
+	}
+	if r.opts.Expander != nil {
+		var undefined int
+		b, undefined, err = r.opts.Expander.Expand(b)
+		r.m.expansionErrors.Set(float64(undefined))
+		if err != nil {
+			return nil, from, fmt.Errorf("expand %s: %w", name, err)
 		}
 	}
 	return b, from, nil
+}
+
+// write writes st's configuration into ConfigOutput and its files into
+// RulesDir; what is already there is not rewritten.
+func (r *Reloader) write(st state) error {
+	if r.opts.ConfigOutput != "" && st.config != nil {
+		if err := writeAtomic(r.opts.ConfigOutput, st.config); err != nil {
+			return fmt.Errorf("%w (keeping the previous config)", err)
+		}
+	}
+	if r.opts.RulesDir != "" {
+		return r.files.write(st.files)
+	}
+	return nil
 }
 
 // Run watches until ctx is done. Watches are in place before the first
@@ -300,7 +361,11 @@ func (r *Reloader) Run(ctx context.Context) error {
 	r.removeTemps()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
-		"dirs", strings.Join(r.opts.WatchedDirs, ","), "trigger", r.opts.Trigger.String())
+		"dirs", strings.Join(r.opts.WatchedDirs, ","), "rules_dir", r.opts.RulesDir, "trigger", r.opts.Trigger.String())
+	var sourceChanged <-chan struct{}
+	if r.opts.Source != nil {
+		sourceChanged = r.opts.Source.Changed()
+	}
 
 	s := newSchedule(r.opts)
 	defer s.stop()
@@ -324,6 +389,8 @@ func (r *Reloader) Run(ctx context.Context) error {
 			}
 			r.logger.Debug("change seen", "path", ev.Name, "op", ev.Op.String())
 			s.changeSeen()
+		case <-sourceChanged:
+			s.changeSeen()
 		case <-safetyTick:
 			s.tick()
 		case <-s.C():
@@ -337,6 +404,10 @@ func (r *Reloader) Run(ctx context.Context) error {
 			switch {
 			case res == resultSettling:
 				s.unsettled()
+			case res == resultRejected:
+				// Nothing to retry until the content changes.
+				s.applied(input, true)
+				r.logger.Error("reload rejected: the last accepted state is kept until the content changes", "err", err)
 			case err == nil:
 				s.applied(input, res == resultReloaded)
 			default:
@@ -378,72 +449,142 @@ const (
 	resultUnchanged result = iota
 	resultSettling
 	resultReloaded
+	resultRejected // reloaded, and the process refused the new content
 )
 
-// apply renders the configuration, hashes what the process would read and
-// reloads it when that differs from what it last accepted. It also returns
-// a hash of its input, the files it read, whatever their fate.
+// apply renders the configuration, hashes what the process would read and,
+// when that differs from what it last accepted, writes the outputs and
+// reloads it. It also returns a hash of its input, what it read, whatever
+// its fate.
 func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, error) {
-	if r.opts.ConfigFile != "" && consistent && settling(filepath.Dir(r.opts.ConfigFile)) {
+	st, input, settling, kept, err := r.read(consistent)
+	switch {
+	case settling:
 		return resultSettling, 0, nil
+	case err != nil:
+		return resultUnchanged, input, err
 	}
-	sums := make([]uint64, len(r.opts.WatchedDirs))
-	for i, dir := range r.opts.WatchedDirs {
-		sum, settling, err := hashDir(dir, consistent)
-		if settling {
-			return resultSettling, 0, nil
-		}
-		if err != nil {
-			r.m.appliesFailed.Inc()
-			// The input is which directory could not be read.
-			return resultUnchanged, uint64(i) + 1, fmt.Errorf("read watched dir %s: %w", dir, err)
-		}
-		sums[i] = sum
+	sum := r.sum(st)
+	switch {
+	case r.synced && sum == r.applied:
+		return resultUnchanged, input, errors.Join(kept, r.write(st))
+	case r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected:
+		// Rejected as it is: what the process runs stays on disk.
+		return resultUnchanged, input, errors.Join(kept, r.restore())
 	}
-	in := xxhash.New()
-	for _, sum := range sums {
-		writeUint64(in, sum)
-	}
-	h := xxhash.New()
-	var renderErr error
-	if r.opts.ConfigFile != "" {
-		out, from, err := r.render()
-		writeUint64(in, from)
-		switch {
-		case err != nil && r.rendered == nil:
-			return resultUnchanged, in.Sum64(), err
-		case err != nil:
-			// Keep the last good configuration: the watched directories
-			// may still need a reload. The error still makes Run retry.
-			renderErr = fmt.Errorf("%w (keeping the previous config)", err)
-		default:
-			r.rendered, r.renderedFrom = out, from
-		}
-		_, _ = h.Write(r.rendered)
-	}
-	for i, dir := range r.opts.WatchedDirs {
-		fmt.Fprintf(h, "%s\x00%d\x00", dir, sums[i])
-	}
-	sum := h.Sum64()
-	if r.synced && sum == r.applied {
-		return resultUnchanged, in.Sum64(), renderErr
+	if err := r.write(st); err != nil {
+		return resultUnchanged, input, errors.Join(kept, err)
 	}
 	start := time.Now()
-	err := r.opts.Trigger.Reload(ctx)
+	err = r.opts.Trigger.Reload(ctx)
 	r.m.duration.Observe(time.Since(start).Seconds())
 	r.m.reloads.Inc()
 	if err != nil {
 		r.m.reloadsFailed.Inc()
 		r.m.lastSuccess.Set(0)
+		var rejected *RejectedError
+		if r.opts.KeepAccepted && errors.As(err, &rejected) {
+			r.m.rejected.Inc()
+			r.rejected = sum
+			return resultRejected, input, errors.Join(kept, err, r.restore())
+		}
 		r.synced = false
-		return resultUnchanged, in.Sum64(), errors.Join(renderErr, err)
+		return resultUnchanged, input, errors.Join(kept, err)
 	}
 	r.m.lastSuccess.Set(1)
 	r.m.lastSuccessSeconds.SetToCurrentTime()
-	r.applied, r.synced = sum, true
+	r.applied, r.synced, r.rejected = sum, true, 0
+	if r.opts.KeepAccepted {
+		r.accepted = st
+	}
 	r.ready.Store(true)
 	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))
-	return resultReloaded, in.Sum64(), renderErr
+	return resultReloaded, input, kept
+}
+
+// restore writes back what the process last accepted, after it rejected
+// newer content; nothing before it accepted anything.
+func (r *Reloader) restore() error {
+	if !r.synced {
+		return nil
+	}
+	if err := r.write(r.accepted); err != nil {
+		return fmt.Errorf("restore the last accepted state: %w", err)
+	}
+	return nil
+}
+
+// read returns what the process would read now and a hash of the input it
+// comes from. kept is a failed render of a new configuration, the previous
+// one being in st; err leaves nothing to apply.
+func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool, kept, err error) {
+	if r.opts.ConfigFile != "" && consistent && settlingDir(filepath.Dir(r.opts.ConfigFile)) {
+		return st, 0, true, nil, nil
+	}
+	in := xxhash.New()
+	st.dirs = make([]uint64, len(r.opts.WatchedDirs))
+	for i, dir := range r.opts.WatchedDirs {
+		sum, settling, err := hashDir(dir, consistent)
+		if settling {
+			return st, 0, true, nil, nil
+		}
+		if err != nil {
+			r.m.appliesFailed.Inc()
+			// The input is which directory could not be read.
+			return st, uint64(i) + 1, false, nil, fmt.Errorf("read watched dir %s: %w", dir, err)
+		}
+		st.dirs[i] = sum
+		writeUint64(in, sum)
+	}
+	var (
+		raw     []byte
+		name    string
+		readErr error
+	)
+	switch {
+	case r.opts.Source != nil:
+		snap, err := r.opts.Source.Snapshot()
+		if err != nil {
+			r.m.appliesFailed.Inc()
+			return st, in.Sum64(), false, nil, err
+		}
+		writeUint64(in, snap.hash())
+		raw, name, st.files = snap.Config, snap.ConfigName, snap.Files
+	case r.opts.ConfigFile != "":
+		name = r.opts.ConfigFile
+		raw, readErr = readRegular(name, r.opts.MaxConfigSize)
+	default:
+		return st, in.Sum64(), false, nil, nil
+	}
+	out, from, err := r.render(raw, name, readErr)
+	writeUint64(in, from)
+	switch {
+	case err != nil && r.rendered == nil:
+		return st, in.Sum64(), false, nil, err
+	case err != nil:
+		// Keep the last good configuration: the rest may still need a
+		// reload. The error still makes Run retry.
+		kept = fmt.Errorf("%w (keeping the previous config)", err)
+	default:
+		r.rendered, r.renderedFrom = out, from
+	}
+	st.config = r.rendered
+	return st, in.Sum64(), false, kept, nil
+}
+
+// sum hashes what the process reads in st.
+func (r *Reloader) sum(st state) uint64 {
+	h := xxhash.New()
+	_, _ = h.Write(st.config)
+	for i, dir := range r.opts.WatchedDirs {
+		fmt.Fprintf(h, "%s\x00%d\x00", dir, st.dirs[i])
+	}
+	var files uint64
+	for name, content := range st.files {
+		files += fileHash(name, content)
+	}
+	writeUint64(h, files)
+	return h.Sum64()
 }
 
 func writeUint64(d *xxhash.Digest, v uint64) {

@@ -387,7 +387,7 @@ func TestMetricNames(t *testing.T) {
 		"reloader_config_apply_operations_failed_total", "reloader_config_apply_operations_total",
 		"reloader_config_environment_variable_expansion_errors", "reloader_last_reload_success_timestamp_seconds",
 		"reloader_last_reload_successful", "reloader_reload_duration_seconds", "reloader_reloads_failed_total",
-		"reloader_reloads_total", "reloader_watch_errors_total", "reloader_watch_events_total", "reloader_watches",
+		"reloader_reloads_rejected_total", "reloader_reloads_total", "reloader_watch_errors_total", "reloader_watch_events_total", "reloader_watches",
 	}
 	n, err := testutil.GatherAndCount(reg, want...)
 	require.NoError(t, err)

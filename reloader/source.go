@@ -91,9 +91,9 @@ func list(dir string) (entries, error) {
 	}
 }
 
-// settling reports whether dir is a kubelet volume between the swap of its
+// settlingDir reports whether dir is a kubelet volume between the swap of its
 // ..data link and the update of its user-visible links (see hashDir).
-func settling(dir string) bool {
+func settlingDir(dir string) bool {
 	visible, _ := list(dir)
 	if !visible.kubelet {
 		return false

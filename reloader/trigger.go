@@ -91,14 +91,41 @@ func (t *HTTPTrigger) call(ctx context.Context) (int, error) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	var err2 error
 	switch {
 	case t.Status != 0 && resp.StatusCode != t.Status:
-		return resp.StatusCode, fmt.Errorf("reload %s: status %d, want %d: %s", t, resp.StatusCode, t.Status, strings.TrimSpace(string(body)))
+		err2 = fmt.Errorf("status %d, want %d: %s", resp.StatusCode, t.Status, strings.TrimSpace(string(body)))
 	case t.Status == 0 && resp.StatusCode/100 != 2:
-		return resp.StatusCode, fmt.Errorf("reload %s: status %d: %s", t, resp.StatusCode, strings.TrimSpace(string(body)))
+		err2 = fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	default:
+		return resp.StatusCode, nil
 	}
-	return resp.StatusCode, nil
+	if transientStatus(resp.StatusCode) {
+		return resp.StatusCode, fmt.Errorf("reload %s: %w", t, err2)
+	}
+	return resp.StatusCode, fmt.Errorf("reload %s: %w", t, &RejectedError{Err: err2})
 }
+
+// transientStatus reports whether an HTTP status says the server could not
+// take the request now (busy, starting, behind a proxy that lost it) rather
+// than that it refused what it was asked to load.
+func transientStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// RejectedError is a reload the process answered and refused: Prometheus
+// found the new configuration or a rule file invalid, and keeps running the
+// one it had. Err carries its explanation. Trying the same content again
+// cannot help; an unreachable or busy process is not a rejection.
+type RejectedError struct{ Err error }
+
+func (e *RejectedError) Error() string { return e.Err.Error() }
+
+func (e *RejectedError) Unwrap() error { return e.Err }
 
 // newTransport returns a transport without keep-alives.
 func newTransport() *http.Transport {
@@ -346,7 +373,7 @@ func (t *SignalTrigger) confirm(ctx context.Context, before runtimeStatus) error
 		case info.ReloadConfigSuccess && info.LastConfigTime.After(before.LastConfigTime):
 			return nil
 		case !info.ReloadConfigSuccess && before.ReloadConfigSuccess:
-			return fmt.Errorf("confirm through %s: process reports that the reload failed", RedactURL(t.RuntimeInfoURL))
+			return &RejectedError{Err: fmt.Errorf("confirm through %s: process reports that the reload failed", RedactURL(t.RuntimeInfoURL))}
 		case !info.ReloadConfigSuccess:
 			last = errors.New("process has not reported a successful reload since the signal, and reports that its last reload failed")
 		default:

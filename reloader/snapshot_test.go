@@ -1,0 +1,205 @@
+package reloader
+
+import (
+	"errors"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/internal/testenv/projector"
+)
+
+// memSource is a Source whose content a test sets.
+type memSource struct {
+	mu      sync.Mutex
+	snap    Snapshot
+	err     error
+	changed chan struct{}
+}
+
+func newMemSource() *memSource { return &memSource{changed: make(chan struct{}, 1)} }
+
+func (m *memSource) Changed() <-chan struct{} { return m.changed }
+
+func (m *memSource) Snapshot() (Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snap, m.err
+}
+
+// set replaces the content and announces the change.
+func (m *memSource) set(config string, files map[string]string, err error) {
+	m.mu.Lock()
+	m.snap = Snapshot{Config: []byte(config), ConfigName: "secret test/cfg key prometheus.yaml.gz", Files: maps.Clone(files)}
+	m.err = err
+	m.mu.Unlock()
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// sourceHarness is a harness whose reloader reads from a memSource and
+// writes the rules into its own directory.
+func sourceHarness(t *testing.T) (*harness, *memSource) {
+	h := newHarness(t)
+	src := newMemSource()
+	h.opts.ConfigFile, h.opts.WatchedDirs = "", nil
+	h.opts.Source, h.opts.RulesDir, h.opts.KeepAccepted = src, h.rulesDir, true
+	h.ep.snapshot = func() string { return readFile(h.out) + "|" + readTree(h.rulesDir) }
+	return h, src
+}
+
+// readTree renders the files of dir's subdirectories as "group/name=content;".
+func readTree(dir string) string {
+	groups, _ := os.ReadDir(dir)
+	var b strings.Builder
+	for _, g := range groups {
+		files, _ := os.ReadDir(filepath.Join(dir, g.Name()))
+		for _, f := range files {
+			if !hidden(f.Name()) {
+				b.WriteString(g.Name() + "/" + f.Name() + "=" + readFile(filepath.Join(dir, g.Name(), f.Name())) + ";")
+			}
+		}
+	}
+	return b.String()
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func TestSourceWritesFiles(t *testing.T) {
+	h, src := sourceHarness(t)
+	// Left by an earlier run: a stale file, and one that stays as it is.
+	require.NoError(t, os.MkdirAll(filepath.Join(h.rulesDir, "old"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "old", "x.yaml"), []byte("x"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(h.rulesDir, "cm-0"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(h.rulesDir, "cm-0", "b.yaml"), []byte("b1"), 0o644))
+	src.set(gz(t, "replica: $(POD_NAME)\n"), map[string]string{"cm-0/a.yaml": "a1", "cm-0/b.yaml": "b1", "cm-1/c.yaml": "c1"}, nil)
+	h.start(t)
+	h.reloaded(t, 1, "replica: prom-3\n|cm-0/a.yaml=a1;cm-0/b.yaml=b1;cm-1/c.yaml=c1;")
+	require.NoDirExists(t, filepath.Join(h.rulesDir, "old"))
+
+	// One file changes: only it is rewritten.
+	a, b, c := inode(t, filepath.Join(h.rulesDir, "cm-0", "a.yaml")), inode(t, filepath.Join(h.rulesDir, "cm-0", "b.yaml")), inode(t, filepath.Join(h.rulesDir, "cm-1", "c.yaml"))
+	src.set(gz(t, "replica: $(POD_NAME)\n"), map[string]string{"cm-0/a.yaml": "a2", "cm-0/b.yaml": "b1", "cm-1/c.yaml": "c1"}, nil)
+	h.reloaded(t, 2, "replica: prom-3\n|cm-0/a.yaml=a2;cm-0/b.yaml=b1;cm-1/c.yaml=c1;")
+	require.NotEqual(t, a, inode(t, filepath.Join(h.rulesDir, "cm-0", "a.yaml")))
+	require.Equal(t, b, inode(t, filepath.Join(h.rulesDir, "cm-0", "b.yaml")))
+	require.Equal(t, c, inode(t, filepath.Join(h.rulesDir, "cm-1", "c.yaml")))
+
+	// A group goes away with its directory.
+	src.set(gz(t, "replica: $(POD_NAME)\n"), map[string]string{"cm-0/a.yaml": "a2", "cm-0/b.yaml": "b1"}, nil)
+	h.reloaded(t, 3, "replica: prom-3\n|cm-0/a.yaml=a2;cm-0/b.yaml=b1;")
+	require.NoDirExists(t, filepath.Join(h.rulesDir, "cm-1"))
+
+	// The same content announced again reloads nothing: the next reload
+	// is the next change's.
+	src.set(gz(t, "replica: $(POD_NAME)\n"), map[string]string{"cm-0/a.yaml": "a2", "cm-0/b.yaml": "b1"}, nil)
+	src.set("replica: 2\n", map[string]string{"cm-0/a.yaml": "a2", "cm-0/b.yaml": "b1"}, nil)
+	h.reloaded(t, 4, "replica: 2\n|cm-0/a.yaml=a2;cm-0/b.yaml=b1;")
+}
+
+func TestSourceMissing(t *testing.T) {
+	h, src := sourceHarness(t)
+	src.set("", nil, errors.New(`secret test/cfg not found: waiting for it`))
+	h.start(t)
+	h.logs.waitErr(t, `secret test/cfg not found: waiting for it`)
+	require.Empty(t, h.ep.reloads())
+	require.NoFileExists(t, h.out)
+	src.set("a: 1\n", map[string]string{"cm/r.yaml": "r"}, nil)
+	h.reloaded(t, 1, "a: 1\n|cm/r.yaml=r;")
+}
+
+func TestSourceRejectsBadNames(t *testing.T) {
+	h, src := sourceHarness(t)
+	src.set("a: 1\n", map[string]string{"../escape.yaml": "x"}, nil)
+	h.start(t)
+	h.logs.waitErr(t, `write `+h.rulesDir+`: "\.\./escape\.yaml" is not a file name of the form group/name`)
+	require.Empty(t, h.ep.reloads())
+	require.NoFileExists(t, filepath.Join(filepath.Dir(h.rulesDir), "escape.yaml"))
+}
+
+// prometheusRejects is how Prometheus answers a configuration it refuses.
+const prometheusRejects = `failed to reload config: couldn't load configuration (--config.file="out"): parsing YAML file out: yaml: line 1: did not find expected key`
+
+func TestKeepAcceptedFromSource(t *testing.T) {
+	h, src := sourceHarness(t)
+	h.opts.WatchInterval = 20 * time.Millisecond // Safety ticks must not retry the rejected content.
+	good := map[string]string{"cm/a.yaml": "a1", "cm/b.yaml": "b1"}
+	src.set("v: 1\n", good, nil)
+	h.start(t)
+	h.reloaded(t, 1, "v: 1\n|cm/a.yaml=a1;cm/b.yaml=b1;")
+
+	// Prometheus refuses the next content: what it runs is written back.
+	h.ep.answer(http.StatusInternalServerError, prometheusRejects)
+	src.set("v: [\n", map[string]string{"cm/a.yaml": "bad", "cm/c.yaml": "c1"}, nil)
+	h.logs.waitErr(t, `reload `+h.ep.URL+`/-/reload: status 500: `+regexp.QuoteMeta(prometheusRejects))
+	eventually(t, "restore", func() bool {
+		return readFile(h.out)+"|"+readTree(h.rulesDir) == "v: 1\n|cm/a.yaml=a1;cm/b.yaml=b1;"
+	})
+	require.Equal(t, 1.0, testutil.ToFloat64(h.r.m.rejected))
+	require.Equal(t, 0.0, testutil.ToFloat64(h.r.m.lastSuccess))
+
+	// Not tried again while it is the same, though Prometheus would now
+	// take anything: safety ticks and the same content announced again.
+	h.ep.answer(http.StatusOK, "")
+	src.set("v: [\n", map[string]string{"cm/a.yaml": "bad", "cm/c.yaml": "c1"}, nil)
+	applies := testutil.ToFloat64(h.r.m.applies)
+	eventually(t, "safety ticks", func() bool { return testutil.ToFloat64(h.r.m.applies) >= applies+3 })
+	require.Equal(t, "v: 1\n|cm/a.yaml=a1;cm/b.yaml=b1;", readFile(h.out)+"|"+readTree(h.rulesDir))
+	// A fix is applied at once, and is the next reload.
+	src.set("v: 2\n", map[string]string{"cm/a.yaml": "a2"}, nil)
+	h.reloaded(t, 2, "v: 2\n|cm/a.yaml=a2;")
+	// Three requests: accepted, rejected, accepted; no retry between.
+	require.Equal(t, 3.0, testutil.ToFloat64(h.r.m.reloads))
+	require.Equal(t, 1.0, testutil.ToFloat64(h.r.m.rejected))
+	require.Equal(t, 1.0, testutil.ToFloat64(h.r.m.lastSuccess))
+}
+
+func TestKeepAcceptedFromVolume(t *testing.T) {
+	h := newHarness(t)
+	h.opts.KeepAccepted = true
+	cfg, rules := projector.Open(t, h.cfgDir), projector.Open(t, h.rulesDir)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "v: 1\n")})
+	rules.Set(t, map[string]string{"a.yaml": "a1"})
+	h.start(t)
+	h.reloaded(t, 1, "v: 1\n|a.yaml=a1;")
+
+	h.ep.answer(http.StatusInternalServerError, prometheusRejects)
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "v: [\n")})
+	h.logs.waitErr(t, `reload `+h.ep.URL+`/-/reload: status 500: `+regexp.QuoteMeta(prometheusRejects))
+	// The rendered configuration is ours to restore; the rules volume is
+	// the kubelet's, read-only.
+	eventually(t, "restore", func() bool { return readFile(h.out) == "v: 1\n" })
+
+	h.ep.answer(http.StatusOK, "")
+	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "v: 2\n")})
+	h.reloaded(t, 2, "v: 2\n|a.yaml=a1;")
+}
+
+func TestRejectedWithoutKeepAcceptedIsRetried(t *testing.T) {
+	h, src := sourceHarness(t)
+	h.opts.KeepAccepted = false
+	src.set("v: 1\n", nil, nil)
+	h.ep.answer(http.StatusInternalServerError, prometheusRejects)
+	h.start(t)
+	eventually(t, "retries", func() bool { return testutil.ToFloat64(h.r.m.reloadsFailed) >= 3 })
+	require.Zero(t, testutil.ToFloat64(h.r.m.rejected))
+	h.ep.answer(http.StatusOK, "")
+	h.reloaded(t, 1, "v: 1\n|")
+}
