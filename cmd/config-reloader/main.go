@@ -5,13 +5,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -22,6 +26,7 @@ import (
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 
+	"github.com/podreload/podreload/apisource"
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/app"
 	"github.com/podreload/podreload/internal/tune"
@@ -44,6 +49,13 @@ type config struct {
 	tls                                   reloader.TLS
 	maxSize                               units.Base2Bytes
 	log                                   promslog.Config
+	api                                   apiConfig
+}
+
+// apiConfig is the API source's part of the flags.
+type apiConfig struct {
+	secret, secretKey, rulesSelector, rulesDir string
+	apisource.Config
 }
 
 func main() {
@@ -91,21 +103,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Name: "reloader_info",
 		Help: "A metric with a constant '1' value labeled by reload method (http, signal or command).",
 	}, []string{"method"}).WithLabelValues(cfg.method).Set(1)
-	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloader.Options{
-		ConfigFile:    cfg.configFile,
-		ConfigOutput:  cfg.output,
-		MaxConfigSize: int64(cfg.maxSize),
-		WatchedDirs:   cfg.watchedDirs,
-		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
-			logger.Warn("environment variables not set: references left verbatim", "file", cfg.configFile, "undefined", describe(refs))
-		}}),
-		Trigger:       trigger,
-		DelayInterval: cfg.delayInterval,
-		WatchInterval: cfg.watchInterval,
-		RetryInterval: cfg.retryInterval,
-		AfterApply:    trimmer.Worked,
-		Retries:       -1,
-	})
+	src, err := newSource(logger.With("component", "api-source"), reg, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", program, err)
+		return 2
+	}
+	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloaderOptions(cfg, logger, trigger, trimmer, src))
 	if err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
@@ -116,12 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if cfg.watchInterval == 0 {
-		if err := rel.Render(); err != nil {
-			logger.Error("render config", "err", err)
-			return 1
-		}
-		logger.Info("config rendered", "output", cfg.output)
-		return 0
+		return renderOnce(ctx, logger, rel, src, cfg.output)
 	}
 
 	var g oklog.Group
@@ -129,8 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ctx, cancel := context.WithCancel(ctx)
 		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
 	}
+	if src != nil { // API source.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return src.Run(ctx) }, func(error) { cancel() })
+	}
 	if cfg.listen != "" { // Web server.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", rel.Ready)
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", readiness(rel, src))
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
@@ -172,10 +174,133 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
 	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0, the default, sets none, above 1 counts as 1.").Default("0").Float64Var(&cfg.memlimitRatio)
+	a.Flag("config-secret", "Read the configuration from this Secret, NAMESPACE/NAME or NAME in the pod's namespace, through the Kubernetes API instead of --config-file: live about a millisecond after it changes, where a mounted volume waits for the kubelet's next sync.").StringVar(&cfg.api.secret)
+	a.Flag("config-secret-name", "Same as --config-secret (VictoriaMetrics' config-reloader spelling).").StringVar(&cfg.api.secret)
+	a.Flag("config-secret-key", "Key of --config-secret holding the configuration, plain or gzipped.").Default("config.yaml.gz").StringVar(&cfg.api.secretKey)
+	a.Flag("rules-configmap-selector", "With --config-secret: also read the ConfigMaps of the pod's namespace that match this label selector, each key written to --rules-dir/CONFIGMAP/KEY.").StringVar(&cfg.api.rulesSelector)
+	a.Flag("rules-dir", "Directory the rule ConfigMaps are written into; files of ConfigMaps that no longer match are removed from it.").StringVar(&cfg.api.rulesDir)
+	a.Flag("api-server", "URL of the Kubernetes API server; by default the in-cluster one ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).").StringVar(&cfg.api.Server)
+	a.Flag("api-token-file", "Bearer token for the API server, read again for each request (a rotated token is used at once).").Default(apisource.DefaultTokenFile).StringVar(&cfg.api.TokenFile)
+	a.Flag("api-ca-file", "Certificates that verify the API server.").Default(apisource.DefaultCAFile).StringVar(&cfg.api.CAFile)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	level := &logLevel{level: cfg.log.Level}
 	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)
 	return a, level
+}
+
+// reloaderOptions are the reloader's options for the flags.
+func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, trimmer *tune.Trimmer, src *apisource.Source) reloader.Options {
+	opts := reloader.Options{
+		ConfigFile:    cfg.configFile,
+		ConfigOutput:  cfg.output,
+		MaxConfigSize: int64(cfg.maxSize),
+		WatchedDirs:   cfg.watchedDirs,
+		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
+			logger.Warn("environment variables not set: references left verbatim", "file", cfg.configFile, "undefined", describe(refs))
+		}}),
+		Trigger:       trigger,
+		DelayInterval: cfg.delayInterval,
+		WatchInterval: cfg.watchInterval,
+		RetryInterval: cfg.retryInterval,
+		AfterApply:    trimmer.Worked,
+		Retries:       -1,
+		KeepAccepted:  true,
+	}
+	if src != nil {
+		opts.Source, opts.RulesDir = src, cfg.api.rulesDir
+	}
+	return opts
+}
+
+// readiness is /-/ready's answer: ready once Prometheus accepted a reload,
+// and degraded, not unready, while the API source cannot reach the API
+// server: Prometheus keeps serving its last state, and taking the pod out
+// of its Service would not help.
+func readiness(rel *reloader.Reloader, src *apisource.Source) func() error {
+	return func() error {
+		if err := rel.Ready(); err != nil || src == nil {
+			return err
+		}
+		if err := src.Err(); err != nil {
+			return &app.DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
+		}
+		return nil
+	}
+}
+
+// newSource returns the API source the flags ask for, or nil.
+func newSource(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*apisource.Source, error) {
+	api := cfg.api
+	switch {
+	case api.secret == "" && (api.rulesSelector != "" || api.rulesDir != ""):
+		return nil, errors.New("--rules-configmap-selector and --rules-dir need --config-secret")
+	case api.secret == "":
+		return nil, nil
+	case cfg.configFile != "":
+		return nil, errors.New("give --config-file or --config-secret, not both")
+	case cfg.output == "":
+		return nil, errors.New("--config-secret needs --config-envsubst-file")
+	case (api.rulesSelector == "") != (api.rulesDir == ""):
+		return nil, errors.New("give both --rules-configmap-selector and --rules-dir, or neither")
+	}
+	podNamespace := ""
+	if b, err := os.ReadFile(apisource.DefaultNamespaceFile); err == nil {
+		podNamespace = strings.TrimSpace(string(b))
+	}
+	ns, name, ok := strings.Cut(api.secret, "/")
+	if !ok {
+		ns, name = podNamespace, api.secret
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--config-secret=%s: want NAMESPACE/NAME, or NAME in a pod", api.secret)
+	}
+	return apisource.New(logger, reg, apisource.Options{
+		Config:          api.Config,
+		SecretNamespace: ns, SecretName: name, SecretKey: api.secretKey,
+		RulesNamespace: cmp.Or(podNamespace, ns), RulesSelector: api.rulesSelector,
+	})
+}
+
+// renderOnce writes the configuration (and the rules, from the API) once
+// and returns the exit code: the init-container mode. From the API it
+// waits for what is missing, saying what it waits for.
+func renderOnce(ctx context.Context, logger *slog.Logger, rel *reloader.Reloader, src *apisource.Source, output string) int {
+	if src == nil {
+		if err := rel.Render(); err != nil {
+			logger.Error("render config", "err", err)
+			return 1
+		}
+		logger.Info("config rendered", "output", output)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	done := make(chan struct{})
+	defer func() { <-done }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(done)
+		_ = src.Run(ctx)
+	}()
+	var last string
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Error("render config: stopped before the configuration could be read", "waiting_for", last)
+			return 1
+		case <-src.Changed():
+		}
+		err := rel.Render()
+		if err == nil {
+			logger.Info("config rendered", "output", output)
+			return 0
+		}
+		if err.Error() != last {
+			last = err.Error()
+			logger.Warn("render config: waiting", "err", err)
+		}
+	}
 }
 
 // newTrigger returns the trigger --reload-method selects and the TLS mode of

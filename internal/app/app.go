@@ -43,7 +43,7 @@ type Server struct {
 
 // NewServer returns a server for addr (a nil logger discards logs); webConfig is an exporter-toolkit web
 // configuration file (TLS, basic auth), or empty. metricsPath defaults to /metrics. /-/ready answers 503
-// with the error ready returns, if any.
+// with the error ready returns, if any, but a DegradedError.
 func NewServer(logger *slog.Logger, reg prometheus.Gatherer, addr, webConfig, metricsPath string, ready func() error) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -61,11 +61,16 @@ func NewServer(logger *slog.Logger, reg prometheus.Gatherer, addr, webConfig, me
 		_, _ = w.Write([]byte(`{"status":"up"}`))
 	})
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
+		err := ready()
+		var degraded *DegradedError
+		switch {
+		case errors.As(err, &degraded):
+			_, _ = w.Write([]byte("ready, degraded: " + degraded.Err.Error() + "\n"))
+		case err != nil:
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
+		default:
+			_, _ = w.Write([]byte("ready\n"))
 		}
-		_, _ = w.Write([]byte("ready\n"))
 	})
 	systemd := false
 	return &Server{
@@ -74,6 +79,16 @@ func NewServer(logger *slog.Logger, reg prometheus.Gatherer, addr, webConfig, me
 		log:   logger,
 	}
 }
+
+// DegradedError is what a server's ready function returns when the
+// process serves, but not as it should (it keeps its last state while a
+// source of changes is unreachable): /-/ready answers 200 and says why,
+// since taking the pod out of its Service would not help.
+type DegradedError struct{ Err error }
+
+func (e *DegradedError) Error() string { return "degraded: " + e.Err.Error() }
+
+func (e *DegradedError) Unwrap() error { return e.Err }
 
 // Run serves until Close is called.
 func (s *Server) Run() error {

@@ -42,10 +42,13 @@ func TestNewRegistry(t *testing.T) {
 
 func TestServer(t *testing.T) {
 	reg := NewRegistry("config-reloader")
-	ready := false
+	ready, degraded := false, false
 	srv := NewServer(nil, reg, "127.0.0.1:0", "", "", func() error {
-		if !ready {
+		switch {
+		case !ready:
 			return errors.New("not ready: no reload has succeeded yet")
+		case degraded:
+			return &DegradedError{Err: errors.New("API server unreachable")}
 		}
 		return nil
 	})
@@ -55,16 +58,17 @@ func TestServer(t *testing.T) {
 		return rec.Code, rec.Body.String()
 	}
 	for _, tc := range []struct {
-		path   string
-		ready  bool
-		status int
-		body   string
+		path            string
+		ready, degraded bool
+		status          int
+		body            string
 	}{
-		{"/healthz", false, 200, `{"status":"up"}`},
-		{"/-/ready", false, 503, "not ready: no reload has succeeded yet\n"},
-		{"/-/ready", true, 200, "ready\n"},
+		{"/healthz", false, false, 200, `{"status":"up"}`},
+		{"/-/ready", false, false, 503, "not ready: no reload has succeeded yet\n"},
+		{"/-/ready", true, false, 200, "ready\n"},
+		{"/-/ready", true, true, 200, "ready, degraded: API server unreachable\n"},
 	} {
-		ready = tc.ready
+		ready, degraded = tc.ready, tc.degraded
 		status, body := get(tc.path)
 		require.Equal(t, tc.status, status, tc.path)
 		require.Equal(t, tc.body, body, tc.path)

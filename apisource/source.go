@@ -1,0 +1,291 @@
+package apisource
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/podreload/podreload/reloader"
+)
+
+// Options says what a Source reads.
+type Options struct {
+	// Config reaches the API server.
+	Config Config
+	// SecretNamespace, SecretName and SecretKey name the configuration:
+	// the key of a Secret. Required.
+	SecretNamespace, SecretName, SecretKey string
+	// RulesNamespace and RulesSelector select the rule file ConfigMaps by
+	// a label selector; an empty RulesSelector reads none. Each ConfigMap
+	// key is the file <configmap>/<key>.
+	RulesNamespace, RulesSelector string
+}
+
+// Source is a reloader.Source reading a Secret and ConfigMaps from the
+// Kubernetes API.
+type Source struct {
+	opts     Options
+	logger   *slog.Logger
+	watchers []*watcher
+	health   health
+	changed  chan struct{}
+
+	mu           sync.Mutex
+	secret       map[string][]byte // nil while the Secret does not exist
+	secretRV     string
+	secretSynced bool
+	configMaps   map[string]object
+	rulesSynced  bool
+}
+
+type kindMetrics struct {
+	connected prometheus.Gauge
+	errors    prometheus.Counter
+	relists   prometheus.Counter
+	events    *prometheus.CounterVec
+}
+
+// New returns a Source; Run starts reading. A nil logger discards logs.
+func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Source, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SecretNamespace == "" || opts.SecretName == "" || opts.SecretKey == "" {
+		return nil, errors.New("the configuration's Secret needs a namespace, a name and a key")
+	}
+	if opts.RulesSelector != "" && opts.RulesNamespace == "" {
+		return nil, errors.New("the rule ConfigMaps need a namespace")
+	}
+	c, err := newClient(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{opts: opts, logger: logger, changed: make(chan struct{}, 1), health: health{since: map[string]time.Time{}, errs: map[string]error{}}}
+	f := promauto.With(reg)
+	connected := f.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "reloader_api_watch_connected",
+		Help: "Whether the list and watch of a resource currently reach the API server (1) or are retried (0).",
+	}, []string{"resource"})
+	errs := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "reloader_api_errors_total",
+		Help: "Total number of lists and watches that failed, by resource.",
+	}, []string{"resource"})
+	relists := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "reloader_api_relists_total",
+		Help: "Total number of lists after a watch expired (410 Gone), by resource.",
+	}, []string{"resource"})
+	events := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "reloader_api_watch_events_total",
+		Help: "Total number of watch events received, by resource and type.",
+	}, []string{"resource", "type"})
+	add := func(resource, namespace, what string, selector url.Values, st store) {
+		s.watchers = append(s.watchers, &watcher{
+			c: c, logger: logger, resource: resource, selector: selector, what: what, store: st, health: &s.health,
+			path: "/api/v1/namespaces/" + url.PathEscape(namespace) + "/" + resource,
+			m: kindMetrics{
+				connected: connected.WithLabelValues(resource), errors: errs.WithLabelValues(resource),
+				relists: relists.WithLabelValues(resource), events: events.MustCurryWith(prometheus.Labels{"resource": resource}),
+			},
+		})
+	}
+	add("secrets", opts.SecretNamespace, s.secretName(),
+		url.Values{"fieldSelector": {"metadata.name=" + opts.SecretName}}, secretStore{s})
+	if opts.RulesSelector != "" {
+		add("configmaps", opts.RulesNamespace, fmt.Sprintf("configmaps in namespace %s matching %q", opts.RulesNamespace, opts.RulesSelector),
+			url.Values{"labelSelector": {opts.RulesSelector}}, configMapStore{s})
+	}
+	return s, nil
+}
+
+func (s *Source) secretName() string {
+	return "secret " + s.opts.SecretNamespace + "/" + s.opts.SecretName
+}
+
+// Run reads until ctx is done.
+func (s *Source) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, w := range s.watchers {
+		wg.Go(func() { w.run(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Changed receives after the content may have changed.
+func (s *Source) Changed() <-chan struct{} { return s.changed }
+
+func (s *Source) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Err says, when the API server could not be reached at the last attempt,
+// since when and why: the last state read is then what is served.
+func (s *Source) Err() error { return s.health.err() }
+
+// Snapshot returns the configuration and the rule files, or says what is
+// missing: not yet listed, the Secret or its key.
+func (s *Source) Snapshot() (reloader.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := s.secretName()
+	switch {
+	case !s.secretSynced:
+		return reloader.Snapshot{}, fmt.Errorf("%s: not read yet from the API server", name)
+	case s.secret == nil:
+		return reloader.Snapshot{}, fmt.Errorf("%s not found: waiting for it", name)
+	case s.opts.RulesSelector != "" && !s.rulesSynced:
+		return reloader.Snapshot{}, fmt.Errorf("configmaps matching %q: not read yet from the API server", s.opts.RulesSelector)
+	}
+	config, ok := s.secret[s.opts.SecretKey]
+	if !ok {
+		return reloader.Snapshot{}, fmt.Errorf("%s has no key %q (it has %s): waiting for it", name, s.opts.SecretKey, keys(s.secret))
+	}
+	files := map[string]string{}
+	for cm, obj := range s.configMaps {
+		for k, v := range obj.Data {
+			files[cm+"/"+k] = v
+		}
+		for k, v := range obj.BinaryData {
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return reloader.Snapshot{}, fmt.Errorf("configmap %s/%s key %s: %w", s.opts.RulesNamespace, cm, k, err)
+			}
+			files[cm+"/"+k] = string(b)
+		}
+	}
+	return reloader.Snapshot{Config: config, ConfigName: name + " key " + s.opts.SecretKey, Files: files}, nil
+}
+
+func keys[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
+
+// secretStore keeps the Secret, decoded.
+type secretStore struct{ s *Source }
+
+func (st secretStore) replace(items []object) {
+	var obj *object
+	if len(items) > 0 {
+		obj = &items[0]
+	}
+	st.set(obj)
+}
+
+func (st secretStore) apply(typ string, obj object) {
+	if typ == "DELETED" {
+		st.set(nil)
+		return
+	}
+	st.set(&obj)
+}
+
+func (st secretStore) set(obj *object) {
+	s := st.s
+	var data map[string][]byte
+	rv := ""
+	if obj != nil {
+		data, rv = map[string][]byte{}, obj.Metadata.ResourceVersion
+		for k, v := range obj.Data {
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				s.logger.Error("API source: undecodable key", "secret", s.secretName(), "key", k, "err", err)
+				continue
+			}
+			data[k] = b
+		}
+	}
+	s.mu.Lock()
+	changed := !s.secretSynced || rv != s.secretRV
+	s.secret, s.secretRV, s.secretSynced = data, rv, true
+	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
+}
+
+// configMapStore keeps the rule ConfigMaps.
+type configMapStore struct{ s *Source }
+
+func (st configMapStore) replace(items []object) {
+	s := st.s
+	m := make(map[string]object, len(items))
+	for _, obj := range items {
+		m[obj.Metadata.Name] = obj
+	}
+	s.mu.Lock()
+	changed := !s.rulesSynced || len(m) != len(s.configMaps)
+	for name, obj := range m {
+		if old, ok := s.configMaps[name]; !ok || old.Metadata.ResourceVersion != obj.Metadata.ResourceVersion {
+			changed = true
+		}
+	}
+	s.configMaps, s.rulesSynced = m, true
+	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
+}
+
+func (st configMapStore) apply(typ string, obj object) {
+	s := st.s
+	s.mu.Lock()
+	if typ == "DELETED" {
+		delete(s.configMaps, obj.Metadata.Name)
+	} else {
+		s.configMaps[obj.Metadata.Name] = obj
+	}
+	s.mu.Unlock()
+	s.notify()
+}
+
+// health records, per resource, the error of the last failed attempt and
+// since when attempts have failed.
+type health struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+	errs  map[string]error
+}
+
+func (h *health) failed(resource string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.since[resource]; !ok {
+		h.since[resource] = time.Now()
+	}
+	h.errs[resource] = err
+}
+
+func (h *health) ok(resource string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.since, resource)
+	delete(h.errs, resource)
+}
+
+func (h *health) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for _, resource := range slices.Sorted(maps.Keys(h.errs)) {
+		errs = append(errs, fmt.Errorf("API server unreachable for %s since %s: %w",
+			resource, h.since[resource].UTC().Format(time.RFC3339), h.errs[resource]))
+	}
+	return errors.Join(errs...)
+}
