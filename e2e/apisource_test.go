@@ -11,13 +11,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
@@ -43,40 +41,21 @@ const (
 	apiSelector = "podreload.dev/rulefiles=prom"
 )
 
-// newAPIPod creates the namespace, the service account "reader" with a Role
-// granting the Secret (by name) and the ConfigMaps, and a token for it.
+// newAPIPod creates the namespace ns and in it the service account
+// "reader", with a Role granting the Secret (by name) and, if
+// grantConfigMaps, the ConfigMaps: what the controller grants.
 func newAPIPod(t *testing.T, cp *controlplane.ControlPlane, ns string, grantConfigMaps bool) *apiPod {
 	t.Helper()
 	kube, err := kubernetes.NewForConfig(cp.Config)
-	require.NoError(t, err)
-	ctx := t.Context()
-	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{apiSecret}, Verbs: []string{"get", "list", "watch"}}}
 	if grantConfigMaps {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}})
 	}
-	_, err = kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader"}, Rules: rules}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	tok, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "reader", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-
+	token, ca := cp.ServiceAccount(t, ns, "reader", rules)
 	root := t.TempDir()
 	p := &apiPod{t: t, cp: cp, kube: kube, ns: ns, root: root,
 		out: filepath.Join(root, "config-out", "prometheus.env.yaml"), rulesDir: filepath.Join(root, "rules")}
-	token, ca := filepath.Join(root, "token"), filepath.Join(root, "ca.crt")
-	require.NoError(t, os.WriteFile(token, []byte(tok.Status.Token), 0o600))
-	require.NoError(t, os.WriteFile(ca, cp.Config.CAData, 0o600))
 	p.apiArgs = []string{
 		"--config-secret=" + ns + "/" + apiSecret, "--config-secret-key=" + apiKey,
 		"--rules-configmap-selector=" + apiSelector, "--rules-dir=" + p.rulesDir,

@@ -15,7 +15,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,6 +43,12 @@ type ControlPlane struct {
 // certificates across RestartAPIServer.
 func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 	t.Helper()
+	return StartWithFlags(t, nil, crdDirs...)
+}
+
+// StartWithFlags is Start with more kube-apiserver flags, name to value.
+func StartWithFlags(t testing.TB, flags map[string]string, crdDirs ...string) *ControlPlane {
+	t.Helper()
 	// envtest logs through controller-runtime's global logger; unset, it
 	// prints a warning with a stack trace 30 s into the process (the first
 	// thing `make demo` showed). Its errors go to stderr, the rest is noise.
@@ -48,6 +61,9 @@ func Start(t testing.TB, crdDirs ...string) *ControlPlane {
 		ErrorIfCRDPathMissing: true,
 	}
 	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
+	for name, value := range flags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// It may have started them and failed after (installing the CRDs).
@@ -87,4 +103,37 @@ func (cp *ControlPlane) RestartAPIServer(t testing.TB) {
 	require.True(t, killed, "no kube-apiserver serving on port %s", port)
 	require.NoError(t, apiserver.Stop())
 	require.NoError(t, apiserver.Start())
+}
+
+// ServiceAccount creates the namespace ns (if missing) and in it the
+// service account name, bound to a Role of rules, and returns files holding
+// a token for it and the API server's CA, as a pod would have them.
+func (cp *ControlPlane) ServiceAccount(t testing.TB, ns, name string, rules []rbacv1.PolicyRule) (tokenFile, caFile string) {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	ctx := t.Context()
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	_, err = kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tok, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	tokenFile, caFile = filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(tok.Status.Token), 0o600))
+	require.NoError(t, os.WriteFile(caFile, cp.Config.CAData, 0o600))
+	return tokenFile, caFile
 }
