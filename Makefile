@@ -187,7 +187,7 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/
 	$(GO) test -run NONE -bench Scale -benchtime 1x ./cmd/controller/
-	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Pipeline -benchtime 1x ./e2e/
+	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench NodeRuleEdit -benchtime 1x -timeout 90m ./e2e/node/
 

@@ -25,7 +25,7 @@ import (
 // rule ConfigMaps through a real API server, as the service account
 // reader, with only the Role the controller grants.
 type apiPod struct {
-	t                   *testing.T
+	t                   testing.TB
 	cp                  *controlplane.ControlPlane
 	kube                *kubernetes.Clientset
 	ns                  string
@@ -44,7 +44,7 @@ const (
 // newAPIPod creates the namespace ns and in it the service account
 // "reader", with a Role granting the Secret (by name) and, if
 // grantConfigMaps, the ConfigMaps: what the controller grants.
-func newAPIPod(t *testing.T, cp *controlplane.ControlPlane, ns string, grantConfigMaps bool) *apiPod {
+func newAPIPod(t testing.TB, cp *controlplane.ControlPlane, ns string, grantConfigMaps bool) *apiPod {
 	t.Helper()
 	kube, err := kubernetes.NewForConfig(cp.Config)
 	require.NoError(t, err)

@@ -332,7 +332,7 @@ func (s state) String() string {
 // prometheus.yaml.gz, a ConfigMap-like rules volume, an emptyDir for the
 // rendered config, Prometheus and the config-reloader sidecar.
 type pod struct {
-	t                     *testing.T
+	t                     testing.TB
 	configVol, rulesVol   string
 	output                string
 	configProj, rulesProj *projector.Projector
