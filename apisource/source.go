@@ -144,11 +144,11 @@ func (s *Source) Snapshot() (reloader.Snapshot, error) {
 	name := s.secretName()
 	switch {
 	case !s.secretSynced:
-		return reloader.Snapshot{}, fmt.Errorf("%s: not read yet from the API server", name)
+		return reloader.Snapshot{}, fmt.Errorf("%s: %w", name, reloader.ErrNotRead)
 	case s.secret == nil:
 		return reloader.Snapshot{}, fmt.Errorf("%s not found: waiting for it", name)
 	case s.opts.RulesSelector != "" && !s.rulesSynced:
-		return reloader.Snapshot{}, fmt.Errorf("configmaps matching %q: not read yet from the API server", s.opts.RulesSelector)
+		return reloader.Snapshot{}, fmt.Errorf("configmaps matching %q: %w", s.opts.RulesSelector, reloader.ErrNotRead)
 	}
 	config, ok := s.secret[s.opts.SecretKey]
 	if !ok {

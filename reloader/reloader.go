@@ -404,6 +404,10 @@ func (r *Reloader) Run(ctx context.Context) error {
 			switch {
 			case res == resultSettling:
 				s.unsettled()
+			case errors.Is(err, ErrNotRead):
+				// The source announces its first content.
+				s.applied(input, false)
+				r.logger.Debug("waiting for the source's first content", "err", err)
 			case res == resultRejected:
 				// Nothing to retry until the content changes.
 				s.applied(input, true)
@@ -545,7 +549,9 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 	case r.opts.Source != nil:
 		snap, err := r.opts.Source.Snapshot()
 		if err != nil {
-			r.m.appliesFailed.Inc()
+			if !errors.Is(err, ErrNotRead) {
+				r.m.appliesFailed.Inc()
+			}
 			return st, in.Sum64(), false, nil, err
 		}
 		writeUint64(in, snap.hash())

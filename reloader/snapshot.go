@@ -25,6 +25,10 @@ type Source interface {
 	Snapshot() (Snapshot, error)
 }
 
+// ErrNotRead is what a Source's Snapshot wraps before it has read its
+// content once: Run then waits for Changed, without counting a failure.
+var ErrNotRead = errors.New("not read yet from the API server")
+
 // Snapshot is the content of a Source at one moment.
 type Snapshot struct {
 	// Config is the configuration as stored, plain or gzipped.

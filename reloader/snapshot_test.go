@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,8 +118,16 @@ func TestSourceWritesFiles(t *testing.T) {
 
 func TestSourceMissing(t *testing.T) {
 	h, src := sourceHarness(t)
-	src.set("", nil, errors.New(`secret test/cfg not found: waiting for it`))
+	// Before its first read, the source is not a failure: nothing is
+	// counted, nothing retried.
+	src.set("", nil, fmt.Errorf("secret test/cfg: %w", ErrNotRead))
+	var applies atomic.Int32
+	h.opts.AfterApply = func() { applies.Add(1) }
 	h.start(t)
+	eventually(t, "an apply", func() bool { return applies.Load() > 0 })
+	require.Zero(t, testutil.ToFloat64(h.r.m.appliesFailed))
+	require.NotContains(t, h.logs.String(), "apply failed")
+	src.set("", nil, errors.New(`secret test/cfg not found: waiting for it`))
 	h.logs.waitErr(t, `secret test/cfg not found: waiting for it`)
 	require.Empty(t, h.ep.reloads())
 	require.NoFileExists(t, h.out)
