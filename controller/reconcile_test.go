@@ -462,7 +462,9 @@ func (cp *controlPlane) testShards(t *testing.T) {
 	del := slices.Index(writes, "DELETE "+base+ruleShardName(srv, 1))
 	require.True(t, update >= 0 && del > update, "first shard updated before the second is deleted: %q", writes)
 
-	// The pods mount padded rule volumes: the StatefulSet was never written.
+	// The pods of the API source have no volume per shard (and those of
+	// the volume source mount a padded set of them): the StatefulSet was
+	// never written.
 	var after appsv1.StatefulSet
 	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &after))
 	require.Equal(t, sts.ResourceVersion, after.ResourceVersion, "StatefulSet untouched")

@@ -170,15 +170,19 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.Equal(t, hex.EncodeToString(sum[:]), out.ConfigHash)
 
 	// The workload, as renderWorkload renders it for as many shards, and
-	// mounting the Secret.
+	// reading the Secret: through the API server, or mounting it.
 	opts.RuleShards = len(shards)
 	svc, sts := renderWorkload(server, opts)
 	require.Equal(t, svc, out.Service)
 	require.Equal(t, sts, out.StatefulSet)
-	require.Contains(t, out.StatefulSet.Spec.Template.Spec.Volumes, corev1.Volume{
-		Name:         "config",
-		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}},
-	})
+	if apiSource(server) {
+		require.Contains(t, out.StatefulSet.Spec.Template.Spec.Containers[1].Args, "--config-secret="+s.Namespace+"/"+s.Name)
+	} else {
+		require.Contains(t, out.StatefulSet.Spec.Template.Spec.Volumes, corev1.Volume{
+			Name:         "config",
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}},
+		})
+	}
 	return config
 }
 
