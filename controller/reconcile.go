@@ -245,7 +245,10 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 // StatefulSet (nil while there is none). Without a config Secret in objs,
 // the last one written stays. Rule shards are created or
 // updated before the extra ones are deleted, so that no rule file
-// disappears from the pods between two states.
+// disappears from the pods between two states. The Role and RoleBinding
+// of the API source are written before the StatefulSet, so that its pods
+// find them; without them in objs, the ones written earlier are deleted
+// once the StatefulSet no longer needs them.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) (*appsv1.StatefulSet, error) {
 	if objs.ConfigSecret != nil {
 		if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
@@ -274,10 +277,22 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 		r.logger.Info("deleted rule file ConfigMap", "server", client.ObjectKeyFromObject(server), "configmap", cm.Name)
 	}
+	if objs.Role != nil {
+		if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
+			return nil, err
+		}
+		if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
 		return nil, err
 	}
-	return r.writeStatefulSet(ctx, server, objs.StatefulSet)
+	sts, err := r.writeStatefulSet(ctx, server, objs.StatefulSet)
+	if err != nil || objs.Role != nil {
+		return sts, err
+	}
+	return sts, r.deleteAccess(ctx, server)
 }
 
 // recreatingError says that a StatefulSet is being deleted to be created

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -66,6 +67,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("rule shards", cp.testShards)
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("drift", cp.testDrift)
+	t.Run("access of the API source", cp.testAccess)
+	t.Run("deploy's RBAC", cp.testDeployRBAC)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)
@@ -138,11 +141,12 @@ func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // start runs a controller limited to namespaces until the test ends,
-// recording its write requests.
+// recording its write requests. It reaches the API server with
+// opts.Config, or as an administrator when that is nil.
 func (cp *controlPlane) start(t *testing.T, opts Options) *running {
 	t.Helper()
 	r := &running{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
-	cfg := rest.CopyConfig(cp.cfg)
+	cfg := rest.CopyConfig(cmp.Or(opts.Config, cp.cfg))
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, r: r} }
 	cfg.QPS, cfg.Burst = 200, 400
 	opts.Config = cfg
