@@ -431,10 +431,17 @@ func paddedRule(ns, name string, size int) *monitoringv1.PrometheusRule {
 }
 
 func (cp *controlPlane) testShards(t *testing.T) {
-	ns := cp.namespace(t, "shards", nil)
+	for _, source := range []string{v1alpha1.SourceAPI, v1alpha1.SourceVolume} {
+		t.Run(source, func(t *testing.T) { cp.testShardsOf(t, source) })
+	}
+}
+
+func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
+	ns := cp.namespace(t, "shards-"+source, nil)
 	run := cp.start(t, Options{Namespaces: []string{ns}})
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
 		s.RuleSelector = &metav1.LabelSelector{MatchLabels: labelsOf("shard", "test")}
+		s.Reloader.Source = source
 	})
 	small := prometheusRule(ns, "a-small", labelsOf("shard", "test"), "up")
 	cp.create(t, srv, small)
@@ -444,7 +451,10 @@ func (cp *controlPlane) testShards(t *testing.T) {
 
 	// Four files of 150 KiB and a small one: three big ones fill the first
 	// 512 KiB shard, the small one fits there too, the last goes to a
-	// second shard.
+	// second shard. With the API source, the configuration names it
+	// before it is created; with the volume source, it names a padded set
+	// of them and does not change.
+	before := len(run.Writes())
 	var big []*monitoringv1.PrometheusRule
 	for _, name := range []string{"b1", "b2", "b3", "b4"} {
 		r := paddedRule(ns, name, 150<<10)
@@ -454,17 +464,37 @@ func (cp *controlPlane) testShards(t *testing.T) {
 	cp.waitRules(t, srv,
 		slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[0]), fileOf(big[1]), fileOf(big[2])})),
 		[]string{fileOf(big[3])})
+	writes := run.Writes()[before:]
+	base := "/api/v1/namespaces/" + ns + "/configmaps"
+	config := "PUT /api/v1/namespaces/" + ns + "/secrets/" + ConfigSecretName(srv)
+	create := slices.Index(writes, "POST "+base)
+	require.GreaterOrEqual(t, create, 0, "second shard created: %q", writes)
+	if source == v1alpha1.SourceAPI {
+		require.True(t, slices.Contains(writes[:create], config), "configuration written before the second shard: %q", writes)
+	} else {
+		require.NotContains(t, writes, config)
+	}
 
 	// Shrink: the last file moves to the first shard, which is written
-	// before the second one is deleted.
-	before := len(run.Writes())
+	// before the second one is deleted; with the API source, the
+	// configuration stops naming it after that.
+	before = len(run.Writes())
 	require.NoError(t, cp.c.Delete(t.Context(), big[0]))
 	cp.waitRules(t, srv, slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[1]), fileOf(big[2]), fileOf(big[3])})))
-	writes := run.Writes()[before:]
-	base := "/api/v1/namespaces/" + ns + "/configmaps/"
-	update := slices.Index(writes, "PUT "+base+ruleShardName(srv, 0))
-	del := slices.Index(writes, "DELETE "+base+ruleShardName(srv, 1))
+	if source == v1alpha1.SourceAPI {
+		eventually(t, func(c *assert.CollectT) {
+			assert.Contains(c, run.Writes()[before:], config)
+		})
+	}
+	writes = run.Writes()[before:]
+	update := slices.Index(writes, "PUT "+base+"/"+ruleShardName(srv, 0))
+	del := slices.Index(writes, "DELETE "+base+"/"+ruleShardName(srv, 1))
 	require.True(t, update >= 0 && del > update, "first shard updated before the second is deleted: %q", writes)
+	if source == v1alpha1.SourceAPI {
+		require.Greater(t, slices.Index(writes, config), del, "configuration written after the second shard is deleted: %q", writes)
+	} else {
+		require.NotContains(t, writes, config)
+	}
 
 	// The pods of the API source have no volume per shard (and those of
 	// the volume source mount a padded set of them): the StatefulSet was
