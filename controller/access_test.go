@@ -241,9 +241,9 @@ func (cp *controlPlane) as(who rest.ImpersonationConfig) *rest.Config {
 }
 
 // testDeployRBAC runs the controller with exactly the ClusterRole of
-// deploy/: the API server lets it create the Role and RoleBinding of the
-// API source without escalate or bind (it holds every permission the Role
-// grants), and delete them. The Role lets the pods' service account get,
+// deploy/: the API server lets it create, update and delete the Role and
+// RoleBinding of the API source without escalate or bind (it holds every
+// permission the Role grants). The Role lets the pods' service account get,
 // list and watch their config Secret and no other, and list and watch the
 // ConfigMaps of the namespace.
 func (cp *controlPlane) testDeployRBAC(t *testing.T) {
@@ -270,7 +270,11 @@ func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 	ctx := t.Context()
 	byName := client.MatchingFields{"metadata.name": ConfigSecretName(srv)}
 	rules := client.MatchingLabels{LabelRuleFiles: srv.Name}
-	require.NoError(t, pod.Get(ctx, client.ObjectKey{Namespace: ns, Name: ConfigSecretName(srv)}, &corev1.Secret{}), "get the config Secret")
+	configKey := client.ObjectKey{Namespace: ns, Name: ConfigSecretName(srv)}
+	// The API server's authorizer follows RBAC objects through a watch.
+	eventually(t, func(c *assert.CollectT) {
+		assert.NoError(c, pod.Get(ctx, configKey, &corev1.Secret{}), "get the config Secret")
+	})
 	var secrets corev1.SecretList
 	require.NoError(t, pod.List(ctx, &secrets, client.InNamespace(ns), byName), "list the config Secret by name")
 	require.Len(t, secrets.Items, 1)
@@ -295,10 +299,27 @@ func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 		require.True(t, apierrors.IsForbidden(err), "%s: %v", what, err)
 	}
 
+	// It may update them: a Role someone narrowed, a binding to a new
+	// service account.
+	edit(t, cp.c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: accessName(srv)}}, func(r *rbacv1.Role) {
+		r.Rules[1].Verbs = []string{"list"}
+	})
+	cp.waitAccess(t, srv, nil)
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.ServiceAccountName = "prometheus-2" })
+	cp.waitAccess(t, srv, func(s *v1alpha1.PrometheusServerSpec) { s.ServiceAccountName = "prometheus-2" })
+	pod2 := newClient(t, cp.as(serviceAccount(ns, "prometheus-2")))
+	eventually(t, func(c *assert.CollectT) {
+		err := pod.Get(ctx, configKey, &corev1.Secret{})
+		assert.True(c, apierrors.IsForbidden(err), "the former service account still reads: %v", err)
+		assert.NoError(c, pod2.Get(ctx, configKey, &corev1.Secret{}))
+	})
+
 	// To the volume source: the controller may delete them too.
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceVolume })
 	cp.waitNoAccess(t, srv)
-	require.True(t, apierrors.IsForbidden(pod.Get(ctx, client.ObjectKey{Namespace: ns, Name: ConfigSecretName(srv)}, &corev1.Secret{})),
-		"the grant is gone")
+	eventually(t, func(c *assert.CollectT) {
+		err := pod2.Get(ctx, configKey, &corev1.Secret{})
+		assert.True(c, apierrors.IsForbidden(err), "the grant is gone: %v", err)
+	})
 	require.Zero(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"), "no request of the controller denied")
 }
