@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,6 +113,8 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
 		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
 		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
@@ -134,8 +137,8 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) m
 			namespaces[ns] = cache.Config{}
 		}
 	}
-	// Only the ConfigMaps, Services and StatefulSets of PrometheusServers
-	// are cached, not every one of the cluster. Of Secrets, which hold the
+	// Only the ConfigMaps, Services, StatefulSets, Roles and RoleBindings
+	// of PrometheusServers are cached, not every one of the cluster. Of Secrets, which hold the
 	// biggest objects of many clusters, only the metadata is cached (to
 	// know when one changes): the ones a server references, and its config
 	// Secret, are read from the API server when it is reconciled.
@@ -161,6 +164,8 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) m
 				&corev1.ConfigMap{}:   ours,
 				&corev1.Service{}:     ours,
 				&appsv1.StatefulSet{}: ours,
+				&rbacv1.Role{}:        ours,
+				&rbacv1.RoleBinding{}: ours,
 			},
 		},
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},

@@ -243,41 +243,79 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 
 // write makes the live objects of server match objs, and returns the live
 // StatefulSet (nil while there is none). Without a config Secret in objs,
-// the last one written stays. Rule shards are created or
-// updated before the extra ones are deleted, so that no rule file
-// disappears from the pods between two states.
+// the last one written stays. No rule file disappears from the pods
+// between two states: rule shards are created or updated before the extra
+// ones are deleted, and the configuration, whose rule_files name the
+// shards, is written before them, or after the deletions when shards go.
+// The Role and RoleBinding of the API source are written before the
+// StatefulSet, so that its pods find them; without them in objs, the ones
+// written earlier are deleted once the StatefulSet no longer needs them.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) (*appsv1.StatefulSet, error) {
-	if objs.ConfigSecret != nil {
-		if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
+	extra, err := r.extraShards(ctx, server, objs.RuleShards)
+	if err != nil {
+		return nil, err
+	}
+	writeConfig := func() error {
+		if objs.ConfigSecret == nil {
+			return nil
+		}
+		return writeObject(ctx, r, server, objs.ConfigSecret, syncSecret)
+	}
+	if len(extra) == 0 {
+		if err := writeConfig(); err != nil {
 			return nil, err
 		}
 	}
-	keep := map[string]bool{}
 	for _, cm := range objs.RuleShards {
 		if err := writeObject(ctx, r, server, cm, syncConfigMap); err != nil {
 			return nil, err
 		}
-		keep[cm.Name] = true
 	}
-	var cms corev1.ConfigMapList
-	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels{LabelRuleFiles: server.Name}); err != nil {
-		return nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
-	}
-	for i := range cms.Items {
-		cm := &cms.Items[i]
-		if keep[cm.Name] || !metav1.IsControlledBy(cm, server) {
-			continue
-		}
+	for _, cm := range extra {
 		r.metrics.writes.WithLabelValues("ConfigMap", "delete").Inc()
 		if err := r.client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("delete ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 		}
 		r.logger.Info("deleted rule file ConfigMap", "server", client.ObjectKeyFromObject(server), "configmap", cm.Name)
 	}
+	if len(extra) > 0 {
+		if err := writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	if objs.Role != nil {
+		if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
+			return nil, err
+		}
+		if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
 		return nil, err
 	}
-	return r.writeStatefulSet(ctx, server, objs.StatefulSet)
+	sts, err := r.writeStatefulSet(ctx, server, objs.StatefulSet)
+	if err != nil || objs.Role != nil {
+		return sts, err
+	}
+	return sts, r.deleteAccess(ctx, server)
+}
+
+// extraShards returns the rule file ConfigMaps server controls that are
+// not among shards.
+func (r *reconciler) extraShards(ctx context.Context, server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap) ([]*corev1.ConfigMap, error) {
+	var cms corev1.ConfigMapList
+	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels{LabelRuleFiles: server.Name}); err != nil {
+		return nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
+	}
+	var extra []*corev1.ConfigMap
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if metav1.IsControlledBy(cm, server) && !slices.ContainsFunc(shards, func(s *corev1.ConfigMap) bool { return s.Name == cm.Name }) {
+			extra = append(extra, cm)
+		}
+	}
+	return extra, nil
 }
 
 // recreatingError says that a StatefulSet is being deleted to be created

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -66,6 +67,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("rule shards", cp.testShards)
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("drift", cp.testDrift)
+	t.Run("access of the API source", cp.testAccess)
+	t.Run("deploy's RBAC", cp.testDeployRBAC)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)
@@ -138,11 +141,12 @@ func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // start runs a controller limited to namespaces until the test ends,
-// recording its write requests.
+// recording its write requests. It reaches the API server with
+// opts.Config, or as an administrator when that is nil.
 func (cp *controlPlane) start(t *testing.T, opts Options) *running {
 	t.Helper()
 	r := &running{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
-	cfg := rest.CopyConfig(cp.cfg)
+	cfg := rest.CopyConfig(cmp.Or(opts.Config, cp.cfg))
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, r: r} }
 	cfg.QPS, cfg.Burst = 200, 400
 	opts.Config = cfg
@@ -427,10 +431,17 @@ func paddedRule(ns, name string, size int) *monitoringv1.PrometheusRule {
 }
 
 func (cp *controlPlane) testShards(t *testing.T) {
-	ns := cp.namespace(t, "shards", nil)
+	for _, source := range []string{v1alpha1.SourceAPI, v1alpha1.SourceVolume} {
+		t.Run(source, func(t *testing.T) { cp.testShardsOf(t, source) })
+	}
+}
+
+func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
+	ns := cp.namespace(t, "shards-"+source, nil)
 	run := cp.start(t, Options{Namespaces: []string{ns}})
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
 		s.RuleSelector = &metav1.LabelSelector{MatchLabels: labelsOf("shard", "test")}
+		s.Reloader.Source = source
 	})
 	small := prometheusRule(ns, "a-small", labelsOf("shard", "test"), "up")
 	cp.create(t, srv, small)
@@ -440,7 +451,10 @@ func (cp *controlPlane) testShards(t *testing.T) {
 
 	// Four files of 150 KiB and a small one: three big ones fill the first
 	// 512 KiB shard, the small one fits there too, the last goes to a
-	// second shard.
+	// second shard. With the API source, the configuration names it
+	// before it is created; with the volume source, it names a padded set
+	// of them and does not change.
+	before := len(run.Writes())
 	var big []*monitoringv1.PrometheusRule
 	for _, name := range []string{"b1", "b2", "b3", "b4"} {
 		r := paddedRule(ns, name, 150<<10)
@@ -450,19 +464,41 @@ func (cp *controlPlane) testShards(t *testing.T) {
 	cp.waitRules(t, srv,
 		slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[0]), fileOf(big[1]), fileOf(big[2])})),
 		[]string{fileOf(big[3])})
+	writes := run.Writes()[before:]
+	base := "/api/v1/namespaces/" + ns + "/configmaps"
+	config := "PUT /api/v1/namespaces/" + ns + "/secrets/" + ConfigSecretName(srv)
+	create := slices.Index(writes, "POST "+base)
+	require.GreaterOrEqual(t, create, 0, "second shard created: %q", writes)
+	if source == v1alpha1.SourceAPI {
+		require.True(t, slices.Contains(writes[:create], config), "configuration written before the second shard: %q", writes)
+	} else {
+		require.NotContains(t, writes, config)
+	}
 
 	// Shrink: the last file moves to the first shard, which is written
-	// before the second one is deleted.
-	before := len(run.Writes())
+	// before the second one is deleted; with the API source, the
+	// configuration stops naming it after that.
+	before = len(run.Writes())
 	require.NoError(t, cp.c.Delete(t.Context(), big[0]))
 	cp.waitRules(t, srv, slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[1]), fileOf(big[2]), fileOf(big[3])})))
-	writes := run.Writes()[before:]
-	base := "/api/v1/namespaces/" + ns + "/configmaps/"
-	update := slices.Index(writes, "PUT "+base+ruleShardName(srv, 0))
-	del := slices.Index(writes, "DELETE "+base+ruleShardName(srv, 1))
+	if source == v1alpha1.SourceAPI {
+		eventually(t, func(c *assert.CollectT) {
+			assert.Contains(c, run.Writes()[before:], config)
+		})
+	}
+	writes = run.Writes()[before:]
+	update := slices.Index(writes, "PUT "+base+"/"+ruleShardName(srv, 0))
+	del := slices.Index(writes, "DELETE "+base+"/"+ruleShardName(srv, 1))
 	require.True(t, update >= 0 && del > update, "first shard updated before the second is deleted: %q", writes)
+	if source == v1alpha1.SourceAPI {
+		require.Greater(t, slices.Index(writes, config), del, "configuration written after the second shard is deleted: %q", writes)
+	} else {
+		require.NotContains(t, writes, config)
+	}
 
-	// The pods mount padded rule volumes: the StatefulSet was never written.
+	// The pods of the API source have no volume per shard (and those of
+	// the volume source mount a padded set of them): the StatefulSet was
+	// never written.
 	var after appsv1.StatefulSet
 	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &after))
 	require.Equal(t, sts.ResourceVersion, after.ResourceVersion, "StatefulSet untouched")

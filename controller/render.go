@@ -16,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -60,6 +61,11 @@ type objects struct {
 	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
+	// Role and RoleBinding let the reloaders of a server with the API
+	// source read its config Secret and rule ConfigMaps (renderAccess);
+	// both are nil with the volume source.
+	Role        *rbacv1.Role
+	RoleBinding *rbacv1.RoleBinding
 	// Service is the headless Service of the StatefulSet.
 	Service *corev1.Service
 	// StatefulSet runs Prometheus and the config-reloader. Its pod
@@ -110,9 +116,9 @@ type counts struct {
 // rules with isSelected, renders the rules into ConfigMaps (ruleCache.render,
 // through cache when it is not nil), the configuration with the rule_files
 // of as many shards (renderConfigParts, then configParts.head with
-// ruleFilesGlobs), its Secret, and the
-// Service and StatefulSet (renderWorkload, with opts.RuleShards set to the
-// shard count; the caller's value is ignored). The rules are rendered on
+// ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
+// (renderAccess), and the Service and StatefulSet (renderWorkload, with
+// opts.RuleShards set to the shard count; the caller's value is ignored). The rules are rendered on
 // other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
@@ -182,7 +188,10 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 
 	opts.RuleShards = len(shards)
 	svc, sts := renderWorkload(server, opts)
+	role, binding := renderAccess(server)
 	objs := &objects{
+		Role:        role,
+		RoleBinding: binding,
 		RuleShards:  shards,
 		Service:     svc,
 		StatefulSet: sts,

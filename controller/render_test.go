@@ -84,7 +84,8 @@ func TestRender(t *testing.T) {
 
 // renderGolden is the content of a golden file: the error, or the counts
 // of selected objects, the rejections, the rule shards with their file
-// names and the config Secret with its keys as comments, followed by the
+// names, the Role with its rules and the RoleBinding with its subjects,
+// and the config Secret with its keys as comments, followed by the
 // configuration, gunzipped.
 func renderGolden(t *testing.T, out *objects, err error) []byte {
 	t.Helper()
@@ -103,6 +104,19 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 	}
 	for _, cm := range out.RuleShards {
 		fmt.Fprintf(&b, "# configmap %s/%s: %s\n", cm.Namespace, cm.Name, strings.Join(slices.Sorted(maps.Keys(cm.Data)), ", "))
+	}
+	if out.Role == nil {
+		fmt.Fprintf(&b, "# role: none\n")
+	} else {
+		var rules []string
+		for _, rule := range out.Role.Rules {
+			rules = append(rules, strings.TrimSpace(strings.Join(rule.Verbs, ",")+" "+strings.Join(rule.Resources, ",")+" "+strings.Join(rule.ResourceNames, ",")))
+		}
+		fmt.Fprintf(&b, "# role %s/%s: %s\n", out.Role.Namespace, out.Role.Name, strings.Join(rules, "; "))
+		rb := out.RoleBinding
+		for _, sub := range rb.Subjects {
+			fmt.Fprintf(&b, "# rolebinding %s/%s: %s %s to %s %s/%s\n", rb.Namespace, rb.Name, rb.RoleRef.Kind, rb.RoleRef.Name, sub.Kind, sub.Namespace, sub.Name)
+		}
 	}
 	s := out.ConfigSecret
 	fmt.Fprintf(&b, "# secret %s/%s: %s\n", s.Namespace, s.Name, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
@@ -170,15 +184,22 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.Equal(t, hex.EncodeToString(sum[:]), out.ConfigHash)
 
 	// The workload, as renderWorkload renders it for as many shards, and
-	// mounting the Secret.
+	// reading the Secret: through the API server, or mounting it.
 	opts.RuleShards = len(shards)
 	svc, sts := renderWorkload(server, opts)
 	require.Equal(t, svc, out.Service)
 	require.Equal(t, sts, out.StatefulSet)
-	require.Contains(t, out.StatefulSet.Spec.Template.Spec.Volumes, corev1.Volume{
-		Name:         "config",
-		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}},
-	})
+	role, binding := renderAccess(server)
+	require.Equal(t, role, out.Role)
+	require.Equal(t, binding, out.RoleBinding)
+	if apiSource(server) {
+		require.Contains(t, out.StatefulSet.Spec.Template.Spec.Containers[1].Args, "--config-secret="+s.Namespace+"/"+s.Name)
+	} else {
+		require.Contains(t, out.StatefulSet.Spec.Template.Spec.Volumes, corev1.Volume{
+			Name:         "config",
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}},
+		})
+	}
 	return config
 }
 

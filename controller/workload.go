@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,7 +63,8 @@ type WorkloadOptions struct {
 	// DefaultReloaderImage is the config-reloader image of servers that set none.
 	DefaultReloaderImage string
 	// RuleShards is the number of rule file ConfigMaps (from RenderRules);
-	// give ruleFilesGlobs the same number.
+	// give ruleFilesGlobs the same number. The pods of a server with the
+	// API source do not depend on it.
 	RuleShards int
 }
 
@@ -71,16 +73,30 @@ func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
 	return server.Name + "-config"
 }
 
+// apiSource reports whether the reloaders of server read from the API
+// server: spec.reloader.source api, or empty (the CRD's default, which
+// the API server leaves unset when spec.reloader is absent).
+func apiSource(server *v1alpha1.PrometheusServer) bool {
+	return server.Spec.Reloader.Source != v1alpha1.SourceVolume
+}
+
 // ruleFilesGlobs are the rule_files entries for the rule file ConfigMaps
-// the pods of server mount when there are shards of them: one per mounted
-// directory, because Prometheus allows a wildcard in the last path element
-// only. They cover the padded count (ruleVolumes), so the configuration
-// does not change when a shard is added within it. They are relative to
-// the directory of the expanded configuration (configOutMountPath), which
+// of server when there are shards of them: one per directory, because
+// Prometheus allows a wildcard in the last path element only. With the
+// volume source they cover the padded count of mounted volumes
+// (ruleVolumes), so the configuration does not change when a shard is
+// added within it; with the API source, which writes each ConfigMap into
+// a directory of the same name under rulesMountPath and needs no volume
+// per shard, they are exactly the shards. They are relative to the
+// directory of the expanded configuration (configOutMountPath), which
 // Prometheus resolves them against, so the configuration holds wherever
 // the pod's volumes are mounted.
 func ruleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
-	globs := make([]string, ruleVolumes(shards))
+	n := shards
+	if !apiSource(server) {
+		n = ruleVolumes(shards)
+	}
+	globs := make([]string, n)
 	for i := range globs {
 		globs[i] = "../" + strings.TrimPrefix(ruleDir(server, i), path.Dir(configOutMountPath)+"/") + "/*.yaml"
 	}
@@ -145,28 +161,21 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	signal := spec.Reloader.ReloadMethod == "signal"
 
 	configOut := configOutMountPath + "/" + configEnvsubstFile
-	mountConfig := corev1.VolumeMount{Name: "config", MountPath: configMountPath, ReadOnly: true}
-	mountConfigOut := corev1.VolumeMount{Name: "config-out", MountPath: configOutMountPath}
-	volumes := []corev1.Volume{
-		{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
-		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	var src podSource
+	if apiSource(server) {
+		src = apiPodSource(server, configOut)
+	} else {
+		src = volumePodSource(server, opts.RuleShards, configOut)
 	}
-
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
-	volumes = append(volumes, storageVolumes...)
-	rules, ruleMounts, watched := ruleShardVolumes(server, opts.RuleShards)
-	volumes = append(volumes, rules...)
+	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes)
 
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 		{Name: "SHARD", Value: "0"},
 	}
 	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
-	renderArgs := []string{
-		"--config-file=" + configMountPath + "/" + ConfigSecretKey,
-		"--config-envsubst-file=" + configOut,
-	}
-	sidecarArgs := append(append([]string{}, renderArgs...), watched...)
+	sidecarArgs := slices.Concat(src.args, src.watchArgs)
 	if signal {
 		sidecarArgs = append(sidecarArgs, "--reload-method=signal")
 	} else {
@@ -174,14 +183,14 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 	sidecarArgs = append(sidecarArgs, "--listen-address=:"+strconv.Itoa(reloaderPort))
 
-	prometheus := prometheusContainer(spec, opts, configOut, storage, ruleMounts)
+	prometheus := prometheusContainer(spec, opts, configOut, storage, src.prometheusMounts)
 	initReloader := corev1.Container{
 		Name:            "init-config-reloader",
 		Image:           reloaderImage,
-		Args:            append([]string{"--watch-interval=0"}, renderArgs...),
+		Args:            append([]string{"--watch-interval=0"}, src.args...),
 		Env:             env,
 		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    []corev1.VolumeMount{mountConfig, mountConfigOut},
+		VolumeMounts:    src.reloaderMounts,
 		SecurityContext: containerSecurity(),
 	}
 	sidecar := corev1.Container{
@@ -191,7 +200,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    append([]corev1.VolumeMount{mountConfig, mountConfigOut}, ruleMounts...),
+		VolumeMounts:    slices.Concat(src.reloaderMounts, src.sidecarMounts),
 		SecurityContext: containerSecurity(),
 	}
 
@@ -199,6 +208,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 		ObjectMeta: metav1.ObjectMeta{Labels: selectorLabels(server)},
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
+			AutomountServiceAccountToken:  src.automountToken,
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
 			SecurityContext:               podSecurity(),
 			InitContainers:                []corev1.Container{initReloader},
@@ -212,6 +222,77 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 	t.Annotations = map[string]string{annotationInputHash: inputHash(t, claims)}
 	return t, claims
+}
+
+// podSource is what the source of the reloaders puts into the pod.
+type podSource struct {
+	// volumes come before the storage volume, ruleVolumes after it.
+	volumes, ruleVolumes []corev1.Volume
+	// reloaderMounts are the mounts of the init container and the sidecar;
+	// sidecarMounts, the sidecar's after them; prometheusMounts, the rule
+	// mounts of Prometheus, after its configuration and storage.
+	reloaderMounts, sidecarMounts, prometheusMounts []corev1.VolumeMount
+	// args tell both reloaders where to read and write; watchArgs follow
+	// them in the sidecar's.
+	args, watchArgs []string
+	// automountToken is the pod's automountServiceAccountToken.
+	automountToken *bool
+}
+
+// volumePodSource reads the config Secret and the rule ConfigMaps from the
+// volumes the kubelet projects: the Secret's, and the padded set of rule
+// volumes (ruleShardVolumes) for shards of them, which the sidecar watches.
+func volumePodSource(server *v1alpha1.PrometheusServer, shards int, configOut string) podSource {
+	mountConfig := corev1.VolumeMount{Name: "config", MountPath: configMountPath, ReadOnly: true}
+	rules, ruleMounts, watched := ruleShardVolumes(server, shards)
+	return podSource{
+		volumes: []corev1.Volume{
+			{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
+			configOutVolume(),
+		},
+		ruleVolumes:      rules,
+		reloaderMounts:   []corev1.VolumeMount{mountConfig, {Name: "config-out", MountPath: configOutMountPath}},
+		sidecarMounts:    ruleMounts,
+		prometheusMounts: ruleMounts,
+		args: []string{
+			"--config-file=" + configMountPath + "/" + ConfigSecretKey,
+			"--config-envsubst-file=" + configOut,
+		},
+		watchArgs: watched,
+	}
+}
+
+// apiPodSource reads the config Secret and the rule ConfigMaps (those
+// labelled LabelRuleFiles=<server>) from the API server, with the pod's
+// service account token: the reloaders write each ConfigMap into a
+// directory of its name in an emptyDir at rulesMountPath, which
+// Prometheus mounts read-only. The pod has no volume per shard, so its
+// template does not depend on the shard count.
+func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource {
+	return podSource{
+		volumes:     []corev1.Volume{configOutVolume()},
+		ruleVolumes: []corev1.Volume{{Name: "rules", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		reloaderMounts: []corev1.VolumeMount{
+			{Name: "config-out", MountPath: configOutMountPath},
+			{Name: "rules", MountPath: rulesMountPath},
+		},
+		prometheusMounts: []corev1.VolumeMount{{Name: "rules", MountPath: rulesMountPath, ReadOnly: true}},
+		args: []string{
+			"--config-secret=" + server.Namespace + "/" + ConfigSecretName(server),
+			"--config-secret-key=" + ConfigSecretKey,
+			"--rules-configmap-selector=" + LabelRuleFiles + "=" + server.Name,
+			"--rules-dir=" + rulesMountPath,
+			"--config-envsubst-file=" + configOut,
+		},
+		// The service account may say otherwise; the reloaders need it.
+		automountToken: ptr.To(true),
+	}
+}
+
+// configOutVolume is the emptyDir the reloaders write the expanded
+// configuration into.
+func configOutVolume() corev1.Volume {
+	return corev1.Volume{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
 
 // prometheusContainer runs Prometheus on the rendered configuration.

@@ -3,6 +3,7 @@ package controller
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -93,8 +95,21 @@ func workloadCases() []struct {
 			},
 		},
 		{name: "many-shards", opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		{name: "volume", server: volume},
+		{name: "volume-no-rules", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
+		{name: "volume-many-shards", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		{
+			name: "volume-signal",
+			server: func(s *v1alpha1.PrometheusServer) {
+				volume(s)
+				s.Spec.Reloader.ReloadMethod = "signal"
+			},
+		},
 	}
 }
+
+// volume gives s the volume source.
+func volume(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceVolume }
 
 func renderCase(server func(*v1alpha1.PrometheusServer), opts func(*WorkloadOptions)) (*corev1.Service, *appsv1.StatefulSet) {
 	s, o := testServer(), testOptions()
@@ -121,77 +136,60 @@ func TestRenderWorkloadGolden(t *testing.T) {
 }
 
 // TestRenderWorkloadConsistent checks what the golden files cannot show at
-// a glance: every mount has a volume, the sidecar watches exactly the rule
-// directories, the rule_files glob finds them, and the pods pass the
-// restricted Pod Security Standard's checks on security contexts.
+// a glance: every mount has a volume, the reloaders read and write where
+// Prometheus finds the rule files through the rule_files globs, and the
+// pods pass the restricted Pod Security Standard's checks on security
+// contexts.
 func TestRenderWorkloadConsistent(t *testing.T) {
 	for _, tc := range workloadCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, sts := renderCase(tc.server, tc.opts)
+			server, o := testServer(), testOptions()
+			if tc.server != nil {
+				tc.server(server)
+			}
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			svc, sts := renderWorkload(server, o)
 			pod := sts.Spec.Template.Spec
 
 			require.Equal(t, svc.Name, sts.Spec.ServiceName)
 			require.Equal(t, svc.Spec.Selector, sts.Spec.Selector.MatchLabels)
 			require.Equal(t, sts.Spec.Selector.MatchLabels, sts.Spec.Template.Labels)
 
-			volumes := map[string]bool{}
+			volumes := map[string]corev1.Volume{}
 			for _, v := range pod.Volumes {
-				require.False(t, volumes[v.Name], "volume %s twice", v.Name)
-				volumes[v.Name] = true
+				require.NotContains(t, volumes, v.Name, "volume %s twice", v.Name)
+				volumes[v.Name] = v
 			}
 			for _, c := range sts.Spec.VolumeClaimTemplates {
-				require.False(t, volumes[c.Name], "volume %s twice", c.Name)
-				volumes[c.Name] = true
+				require.NotContains(t, volumes, c.Name, "volume %s twice", c.Name)
+				volumes[c.Name] = corev1.Volume{Name: c.Name}
 			}
-			o := testOptions()
-			if tc.opts != nil {
-				tc.opts(&o)
-			}
-			globs := ruleFilesGlobs(testServer(), o.RuleShards)
+			globs := ruleFilesGlobs(server, o.RuleShards)
 			for _, glob := range globs {
 				require.Regexp(t, `^[^*]*(\*[^/]*)?$`, glob, "Prometheus allows a wildcard in the last path element only")
 			}
-			for _, v := range pod.Volumes {
-				if v.ConfigMap != nil {
-					require.True(t, *v.ConfigMap.Optional, v.Name)
-				}
-			}
-			var ruleDirs []string
-			containers := slices.Concat(pod.InitContainers, pod.Containers)
-			for _, c := range containers {
+			containers := map[string]corev1.Container{}
+			for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+				containers[c.Name] = c
 				for _, m := range c.VolumeMounts {
-					require.True(t, volumes[m.Name], "%s mounts %s, which is no volume", c.Name, m.Name)
-					if c.Name == "prometheus" && strings.HasPrefix(m.MountPath, rulesMountPath+"/") {
-						// The i-th glob finds the files of the i-th directory,
-						// not the kubelet's ..data.
-						// Prometheus resolves it against its config file's directory.
-						require.Contains(t, c.Args, "--config.file="+configOutMountPath+"/"+configEnvsubstFile)
-						glob := filepath.Join(configOutMountPath, globs[len(ruleDirs)])
-						ruleDirs = append(ruleDirs, m.MountPath)
-						ok, err := filepath.Match(glob, m.MountPath+"/apps-api-uid.yaml")
-						require.NoError(t, err)
-						require.True(t, ok, "%s does not find the files of %s", glob, m.MountPath)
-						ok, err = filepath.Match(glob, m.MountPath+"/..data")
-						require.NoError(t, err)
-						require.False(t, ok, "%s finds the kubelet's ..data", glob)
-					}
+					require.Contains(t, volumes, m.Name, "%s mounts %s, which is no volume", c.Name, m.Name)
 				}
 				sc := c.SecurityContext
 				require.False(t, *sc.AllowPrivilegeEscalation, c.Name)
 				require.True(t, *sc.ReadOnlyRootFilesystem, c.Name)
 				require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop, c.Name)
 			}
-			require.Len(t, ruleDirs, ruleVolumes(o.RuleShards), "rule volumes")
-			require.Len(t, globs, len(ruleDirs))
-
-			sidecar := containers[slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == "config-reloader" })]
-			var watched []string
-			for _, a := range sidecar.Args {
-				if dir, ok := strings.CutPrefix(a, "--watched-dir="); ok {
-					watched = append(watched, dir)
-				}
+			// Prometheus resolves the globs against its config file's directory.
+			require.Contains(t, containers["prometheus"].Args, "--config.file="+configOutMountPath+"/"+configEnvsubstFile)
+			if apiSource(server) {
+				require.Equal(t, ptr.To(true), pod.AutomountServiceAccountToken, "the reloaders need the token")
+				checkAPISource(t, server, o.RuleShards, volumes, containers, globs)
+			} else {
+				require.Nil(t, pod.AutomountServiceAccountToken, "as the service account says")
+				checkVolumeSource(t, o.RuleShards, volumes, containers, globs)
 			}
-			require.Equal(t, ruleDirs, watched)
 
 			psc := pod.SecurityContext
 			require.True(t, *psc.RunAsNonRoot)
@@ -199,6 +197,100 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
 		})
 	}
+}
+
+// checkVolumeSource checks the pod of a server with the volume source: the
+// i-th glob finds the files of the i-th rule volume Prometheus mounts, not
+// the kubelet's ..data; the sidecar watches exactly those directories.
+func checkVolumeSource(t *testing.T, shards int, volumes map[string]corev1.Volume, containers map[string]corev1.Container, globs []string) {
+	t.Helper()
+	var ruleDirs []string
+	for _, m := range containers["prometheus"].VolumeMounts {
+		if !strings.HasPrefix(m.MountPath, rulesMountPath+"/") {
+			continue
+		}
+		require.True(t, *volumes[m.Name].ConfigMap.Optional, m.Name)
+		glob := filepath.Join(configOutMountPath, globs[len(ruleDirs)])
+		ruleDirs = append(ruleDirs, m.MountPath)
+		ok, err := filepath.Match(glob, m.MountPath+"/apps-api-uid.yaml")
+		require.NoError(t, err)
+		require.True(t, ok, "%s does not find the files of %s", glob, m.MountPath)
+		ok, err = filepath.Match(glob, m.MountPath+"/..data")
+		require.NoError(t, err)
+		require.False(t, ok, "%s finds the kubelet's ..data", glob)
+	}
+	require.Len(t, ruleDirs, ruleVolumes(shards), "rule volumes")
+	require.Len(t, globs, len(ruleDirs))
+
+	var watched []string
+	for _, a := range containers["config-reloader"].Args {
+		if dir, ok := strings.CutPrefix(a, "--watched-dir="); ok {
+			watched = append(watched, dir)
+		}
+	}
+	require.Equal(t, ruleDirs, watched)
+	for _, name := range []string{"init-config-reloader", "config-reloader"} {
+		require.Contains(t, containers[name].Args, "--config-file="+configMountPath+"/"+ConfigSecretKey, name)
+		for _, a := range containers[name].Args {
+			require.False(t, strings.HasPrefix(a, "--config-secret") || strings.HasPrefix(a, "--rules-"), "%s: %s", name, a)
+		}
+	}
+}
+
+// checkAPISource checks the pod of a server with the API source: no volume
+// the kubelet projects; Prometheus reads read-only the emptyDir the
+// reloaders write the rules into, where the i-th glob finds the files of
+// the i-th shard; both reloaders read the config Secret and exactly the
+// rule ConfigMaps of server, with the pod's service account token.
+func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int, volumes map[string]corev1.Volume, containers map[string]corev1.Container, globs []string) {
+	t.Helper()
+	for _, v := range volumes {
+		require.Nil(t, v.Secret, v.Name)
+		require.Nil(t, v.ConfigMap, v.Name)
+	}
+	mountOf := func(c corev1.Container, path string) corev1.VolumeMount {
+		t.Helper()
+		i := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == path })
+		require.GreaterOrEqual(t, i, 0, "%s mounts nothing at %s", c.Name, path)
+		return c.VolumeMounts[i]
+	}
+	rules := mountOf(containers["prometheus"], rulesMountPath)
+	require.True(t, rules.ReadOnly, "Prometheus mounts its rules read-only")
+	require.NotNil(t, volumes[rules.Name].EmptyDir, "rules in an emptyDir")
+
+	require.Len(t, globs, shards)
+	for i, glob := range globs {
+		file := rulesMountPath + "/" + ruleShardName(server, i) + "/apps-api-uid.yaml"
+		ok, err := filepath.Match(filepath.Join(configOutMountPath, glob), file)
+		require.NoError(t, err)
+		require.True(t, ok, "%s does not find %s", glob, file)
+	}
+
+	selector := ""
+	for _, name := range []string{"init-config-reloader", "config-reloader"} {
+		c := containers[name]
+		m := mountOf(c, rulesMountPath)
+		require.Equal(t, rules.Name, m.Name, name)
+		require.False(t, m.ReadOnly, "%s writes the rules", name)
+		require.False(t, mountOf(c, configOutMountPath).ReadOnly, "%s writes the configuration", name)
+		require.Subset(t, c.Args, []string{
+			"--config-secret=" + server.Namespace + "/" + ConfigSecretName(server),
+			"--config-secret-key=" + ConfigSecretKey,
+			"--rules-dir=" + rulesMountPath,
+			"--config-envsubst-file=" + configOutMountPath + "/" + configEnvsubstFile,
+		}, name)
+		for _, a := range c.Args {
+			require.False(t, strings.HasPrefix(a, "--config-file=") || strings.HasPrefix(a, "--watched-dir="), "%s: %s", name, a)
+			if v, ok := strings.CutPrefix(a, "--rules-configmap-selector="); ok {
+				selector = v
+			}
+		}
+	}
+	sel, err := labels.Parse(selector)
+	require.NoError(t, err, "--rules-configmap-selector")
+	require.True(t, sel.Matches(labels.Set(ruleShard(server, 0).Labels)), "%s selects the rule shards", selector)
+	other := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: server.Namespace, Name: server.Name + "-other"}}
+	require.False(t, sel.Matches(labels.Set(ruleShard(other, 0).Labels)), "%s selects another server's rule shards", selector)
 }
 
 func TestRuleVolumes(t *testing.T) {
@@ -219,13 +311,19 @@ func TestInputHash(t *testing.T) {
 	}
 	base := hash(nil, nil)
 	require.Equal(t, base, hash(nil, nil), "deterministic")
+	volumeBase := hash(volume, nil)
 
 	for _, tc := range []struct {
-		name    string
-		server  func(*v1alpha1.PrometheusServer)
-		opts    func(*WorkloadOptions)
+		name   string
+		server func(*v1alpha1.PrometheusServer)
+		opts   func(*WorkloadOptions)
+		// volume compares a server with the volume source with the
+		// default one with the volume source.
+		volume  bool
 		changes bool
 	}{
+		{name: "source", server: volume, changes: true},
+		{name: "source api spelled out", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceAPI }},
 		{name: "prometheus image", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Image = "prometheus:v3.11.0" }, changes: true},
 		{name: "default prometheus image", opts: func(o *WorkloadOptions) { o.DefaultPrometheusImage = "prometheus:v3.11.0" }, changes: true},
 		{name: "same image as the default", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Image = testPrometheusImage }},
@@ -244,9 +342,11 @@ func TestInputHash(t *testing.T) {
 			s.Spec.Storage = &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{}}
 		}, changes: true},
 		{name: "service account", server: func(s *v1alpha1.PrometheusServer) { s.Spec.ServiceAccountName = "prometheus" }, changes: true},
-		{name: "rule volumes grow", opts: func(o *WorkloadOptions) { o.RuleShards = 5 }, changes: true},
-		{name: "rule shards within the padding", opts: func(o *WorkloadOptions) { o.RuleShards = 4 }},
-		{name: "no rule shards", opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
+		{name: "rule shards with the API source", opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		{name: "no rule shards with the API source", opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
+		{name: "rule volumes grow", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 5 }, changes: true},
+		{name: "rule shards within the padding", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 4 }},
+		{name: "no rule shards", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
 		{name: "replicas", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](3) }},
 		{name: "scrape settings reach the config, not the pods", server: func(s *v1alpha1.PrometheusServer) {
 			s.Spec.ScrapeInterval = "10s"
@@ -255,43 +355,51 @@ func TestInputHash(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			want, server := base, tc.server
+			if tc.volume {
+				want, server = volumeBase, func(s *v1alpha1.PrometheusServer) {
+					volume(s)
+					if tc.server != nil {
+						tc.server(s)
+					}
+				}
+			}
 			if tc.changes {
-				require.NotEqual(t, base, hash(tc.server, tc.opts))
+				require.NotEqual(t, want, hash(server, tc.opts))
 			} else {
-				require.Equal(t, base, hash(tc.server, tc.opts))
+				require.Equal(t, want, hash(server, tc.opts))
 			}
 		})
 	}
 }
 
 func TestRuleFilesGlobs(t *testing.T) {
+	api, vol := testServer(), testServer()
+	volume(vol)
+	globs := func(n int) []string {
+		g := []string{}
+		for i := range n {
+			g = append(g, "../rules/main-rulefiles-"+strconv.Itoa(i)+"/*.yaml")
+		}
+		return g
+	}
 	for _, tc := range []struct {
+		server *v1alpha1.PrometheusServer
 		shards int
 		want   []string
 	}{
-		{0, []string{
-			"../rules/main-rulefiles-0/*.yaml",
-			"../rules/main-rulefiles-1/*.yaml",
-			"../rules/main-rulefiles-2/*.yaml",
-			"../rules/main-rulefiles-3/*.yaml",
-		}},
-		{3, []string{
-			"../rules/main-rulefiles-0/*.yaml",
-			"../rules/main-rulefiles-1/*.yaml",
-			"../rules/main-rulefiles-2/*.yaml",
-			"../rules/main-rulefiles-3/*.yaml",
-		}},
-		{5, []string{
-			"../rules/main-rulefiles-0/*.yaml",
-			"../rules/main-rulefiles-1/*.yaml",
-			"../rules/main-rulefiles-2/*.yaml",
-			"../rules/main-rulefiles-3/*.yaml",
-			"../rules/main-rulefiles-4/*.yaml",
-			"../rules/main-rulefiles-5/*.yaml",
-			"../rules/main-rulefiles-6/*.yaml",
-			"../rules/main-rulefiles-7/*.yaml",
-		}},
+		{vol, 0, globs(4)},
+		{vol, 3, globs(4)},
+		{vol, 5, globs(8)},
+		// The API source mounts no volume per shard: nothing to pad.
+		{api, 0, globs(0)},
+		{api, 1, globs(1)},
+		{api, 5, globs(5)},
 	} {
-		require.Equal(t, tc.want, ruleFilesGlobs(testServer(), tc.shards), "shards %d", tc.shards)
+		require.Equal(t, tc.want, ruleFilesGlobs(tc.server, tc.shards), "source %q, shards %d", tc.server.Spec.Reloader.Source, tc.shards)
 	}
+	require.Equal(t, []string{
+		"../rules/main-rulefiles-0/*.yaml",
+		"../rules/main-rulefiles-1/*.yaml",
+	}, globs(2))
 }

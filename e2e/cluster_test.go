@@ -69,7 +69,8 @@ func startCluster(t testing.TB) *cluster {
 }
 
 // apply creates the objects of the YAML documents in the files under dir
-// that a kustomization lists, in its order.
+// that a kustomization lists, in its order; PrometheusServers with the
+// volume source (volumeSource).
 func (cl *cluster) apply(t testing.TB, dir string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
@@ -93,9 +94,23 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 			if len(u.Object) == 0 {
 				continue
 			}
+			volumeSource(t, &u)
 			require.NoError(t, cl.c.Create(t.Context(), &u), "%s: %s %s", file, u.GetKind(), u.GetName())
 		}
 	}
+}
+
+// volumeSource sets spec.reloader.source to volume in u when it is a
+// PrometheusServer: the loopback pod runs config-reloader with the
+// arguments the controller renders, and config-reloader does not take the
+// API source's flags yet (--config-secret, --rules-configmap-selector,
+// --rules-dir). Remove it when it does, so that the default is tested.
+func volumeSource(t testing.TB, u *unstructured.Unstructured) {
+	t.Helper()
+	if u.GroupVersionKind().GroupKind() != v1alpha1.GroupVersion().WithKind(v1alpha1.Kind).GroupKind() {
+		return
+	}
+	require.NoError(t, unstructured.SetNestedField(u.Object, v1alpha1.SourceVolume, "spec", "reloader", "source"))
 }
 
 // statefulSet waits for the StatefulSet the controller renders for a

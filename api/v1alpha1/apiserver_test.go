@@ -42,6 +42,7 @@ func TestCRDsOnAPIServer(t *testing.T) {
 	require.Equal(t, monitoringv1.Duration("15d"), got.Spec.Retention)
 	require.Equal(t, monitoringv1.Duration("30s"), got.Spec.ScrapeInterval)
 	require.Equal(t, "http", got.Spec.Reloader.ReloadMethod)
+	require.Equal(t, v1alpha1.SourceAPI, got.Spec.Reloader.Source, "default source")
 
 	got.Status = v1alpha1.PrometheusServerStatus{ObservedGeneration: got.Generation, ConfigHash: "abc",
 		Rules: v1alpha1.Selection{Selected: 2, Rejected: 1}}
@@ -54,6 +55,10 @@ func TestCRDsOnAPIServer(t *testing.T) {
 	err = c.Create(t.Context(), bad)
 	require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
 	require.ErrorContains(t, err, `spec.reloader.reloadMethod: Unsupported value: "carrier-pigeon"`)
+	bad.Spec.Reloader = v1alpha1.ReloaderSpec{Source: "nfs"}
+	err = c.Create(t.Context(), bad)
+	require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
+	require.ErrorContains(t, err, `spec.reloader.source: Unsupported value: "nfs": supported values: "api", "volume"`)
 
 	sm := &monitoringv1.ServiceMonitor{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"team": "a"}},

@@ -204,7 +204,30 @@ type ReloaderSpec struct {
 	// +kubebuilder:default=http
 	// +optional
 	ReloadMethod string `json:"reloadMethod,omitempty"`
+	// Source is where the reloaders read the configuration and the rules.
+	// api (the default; empty means api too): from the API server, the
+	// config Secret and the rule file ConfigMaps watched directly and
+	// written into an emptyDir of the pod, so that a change reaches
+	// Prometheus in about a second. The controller grants the pod's
+	// service account, with a Role of its own, get, list and watch on the
+	// config Secret and list and watch on the ConfigMaps of the namespace
+	// (a list by label selector cannot be limited to named objects), and
+	// the pod mounts its service account token. volume: from the Secret
+	// and ConfigMap volumes the kubelet projects, 60 to 90 s behind the
+	// API server, with no Role.
+	// +kubebuilder:validation:Enum=api;volume
+	// +kubebuilder:default=api
+	// +optional
+	Source string `json:"source,omitempty"`
 }
+
+const (
+	// SourceAPI is the ReloaderSpec.Source that reads from the API server.
+	SourceAPI = "api"
+	// SourceVolume is the ReloaderSpec.Source that reads from the volumes
+	// the kubelet projects.
+	SourceVolume = "volume"
+)
 
 // PrometheusServerStatus is the observed state of a PrometheusServer.
 type PrometheusServerStatus struct {

@@ -37,6 +37,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/node"
 )
 
@@ -94,7 +95,8 @@ func startCluster(t testing.TB, opts node.Options) *cluster {
 
 // apply applies the manifests a kustomization lists, in order, with
 // server-side apply, retrying each object while its kind is not served yet
-// (a custom resource right after its CRD).
+// (a custom resource right after its CRD); PrometheusServers with the
+// volume source (volumeSource).
 func (cl *cluster) apply(t testing.TB, dir string) {
 	t.Helper()
 	var kust struct{ Resources []string }
@@ -115,12 +117,26 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 			if len(obj.Object) == 0 {
 				continue
 			}
+			volumeSource(t, obj)
 			eventually(t, time.Minute, "apply "+obj.GetKind()+" "+obj.GetName(), func() error {
 				return cl.c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
 					client.FieldOwner(fieldOwner), client.ForceOwnership)
 			})
 		}
 	}
+}
+
+// volumeSource sets spec.reloader.source to volume in obj when it is a
+// PrometheusServer: the node runs the podreload image, whose
+// config-reloader does not take the API source's flags yet
+// (--config-secret, --rules-configmap-selector, --rules-dir). Remove it
+// when it does, so that the default is tested.
+func volumeSource(t testing.TB, obj *unstructured.Unstructured) {
+	t.Helper()
+	if obj.GroupVersionKind().GroupKind() != v1alpha1.GroupVersion().WithKind(v1alpha1.Kind).GroupKind() {
+		return
+	}
+	require.NoError(t, unstructured.SetNestedField(obj.Object, v1alpha1.SourceVolume, "spec", "reloader", "source"))
 }
 
 // eventually polls cond until it returns nil, failing the test with its
