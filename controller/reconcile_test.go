@@ -663,6 +663,14 @@ func (cp *controlPlane) testNoop(t *testing.T) {
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
 		s.ServiceMonitorSelector = &metav1.LabelSelector{}
 		s.RuleSelector = &metav1.LabelSelector{}
+		// A claim template: the API server keeps no apiVersion and kind
+		// in it, which the controller once wrote at every resync.
+		s.Storage = &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}}
 	})
 	sm := serviceMonitor(ns, "web", nil)
 	cp.create(t, srv, sm, prometheusRule(ns, "rules", nil, "up"), serviceMonitor(ns, "broken", labelsOf("x", "y")))

@@ -339,8 +339,10 @@ func storageVolume(st *v1alpha1.StorageSpec) (corev1.VolumeMount, []corev1.Volum
 		if t.Name != "" {
 			storage.Name = t.Name
 		}
+		// No apiVersion and kind: the API server keeps none in a
+		// StatefulSet's claim templates, and the live StatefulSet would
+		// never hold the rendered one (a write at every reconciliation).
 		return storage, nil, []corev1.PersistentVolumeClaim{{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 			ObjectMeta: metav1.ObjectMeta{Name: storage.Name, Labels: t.Labels, Annotations: t.Annotations},
 			Spec:       t.Spec,
 		}}
