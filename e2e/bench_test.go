@@ -77,11 +77,11 @@ func pipelineSection(runs []timing, p50, p99 time.Duration) string {
 	fmt.Fprintf(&w, "## Whole pipeline: PrometheusRule update to Prometheus serving it\n\n")
 	fmt.Fprintf(&w, "%d updates of the example PrometheusRule (deploy/example), each timed from the API server\n", len(runs))
 	fmt.Fprintf(&w, "accepting it to Prometheus' `/api/v1/rules` serving the new rule (polled every millisecond), on this\n")
-	fmt.Fprintf(&w, "2-core machine: a real kube-apiserver and etcd, the controller binary, the kubelet's atomic writer\n")
-	fmt.Fprintf(&w, "projecting the rule ConfigMap from a watch, the config-reloader sidecar and a real Prometheus, all\n")
-	fmt.Fprintf(&w, "started from the rendered StatefulSet (e2e/bench_test.go, `make bench`). The updates are 250 ms\n")
-	fmt.Fprintf(&w, "apart: the config-reloader reloads at once for the first change after a quiet 100 ms, and folds\n")
-	fmt.Fprintf(&w, "the changes that come closer into one trailing reload.\n\n")
+	fmt.Fprintf(&w, "2-core machine: a real kube-apiserver and etcd, the controller binary, and the pod it renders run on\n")
+	fmt.Fprintf(&w, "loopback from its StatefulSet, with the API source (the default): the config-reloader sidecar watches\n")
+	fmt.Fprintf(&w, "the rule ConfigMaps as the pod's service account and reloads a real Prometheus (e2e/bench_test.go,\n")
+	fmt.Fprintf(&w, "`make bench`). The updates are 250 ms apart: the config-reloader reloads at once for the first change\n")
+	fmt.Fprintf(&w, "after a quiet 100 ms, and folds the changes that come closer into one trailing reload.\n\n")
 	fmt.Fprintf(&w, "| p50 | p99 | target p99 |\n|---|---|---|\n| %s | %s | < 1 s: %s |\n\n", ms(p50), ms(p99), map[bool]string{true: "met", false: "missed"}[p99 < time.Second])
 	fmt.Fprintf(&w, "| stage | mean | share |\n|---|---|---|\n")
 	for _, s := range []struct {
@@ -89,18 +89,15 @@ func pipelineSection(runs []timing, p50, p99 time.Duration) string {
 		d    time.Duration
 	}{
 		{"controller: update accepted to rule ConfigMap written (seen by a watch)", sum.controller},
-		{"kubelet projection and config-reloader: ConfigMap written to reload request sent", sum.projection},
+		{"config-reloader: ConfigMap written to reload request sent (its watch event, the rule file written)", sum.projection},
 		{"Prometheus reload: the reload request", sum.reload},
 		{"serving: reload done to the API poll seeing it", sum.serve},
 	} {
 		fmt.Fprintf(&w, "| %s | %s | %s |\n", s.name, ms(s.d/n), share(s.d))
 	}
-	fmt.Fprintf(&w, "\nThe kubelet's atomic writer takes %s per write (mean) within the second stage; it swaps `..data`\n", ms(sum.write/n))
-	fmt.Fprintf(&w, "in, which the config-reloader acts on, then removes the previous version.\n")
-	fmt.Fprintf(&w, "\nIn a cluster, the kubelet adds its own delay, which this project cannot shorten: it\n")
-	fmt.Fprintf(&w, "rewrites a pod's Secret and ConfigMap volumes on its periodic pod sync (`--sync-frequency`,\n")
-	fmt.Fprintf(&w, "1 minute by default, plus jitter) after its watch has seen the change, so a change typically\n")
-	fmt.Fprintf(&w, "lands in the pod 0 to 90 s later. The projector here writes on the watch event itself.\n")
+	fmt.Fprintf(&w, "\nThrough volumes (`spec.reloader.source: volume`) the kubelet adds its own delay: it rewrites a\n")
+	fmt.Fprintf(&w, "pod's Secret and ConfigMap volumes on its periodic pod sync (`--sync-frequency`, 1 minute by default,\n")
+	fmt.Fprintf(&w, "plus jitter), so a change lands in the pod 0 to 90 s later: see the node's figures below.\n")
 	return w.String()
 }
 

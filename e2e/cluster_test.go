@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"net"
@@ -17,11 +18,14 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -38,6 +42,9 @@ const (
 // the controller binary running against them.
 type cluster struct {
 	kubeconfig string
+	// host and ca reach the API server, as a pod's service account does.
+	host       string
+	ca         []byte
 	c          client.WithWatch
 	controller *process
 	// metricsURL serves the controller's metrics.
@@ -59,7 +66,7 @@ func startCluster(t testing.TB) *cluster {
 	require.NoError(t, err)
 
 	addr := freeAddr(t)
-	cl := &cluster{kubeconfig: kubeconfig, c: c, metricsURL: "http://" + addr + "/metrics"}
+	cl := &cluster{kubeconfig: kubeconfig, host: cfg.Host, ca: cfg.CAData, c: c, metricsURL: "http://" + addr + "/metrics"}
 	cl.controller = start(t, "controller", nil, ours("controller"), "--kubeconfig="+kubeconfig,
 		"--web.listen-address="+addr, "--prometheus-image="+prometheusImage, "--reloader-image="+reloaderImage)
 	eventually(t, "controller ready", func() error {
@@ -69,8 +76,7 @@ func startCluster(t testing.TB) *cluster {
 }
 
 // apply creates the objects of the YAML documents in the files under dir
-// that a kustomization lists, in its order; PrometheusServers with the
-// volume source (volumeSource).
+// that a kustomization lists, in its order.
 func (cl *cluster) apply(t testing.TB, dir string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
@@ -94,23 +100,9 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 			if len(u.Object) == 0 {
 				continue
 			}
-			volumeSource(t, &u)
 			require.NoError(t, cl.c.Create(t.Context(), &u), "%s: %s %s", file, u.GetKind(), u.GetName())
 		}
 	}
-}
-
-// volumeSource sets spec.reloader.source to volume in u when it is a
-// PrometheusServer: the loopback pod runs config-reloader with the
-// arguments the controller renders, and config-reloader does not take the
-// API source's flags yet (--config-secret, --rules-configmap-selector,
-// --rules-dir). Remove it when it does, so that the default is tested.
-func volumeSource(t testing.TB, u *unstructured.Unstructured) {
-	t.Helper()
-	if u.GroupVersionKind().GroupKind() != v1alpha1.GroupVersion().WithKind(v1alpha1.Kind).GroupKind() {
-		return
-	}
-	require.NoError(t, unstructured.SetNestedField(u.Object, v1alpha1.SourceVolume, "spec", "reloader", "source"))
 }
 
 // statefulSet waits for the StatefulSet the controller renders for a
@@ -130,7 +122,10 @@ func (cl *cluster) statefulSet(t testing.TB, key client.ObjectKey) *appsv1.State
 // Two things differ from a real pod, because the pod shares this
 // machine's filesystem and network: every mount path is prefixed with the
 // pod's directory, and each container port is mapped to a free port of
-// the machine, in the arguments that name them.
+// the machine, in the arguments that name them; and a config-reloader with
+// the API source is told the API server, the service account token and
+// the CA (--api-server, --api-token-file, --api-ca-file) where a pod has
+// them in its environment and at /var/run/secrets/kubernetes.io.
 type loopbackPod struct {
 	name, namespace string
 	root            string
@@ -139,7 +134,8 @@ type loopbackPod struct {
 	ports           map[int32]string // container port -> host address
 	paths           *regexp.Regexp
 	rewrite         *strings.Replacer
-	kubelet         *projector.Kubelet
+	kubelet         *projector.Kubelet // nil without Secret or ConfigMap volumes
+	apiArgs         []string           // for a config-reloader with the API source
 	containers      map[string]*process
 }
 
@@ -205,10 +201,15 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 			t.Fatalf("volume %s: a loopback pod has Secret, ConfigMap and emptyDir volumes only", v.Name)
 		}
 	}
-	kubelet, err := projector.StartKubelet(t.Context(), cl.kubeconfig, p.namespace, vols)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, kubelet.Close()) })
-	p.kubelet = kubelet
+	if len(vols) > 0 {
+		kubelet, err := projector.StartKubelet(t.Context(), cl.kubeconfig, p.namespace, vols)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, kubelet.Close()) })
+		p.kubelet = kubelet
+	}
+	if slices.ContainsFunc(all, apiSource) {
+		p.apiArgs = cl.serviceAccount(t, p.namespace, cmp.Or(spec.ServiceAccountName, "default"), p.root)
+	}
 	// The kubelet starts a pod once its volumes are mounted.
 	for _, v := range vols {
 		if !v.Optional {
@@ -226,6 +227,27 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 		p.containers[c.Name] = p.run(t, c)
 	}
 	return p
+}
+
+// apiSource reports whether c is a config-reloader with the API source.
+func apiSource(c corev1.Container) bool {
+	return slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--config-secret=") })
+}
+
+// serviceAccount writes, under root, a token of the service account name
+// and the API server's CA, as the kubelet mounts them into a pod, and
+// returns the config-reloader flags that use them.
+func (cl *cluster) serviceAccount(t testing.TB, ns, name, root string) []string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	require.NoError(t, cl.c.SubResource("token").Create(t.Context(), sa, req), "token of service account %s/%s", ns, name)
+	dir := filepath.Join(root, "var/run/secrets/kubernetes.io/serviceaccount")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	token, ca := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(token, []byte(req.Status.Token), 0o600))
+	require.NoError(t, os.WriteFile(ca, cl.ca, 0o600))
+	return []string{"--api-server=" + cl.host, "--api-token-file=" + token, "--api-ca-file=" + ca}
 }
 
 // run starts container c.
@@ -253,6 +275,9 @@ func (p *loopbackPod) run(t testing.TB, c corev1.Container) *process {
 	args := make([]string, len(c.Args))
 	for i, a := range c.Args {
 		args[i] = p.rewrite.Replace(p.paths.ReplaceAllString(a, "${1}"+p.root+"${2}${3}"))
+	}
+	if apiSource(c) {
+		args = append(args, p.apiArgs...)
 	}
 	return start(t, c.Name, env, bin, args...)
 }

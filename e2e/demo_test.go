@@ -17,9 +17,9 @@ import (
 // TestDemo is what `make demo` runs: the whole pipeline, narrated. A real
 // kube-apiserver and etcd, the controller binary, the example manifests of
 // deploy/example, and the pod the controller renders, run on loopback:
-// the kubelet's atomic writer projects its volumes from the API server, the
-// config-reloader expands the configuration and reloads the real
-// Prometheus. It asserts every state it prints, so it is a test like the
+// the config-reloader reads the config Secret and the rule ConfigMaps from
+// the API server (the API source, the default), expands the configuration
+// and reloads the real Prometheus. It asserts every state it prints, so it is a test like the
 // others.
 func TestDemo(t *testing.T) {
 	say := func(format string, args ...any) { fmt.Fprintf(os.Stdout, format+"\n", args...) }
@@ -42,9 +42,9 @@ func TestDemo(t *testing.T) {
 	}
 
 	say("==> Starting a real kube-apiserver and etcd, the podreload controller, applying deploy/example,")
-	say("    and starting on loopback the pod the controller rendered: the kubelet's atomic writer projects")
-	say("    its Secret and ConfigMaps, the init config-reloader writes the config, then Prometheus and the")
-	say("    config-reloader sidecar start with the arguments of the rendered StatefulSet")
+	say("    and starting on loopback the pod the controller rendered: the init config-reloader reads the")
+	say("    config Secret and the rule ConfigMaps from the API server as the pod's service account, writes")
+	say("    them, then Prometheus and the config-reloader sidecar start with the rendered StatefulSet's arguments")
 	begin := time.Now()
 	e := startExample(t)
 	want := map[string][]string{"example": {"job:up:sum", "ExampleTargetDown"}}
@@ -78,5 +78,5 @@ func TestDemo(t *testing.T) {
 	say("    %s", e.rejectedEvent(t, "broken"))
 	say("    Prometheus keeps its rules:")
 	show(e)
-	say("\n==> Done: stopping Prometheus, the sidecar, the projector, the controller and the control plane")
+	say("\n==> Done: stopping Prometheus, the sidecar, the controller and the control plane")
 }

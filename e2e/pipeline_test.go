@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -276,25 +274,25 @@ func TestPipeline(t *testing.T) {
 	require.Equal(t, want, s.groups, "the previous rules stay")
 	require.Equal(t, reloads, e.reloads(t), "nothing to reload")
 
-	// The config-reloader dies; a change made meanwhile, and projected
-	// into the volume, is not lost.
+	// The config-reloader dies; a change made meanwhile, and written to
+	// the rule ConfigMap, is not lost.
 	e.pod.kill(t, "config-reloader")
 	e.editRule(t, "second", func(r *monitoringv1.PrometheusRule) {
 		r.Spec.Groups[0].Rules = append(r.Spec.Groups[0].Rules, record("job:scrape:min", "min by (job) (scrape_duration_seconds)"))
 	})
-	eventually(t, "the change projected", func() error {
-		files, err := filepath.Glob(filepath.Join(e.pod.root, "etc/prometheus/rules/*/default-second-*.yaml"))
-		if err != nil {
-			return fmt.Errorf("glob rule files: %w", err)
+	eventually(t, "the change written", func() error {
+		var cms corev1.ConfigMapList
+		if err := e.cl.c.List(t.Context(), &cms, client.InNamespace("default"), client.MatchingLabels{"podreload.dev/rulefiles": "example"}); err != nil {
+			return err
 		}
-		if len(files) != 1 {
-			return fmt.Errorf("rule files %v, want one", files)
+		for _, cm := range cms.Items {
+			for key, content := range cm.Data {
+				if strings.HasPrefix(key, "default-second-") && strings.Contains(content, "job:scrape:min") {
+					return nil
+				}
+			}
 		}
-		b, err := os.ReadFile(files[0])
-		if err == nil && !strings.Contains(string(b), "job:scrape:min") {
-			err = fmt.Errorf("%s has not changed", files[0])
-		}
-		return err
+		return errors.New("no rule ConfigMap holds job:scrape:min")
 	})
 	e.pod.start(t, "config-reloader")
 	want["second"] = []string{"job:scrape:max", "job:scrape:min"}

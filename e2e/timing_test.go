@@ -22,10 +22,12 @@ type timing struct {
 	// controller: until the rule ConfigMap's update is seen by a watch.
 	controller time.Duration
 	// projection: until the config-reloader sends its reload request,
-	// which it does on seeing the kubelet's atomic writer swap ..data in.
+	// which it does on seeing the kubelet's atomic writer swap ..data in,
+	// or, with the API source, its watch event.
 	projection time.Duration
 	// write is how long the atomic writer's Write took, within
-	// projection: it swaps ..data, then removes the previous version.
+	// projection: it swaps ..data, then removes the previous version; 0
+	// with the API source.
 	write time.Duration
 	// reload: Prometheus' reload, the request's duration.
 	reload time.Duration
@@ -37,7 +39,7 @@ type timing struct {
 
 func (d timing) String() string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-	return fmt.Sprintf("%s: controller %s, volume projection and config-reloader %s, Prometheus reload %s, API poll %s",
+	return fmt.Sprintf("%s: controller %s, config-reloader (API watch, write, reload request) %s, Prometheus reload %s, API poll %s",
 		ms(d.total), ms(d.controller), ms(d.projection), ms(d.reload), ms(d.serve))
 }
 
@@ -52,7 +54,7 @@ func (e *examplePipeline) timeRuleChange(t testing.TB, change func(), want map[s
 	w, err := e.cl.c.Watch(ctx, &corev1.ConfigMapList{}, append(rules, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: cms.ResourceVersion}})...)
 	require.NoError(t, err)
 	defer w.Stop()
-	for drained := false; !drained; { // Earlier projections.
+	for drained := e.pod.kubelet == nil; !drained; { // Earlier projections.
 		select {
 		case <-e.pod.kubelet.Projections():
 		default:
@@ -83,7 +85,7 @@ func (e *examplePipeline) timeRuleChange(t testing.TB, change func(), want map[s
 		require.Less(t, time.Since(start), deadline, "Prometheus serves %v, want %v (%v)", groups, want, err)
 		time.Sleep(time.Millisecond) // Polling Prometheus' API: the only way to see it.
 	}
-	for d.write == 0 {
+	for e.pod.kubelet != nil && d.write == 0 {
 		select {
 		case p := <-e.pod.kubelet.Projections():
 			if p.Kind == "configmap" && p.ResourceVersion == rv {
