@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/node"
 )
 
@@ -32,34 +33,42 @@ type edit struct {
 }
 
 // BenchmarkNodeRuleEdit times PrometheusRule edits until the example's
-// Prometheus serves them, on a real node, with the kubelet's default
-// syncFrequency and with 1s: API write, then the controller's write of the
-// rule ConfigMap, then the kubelet's projection into the pod's volume, then
-// Prometheus' reload (the time it says it finished), then the rule served.
+// Prometheus serves them, on a real node: with the API source (the
+// default) and, in the same run, through the kubelet's projection with its
+// default syncFrequency and with 1s. Stages: API write, the controller's
+// write of the rule ConfigMap, the rule file written into the pod (by the
+// kubelet's projection, or by config-reloader from its watch), Prometheus'
+// reload (the time it says it finished), the rule served.
 func BenchmarkNodeRuleEdit(b *testing.B) {
-	for _, sync := range []time.Duration{0, time.Second} {
-		name := "syncFrequency=default(1m)"
-		if sync > 0 {
-			name = "syncFrequency=" + sync.String()
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, setting := range []struct {
+		name   string
+		source string
+		sync   time.Duration
+	}{
+		{"source=api", v1alpha1.SourceAPI, 0},
+		{"source=volume syncFrequency=default(1m)", v1alpha1.SourceVolume, 0},
+		{"source=volume syncFrequency=1s", v1alpha1.SourceVolume, time.Second},
+	} {
+		b.Run(setting.name, func(b *testing.B) {
 			var edits []edit
 			for b.Loop() {
-				edits = runEdits(b, sync)
+				edits = runEdits(b, setting.source, setting.sync)
 			}
-			// Each setting has its own section: the two take half an
-			// hour, and may be run one at a time (-bench NodeRuleEdit/1s).
-			r := report(name, edits)
+			// Each setting has its own section: the default sync
+			// takes twenty minutes, and a setting may be run alone
+			// (-bench 'NodeRuleEdit/source=api').
+			r := report(setting.name, edits)
 			b.Log(r)
 			if path := os.Getenv(benchDocsEnv); path != "" {
-				require.NoError(b, replaceSection(path, "node "+name, r))
+				require.NoError(b, replaceSection(path, "node "+setting.name, r))
 			}
 		})
 	}
 }
 
-func runEdits(b *testing.B, sync time.Duration) []edit {
+func runEdits(b *testing.B, source string, sync time.Duration) []edit {
 	cl := startCluster(b, node.Options{SyncFrequency: sync})
+	cl.source = source
 	cl.deployController(b)
 	pod := cl.deployExample(b)
 	var edits []edit
@@ -81,8 +90,8 @@ func runEdits(b *testing.B, sync time.Duration) []edit {
 			return fmt.Errorf("not in ConfigMap")
 		})
 		e.controller = time.Since(start)
-		eventuallyEvery(b, projectionTimeout, 10*time.Millisecond, "kubelet projected "+record, func() error {
-			return projected(cl.node, pod, record)
+		eventuallyEvery(b, projectionTimeout, 10*time.Millisecond, "rule file of "+record+" in the pod", func() error {
+			return inPod(cl.node, pod, source, record)
 		})
 		e.projected = time.Since(start)
 		eventuallyEvery(b, time.Minute, 20*time.Millisecond, "Prometheus reloaded after "+record, func() error {
@@ -122,9 +131,15 @@ func (cl *cluster) lastReload(b *testing.B, pod string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("no %sin /metrics", metric)
 }
 
-// projected returns nil once a file of the pod's ConfigMap volumes holds s.
-func projected(n *node.Node, pod *corev1.Pod, s string) error {
-	files, err := filepath.Glob(filepath.Join(n.VolumeDir(string(pod.UID), "kubernetes.io~configmap", "*"), "..data", "*"))
+// inPod returns nil once a rule file of the pod holds s: in its ConfigMap
+// volumes (the kubelet's projection) or, with the API source, in the
+// emptyDir config-reloader writes the rules into.
+func inPod(n *node.Node, pod *corev1.Pod, source, s string) error {
+	pattern := filepath.Join(n.VolumeDir(string(pod.UID), "kubernetes.io~configmap", "*"), "..data", "*")
+	if source == v1alpha1.SourceAPI {
+		pattern = filepath.Join(n.VolumeDir(string(pod.UID), "kubernetes.io~empty-dir", "rules"), "*", "*")
+	}
+	files, err := filepath.Glob(pattern)
 	if err != nil {
 		return err
 	}
@@ -133,7 +148,7 @@ func projected(n *node.Node, pod *corev1.Pod, s string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("not in %d projected files", len(files))
+	return fmt.Errorf("not in %d rule files", len(files))
 }
 
 func report(name string, edits []edit) string {
@@ -149,14 +164,14 @@ func report(name string, edits []edit) string {
 		return ds[min(len(ds)-1, int(p*float64(len(ds))))].Round(time.Millisecond)
 	}
 	var w strings.Builder
-	fmt.Fprintf(&w, "\n%d PrometheusRule edits on a real node (internal/testenv/node), kubelet %s, each timed from the API write:\n\n", len(edits), name)
+	fmt.Fprintf(&w, "\n%d PrometheusRule edits on a real node (internal/testenv/node), %s, each timed from the API write:\n\n", len(edits), name)
 	fmt.Fprintf(&w, "| stage | p50 | p99 |\n|---|---|---|\n")
 	stages := []struct {
 		name string
 		f    func(edit) time.Duration
 	}{
 		{"API write → controller wrote the rule ConfigMap", func(e edit) time.Duration { return e.controller }},
-		{"→ kubelet projected it into the pod", func(e edit) time.Duration { return e.projected }},
+		{"→ the rule file written in the pod (the kubelet's projection, or config-reloader from the API)", func(e edit) time.Duration { return e.projected }},
 		{"→ Prometheus reloaded (its prometheus_config_last_reload_success_timestamp_seconds)", func(e edit) time.Duration { return e.reloaded }},
 		{"→ Prometheus serves the rule", func(e edit) time.Duration { return e.served }},
 	}

@@ -72,6 +72,9 @@ type cluster struct {
 	node *node.Node
 	kube kubernetes.Interface
 	c    client.Client
+	// source, when set, is the spec.reloader.source apply gives
+	// PrometheusServers; empty keeps the manifests' (the default, api).
+	source string
 }
 
 func startCluster(t testing.TB, opts node.Options) *cluster {
@@ -95,8 +98,8 @@ func startCluster(t testing.TB, opts node.Options) *cluster {
 
 // apply applies the manifests a kustomization lists, in order, with
 // server-side apply, retrying each object while its kind is not served yet
-// (a custom resource right after its CRD); PrometheusServers with the
-// volume source (volumeSource).
+// (a custom resource right after its CRD); PrometheusServers get
+// cl.source, if set.
 func (cl *cluster) apply(t testing.TB, dir string) {
 	t.Helper()
 	var kust struct{ Resources []string }
@@ -117,7 +120,7 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 			if len(obj.Object) == 0 {
 				continue
 			}
-			volumeSource(t, obj)
+			cl.setSource(t, obj)
 			eventually(t, time.Minute, "apply "+obj.GetKind()+" "+obj.GetName(), func() error {
 				return cl.c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
 					client.FieldOwner(fieldOwner), client.ForceOwnership)
@@ -126,17 +129,14 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 	}
 }
 
-// volumeSource sets spec.reloader.source to volume in obj when it is a
-// PrometheusServer: the node runs the podreload image, whose
-// config-reloader does not take the API source's flags yet
-// (--config-secret, --rules-configmap-selector, --rules-dir). Remove it
-// when it does, so that the default is tested.
-func volumeSource(t testing.TB, obj *unstructured.Unstructured) {
+// setSource sets spec.reloader.source to cl.source in obj when it is a
+// PrometheusServer and cl.source is set.
+func (cl *cluster) setSource(t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
-	if obj.GroupVersionKind().GroupKind() != v1alpha1.GroupVersion().WithKind(v1alpha1.Kind).GroupKind() {
+	if cl.source == "" || obj.GroupVersionKind().GroupKind() != v1alpha1.GroupVersion().WithKind(v1alpha1.Kind).GroupKind() {
 		return
 	}
-	require.NoError(t, unstructured.SetNestedField(obj.Object, v1alpha1.SourceVolume, "spec", "reloader", "source"))
+	require.NoError(t, unstructured.SetNestedField(obj.Object, cl.source, "spec", "reloader", "source"))
 }
 
 // eventually polls cond until it returns nil, failing the test with its
