@@ -59,9 +59,20 @@ func TestExampleOnNode(t *testing.T) {
 	})
 
 	t.Run("a deleted pod comes back with its data and configuration", func(t *testing.T) {
-		require.Greater(t, time.Since(upSince), time.Duration(0))
-		// A sample Prometheus has written before the deletion.
-		before := strconv.FormatFloat(float64(time.Now().Add(-5*time.Second).UnixMilli())/1000, 'f', 3, 64)
+		// A sample Prometheus had written before the deletion: once its
+		// target was up. Not "a few seconds ago": with the API source the
+		// subtests before take about as long as one scrape, and a few
+		// seconds ago may be before the first.
+		before := strconv.FormatFloat(float64(upSince.UnixMilli())/1000, 'f', 3, 64)
+		// Prometheus' logs of its shutdown and of its start, shown if
+		// this fails.
+		stopped := cl.followLogs(t, serverPod, "prometheus")
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("prometheus of the deleted pod:\n%s", stopped())
+				t.Logf("prometheus of the new pod:\n%s", cl.podLogs(t, serverPod, "prometheus"))
+			}
+		})
 		require.NoError(t, cl.kube.CoreV1().Pods("default").Delete(t.Context(), serverPod, metav1.DeleteOptions{}))
 		eventually(t, startTimeout, "pod "+serverPod+" back", func() error {
 			p, err := cl.readyPod(t, "default", serverPod)

@@ -8,6 +8,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,6 +315,53 @@ func (cl *cluster) controllerLogs(t testing.TB) string {
 	b, err := cl.kube.CoreV1().Pods("podreload-system").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "controller"}).DoRaw(t.Context())
 	require.NoError(t, err)
 	return string(b)
+}
+
+// podLogs returns the logs of a container of a pod of the default namespace.
+func (cl *cluster) podLogs(t testing.TB, pod, container string) string {
+	t.Helper()
+	b, err := cl.kube.CoreV1().Pods("default").GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(context.WithoutCancel(t.Context()))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// followLogs follows the logs of a container of a pod of the default
+// namespace until the container ends, and returns a function that returns
+// what it read.
+func (cl *cluster) followLogs(t testing.TB, pod, container string) func() string {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		buf bytes.Buffer
+	)
+	done := make(chan struct{})
+	stream, err := cl.kube.CoreV1().Pods("default").GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(t.Context())
+	require.NoError(t, err)
+	go func() {
+		defer close(done)
+		defer stream.Close()
+		b := make([]byte, 32<<10)
+		for {
+			n, err := stream.Read(b)
+			mu.Lock()
+			buf.Write(b[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stream.Close()
+		<-done
+	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
 }
 
 // deployController applies deploy/ and waits for the controller's
