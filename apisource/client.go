@@ -11,9 +11,11 @@
 // unreachable API server is retried with backoff while the last state read
 // is kept.
 //
-// It speaks the API's JSON over net/http with the service account's token
-// rather than through client-go: see docs/api-source.md for the figures
-// that chose it.
+// It speaks the API's JSON over net/http with the service account's token,
+// written by hand for memory: with 1,000 rule ConfigMaps of 4 KiB, client-go's
+// typed informers peak at 40.8 MiB RSS and its dynamic client at 36.9 MiB,
+// this client at 20.9 MiB (pages of 100 objects), against a target of 24;
+// idle, 26.1 and 14.3 MiB against 10.1 (docs/api-source.md).
 package apisource
 
 import (
