@@ -248,6 +248,28 @@ func TestAPISource(t *testing.T) {
 		require.Greater(t, p.metric(`reloader_api_errors_total{resource="configmaps"}`), errs)
 		require.Equal(t, 1.0, p.metric(`reloader_api_watch_connected{resource="configmaps"}`))
 	})
+	t.Run("API server down: the last state is served", func(t *testing.T) {
+		cp.KillAPIServer(t)
+		eventually(t, "ready, degraded", func() error {
+			_, body, err := get(t.Context(), p.sidecarURL+"/-/ready")
+			if err == nil && !bytes.HasPrefix(body, []byte("ready, degraded: API server unreachable for configmaps since ")) {
+				err = fmt.Errorf("/-/ready: %s", body)
+			}
+			return err
+		})
+		require.Equal(t, 0.0, p.metric(`reloader_api_watch_connected{resource="configmaps"}`))
+		p.serves("3", map[string][]string{"a": {"restarted"}, "b": {"b1"}})
+		cp.StartAPIServer(t)
+		p.setConfigMap("prom-rulefiles-0", map[string]string{"a.yaml": ruleFile("a", "back"), "b.yaml": ruleFile("b", "b1")})
+		p.serves("3", map[string][]string{"a": {"back"}, "b": {"b1"}})
+		eventually(t, "ready", func() error {
+			_, body, err := get(t.Context(), p.sidecarURL+"/-/ready")
+			if err == nil && string(body) != "ready\n" {
+				err = fmt.Errorf("/-/ready: %s", body)
+			}
+			return err
+		})
+	})
 }
 
 func TestAPISourceForbidden(t *testing.T) {

@@ -81,6 +81,21 @@ func StartWithFlags(t testing.TB, flags map[string]string, crdDirs ...string) *C
 // address with the same certificates; etcd keeps running.
 func (cp *ControlPlane) RestartAPIServer(t testing.TB) {
 	t.Helper()
+	cp.KillAPIServer(t)
+	cp.StartAPIServer(t)
+}
+
+// StartAPIServer starts the API server KillAPIServer killed, on the same
+// address with the same certificates.
+func (cp *ControlPlane) StartAPIServer(t testing.TB) {
+	t.Helper()
+	require.NoError(t, cp.env.ControlPlane.GetAPIServer().Start())
+}
+
+// KillAPIServer kills the API server, as a crash would; etcd keeps
+// running.
+func (cp *ControlPlane) KillAPIServer(t testing.TB) {
+	t.Helper()
 	apiserver := cp.env.ControlPlane.GetAPIServer()
 	port := apiserver.Port
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -102,7 +117,6 @@ func (cp *ControlPlane) RestartAPIServer(t testing.TB) {
 	}
 	require.True(t, killed, "no kube-apiserver serving on port %s", port)
 	require.NoError(t, apiserver.Stop())
-	require.NoError(t, apiserver.Start())
 }
 
 // ServiceAccount creates the namespace ns (if missing) and in it the
