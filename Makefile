@@ -63,12 +63,14 @@ bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 # The rest of a node (internal/testenv/node): Kubernetes from the control
 # plane's module, containerd v2 from its own (tools/containerd/go.mod, see
 # there why), runc, CNI plugins and iptables from Debian.
-KUBE_NODE_BINARIES := kubelet kube-controller-manager kube-scheduler kube-proxy kubectl
+KUBE_NODE_BINARIES := kubelet kube-controller-manager kube-scheduler kube-proxy
 CONTAINERD_BINARIES := containerd containerd-shim-runc-v2 ctr
 DEBIAN_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack
 node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) debian-node-packages ## Build and install what a node needs.
 
-$(KUBE_NODE_BINARIES:%=bin/%): tools/controlplane/go.mod tools/controlplane/go.sum
+# kubectl is for people using `make node-up`; no test needs it, so a cold
+# `make test` does not spend minutes building it.
+$(KUBE_NODE_BINARIES:%=bin/%) bin/kubectl: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$(notdir $@)
 
 # The tags leave out the snapshotters that need cgo and host libraries.
@@ -77,7 +79,7 @@ $(CONTAINERD_BINARIES:%=bin/%): tools/containerd/go.mod tools/containerd/go.sum
 
 # The node runs in the background until `make node-down`; bin/node-up.log
 # has its log.
-node-up: node-bins host-images bin/nodeup ## Start a single-machine Kubernetes node (root; stops with make node-down).
+node-up: node-bins host-images bin/nodeup bin/kubectl ## Start a single-machine Kubernetes node (root; stops with make node-down).
 	@rm -f bin/node-up.log; setsid $(BIN)/nodeup -kubeconfig $(BIN)/node.kubeconfig > bin/node-up.log 2>&1 & echo $$! > bin/node-up.pid; \
 	while ! grep -q '^export KUBECONFIG' bin/node-up.log; do \
 		kill -0 $$(cat bin/node-up.pid) 2>/dev/null || { cat bin/node-up.log; rm -f bin/node-up.pid; exit 1; }; sleep 1; \
