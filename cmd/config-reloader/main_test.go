@@ -78,6 +78,8 @@ func TestInitMode(t *testing.T) {
 			"--reload-tls-key-file=", "--reload-tls-server-name=prometheus", "--reload-tls-insecure-skip-verify"}, 0, "b: 1\n",
 			`"msg":"reload TLS","mode":"none: not an https URL"`},
 		{"signal by pid file", "b: 1\n", []string{"--reload-method=signal", "--pid-file=/run/x.pid", "--reload-signal=USR1"}, 0, "b: 1\n", ""},
+		{"bad report pod", "", []string{"--report-pod=prom-0"}, 2, "b: 1\n", "config-reloader: --report-pod=prom-0: want NAMESPACE/NAME\n"},
+		{"report pod", "c: 1\n", []string{"--report-pod=ns/prom-0", "--api-server=https://127.0.0.1:1", "--api-ca-file="}, 0, "c: 1\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.config != "" {
