@@ -247,9 +247,8 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
-// The Role and RoleBinding of the API source are written before the
-// StatefulSet, so that its pods find them; without them in objs, the ones
-// written earlier are deleted once the StatefulSet no longer needs them.
+// The Role and RoleBinding of the reloaders are written before the
+// StatefulSet, so that its pods find them.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) (*appsv1.StatefulSet, error) {
 	extra, err := r.extraShards(ctx, server, objs.RuleShards)
 	if err != nil {
@@ -283,22 +282,16 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			return nil, err
 		}
 	}
-	if objs.Role != nil {
-		if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
-			return nil, err
-		}
-		if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
-			return nil, err
-		}
+	if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
+		return nil, err
+	}
+	if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
+		return nil, err
 	}
 	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
 		return nil, err
 	}
-	sts, err := r.writeStatefulSet(ctx, server, objs.StatefulSet)
-	if err != nil || objs.Role != nil {
-		return sts, err
-	}
-	return sts, r.deleteAccess(ctx, server)
+	return r.writeStatefulSet(ctx, server, objs.StatefulSet)
 }
 
 // extraShards returns the rule file ConfigMaps server controls that are
@@ -592,6 +585,7 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, st
 	if objs != nil {
 		if objs.ConfigSecret != nil {
 			status.ConfigHash = objs.ConfigHash
+			status.ContentHash = objs.ContentHash
 		}
 		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
 		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}

@@ -257,6 +257,12 @@ type PrometheusServerStatus struct {
 	// ConfigHash is the hash of the configuration last written.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
+	// ContentHash is the content hash of the configuration Secret and the
+	// rule file ConfigMaps last written: the hash a replica's
+	// config-reloader reports, in its pod's podreload.dev/applied
+	// annotation, once Prometheus runs them.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
 }
 
 // Selection counts the objects a selector matched.
