@@ -553,6 +553,10 @@ func syncService(live, desired *corev1.Service) bool {
 // A conflict (the cache is behind the controller's own last write) is
 // retried on the server read from the API server.
 func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
+		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
 	fresh := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if fresh {
@@ -562,6 +566,10 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 		}
 		fresh = true
 		status := r.status(server, objs, sts, cond)
+		var applied metav1.Condition
+		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
+		applied.ObservedGeneration = server.Generation
+		meta.SetStatusCondition(&status.Conditions, applied)
 		if equality.Semantic.DeepEqual(status, server.Status) {
 			return nil
 		}

@@ -70,6 +70,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("drift", cp.testDrift)
 	t.Run("access of the API source", cp.testAccess)
 	t.Run("deploy's RBAC", cp.testDeployRBAC)
+	t.Run("config applied", cp.testConfigApplied)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)

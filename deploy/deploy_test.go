@@ -317,6 +317,10 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"update", "rbac.authorization.k8s.io", "rolebindings", "", "team-a", clusterBinding},
 			// Granted in the Roles of the servers' pods, never used.
 			{"patch", "", "pods", "", "team-a", clusterBinding},
+			// What the config-reloaders report in their pods.
+			{"get", "", "pods", "", "team-a", clusterBinding},
+			{"list", "", "pods", "", "", clusterBinding},
+			{"watch", "", "pods", "", "", clusterBinding},
 			{"create", "events.k8s.io", "events", "", "team-a", clusterBinding},
 			{"patch", "events.k8s.io", "events", "", "team-a", clusterBinding},
 			{"update", "events.k8s.io", "events", "", "team-a", clusterBinding},
@@ -328,8 +332,8 @@ func TestManifestsOnAPIServer(t *testing.T) {
 
 			{"delete", "", "secrets", "", "team-a", ""},
 			{"create", "", "pods", "", "team-a", ""},
-			{"get", "", "pods", "", "team-a", ""},
 			{"update", "", "pods", "", "team-a", ""},
+			{"delete", "", "pods", "", "team-a", ""},
 			{"delete", "rbac.authorization.k8s.io", "roles", "", "team-a", ""},
 			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", "team-a", ""},
 			{"update", "monitoring.coreos.com", "servicemonitors", "", "team-a", ""},
