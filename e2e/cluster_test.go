@@ -211,6 +211,16 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 	if slices.ContainsFunc(all, apiClient) {
 		p.apiArgs = cl.serviceAccount(t, p.namespace, cmp.Or(spec.ServiceAccountName, "default"), p.root)
 	}
+	// The pod as the API server knows it, ready, with the template's
+	// labels: its config-reloader reports in it what Prometheus runs, and
+	// the controller reads the report.
+	obj := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name, Labels: p.template.Labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}},
+	}
+	require.NoError(t, cl.c.Create(t.Context(), obj), "pod %s", p.name)
+	obj.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, cl.c.Status().Update(t.Context(), obj), "pod %s ready", p.name)
 	// The kubelet starts a pod once its volumes are mounted.
 	for _, v := range vols {
 		if !v.Optional {
