@@ -84,7 +84,7 @@ func TestConfigApplied(t *testing.T) {
 // created and made ready here, as no kubelet runs.
 func (cp *controlPlane) testConfigApplied(t *testing.T) {
 	ns := cp.namespace(t, "applied", nil)
-	cp.start(t, Options{Namespaces: []string{ns}})
+	run := cp.start(t, Options{Namespaces: []string{ns}})
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) { s.Replicas = ptr.To[int32](2) })
 	cp.create(t, srv)
 	condition := func(c *assert.CollectT, status metav1.ConditionStatus, reason, message string) v1alpha1.PrometheusServerStatus {
@@ -132,6 +132,7 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 	report("main-1", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
 		st := condition(c, metav1.ConditionTrue, "Applied", "every ready replica runs "+want[:12])
+		assert.Equal(c, 1.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
 		if assert.Len(c, st.ReplicaStatuses, 2) {
 			assert.Equal(c, want, st.ReplicaStatuses[1].AppliedHash)
 			if assert.NotNil(c, st.ReplicaStatuses[1].AppliedTime) {
@@ -145,6 +146,7 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 		Rejection: &apisource.Rejection{Message: msg, Time: at.Format(time.RFC3339)}})
 	eventually(t, func(c *assert.CollectT) {
 		st := condition(c, metav1.ConditionFalse, "Rejected", "Rejected: "+msg+" (pod main-1)")
+		assert.Equal(c, 0.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
 		if assert.Len(c, st.ReplicaStatuses, 2) && assert.NotNil(c, st.ReplicaStatuses[1].LastRejection) {
 			assert.Equal(c, msg, st.ReplicaStatuses[1].LastRejection.Message)
 		}

@@ -74,6 +74,7 @@ type metrics struct {
 	writes                          *prometheus.CounterVec
 	drift                           *prometheus.CounterVec
 	selected, rejected              *prometheus.GaugeVec
+	configApplied                   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -115,6 +116,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "podreload_controller_selected_resources",
 			Help: "Objects a PrometheusServer selects, rejected ones included.",
 		}, []string{"namespace", "name", "kind"}),
+		configApplied: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podreload_controller_config_applied",
+			Help: "Whether every ready replica of a PrometheusServer runs the configuration and rules last written (its ConfigApplied condition).",
+		}, []string{"namespace", "name"}),
 		rejected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_rejected_resources",
 			Help: "Selected objects left out of a PrometheusServer's configuration because they are invalid.",
@@ -570,6 +575,7 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
 		applied.ObservedGeneration = server.Generation
 		meta.SetStatusCondition(&status.Conditions, applied)
+		r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
 		if equality.Semantic.DeepEqual(status, server.Status) {
 			return nil
 		}
@@ -695,6 +701,14 @@ func (r *reconciler) forget(key types.NamespacedName) {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
 		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, kind)
 	}
+	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // warn emits a Warning Event on each rejected object, once per object
