@@ -437,6 +437,8 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	waitFor("refusal logged", func() bool {
 		return strings.Contains(stderr.String(), `"err":"read config: open `+in+`: not a regular file (named pipe)"`)
 	})
+	// The web server is an actor of its own: it may start after the refusal.
+	waitFor("web server", func() bool { return !strings.Contains(get("/-/ready"), "connection refused") })
 	require.Equal(t, "503 not ready: no reload has succeeded yet\n", get("/-/ready"))
 	require.NoError(t, os.Remove(in))
 	require.NoError(t, os.WriteFile(in, []byte("a: 1\n"), 0o644))
