@@ -19,6 +19,7 @@
 package apisource
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -115,6 +116,31 @@ func (c *client) get(ctx context.Context, path string, query url.Values) (*http.
 	if err != nil {
 		return nil, err
 	}
+	return c.do(req)
+}
+
+// mergePatch sends a JSON merge patch to path and discards the object the
+// API server answers with; any status but 200 is an error as for get.
+func (c *client) mergePatch(ctx context.Context, path string, patch []byte) error {
+	u := *c.server
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, u.String(), bytes.NewReader(patch))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return nil
+}
+
+// do sends req with the service account's token and returns the response
+// of a 200, or an error carrying the API server's message.
+func (c *client) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "podreload-config-reloader")
 	if c.tokenFile != "" {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -26,23 +27,29 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// TestRenderAccess checks the exact grant of the API source: the config
-// Secret by name, the ConfigMaps of the namespace for list and watch only,
-// to the pods' service account; nothing with the volume source.
+// TestRenderAccess checks the exact grant to the pods' service account:
+// patch on the StatefulSet's pods by name, whatever the source; with the
+// API source, the config Secret by name and the ConfigMaps of the namespace
+// for list and watch only.
 func TestRenderAccess(t *testing.T) {
 	meta := metav1.ObjectMeta{
 		Namespace: "monitoring",
 		Name:      "main-config-reloader",
 		Labels:    map[string]string{labelName: "prometheus", labelInstance: "main"},
 	}
-	wantRole := &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: meta,
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"main-config"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
-		},
+	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"main-config"}, Verbs: []string{"get", "list", "watch"}}
+	configMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}
+	pods := func(names ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: names, Verbs: []string{"patch"}}
 	}
+	role := func(rules ...rbacv1.PolicyRule) *rbacv1.Role {
+		return &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: meta,
+			Rules:      append([]rbacv1.PolicyRule{}, rules...),
+		}
+	}
+	wantRole := role(secrets, configMaps, pods("main-0"))
 	binding := func(sa string) *rbacv1.RoleBinding {
 		return &rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
@@ -60,7 +67,14 @@ func TestRenderAccess(t *testing.T) {
 		{name: "default service account", role: wantRole, roleBinding: binding("default")},
 		{name: "service account", server: func(s *v1alpha1.PrometheusServer) { s.Spec.ServiceAccountName = "prometheus" }, role: wantRole, roleBinding: binding("prometheus")},
 		{name: "api spelled out", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceAPI }, role: wantRole, roleBinding: binding("default")},
-		{name: "volume source", server: volume},
+		{name: "volume source", server: volume, role: role(pods("main-0")), roleBinding: binding("default")},
+		{name: "replicas", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](3) },
+			role: role(secrets, configMaps, pods("main-0", "main-1", "main-2")), roleBinding: binding("default")},
+		// No rule without names: it would grant every pod.
+		{name: "no replica", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](0) },
+			role: role(secrets, configMaps), roleBinding: binding("default")},
+		{name: "volume source, no replica", server: func(s *v1alpha1.PrometheusServer) { volume(s); s.Spec.Replicas = ptr.To[int32](0) },
+			role: role(), roleBinding: binding("default")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := testServer()
@@ -106,23 +120,12 @@ func (cp *controlPlane) waitAccess(t *testing.T, server *v1alpha1.PrometheusServ
 	})
 }
 
-// waitNoAccess waits until server has neither Role nor RoleBinding.
-func (cp *controlPlane) waitNoAccess(t *testing.T, server *v1alpha1.PrometheusServer) {
-	t.Helper()
-	eventually(t, func(c *assert.CollectT) {
-		for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-			err := cp.c.Get(t.Context(), accessKey(server), obj)
-			assert.True(c, apierrors.IsNotFound(err), "%T: %v", obj, err)
-		}
-	})
-}
-
 // testAccess follows the Role and RoleBinding of a server through its
 // changes: created with the API source, put back when someone widens the
 // Role or binds it to another account, bound to the server's service
-// account when it changes, deleted when the server switches to the volume
-// source (a Role of that name the server does not control stays), and
-// created again when it switches back.
+// account when it changes, naming the pods when the replicas change,
+// narrowed to the pods when the server switches to the volume source, and
+// widened again when it switches back.
 func (cp *controlPlane) testAccess(t *testing.T) {
 	ns := cp.namespace(t, "access", nil)
 	run := cp.start(t, Options{Namespaces: []string{ns}})
@@ -148,32 +151,26 @@ func (cp *controlPlane) testAccess(t *testing.T) {
 	sa := func(s *v1alpha1.PrometheusServerSpec) { s.ServiceAccountName = "prometheus" }
 	cp.waitAccess(t, srv, sa)
 
-	// To the volume source: the grant goes, the pods mount the Secret.
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](2) })
+	sa = func(s *v1alpha1.PrometheusServerSpec) {
+		s.ServiceAccountName = "prometheus"
+		s.Replicas = ptr.To[int32](2)
+	}
+	cp.waitAccess(t, srv, sa)
+
+	// To the volume source: only the pods' grant stays, the pods mount the Secret.
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceVolume })
-	cp.waitNoAccess(t, srv)
+	cp.waitAccess(t, srv, func(s *v1alpha1.PrometheusServerSpec) { sa(s); s.Reloader.Source = v1alpha1.SourceVolume })
 	eventually(t, func(c *assert.CollectT) {
 		var sts appsv1.StatefulSet
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &sts)) {
 			assert.NotEqual(c, apiHash, sts.Spec.Template.Annotations[annotationInputHash])
+			assert.Equal(c, ptr.To(true), sts.Spec.Template.Spec.AutomountServiceAccountToken, "the sidecar reports with the token")
 			assert.True(c, slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
 				return v.Secret != nil && v.Secret.SecretName == ConfigSecretName(srv)
 			}), "config Secret volume")
 		}
 	})
-	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_writes_total", "kind", "Role", "verb", "delete"))
-	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_writes_total", "kind", "RoleBinding", "verb", "delete"))
-
-	// Someone else's Role of that name is not the server's to delete.
-	theirs := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: accessName(srv), Labels: selectorLabels(srv)}}
-	cp.create(t, theirs)
-	reconciles := metricValue(t, run.reg, "podreload_controller_reconciles_total")
-	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Labels = labelsOf("unrelated", "label") })
-	eventually(t, func(c *assert.CollectT) {
-		assert.Greater(c, metricValue(t, run.reg, "podreload_controller_reconciles_total"), reconciles)
-	})
-	run.settle(t)
-	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(theirs), theirs), "a Role the server does not control stays")
-	require.NoError(t, cp.c.Delete(t.Context(), theirs))
 
 	// Back to the API source.
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceAPI })
@@ -242,10 +239,11 @@ func (cp *controlPlane) as(who rest.ImpersonationConfig) *rest.Config {
 
 // testDeployRBAC runs the controller with exactly the ClusterRole of
 // deploy/: the API server lets it create, update and delete the Role and
-// RoleBinding of the API source without escalate or bind (it holds every
+// RoleBinding of the pods without escalate or bind (it holds every
 // permission the Role grants). The Role lets the pods' service account get,
-// list and watch their config Secret and no other, and list and watch the
-// ConfigMaps of the namespace.
+// list and watch their config Secret and no other, list and watch the
+// ConfigMaps of the namespace, and patch the StatefulSet's pods and no
+// other.
 func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 	controller := cp.deployRBAC(t)
 	ns := cp.namespace(t, "deploy-rbac", nil)
@@ -314,12 +312,23 @@ func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 		assert.NoError(c, pod2.Get(ctx, configKey, &corev1.Secret{}))
 	})
 
-	// To the volume source: the controller may delete them too.
+	// To the volume source: the controller narrows the Role to the pods.
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceVolume })
-	cp.waitNoAccess(t, srv)
+	cp.waitAccess(t, srv, func(s *v1alpha1.PrometheusServerSpec) {
+		s.ServiceAccountName, s.Reloader.Source = "prometheus-2", v1alpha1.SourceVolume
+	})
 	eventually(t, func(c *assert.CollectT) {
 		err := pod2.Get(ctx, configKey, &corev1.Secret{})
 		assert.True(c, apierrors.IsForbidden(err), "the grant is gone: %v", err)
 	})
+	// Each pod may patch itself, to report what Prometheus runs; no pod
+	// runs here, so an allowed patch finds none.
+	patch := func(name string) error {
+		return pod2.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.RawPatch(types.MergePatchType, []byte(`{}`)))
+	}
+	require.True(t, apierrors.IsNotFound(patch("main-0")), "patch its pod: %v", patch("main-0"))
+	for _, name := range []string{"main-1", "other"} {
+		require.True(t, apierrors.IsForbidden(patch(name)), "patch pod %s: %v", name, patch(name))
+	}
 	require.Zero(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"), "no request of the controller denied")
 }

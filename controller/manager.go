@@ -120,6 +120,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
 		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(kindPrometheusRule)), changed).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("new controller: %w", err)
@@ -137,8 +138,8 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) m
 			namespaces[ns] = cache.Config{}
 		}
 	}
-	// Only the ConfigMaps, Services, StatefulSets, Roles and RoleBindings
-	// of PrometheusServers are cached, not every one of the cluster. Of Secrets, which hold the
+	// Only the ConfigMaps, Services, StatefulSets, Roles, RoleBindings and
+	// pods of PrometheusServers are cached, not every one of the cluster. Of Secrets, which hold the
 	// biggest objects of many clusters, only the metadata is cached (to
 	// know when one changes): the ones a server references, and its config
 	// Secret, are read from the API server when it is reconciled.
@@ -166,6 +167,7 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) m
 				&appsv1.StatefulSet{}: ours,
 				&rbacv1.Role{}:        ours,
 				&rbacv1.RoleBinding{}: ours,
+				&corev1.Pod{}:         ours,
 			},
 		},
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
@@ -269,6 +271,16 @@ func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []
 		}
 	}
 	return r.requests("Namespace", matched)
+}
+
+// podServer maps a pod to the PrometheusServer whose StatefulSet runs it,
+// named by its labelInstance label.
+func (r *reconciler) podServer(_ context.Context, obj client.Object) []ctrl.Request {
+	name := obj.GetLabels()[labelInstance]
+	if name == "" {
+		return nil
+	}
+	return r.requests("Pod", []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: name}})
 }
 
 // secretServers maps a Secret to the PrometheusServer that owns it, or to

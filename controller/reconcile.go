@@ -74,6 +74,7 @@ type metrics struct {
 	writes                          *prometheus.CounterVec
 	drift                           *prometheus.CounterVec
 	selected, rejected              *prometheus.GaugeVec
+	configApplied                   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -115,6 +116,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "podreload_controller_selected_resources",
 			Help: "Objects a PrometheusServer selects, rejected ones included.",
 		}, []string{"namespace", "name", "kind"}),
+		configApplied: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podreload_controller_config_applied",
+			Help: "Whether every ready replica of a PrometheusServer runs the configuration and rules last written (its ConfigApplied condition).",
+		}, []string{"namespace", "name"}),
 		rejected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_rejected_resources",
 			Help: "Selected objects left out of a PrometheusServer's configuration because they are invalid.",
@@ -247,9 +252,8 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
-// The Role and RoleBinding of the API source are written before the
-// StatefulSet, so that its pods find them; without them in objs, the ones
-// written earlier are deleted once the StatefulSet no longer needs them.
+// The Role and RoleBinding of the reloaders are written before the
+// StatefulSet, so that its pods find them.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) (*appsv1.StatefulSet, error) {
 	extra, err := r.extraShards(ctx, server, objs.RuleShards)
 	if err != nil {
@@ -283,22 +287,16 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			return nil, err
 		}
 	}
-	if objs.Role != nil {
-		if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
-			return nil, err
-		}
-		if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
-			return nil, err
-		}
+	if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
+		return nil, err
+	}
+	if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
+		return nil, err
 	}
 	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
 		return nil, err
 	}
-	sts, err := r.writeStatefulSet(ctx, server, objs.StatefulSet)
-	if err != nil || objs.Role != nil {
-		return sts, err
-	}
-	return sts, r.deleteAccess(ctx, server)
+	return r.writeStatefulSet(ctx, server, objs.StatefulSet)
 }
 
 // extraShards returns the rule file ConfigMaps server controls that are
@@ -560,6 +558,10 @@ func syncService(live, desired *corev1.Service) bool {
 // A conflict (the cache is behind the controller's own last write) is
 // retried on the server read from the API server.
 func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
+		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
 	fresh := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if fresh {
@@ -569,6 +571,11 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 		}
 		fresh = true
 		status := r.status(server, objs, sts, cond)
+		var applied metav1.Condition
+		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
+		applied.ObservedGeneration = server.Generation
+		meta.SetStatusCondition(&status.Conditions, applied)
+		r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
 		if equality.Semantic.DeepEqual(status, server.Status) {
 			return nil
 		}
@@ -592,6 +599,7 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, st
 	if objs != nil {
 		if objs.ConfigSecret != nil {
 			status.ConfigHash = objs.ConfigHash
+			status.ContentHash = objs.ContentHash
 		}
 		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
 		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}
@@ -693,6 +701,14 @@ func (r *reconciler) forget(key types.NamespacedName) {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
 		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, kind)
 	}
+	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // warn emits a Warning Event on each rejected object, once per object

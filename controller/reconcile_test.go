@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/contenthash"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/testlog"
 )
@@ -69,6 +70,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("drift", cp.testDrift)
 	t.Run("access of the API source", cp.testAccess)
 	t.Run("deploy's RBAC", cp.testDeployRBAC)
+	t.Run("config applied", cp.testConfigApplied)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)
@@ -356,6 +358,17 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 		assert.Equal(c, v1alpha1.Selection{Selected: 2}, st.ServiceMonitors)
 		assert.Equal(c, v1alpha1.Selection{Selected: 1}, st.Rules)
 		assert.Equal(c, hex.EncodeToString(sum[:]), st.ConfigHash)
+		// The hash the sidecars report, from the objects as stored.
+		var secret corev1.Secret
+		var shard corev1.ConfigMap
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ConfigSecretName(srv)}, &secret)) &&
+			assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)) {
+			files := map[string]string{}
+			for k, v := range shard.Data {
+				files[shard.Name+"/"+k] = v
+			}
+			assert.Equal(c, contenthash.Sum(secret.Data[ConfigSecretKey], files), st.ContentHash)
+		}
 		assert.Equal(c, srv.Generation, st.ObservedGeneration)
 		cond := meta.FindStatusCondition(st.Conditions, conditionReconciled)
 		if assert.NotNil(c, cond) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/contenthash"
 )
 
 // labelConfig marks the config Secret of a server; its value is the server
@@ -61,9 +62,9 @@ type objects struct {
 	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
-	// Role and RoleBinding let the reloaders of a server with the API
-	// source read its config Secret and rule ConfigMaps (renderAccess);
-	// both are nil with the volume source.
+	// Role and RoleBinding let the reloaders of a server report in their
+	// pods and, with the API source, read its config Secret and rule
+	// ConfigMaps (renderAccess).
 	Role        *rbacv1.Role
 	RoleBinding *rbacv1.RoleBinding
 	// Service is the headless Service of the StatefulSet.
@@ -81,6 +82,11 @@ type objects struct {
 	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml;
 	// empty with no ConfigSecret.
 	ConfigHash string
+	// ContentHash is the content hash (package contenthash) of the
+	// ConfigSecret's key as stored and of the RuleShards' files, the hash
+	// the config-reloaders report once Prometheus runs them; empty with no
+	// ConfigSecret.
+	ContentHash string
 	// SecretRefs are the Secrets, "namespace/name", that the server and
 	// the selected monitors reference, whether they exist or not: a change
 	// to one of them may change the configuration. Sorted.
@@ -213,6 +219,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	sum.Write(parts.tail)
 	objs.ConfigSecret = configSecret(server, gz)
 	objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
+	objs.ContentHash = contentHash(gz, shards)
 	return objs, nil
 }
 
@@ -347,4 +354,20 @@ func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{ConfigSecretKey: gz},
 	}
+}
+
+// contentHash is the content hash of config, as stored in the config
+// Secret, and of the files of the rule ConfigMaps shards, named as the
+// config-reloaders name them: <configmap>/<key>.
+func contentHash(config []byte, shards []*corev1.ConfigMap) string {
+	files := map[string]string{}
+	for _, cm := range shards {
+		for key, content := range cm.Data {
+			files[cm.Name+"/"+key] = content
+		}
+		for key, content := range cm.BinaryData {
+			files[cm.Name+"/"+key] = string(content)
+		}
+	}
+	return contenthash.Sum(config, files)
 }

@@ -172,10 +172,13 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
 		{Name: "SHARD", Value: "0"},
 	}
 	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
-	sidecarArgs := slices.Concat(src.args, src.watchArgs)
+	// The sidecar reports what Prometheus runs in its pod's annotation
+	// (apisource.AppliedAnnotation), under renderAccess' Role.
+	sidecarArgs := slices.Concat(src.args, src.watchArgs, []string{"--report-pod=$(POD_NAMESPACE)/$(POD_NAME)"})
 	if signal {
 		sidecarArgs = append(sidecarArgs, "--reload-method=signal")
 	} else {
@@ -208,7 +211,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 		ObjectMeta: metav1.ObjectMeta{Labels: selectorLabels(server)},
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
-			AutomountServiceAccountToken:  src.automountToken,
+			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
 			SecurityContext:               podSecurity(),
 			InitContainers:                []corev1.Container{initReloader},
@@ -235,8 +238,6 @@ type podSource struct {
 	// args tell both reloaders where to read and write; watchArgs follow
 	// them in the sidecar's.
 	args, watchArgs []string
-	// automountToken is the pod's automountServiceAccountToken.
-	automountToken *bool
 }
 
 // volumePodSource reads the config Secret and the rule ConfigMaps from the
@@ -284,8 +285,6 @@ func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource
 			"--rules-dir=" + rulesMountPath,
 			"--config-envsubst-file=" + configOut,
 		},
-		// The service account may say otherwise; the reloaders need it.
-		automountToken: ptr.To(true),
 	}
 }
 

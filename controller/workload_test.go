@@ -183,11 +183,13 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			}
 			// Prometheus resolves the globs against its config file's directory.
 			require.Contains(t, containers["prometheus"].Args, "--config.file="+configOutMountPath+"/"+configEnvsubstFile)
+			require.Equal(t, ptr.To(true), pod.AutomountServiceAccountToken, "the reloaders need the token")
+			require.Contains(t, containers["config-reloader"].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+			require.Contains(t, containers["config-reloader"].Env, corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}})
+			require.NotContains(t, containers["init-config-reloader"].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)", "the init container reloads nothing")
 			if apiSource(server) {
-				require.Equal(t, ptr.To(true), pod.AutomountServiceAccountToken, "the reloaders need the token")
 				checkAPISource(t, server, o.RuleShards, volumes, containers, globs)
 			} else {
-				require.Nil(t, pod.AutomountServiceAccountToken, "as the service account says")
 				checkVolumeSource(t, o.RuleShards, volumes, containers, globs)
 			}
 

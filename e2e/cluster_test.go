@@ -123,9 +123,10 @@ func (cl *cluster) statefulSet(t testing.TB, key client.ObjectKey) *appsv1.State
 // machine's filesystem and network: every mount path is prefixed with the
 // pod's directory, and each container port is mapped to a free port of
 // the machine, in the arguments that name them; and a config-reloader with
-// the API source is told the API server, the service account token and
-// the CA (--api-server, --api-token-file, --api-ca-file) where a pod has
-// them in its environment and at /var/run/secrets/kubernetes.io.
+// the API source or reporting on its pod is told the API server, the
+// service account token and the CA (--api-server, --api-token-file,
+// --api-ca-file) where a pod has them in its environment and at
+// /var/run/secrets/kubernetes.io.
 type loopbackPod struct {
 	name, namespace string
 	root            string
@@ -207,9 +208,19 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 		t.Cleanup(func() { require.NoError(t, kubelet.Close()) })
 		p.kubelet = kubelet
 	}
-	if slices.ContainsFunc(all, apiSource) {
+	if slices.ContainsFunc(all, apiClient) {
 		p.apiArgs = cl.serviceAccount(t, p.namespace, cmp.Or(spec.ServiceAccountName, "default"), p.root)
 	}
+	// The pod as the API server knows it, ready, with the template's
+	// labels: its config-reloader reports in it what Prometheus runs, and
+	// the controller reads the report.
+	obj := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name, Labels: p.template.Labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}},
+	}
+	require.NoError(t, cl.c.Create(t.Context(), obj), "pod %s", p.name)
+	obj.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, cl.c.Status().Update(t.Context(), obj), "pod %s ready", p.name)
 	// The kubelet starts a pod once its volumes are mounted.
 	for _, v := range vols {
 		if !v.Optional {
@@ -229,9 +240,12 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 	return p
 }
 
-// apiSource reports whether c is a config-reloader with the API source.
-func apiSource(c corev1.Container) bool {
-	return slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--config-secret=") })
+// apiClient reports whether c is a config-reloader that talks to the API
+// server: with the API source, or reporting on its pod.
+func apiClient(c corev1.Container) bool {
+	return slices.ContainsFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--config-secret=") || strings.HasPrefix(a, "--report-pod=")
+	})
 }
 
 // serviceAccount writes, under root, a token of the service account name
@@ -256,7 +270,7 @@ func (p *loopbackPod) run(t testing.TB, c corev1.Container) *process {
 	bin, ok := p.images[c.Image]
 	require.True(t, ok, "container %s: no binary for image %s", c.Name, c.Image)
 	require.Empty(t, c.Command, "container %s: the image's entrypoint runs", c.Name)
-	var env []string
+	var env, vars []string
 	for _, e := range c.Env {
 		v := e.Value
 		if f := e.ValueFrom; f != nil {
@@ -271,12 +285,15 @@ func (p *loopbackPod) run(t testing.TB, c corev1.Container) *process {
 			}
 		}
 		env = append(env, e.Name+"="+v)
+		vars = append(vars, "$("+e.Name+")", v)
 	}
+	// The kubelet expands $(VAR) in arguments from the container's environment.
+	expand := strings.NewReplacer(vars...)
 	args := make([]string, len(c.Args))
 	for i, a := range c.Args {
-		args[i] = p.rewrite.Replace(p.paths.ReplaceAllString(a, "${1}"+p.root+"${2}${3}"))
+		args[i] = p.rewrite.Replace(p.paths.ReplaceAllString(expand.Replace(a), "${1}"+p.root+"${2}${3}"))
 	}
-	if apiSource(c) {
+	if apiClient(c) {
 		args = append(args, p.apiArgs...)
 	}
 	return start(t, c.Name, env, bin, args...)

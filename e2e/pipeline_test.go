@@ -14,11 +14,13 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -51,6 +53,38 @@ func startExample(t testing.TB) *examplePipeline {
 		return errors.Join(pod.containers["prometheus"].exited(), ok(t.Context(), e.promURL+"/-/ready"))
 	})
 	return e
+}
+
+// waitApplied waits until the PrometheusServer's ConfigApplied condition
+// is True for a content hash other than before, which the pod reports
+// having applied, and returns it: what kubectl wait
+// --for=condition=ConfigApplied waits for.
+func (e *examplePipeline) waitApplied(t testing.TB, what, before string) string {
+	t.Helper()
+	var hash string
+	eventually(t, what+": ConfigApplied", func() error {
+		var srv v1alpha1.PrometheusServer
+		if err := e.cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "example"}, &srv); err != nil {
+			return err
+		}
+		hash = srv.Status.ContentHash
+		cond := meta.FindStatusCondition(srv.Status.Conditions, "ConfigApplied")
+		switch {
+		case hash == "" || hash == before:
+			return fmt.Errorf("content hash %q", hash)
+		case cond == nil || cond.Status != metav1.ConditionTrue:
+			return fmt.Errorf("ConfigApplied: %+v", cond)
+		}
+		var pod corev1.Pod
+		if err := e.cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: e.pod.name}, &pod); err != nil {
+			return err
+		}
+		if report := pod.Annotations["podreload.dev/applied"]; !strings.Contains(report, `"hash":"`+hash+`"`) {
+			return fmt.Errorf("pod reports %s, want hash %s", report, hash)
+		}
+		return nil
+	})
+	return hash
 }
 
 // served is what Prometheus serves: its scrape jobs, the external label
@@ -216,14 +250,16 @@ func TestPipeline(t *testing.T) {
 	require.Equal(t, "example-0", s.replica)
 	// The credentials come from a Secret created after the server.
 	require.Equal(t, []string{"https://remote-write.example.com/api/v1/write example <secret>"}, s.remoteWrite)
+	applied := e.waitApplied(t, "the example", "")
 
-	// Each change arrives, with one reload.
+	// Each change arrives, with one reload, and the server says it runs.
 	step := func(what string, change func(), want map[string][]string) {
 		t.Helper()
 		before := e.reloads(t)
 		change()
 		e.waitGroups(t, what, want)
 		require.Equal(t, before+1, e.reloads(t), "%s: one reload", what)
+		applied = e.waitApplied(t, what, applied)
 	}
 	step("edit the rule", func() {
 		e.editRule(t, "example-rules", func(r *monitoringv1.PrometheusRule) {

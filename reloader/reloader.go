@@ -104,6 +104,12 @@ type Options struct {
 	// and the rejected content is not tried again until it changes.
 	// Without it, a rejected reload is retried as any failed one.
 	KeepAccepted bool
+	// OnApplied, when set, is called by Run with what the process runs
+	// each time that changes: after each reload it accepted, after each
+	// one it rejected, and when the content goes back to what it runs
+	// after a rejection (a rejection is reported with KeepAccepted only).
+	// It must not block.
+	OnApplied func(Applied)
 }
 
 // Reloader watches files and reloads a process when their content changes.
@@ -127,6 +133,8 @@ type Reloader struct {
 	accepted     state           // what the process last accepted, when KeepAccepted
 	rejected     uint64          // hash of the state the process last rejected, 0 if none since
 	files        filesWriter     // RulesDir
+	renderedRaw  []byte          // the configuration as stored rendered into rendered, when OnApplied is set
+	report       Applied         // what OnApplied was last given
 }
 
 // state is what the process reads after an apply.
@@ -134,6 +142,7 @@ type state struct {
 	config []byte            // the rendered configuration, nil without one
 	dirs   []uint64          // the content of the watched directories
 	files  map[string]string // the Source's files, written into RulesDir
+	raw    []byte            // the configuration as stored that config was rendered from, when OnApplied is set
 }
 
 type metrics struct {
@@ -471,6 +480,10 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 	sum := r.sum(st)
 	switch {
 	case r.synced && sum == r.applied:
+		if r.report.Rejection != nil {
+			// Back to what the process runs: nothing rejected is pending.
+			r.reportApplied(r.report.Hash, r.report.Time, nil)
+		}
 		return resultUnchanged, input, errors.Join(kept, r.write(st))
 	case r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected:
 		// Rejected as it is: what the process runs stays on disk.
@@ -479,6 +492,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 	if err := r.write(st); err != nil {
 		return resultUnchanged, input, errors.Join(kept, err)
 	}
+	content := r.contentHash(st)
 	start := time.Now()
 	err = r.opts.Trigger.Reload(ctx)
 	r.m.duration.Observe(time.Since(start).Seconds())
@@ -490,6 +504,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 		if r.opts.KeepAccepted && errors.As(err, &rejected) {
 			r.m.rejected.Inc()
 			r.rejected = sum
+			r.reportApplied(r.report.Hash, r.report.Time, &Rejection{Message: rejected.Err.Error(), Time: time.Now()})
 			return resultRejected, input, errors.Join(kept, err, r.restore())
 		}
 		r.synced = false
@@ -502,6 +517,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 		r.accepted = st
 	}
 	r.ready.Store(true)
+	r.reportApplied(content, time.Now(), nil)
 	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))
 	return resultReloaded, input, kept
 }
@@ -573,8 +589,11 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 		kept = fmt.Errorf("%w (keeping the previous config)", err)
 	default:
 		r.rendered, r.renderedFrom = out, from
+		if r.opts.OnApplied != nil {
+			r.renderedRaw = raw
+		}
 	}
-	st.config = r.rendered
+	st.config, st.raw = r.rendered, r.renderedRaw
 	return st, in.Sum64(), false, kept, nil
 }
 

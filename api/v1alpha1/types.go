@@ -45,6 +45,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Reconciled",type=string,JSONPath=`.status.conditions[?(@.type=="Reconciled")].status`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigApplied")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PrometheusServer struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -234,7 +235,8 @@ type PrometheusServerStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Reconciled and Available.
+	// Conditions: Reconciled, Available and ConfigApplied (True when every
+	// ready replica runs ContentHash).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -257,6 +259,45 @@ type PrometheusServerStatus struct {
 	// ConfigHash is the hash of the configuration last written.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
+	// ContentHash is the content hash of the configuration Secret and the
+	// rule file ConfigMaps last written: the hash a replica's
+	// config-reloader reports, in its pod's podreload.dev/applied
+	// annotation, once Prometheus runs them.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+	// ReplicaStatuses are what each replica runs, as its config-reloader
+	// reports it, by pod name.
+	// +listType=map
+	// +listMapKey=pod
+	// +optional
+	ReplicaStatuses []ReplicaStatus `json:"replicaStatuses,omitempty"`
+}
+
+// ReplicaStatus is what the Prometheus of one pod runs.
+type ReplicaStatus struct {
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// AppliedHash is the content hash of what Prometheus last accepted,
+	// comparable with ContentHash; empty while unknown (nothing reported
+	// yet, or a report that cannot be read).
+	// +optional
+	AppliedHash string `json:"appliedHash,omitempty"`
+	// AppliedTime is when Prometheus accepted it.
+	// +optional
+	AppliedTime *metav1.Time `json:"appliedTime,omitempty"`
+	// LastRejection is Prometheus' refusal of newer content, while it
+	// refuses it.
+	// +optional
+	LastRejection *Rejection `json:"lastRejection,omitempty"`
+}
+
+// Rejection is a reload Prometheus refused.
+type Rejection struct {
+	// Message is Prometheus' explanation.
+	Message string `json:"message"`
+	// Time is when it refused.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // Selection counts the objects a selector matched.

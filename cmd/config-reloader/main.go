@@ -50,6 +50,7 @@ type config struct {
 	maxSize                               units.Base2Bytes
 	log                                   promslog.Config
 	api                                   apiConfig
+	reportPod                             string
 }
 
 // apiConfig is the API source's part of the flags.
@@ -108,7 +109,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloaderOptions(cfg, logger, trigger, trimmer, src))
+	reporter, err := newReporter(logger.With("component", "reporter"), reg, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", program, err)
+		return 2
+	}
+	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloaderOptions(cfg, logger, trigger, trimmer, src, reporter))
 	if err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
@@ -130,6 +136,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if src != nil { // API source.
 		ctx, cancel := context.WithCancel(ctx)
 		g.Add(func() error { return src.Run(ctx) }, func(error) { cancel() })
+	}
+	if reporter != nil { // Reporter: what Prometheus runs, into the pod's annotation.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return reporter.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.listen != "" { // Web server.
 		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", readiness(rel, src))
@@ -182,6 +192,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("api-server", "URL of the Kubernetes API server; by default the in-cluster one ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).").StringVar(&cfg.api.Server)
 	a.Flag("api-token-file", "Bearer token for the API server, read again for each request (a rotated token is used at once).").Default(apisource.DefaultTokenFile).StringVar(&cfg.api.TokenFile)
 	a.Flag("api-ca-file", "Certificates that verify the API server.").Default(apisource.DefaultCAFile).StringVar(&cfg.api.CAFile)
+	a.Flag("report-pod", "Write what Prometheus runs (the content hash of what it last accepted, and its last rejection) into this pod's "+apisource.AppliedAnnotation+" annotation, NAMESPACE/NAME, through the API server (--api-server, --api-token-file, --api-ca-file); empty reports nothing.").StringVar(&cfg.reportPod)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	level := &logLevel{level: cfg.log.Level}
 	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)
@@ -189,7 +200,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 }
 
 // reloaderOptions are the reloader's options for the flags.
-func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, trimmer *tune.Trimmer, src *apisource.Source) reloader.Options {
+func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, trimmer *tune.Trimmer, src *apisource.Source, reporter *apisource.Reporter) reloader.Options {
 	opts := reloader.Options{
 		ConfigFile:    cfg.configFile,
 		ConfigOutput:  cfg.output,
@@ -208,6 +219,9 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 	}
 	if src != nil {
 		opts.Source, opts.RulesDir = src, cfg.api.rulesDir
+	}
+	if reporter != nil {
+		opts.OnApplied = reporter.Report
 	}
 	return opts
 }
@@ -259,6 +273,18 @@ func newSource(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*api
 		SecretNamespace: ns, SecretName: name, SecretKey: api.secretKey,
 		RulesNamespace: cmp.Or(podNamespace, ns), RulesSelector: api.rulesSelector,
 	})
+}
+
+// newReporter returns the reporter --report-pod asks for, or nil.
+func newReporter(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*apisource.Reporter, error) {
+	if cfg.reportPod == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(cfg.reportPod, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--report-pod=%s: want NAMESPACE/NAME", cfg.reportPod)
+	}
+	return apisource.NewReporter(logger, reg, apisource.ReporterOptions{Config: cfg.api.Config, Namespace: ns, Name: name})
 }
 
 // renderOnce writes the configuration (and the rules, from the API) once

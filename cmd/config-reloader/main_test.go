@@ -78,6 +78,8 @@ func TestInitMode(t *testing.T) {
 			"--reload-tls-key-file=", "--reload-tls-server-name=prometheus", "--reload-tls-insecure-skip-verify"}, 0, "b: 1\n",
 			`"msg":"reload TLS","mode":"none: not an https URL"`},
 		{"signal by pid file", "b: 1\n", []string{"--reload-method=signal", "--pid-file=/run/x.pid", "--reload-signal=USR1"}, 0, "b: 1\n", ""},
+		{"bad report pod", "", []string{"--report-pod=prom-0"}, 2, "b: 1\n", "config-reloader: --report-pod=prom-0: want NAMESPACE/NAME\n"},
+		{"report pod", "c: 1\n", []string{"--report-pod=ns/prom-0", "--api-server=https://127.0.0.1:1", "--api-ca-file="}, 0, "c: 1\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.config != "" {
@@ -435,6 +437,8 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	waitFor("refusal logged", func() bool {
 		return strings.Contains(stderr.String(), `"err":"read config: open `+in+`: not a regular file (named pipe)"`)
 	})
+	// The web server is an actor of its own: it may start after the refusal.
+	waitFor("web server", func() bool { return !strings.Contains(get("/-/ready"), "connection refused") })
 	require.Equal(t, "503 not ready: no reload has succeeded yet\n", get("/-/ready"))
 	require.NoError(t, os.Remove(in))
 	require.NoError(t, os.WriteFile(in, []byte("a: 1\n"), 0o644))

@@ -1,0 +1,202 @@
+package apisource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/podreload/podreload/reloader"
+)
+
+// AppliedAnnotation is the annotation of its own pod in which the
+// config-reloader reports what Prometheus runs, as an Applied in JSON. It
+// is how the controller learns it per replica: the sidecar already talks
+// to the API server, needs only "patch" on its StatefulSet's pod names, and
+// the controller reads it with the pods it watches anyway, with no port to
+// scrape and no extra process.
+const AppliedAnnotation = "podreload.dev/applied"
+
+// maxMessage bounds a rejection's message in the annotation: Prometheus'
+// explanations are a line or two, and an annotation is read with the pod.
+const maxMessage = 4 << 10
+
+// reportTimeout bounds one write of a report.
+const reportTimeout = 30 * time.Second
+
+// Applied is the value of AppliedAnnotation.
+type Applied struct {
+	// Hash is the content hash (package contenthash) of the configuration
+	// and rule files Prometheus last accepted; empty before it accepted any.
+	Hash string `json:"hash"`
+	// Time is when it accepted them, RFC 3339 in UTC; empty with Hash.
+	Time string `json:"time,omitempty"`
+	// Rejection is Prometheus' refusal of newer content, absent when it
+	// runs the current content.
+	Rejection *Rejection `json:"rejection,omitempty"`
+}
+
+// Rejection is a reload Prometheus refused.
+type Rejection struct {
+	// Message is Prometheus' explanation, cut to 4 KiB.
+	Message string `json:"message"`
+	// Time is when it refused, RFC 3339 in UTC.
+	Time string `json:"time"`
+}
+
+// NewApplied returns the annotation's value for what the reloader reports.
+func NewApplied(a reloader.Applied) Applied {
+	out := Applied{Hash: a.Hash, Time: rfc3339(a.Time)}
+	if a.Rejection != nil {
+		msg := a.Rejection.Message
+		if len(msg) > maxMessage {
+			msg = msg[:maxMessage] + "..."
+		}
+		out.Rejection = &Rejection{Message: msg, Time: rfc3339(a.Rejection.Time)}
+	}
+	return out
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// ReporterOptions says which pod a Reporter annotates.
+type ReporterOptions struct {
+	// Config reaches the API server.
+	Config Config
+	// Namespace and Name name the pod. Required.
+	Namespace, Name string
+}
+
+// Reporter writes what the reloader reports into AppliedAnnotation of a
+// pod, with a JSON merge patch. Report never blocks: only the latest report
+// waits to be written, and a failed write is retried with backoff until it
+// succeeds or a newer report replaces it.
+type Reporter struct {
+	c      *client
+	logger *slog.Logger
+	path   string
+	pod    string
+	errors prometheus.Counter
+	notify chan struct{}
+
+	mu      sync.Mutex
+	pending string // the report to write, in JSON; empty when none
+}
+
+// NewReporter returns a Reporter; Run writes. A nil logger discards logs.
+func NewReporter(logger *slog.Logger, reg prometheus.Registerer, opts ReporterOptions) (*Reporter, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Namespace == "" || opts.Name == "" {
+		return nil, errors.New("the pod to report on needs a namespace and a name")
+	}
+	c, err := newClient(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &Reporter{
+		c: c, logger: logger, notify: make(chan struct{}, 1),
+		path: "/api/v1/namespaces/" + url.PathEscape(opts.Namespace) + "/pods/" + url.PathEscape(opts.Name),
+		pod:  opts.Namespace + "/" + opts.Name,
+		errors: promauto.With(reg).NewCounter(prometheus.CounterOpts{
+			Name: "reloader_report_errors_total",
+			Help: "Total number of failed writes of what Prometheus runs into the pod's " + AppliedAnnotation + " annotation.",
+		}),
+	}, nil
+}
+
+// Report replaces the report waiting to be written with a. It does not
+// block: a reloader.Options.OnApplied.
+func (r *Reporter) Report(a reloader.Applied) {
+	value, err := json.Marshal(NewApplied(a))
+	if err != nil {
+		r.logger.Error("encode the report", "err", err)
+		return
+	}
+	r.mu.Lock()
+	r.pending = string(value)
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes reports until ctx is done. A report equal to the last one
+// written is not written again.
+func (r *Reporter) Run(ctx context.Context) error {
+	var (
+		written  string
+		failures int
+		retry    <-chan time.Time
+	)
+	timer := time.NewTimer(0)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.notify:
+			if retry != nil {
+				continue // The retry writes the latest report.
+			}
+		case <-retry:
+			retry = nil
+		}
+		r.mu.Lock()
+		next := r.pending
+		r.pending = ""
+		r.mu.Unlock()
+		if next == "" || next == written {
+			continue
+		}
+		err := r.write(ctx, next)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			written, failures = next, 0
+			r.logger.Debug("reported", "pod", r.pod, "applied", next)
+			continue
+		}
+		r.mu.Lock()
+		if r.pending == "" { // Nothing newer: this one is retried.
+			r.pending = next
+		}
+		r.mu.Unlock()
+		failures++
+		r.errors.Inc()
+		wait := backoff(failures)
+		r.logger.Warn("report what Prometheus runs", "pod", r.pod, "err", err, "attempt", failures, "retry_in", wait.Round(time.Millisecond))
+		timer.Reset(wait)
+		retry = timer.C
+	}
+}
+
+// write sets the pod's annotation to value.
+func (r *Reporter) write(ctx context.Context, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AppliedAnnotation: value}}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	if err := r.c.mergePatch(ctx, r.path, patch); err != nil {
+		return fmt.Errorf("patch pod %s: %w", r.pod, err)
+	}
+	return nil
+}
