@@ -33,35 +33,44 @@ const maxPodsNamed = 10
 func configApplied(want string, pods []corev1.Pod) ([]v1alpha1.ReplicaStatus, metav1.Condition) {
 	pods = slices.SortedFunc(slices.Values(pods), func(a, b corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 	var (
-		replicas          []v1alpha1.ReplicaStatus
-		pending, rejected []string
-		message           string
-		ready             int
+		replicas                   []v1alpha1.ReplicaStatus
+		pending, rejected, unknown []string
+		message                    string
+		ready                      int
 	)
 	for _, pod := range pods {
-		rs := replicaStatus(pod)
+		rs := replicaStatus(pod, want)
 		replicas = append(replicas, rs)
 		if !podReady(pod) {
 			continue
 		}
 		ready++
-		switch {
-		case rs.LastRejection != nil:
+		switch rs.State {
+		case v1alpha1.ReplicaRejected:
 			rejected = append(rejected, pod.Name)
 			message = cmp.Or(message, rs.LastRejection.Message)
-		case rs.AppliedHash == "" || rs.AppliedHash != want:
+		case v1alpha1.ReplicaPending:
 			pending = append(pending, pod.Name)
+		case v1alpha1.ReplicaUnknown:
+			unknown = append(unknown, pod.Name)
 		}
 	}
 	cond := metav1.Condition{Type: conditionConfigApplied, Status: metav1.ConditionFalse, Reason: "Pending"}
+	var waiting []string
+	if len(pending) > 0 {
+		waiting = append(waiting, fmt.Sprintf("%s not running %.12s yet", describePods(pending), want))
+	}
+	if len(unknown) > 0 {
+		waiting = append(waiting, fmt.Sprintf("%s not reporting what %s", describePods(unknown), plural(len(unknown), "it runs", "they run")))
+	}
 	switch {
 	case want == "":
 		cond.Message = "no configuration written yet"
 	case len(rejected) > 0:
 		cond.Reason = "Rejected"
 		cond.Message = fmt.Sprintf("Rejected: %s (%s)", message, describePods(rejected))
-	case len(pending) > 0:
-		cond.Message = fmt.Sprintf("%s not running %.12s yet", describePods(pending), want)
+	case len(waiting) > 0:
+		cond.Message = strings.Join(waiting, "; ")
 	case ready == 0:
 		cond.Message = "no ready replica"
 	default:
@@ -71,10 +80,11 @@ func configApplied(want string, pods []corev1.Pod) ([]v1alpha1.ReplicaStatus, me
 	return replicas, cond
 }
 
-// replicaStatus reads what pod reports; a report that cannot be read
-// leaves it unknown.
-func replicaStatus(pod corev1.Pod) v1alpha1.ReplicaStatus {
-	rs := v1alpha1.ReplicaStatus{Pod: pod.Name}
+// replicaStatus reads what pod reports and compares it with want. A
+// report that cannot be read, or the report of a pod not ready (it may be
+// restarting, its last report stale), leaves the pod Unknown.
+func replicaStatus(pod corev1.Pod, want string) v1alpha1.ReplicaStatus {
+	rs := v1alpha1.ReplicaStatus{Pod: pod.Name, State: v1alpha1.ReplicaUnknown}
 	var a apisource.Applied
 	if json.Unmarshal([]byte(pod.Annotations[apisource.AppliedAnnotation]), &a) != nil {
 		return rs
@@ -83,7 +93,24 @@ func replicaStatus(pod corev1.Pod) v1alpha1.ReplicaStatus {
 	if a.Rejection != nil {
 		rs.LastRejection = &v1alpha1.Rejection{Message: a.Rejection.Message, Time: parseTime(a.Rejection.Time)}
 	}
+	switch {
+	case !podReady(pod):
+	case rs.LastRejection != nil:
+		rs.State = v1alpha1.ReplicaRejected
+	case a.Hash == "":
+	case a.Hash == want:
+		rs.State = v1alpha1.ReplicaApplied
+	default:
+		rs.State = v1alpha1.ReplicaPending
+	}
 	return rs
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func parseTime(s string) *metav1.Time {

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/apisource"
@@ -53,7 +57,9 @@ func TestConfigApplied(t *testing.T) {
 		{"no pod", good.Hash, nil, metav1.ConditionFalse, "Pending", "no ready replica"},
 		{"applied", good.Hash, []corev1.Pod{testPod(srv, "main-1", true, good), testPod(srv, "main-0", true, good)}, metav1.ConditionTrue, "Applied", "every ready replica runs aaaaaaaaaaaa"},
 		{"unready pods do not count", good.Hash, []corev1.Pod{testPod(srv, "main-0", true, good), testPod(srv, "main-1", false, old)}, metav1.ConditionTrue, "Applied", "every ready replica runs aaaaaaaaaaaa"},
-		{"pending", good.Hash, []corev1.Pod{testPod(srv, "main-0", true, old), testPod(srv, "main-1", true, nil), testPod(srv, "main-2", true, good)}, metav1.ConditionFalse, "Pending", "pods main-0, main-1 not running aaaaaaaaaaaa yet"},
+		{"pending", good.Hash, []corev1.Pod{testPod(srv, "main-0", true, old), testPod(srv, "main-3", true, old), testPod(srv, "main-2", true, good)}, metav1.ConditionFalse, "Pending", "pods main-0, main-3 not running aaaaaaaaaaaa yet"},
+		{"unknown", good.Hash, []corev1.Pod{testPod(srv, "main-0", true, nil), testPod(srv, "main-1", true, good)}, metav1.ConditionFalse, "Pending", "pod main-0 not reporting what it runs"},
+		{"pending and unknown", good.Hash, []corev1.Pod{testPod(srv, "main-0", true, old), testPod(srv, "main-1", true, nil), testPod(srv, "main-2", true, nil)}, metav1.ConditionFalse, "Pending", "pod main-0 not running aaaaaaaaaaaa yet; pods main-1, main-2 not reporting what they run"},
 		{"rejected", good.Hash, []corev1.Pod{testPod(srv, "main-0", true, old), testPod(srv, "main-1", true, rejected)}, metav1.ConditionFalse, "Rejected", "Rejected: status 500: bad (pod main-1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,15 +68,21 @@ func TestConfigApplied(t *testing.T) {
 		})
 	}
 
-	replicas, _ := configApplied(good.Hash, []corev1.Pod{testPod(srv, "main-1", true, rejected), testPod(srv, "main-0", true, nil)})
+	replicas, _ := configApplied(good.Hash, []corev1.Pod{
+		testPod(srv, "main-1", true, rejected), testPod(srv, "main-0", true, nil), testPod(srv, "main-2", true, good),
+		testPod(srv, "main-3", true, old), testPod(srv, "main-4", false, good),
+	})
 	require.Equal(t, []v1alpha1.ReplicaStatus{
-		{Pod: "main-0"},
-		{Pod: "main-1", AppliedHash: rejected.Hash, AppliedTime: atTime, LastRejection: &v1alpha1.Rejection{Message: "status 500: bad", Time: atTime}},
-	}, replicas)
+		{Pod: "main-0", State: v1alpha1.ReplicaUnknown},
+		{Pod: "main-1", State: v1alpha1.ReplicaRejected, AppliedHash: rejected.Hash, AppliedTime: atTime, LastRejection: &v1alpha1.Rejection{Message: "status 500: bad", Time: atTime}},
+		{Pod: "main-2", State: v1alpha1.ReplicaApplied, AppliedHash: good.Hash, AppliedTime: atTime},
+		{Pod: "main-3", State: v1alpha1.ReplicaPending, AppliedHash: old.Hash, AppliedTime: atTime},
+		{Pod: "main-4", State: v1alpha1.ReplicaUnknown, AppliedHash: good.Hash, AppliedTime: atTime},
+	}, replicas, "a pod not ready is unknown, whatever it last reported")
 	unreadable := testPod(srv, "main-0", true, nil)
 	unreadable.Annotations = map[string]string{apisource.AppliedAnnotation: "{"}
 	replicas, _ = configApplied(good.Hash, []corev1.Pod{unreadable})
-	require.Equal(t, []v1alpha1.ReplicaStatus{{Pod: "main-0"}}, replicas, "unknown, never stale")
+	require.Equal(t, []v1alpha1.ReplicaStatus{{Pod: "main-0", State: v1alpha1.ReplicaUnknown}}, replicas, "unknown, never stale")
 
 	many := make([]string, 12)
 	for i := range many {
@@ -113,8 +125,8 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 		require.NoError(t, cp.c.Status().Update(t.Context(), &pod))
 	}
 	eventually(t, func(c *assert.CollectT) {
-		st := condition(c, metav1.ConditionFalse, "Pending", "pods main-0, main-1 not running "+want[:12]+" yet")
-		assert.Equal(c, []v1alpha1.ReplicaStatus{{Pod: "main-0"}, {Pod: "main-1"}}, st.ReplicaStatuses)
+		st := condition(c, metav1.ConditionFalse, "Pending", "pods main-0, main-1 not reporting what they run")
+		assert.Equal(c, []v1alpha1.ReplicaStatus{{Pod: "main-0", State: v1alpha1.ReplicaUnknown}, {Pod: "main-1", State: v1alpha1.ReplicaUnknown}}, st.ReplicaStatuses)
 	})
 
 	report := func(name string, a apisource.Applied) {
@@ -127,12 +139,14 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Second)
 	report("main-0", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
-		condition(c, metav1.ConditionFalse, "Pending", "pod main-1 not running "+want[:12]+" yet")
+		condition(c, metav1.ConditionFalse, "Pending", "pod main-1 not reporting what it runs")
 	})
+	assert.Equal(t, 0.0, metricValue(t, run.reg, "podreload_controller_config_apply_seconds"), "not applied yet")
 	report("main-1", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
 		st := condition(c, metav1.ConditionTrue, "Applied", "every ready replica runs "+want[:12])
 		assert.Equal(c, 1.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
+		assert.Equal(c, 1.0, metricValue(t, run.reg, "podreload_controller_config_apply_seconds"), "timed once")
 		if assert.Len(c, st.ReplicaStatuses, 2) {
 			assert.Equal(c, want, st.ReplicaStatuses[1].AppliedHash)
 			if assert.NotNil(c, st.ReplicaStatuses[1].AppliedTime) {
@@ -149,6 +163,93 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 		assert.Equal(c, 0.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
 		if assert.Len(c, st.ReplicaStatuses, 2) && assert.NotNil(c, st.ReplicaStatuses[1].LastRejection) {
 			assert.Equal(c, msg, st.ReplicaStatuses[1].LastRejection.Message)
+			assert.Equal(c, v1alpha1.ReplicaApplied, st.ReplicaStatuses[0].State, "the other replica unaffected")
 		}
 	})
+
+	// Back to what it runs: one status write for the report, and none
+	// while nothing changes.
+	settled := len(run.settle(t))
+	report("main-1", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
+	eventually(t, func(c *assert.CollectT) {
+		condition(c, metav1.ConditionTrue, "Applied", "every ready replica runs "+want[:12])
+	})
+	writes := run.settle(t)[settled:]
+	require.Equal(t, []string{"PATCH " + statusPath(srv)}, writes)
+}
+
+// statusPath is the path of srv's status.
+func statusPath(srv *v1alpha1.PrometheusServer) string {
+	return "/apis/podreload.dev/v1alpha1/namespaces/" + srv.Namespace + "/prometheusservers/" + srv.Name + "/status"
+}
+
+// testReportStorm has five replicas report at once, then one restart: at
+// most one status write per report, each a patch, the conflicts retried.
+func (cp *controlPlane) testReportStorm(t *testing.T) {
+	ns := cp.namespace(t, "storm", nil)
+	run := cp.start(t, Options{Namespaces: []string{ns}})
+	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) { s.Replicas = ptr.To[int32](5) })
+	cp.create(t, srv)
+	var want string
+	eventually(t, func(c *assert.CollectT) {
+		want = cp.status(t, srv).ContentHash
+		assert.NotEmpty(c, want)
+	})
+	names := []string{"main-0", "main-1", "main-2", "main-3", "main-4"}
+	ready := func(name string) {
+		pod := testPod(srv, name, false, nil)
+		cp.create(t, &pod)
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		require.NoError(t, cp.c.Status().Update(t.Context(), &pod))
+	}
+	for _, name := range names {
+		ready(name)
+	}
+	applied := func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionConfigApplied)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, "every ready replica runs "+want[:12], cond.Message)
+		}
+	}
+	eventually(t, func(c *assert.CollectT) {
+		assert.Len(c, cp.status(t, srv).ReplicaStatuses, 5)
+	})
+	settled := len(run.settle(t))
+
+	report, err := json.Marshal(apisource.Applied{Hash: want, Time: time.Now().UTC().Format(time.RFC3339)})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			assert.NoError(t, cp.c.Patch(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+				client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, apisource.AppliedAnnotation, report))))
+		})
+	}
+	wg.Wait()
+	eventually(t, applied)
+	writes := run.settle(t)[settled:]
+	assert.NotEmpty(t, writes)
+	assert.LessOrEqual(t, len(writes), len(names), "at most one status write per report: %v", writes)
+	for _, w := range writes {
+		assert.Equal(t, "PATCH "+statusPath(srv), w)
+	}
+	assert.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
+
+	// A pod restarting: gone, then back not ready, ready but not yet
+	// reporting (Pending), then reporting (applied).
+	require.NoError(t, cp.c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-4"}}))
+	eventually(t, func(c *assert.CollectT) {
+		assert.Len(c, cp.status(t, srv).ReplicaStatuses, 4)
+	})
+	ready("main-4")
+	eventually(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionConfigApplied)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, "Pending", cond.Reason)
+			assert.Equal(c, "pod main-4 not reporting what it runs", cond.Message)
+		}
+	})
+	require.NoError(t, cp.c.Patch(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-4"}},
+		client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, apisource.AppliedAnnotation, report))))
+	eventually(t, applied)
 }

@@ -102,6 +102,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		caches:     map[types.NamespacedName]*ruleCache{},
 		secretRefs: map[types.NamespacedName][]string{},
 		warned:     map[types.NamespacedName]map[rejection]struct{}{},
+		written:    map[types.NamespacedName]written{},
 	}
 	// Monitors and rules matter when they are created or deleted, or when
 	// their spec or labels change.

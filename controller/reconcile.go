@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,16 @@ type reconciler struct {
 	secretRefs map[types.NamespacedName][]string
 	// warned are the rejections of each server already told in an Event.
 	warned map[types.NamespacedName]map[rejection]struct{}
+	// written is the content each server's status last showed written.
+	written map[types.NamespacedName]written
+}
+
+// written is content the controller wrote, for the time every replica
+// takes to apply it.
+type written struct {
+	hash  string
+	at    time.Time
+	timed bool // applied and timed, or not to be timed
 }
 
 type metrics struct {
@@ -75,6 +86,7 @@ type metrics struct {
 	drift                           *prometheus.CounterVec
 	selected, rejected              *prometheus.GaugeVec
 	configApplied                   *prometheus.GaugeVec
+	applySeconds                    prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -120,6 +132,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "podreload_controller_config_applied",
 			Help: "Whether every ready replica of a PrometheusServer runs the configuration and rules last written (its ConfigApplied condition).",
 		}, []string{"namespace", "name"}),
+		applySeconds: f.NewHistogram(prometheus.HistogramOpts{
+			Name:                            "podreload_controller_config_apply_seconds",
+			Help:                            "Seconds from the controller writing new configuration or rules to every ready replica of the PrometheusServer reporting it runs them.",
+			Buckets:                         []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+			NativeHistogramBucketFactor:     1.1,
+			NativeHistogramMaxBucketNumber:  100,
+			NativeHistogramMinResetDuration: time.Hour,
+		}),
 		rejected: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_rejected_resources",
 			Help: "Selected objects left out of a PrometheusServer's configuration because they are invalid.",
@@ -555,17 +575,20 @@ func syncService(live, desired *corev1.Service) bool {
 
 // writeStatus writes the status of server, with cond, from objs and sts
 // when they are not nil; nothing is written when the status is the same.
-// A conflict (the cache is behind the controller's own last write) is
+// The status is patched, with the resourceVersion it was computed from: a
+// conflict (the cache is behind the controller's own last write) is
 // retried on the server read from the API server.
 func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
 		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
+	key := client.ObjectKeyFromObject(server)
+	before := server.Status.ContentHash
 	fresh := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if fresh {
-			if err := r.reader.Get(ctx, client.ObjectKeyFromObject(server), server); err != nil {
+			if err := r.reader.Get(ctx, key, server); err != nil {
 				return err
 			}
 		}
@@ -574,19 +597,70 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 		var applied metav1.Condition
 		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
 		applied.ObservedGeneration = server.Generation
+		if cond.Status != metav1.ConditionTrue {
+			// This generation is not all written: ConfigApplied does not
+			// speak for it, so that `kubectl wait
+			// --for=condition=ConfigApplied` (which compares the
+			// condition's observedGeneration with the generation) waits
+			// instead of returning for a change that is not live.
+			applied.ObservedGeneration = 0
+			if was := meta.FindStatusCondition(server.Status.Conditions, conditionConfigApplied); was != nil {
+				applied.ObservedGeneration = was.ObservedGeneration
+			}
+		}
 		meta.SetStatusCondition(&status.Conditions, applied)
 		r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
 		if equality.Semantic.DeepEqual(status, server.Status) {
 			return nil
 		}
+		base := server.DeepCopy()
 		server.Status = status
-		r.metrics.writes.WithLabelValues(v1alpha1.Kind, "update-status").Inc()
-		return r.client.Status().Update(ctx, server)
+		r.metrics.writes.WithLabelValues(v1alpha1.Kind, "patch-status").Inc()
+		return r.client.Status().Patch(ctx, server, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})
 	if err != nil {
 		return fmt.Errorf("update status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
+	r.observeApplied(key, before, server.Status)
 	return nil
+}
+
+// observeApplied times the content of status from its write to every
+// ready replica running it; before is the content hash the status showed
+// until now. Only what this controller wrote is timed: content seen first
+// in the status, written by an earlier controller, is not.
+func (r *reconciler) observeApplied(key types.NamespacedName, before string, status v1alpha1.PrometheusServerStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.written[key]
+	switch {
+	case status.ContentHash != before:
+		w = written{hash: status.ContentHash, at: time.Now()}
+	case !ok || w.hash != status.ContentHash:
+		w = written{hash: status.ContentHash, timed: true}
+	}
+	if !w.timed && meta.IsStatusConditionTrue(status.Conditions, conditionConfigApplied) {
+		r.metrics.applySeconds.Observe(time.Since(w.at).Seconds())
+		w.timed = true
+	}
+	r.written[key] = w
+}
+
+// maxLeftOut bounds the objects status.leftOut lists; each one's reason
+// is cut as an Event's note is (maxEventNote): 50 KiB at most.
+const maxLeftOut = 50
+
+// truncate shortens s to at most n bytes, marking the cut, on a rune
+// boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // status is the status of server with cond, from objs and sts when they
@@ -609,8 +683,12 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, st
 			monitoringv1.PodMonitorsKind:     &status.PodMonitors,
 			kindPrometheusRule:               &status.Rules,
 		}
-		for _, rej := range objs.Rejected {
+		status.LeftOut, status.LeftOutCount = nil, int32(len(objs.Rejected))
+		for i, rej := range objs.Rejected {
 			counts[rej.Kind].Rejected++
+			if i < maxLeftOut {
+				status.LeftOut = append(status.LeftOut, v1alpha1.LeftOutObject{Kind: rej.Kind, Namespace: rej.Namespace, Name: rej.Name, Reason: truncate(rej.Reason, maxEventNote)})
+			}
 		}
 		for kind, c := range counts {
 			r.metrics.selected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Selected))
@@ -696,6 +774,7 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	delete(r.caches, key)
 	delete(r.secretRefs, key)
 	delete(r.warned, key)
+	delete(r.written, key)
 	r.mu.Unlock()
 	for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, kindPrometheusRule} {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
@@ -736,10 +815,7 @@ func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in inputs, rejected
 
 // event emits a Warning Event about regarding.
 func (r *reconciler) event(regarding, related runtime.Object, reason, note string) {
-	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
-	}
-	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", note)
+	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", truncate(note, maxEventNote))
 }
 
 // rejectedObject returns the candidate of in that rej names.

@@ -71,6 +71,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("access of the API source", cp.testAccess)
 	t.Run("deploy's RBAC", cp.testDeployRBAC)
 	t.Run("config applied", cp.testConfigApplied)
+	t.Run("report storm", cp.testReportStorm)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration too large", cp.testOversized)
 	t.Run("invalid objects", cp.testInvalid)
@@ -584,7 +585,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...
 					continue series
 				}
 			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	return sum
@@ -611,6 +612,14 @@ func (cp *controlPlane) testInvalid(t *testing.T) {
 		st := cp.status(t, srv)
 		assert.Equal(c, v1alpha1.Selection{Selected: 2, Rejected: 1}, st.ServiceMonitors)
 		assert.Equal(c, v1alpha1.Selection{Selected: 2, Rejected: 1}, st.Rules)
+		// One `kubectl get promsrv -o yaml` says why.
+		assert.Equal(c, int32(2), st.LeftOutCount)
+		if assert.Len(c, st.LeftOut, 2) {
+			assert.Equal(c, v1alpha1.LeftOutObject{Kind: "PrometheusRule", Namespace: ns, Name: "broken-rules", Reason: st.LeftOut[0].Reason}, st.LeftOut[0])
+			assert.Contains(c, st.LeftOut[0].Reason, "unclosed left parenthesis")
+			assert.Equal(c, v1alpha1.LeftOutObject{Kind: "ServiceMonitor", Namespace: ns, Name: "slow",
+				Reason: `endpoints[0].scrapeTimeout: "20s" is greater than the scrape interval "10s"`}, st.LeftOut[1])
+		}
 	})
 	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_rejected_resources", "kind", "ServiceMonitor"))
 	require.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_rejected_resources", "kind", "PrometheusRule"))
@@ -635,6 +644,13 @@ func (cp *controlPlane) testInvalid(t *testing.T) {
 	// Fixing the object brings it in.
 	edit(t, cp.c, slow, func(sm *monitoringv1.ServiceMonitor) { sm.Spec.Endpoints[0].ScrapeTimeout = "5s" })
 	cp.waitJobs(t, srv, "serviceMonitor/invalid/good/0", "serviceMonitor/invalid/slow/0")
+	eventually(t, func(c *assert.CollectT) {
+		st := cp.status(t, srv)
+		assert.Equal(c, int32(1), st.LeftOutCount)
+		if assert.Len(c, st.LeftOut, 1) {
+			assert.Equal(c, "broken-rules", st.LeftOut[0].Name)
+		}
+	})
 }
 
 // testInvalidServer breaks a PrometheusServer: it is told on the server,

@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
@@ -25,12 +28,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/projector"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -42,6 +47,8 @@ const (
 // the controller binary running against them.
 type cluster struct {
 	kubeconfig string
+	// cfg reaches the API server as an administrator.
+	cfg *rest.Config
 	// host and ca reach the API server, as a pod's service account does.
 	host       string
 	ca         []byte
@@ -66,7 +73,7 @@ func startCluster(t testing.TB) *cluster {
 	require.NoError(t, err)
 
 	addr := freeAddr(t)
-	cl := &cluster{kubeconfig: kubeconfig, host: cfg.Host, ca: cfg.CAData, c: c, metricsURL: "http://" + addr + "/metrics"}
+	cl := &cluster{kubeconfig: kubeconfig, cfg: cfg, host: cfg.Host, ca: cfg.CAData, c: c, metricsURL: "http://" + addr + "/metrics"}
 	cl.controller = start(t, "controller", nil, ours("controller"), "--kubeconfig="+kubeconfig,
 		"--web.listen-address="+addr, "--prometheus-image="+prometheusImage, "--reloader-image="+reloaderImage)
 	eventually(t, "controller ready", func() error {
@@ -103,6 +110,19 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 			require.NoError(t, cl.c.Create(t.Context(), &u), "%s: %s %s", file, u.GetKind(), u.GetName())
 		}
 	}
+}
+
+// kubectl runs the real kubectl (bin/kubectl) against the cluster, as a
+// user would, and returns its output.
+func (cl *cluster) kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	bin, err := toolbin.Path("kubectl")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=" + cl.kubeconfig}, args...)...).CombinedOutput()
+	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+	return string(out)
 }
 
 // statefulSet waits for the StatefulSet the controller renders for a

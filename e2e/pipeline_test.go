@@ -94,12 +94,13 @@ func (e *examplePipeline) waitApplied(t testing.TB, what, before string) string 
 type served struct {
 	jobs        []string
 	replica     string
+	cluster     string
 	groups      map[string][]string
 	remoteWrite []string
 }
 
 func (s served) String() string {
-	return fmt.Sprintf("jobs %v, prometheus_replica %q, rule groups %v, remote write %q", s.jobs, s.replica, s.groups, s.remoteWrite)
+	return fmt.Sprintf("jobs %v, prometheus_replica %q, cluster %q, rule groups %v, remote write %q", s.jobs, s.replica, s.cluster, s.groups, s.remoteWrite)
 }
 
 // observe reads what Prometheus serves through its API.
@@ -128,7 +129,7 @@ func (e *examplePipeline) observe(ctx context.Context) (served, error) {
 	if err := yaml.Unmarshal([]byte(cfg.YAML), &parsed); err != nil {
 		return served{}, err
 	}
-	s := served{replica: parsed.Global.ExternalLabels["prometheus_replica"]}
+	s := served{replica: parsed.Global.ExternalLabels["prometheus_replica"], cluster: parsed.Global.ExternalLabels["cluster"]}
 	for _, j := range parsed.ScrapeConfigs {
 		s.jobs = append(s.jobs, j.JobName)
 	}
@@ -251,6 +252,15 @@ func TestPipeline(t *testing.T) {
 	// The credentials come from a Secret created after the server.
 	require.Equal(t, []string{"https://remote-write.example.com/api/v1/write example <secret>"}, s.remoteWrite)
 	applied := e.waitApplied(t, "the example", "")
+	require.Equal(t, "demo", s.cluster)
+
+	// A change to the server, as a user makes it: once `kubectl wait
+	// --for=condition=ConfigApplied` returns, Prometheus runs it.
+	e.cl.kubectl(t, "patch", "promsrv", "example", "--type=merge", "-p", `{"spec":{"externalLabels":{"cluster":"demo-2"}}}`)
+	e.cl.kubectl(t, "wait", "--for=condition=ConfigApplied", "promsrv/example", "--timeout=60s")
+	s, err := e.observe(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "demo-2", s.cluster, "live when kubectl wait returns")
 
 	// Each change arrives, with one reload, and the server says it runs.
 	step := func(what string, change func(), want map[string][]string) {
@@ -274,7 +284,7 @@ func TestPipeline(t *testing.T) {
 	}, map[string][]string{"second": {"job:scrape:max"}})
 
 	// Past one ConfigMap shard: a new shard, mounted all along, no restart.
-	start, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
+	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	want := map[string][]string{"second": {"job:scrape:max"}}
 	for i := range 4 {
@@ -298,7 +308,7 @@ func TestPipeline(t *testing.T) {
 	})
 	again, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
-	require.Equal(t, start, again, "Prometheus was not restarted")
+	require.Equal(t, started, again, "Prometheus was not restarted")
 	require.NoError(t, e.pod.containers["prometheus"].exited())
 
 	// An invalid rule: an Event, and Prometheus keeps what it had.

@@ -271,12 +271,54 @@ type PrometheusServerStatus struct {
 	// +listMapKey=pod
 	// +optional
 	ReplicaStatuses []ReplicaStatus `json:"replicaStatuses,omitempty"`
+	// LeftOut are the selected ServiceMonitors, PodMonitors and
+	// PrometheusRules left out of the configuration, and why: the first
+	// 50, by kind, namespace and name.
+	// +listType=atomic
+	// +optional
+	LeftOut []LeftOutObject `json:"leftOut,omitempty"`
+	// LeftOutCount is the number of objects left out, those LeftOut lists
+	// and the rest.
+	// +optional
+	LeftOutCount int32 `json:"leftOutCount,omitempty"`
 }
+
+// LeftOutObject is a selected object left out of the configuration.
+type LeftOutObject struct {
+	// Kind is ServiceMonitor, PodMonitor or PrometheusRule.
+	Kind string `json:"kind"`
+	// Namespace of the object.
+	Namespace string `json:"namespace"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Reason names the field at fault and the cause.
+	Reason string `json:"reason"`
+}
+
+// The states of a replica, in ReplicaStatus.State.
+const (
+	// ReplicaApplied: Prometheus runs the content last written.
+	ReplicaApplied = "Applied"
+	// ReplicaPending: Prometheus runs older content.
+	ReplicaPending = "Pending"
+	// ReplicaRejected: Prometheus refused newer content.
+	ReplicaRejected = "Rejected"
+	// ReplicaUnknown: the pod has not reported what it runs (its
+	// config-reloader has not yet, or cannot, or it is not ready).
+	ReplicaUnknown = "Unknown"
+)
 
 // ReplicaStatus is what the Prometheus of one pod runs.
 type ReplicaStatus struct {
 	// Pod is the pod's name.
 	Pod string `json:"pod"`
+	// State is Applied (Prometheus runs ContentHash), Pending (older
+	// content), Rejected (Prometheus refused newer content: see
+	// LastRejection) or Unknown (nothing reported, or a report that
+	// cannot be read; a pod not ready is Unknown too, whatever it
+	// reported before).
+	// +kubebuilder:validation:Enum=Applied;Pending;Rejected;Unknown
+	State string `json:"state"`
 	// AppliedHash is the content hash of what Prometheus last accepted,
 	// comparable with ContentHash; empty while unknown (nothing reported
 	// yet, or a report that cannot be read).

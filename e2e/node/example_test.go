@@ -40,6 +40,16 @@ func TestExampleOnNode(t *testing.T) {
 		t.Logf("PrometheusRule edit to rule served: %s (API source)", time.Since(start).Round(time.Millisecond))
 	})
 
+	t.Run("kubectl wait --for=condition=ConfigApplied returns once a change is live", func(t *testing.T) {
+		cl.kubectl(t, "patch", "promsrv", "example", "--type=merge", "-p", `{"spec":{"externalLabels":{"cluster":"node-e2e"}}}`)
+		cl.kubectl(t, "wait", "--for=condition=ConfigApplied", "promsrv/example", "--timeout=60s")
+		var cfg struct {
+			YAML string `json:"yaml"`
+		}
+		require.NoError(t, cl.prometheus(t, serverPod, "/api/v1/status/config", nil, &cfg))
+		require.Contains(t, cfg.YAML, "cluster: node-e2e", "Prometheus runs the change when kubectl wait returns")
+	})
+
 	t.Run("the containers run as non-root, read-only, without capabilities", func(t *testing.T) {
 		p, err := cl.readyPod(t, "default", serverPod)
 		require.NoError(t, err)

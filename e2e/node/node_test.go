@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/node"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -139,6 +141,19 @@ func (cl *cluster) setSource(t testing.TB, obj *unstructured.Unstructured) {
 		return
 	}
 	require.NoError(t, unstructured.SetNestedField(obj.Object, cl.source, "spec", "reloader", "source"))
+}
+
+// kubectl runs the real kubectl (bin/kubectl) against the node as its
+// administrator, as a user would, and returns its output.
+func (cl *cluster) kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	bin, err := toolbin.Path("kubectl")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=" + cl.node.Kubeconfig}, args...)...).CombinedOutput()
+	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+	return string(out)
 }
 
 // eventually polls cond until it returns nil, failing the test with its
