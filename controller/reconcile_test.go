@@ -62,6 +62,7 @@ func TestReconciler(t *testing.T) {
 	env := controlplane.Start(t, filepath.Join("..", "deploy", "crds"))
 	cp := &controlPlane{env: env, cfg: env.Config, c: newClient(t, env.Config)}
 
+	t.Run("workloads pass a server-side dry run", cp.testDryRun)
 	t.Run("selection follows changes", cp.testSelection)
 	t.Run("secrets", cp.testSecrets)
 	t.Run("secrets of the server", cp.testServerSecrets)

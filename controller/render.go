@@ -143,6 +143,9 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		return nil, errors.New("render: no PrometheusServer")
 	}
 	spec := &server.Spec
+	if err := validateArgs(*spec); err != nil {
+		return nil, err
+	}
 	sms, err := selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
 	if err != nil {
 		return nil, err

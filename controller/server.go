@@ -63,11 +63,22 @@ func (r *renderer) renderServer() (serverConfig, error) {
 			labels[k] = v
 		}
 	}
-	global := yaml.MapItem{Key: "global", Value: yaml.MapSlice{
+	globals := yaml.MapSlice{
 		{Key: "evaluation_interval", Value: eval},
 		{Key: "scrape_interval", Value: scrape},
-		{Key: "external_labels", Value: sortedMap(labels)},
-	}}
+	}
+	if timeout := string(spec.ScrapeTimeout); timeout != "" {
+		t, err := positiveDuration(timeout)
+		if err != nil {
+			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %w", err)
+		}
+		if t > d {
+			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %q is greater than the scrape interval %q", timeout, scrape)
+		}
+		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
+	}
+	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
+	global := yaml.MapItem{Key: "global", Value: globals}
 
 	var rest yaml.MapSlice
 	if spec.Alerting != nil && len(spec.Alerting.Alertmanagers) > 0 {

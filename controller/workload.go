@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,10 +182,14 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	// The sidecar reports what Prometheus runs in its pod's annotation
 	// (apisource.AppliedAnnotation), under renderAccess' Role.
 	sidecarArgs := slices.Concat(src.args, src.watchArgs, []string{"--report-pod=$(POD_NAMESPACE)/$(POD_NAME)"})
-	if signal {
+	local := "http://127.0.0.1:" + strconv.Itoa(webPort)
+	switch {
+	case signal && spec.RoutePrefix != "":
+		sidecarArgs = append(sidecarArgs, "--reload-method=signal", "--runtimeinfo-url="+local+webPath(spec, "/api/v1/status/runtimeinfo"))
+	case signal:
 		sidecarArgs = append(sidecarArgs, "--reload-method=signal")
-	} else {
-		sidecarArgs = append(sidecarArgs, "--reload-url=http://127.0.0.1:"+strconv.Itoa(webPort)+"/-/reload")
+	default:
+		sidecarArgs = append(sidecarArgs, "--reload-url="+local+webPath(spec, "/-/reload"))
 	}
 	sidecarArgs = append(sidecarArgs, "--listen-address=:"+strconv.Itoa(reloaderPort))
 
@@ -208,23 +215,64 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 
 	t := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: selectorLabels(server)},
+		ObjectMeta: podMetadata(server),
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
 			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
-			SecurityContext:               podSecurity(),
+			SecurityContext:               cmp.Or(spec.SecurityContext, podSecurity()),
 			InitContainers:                []corev1.Container{initReloader},
 			Containers:                    []corev1.Container{prometheus, sidecar},
 			Volumes:                       volumes,
+			NodeSelector:                  spec.NodeSelector,
+			Tolerations:                   spec.Tolerations,
+			Affinity:                      spec.Affinity,
+			TopologySpreadConstraints:     topologySpread(server),
+			PriorityClassName:             spec.PriorityClassName,
+			ImagePullSecrets:              spec.ImagePullSecrets,
 		},
 	}
 	if signal {
 		// The reloader signals Prometheus, which runs as the same user.
 		t.Spec.ShareProcessNamespace = ptr.To(true)
 	}
-	t.Annotations = map[string]string{annotationInputHash: inputHash(t, claims)}
+	// The hash is of the template without it: set last.
+	t.Annotations[annotationInputHash] = inputHash(t, claims)
 	return t, claims
+}
+
+// podMetadata is the pods' metadata: spec.podMetadata's labels and
+// annotations, under the selector labels (and the input hash annotation)
+// the controller sets.
+func podMetadata(server *v1alpha1.PrometheusServer) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}}
+	if pm := server.Spec.PodMetadata; pm != nil {
+		maps.Copy(m.Labels, pm.Labels)
+		maps.Copy(m.Annotations, pm.Annotations)
+	}
+	maps.Copy(m.Labels, selectorLabels(server))
+	return m
+}
+
+// topologySpread is spec.topologySpreadConstraints, with the selector
+// labels added to the labelSelector of those that ask for them
+// (additionalLabelSelectors OnResource, or OnShard: a server is one shard).
+func topologySpread(server *v1alpha1.PrometheusServer) []corev1.TopologySpreadConstraint {
+	var out []corev1.TopologySpreadConstraint
+	for _, c := range server.Spec.TopologySpreadConstraints {
+		tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
+		if c.AdditionalLabelSelectors != nil {
+			if tsc.LabelSelector == nil {
+				tsc.LabelSelector = &metav1.LabelSelector{}
+			}
+			if tsc.LabelSelector.MatchLabels == nil {
+				tsc.LabelSelector.MatchLabels = map[string]string{}
+			}
+			maps.Copy(tsc.LabelSelector.MatchLabels, selectorLabels(server))
+		}
+		out = append(out, tsc)
+	}
+	return out
 }
 
 // podSource is what the source of the reloaders puts into the pod.
@@ -296,23 +344,114 @@ func configOutVolume() corev1.Volume {
 
 // prometheusContainer runs Prometheus on the rendered configuration.
 func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOptions, configOut string, storage corev1.VolumeMount, ruleMounts []corev1.VolumeMount) corev1.Container {
+	// validateArgs refused the additional arguments that clash.
+	args := slices.Concat(prometheusArgs(spec, configOut), spec.AdditionalArgs)
 	return corev1.Container{
-		Name:  "prometheus",
-		Image: cmp.Or(spec.Image, opts.DefaultPrometheusImage),
-		Args: []string{
-			"--config.file=" + configOut,
-			"--web.enable-lifecycle",
-			"--storage.tsdb.path=" + storageMountPath,
-			"--storage.tsdb.retention.time=" + cmp.Or(string(spec.Retention), defaultRetention),
-			"--web.listen-address=:" + strconv.Itoa(webPort),
-		},
+		Name:            "prometheus",
+		Image:           prometheusImage(spec, opts.DefaultPrometheusImage),
+		Args:            commandLine(args),
 		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
-		ReadinessProbe:  httpProbe("/-/ready", 5, 3),
-		LivenessProbe:   httpProbe("/-/healthy", 10, 6),
+		ReadinessProbe:  httpProbe(webPath(spec, "/-/ready"), 5, 3),
+		LivenessProbe:   httpProbe(webPath(spec, "/-/healthy"), 10, 6),
 		Resources:       spec.Resources,
 		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: configOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
 		SecurityContext: containerSecurity(),
 	}
+}
+
+// prometheusArgs are the flags the controller sets on Prometheus, in order.
+func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []monitoringv1.Argument {
+	args := []monitoringv1.Argument{
+		{Name: "config.file", Value: configOut},
+		{Name: "web.enable-lifecycle"},
+		{Name: "storage.tsdb.path", Value: storageMountPath},
+		{Name: "storage.tsdb.retention.time", Value: cmp.Or(string(spec.Retention), defaultRetention)},
+		{Name: "web.listen-address", Value: ":" + strconv.Itoa(webPort)},
+	}
+	if spec.RetentionSize != "" {
+		args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
+	}
+	if spec.WALCompression != nil {
+		name := "storage.tsdb.wal-compression"
+		if !*spec.WALCompression {
+			name = "no-" + name
+		}
+		args = append(args, monitoringv1.Argument{Name: name})
+	}
+	if len(spec.EnableFeatures) > 0 {
+		features := make([]string, len(spec.EnableFeatures))
+		for i, f := range spec.EnableFeatures {
+			features[i] = string(f)
+		}
+		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: strings.Join(features, ",")})
+	}
+	if spec.ExternalURL != "" {
+		args = append(args, monitoringv1.Argument{Name: "web.external-url", Value: spec.ExternalURL})
+	}
+	// Set whenever an external URL is: Prometheus would otherwise serve
+	// under the URL's path, where the probes and the reloader do not look.
+	if spec.RoutePrefix != "" || spec.ExternalURL != "" {
+		args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
+	}
+	if spec.LogLevel != "" {
+		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
+	}
+	if spec.LogFormat != "" {
+		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
+	}
+	return args
+}
+
+// validateArgs refuses spec.additionalArgs that name a flag the controller
+// sets, in either form (name or no-name), as prometheus-operator does.
+func validateArgs(spec v1alpha1.PrometheusServerSpec) error {
+	set := map[string]bool{}
+	for _, a := range prometheusArgs(spec, "") {
+		set[strings.TrimPrefix(a.Name, "no-")] = true
+	}
+	var clash []string
+	for _, a := range spec.AdditionalArgs {
+		if set[strings.TrimPrefix(a.Name, "no-")] {
+			clash = append(clash, a.Name)
+		}
+	}
+	if len(clash) > 0 {
+		return fmt.Errorf("spec.additionalArgs: %s set by the controller itself", strings.Join(clash, ", "))
+	}
+	return nil
+}
+
+// commandLine renders arguments as flags: --name=value, or --name alone.
+func commandLine(args []monitoringv1.Argument) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "--" + a.Name
+		if a.Value != "" {
+			out[i] += "=" + a.Value
+		}
+	}
+	return out
+}
+
+// webPath is p under Prometheus' route prefix.
+func webPath(spec v1alpha1.PrometheusServerSpec, p string) string {
+	return path.Clean("/" + spec.RoutePrefix + p)
+}
+
+// prometheusImage is spec.image; else the default image, with the tag
+// spec.version when it is set.
+func prometheusImage(spec v1alpha1.PrometheusServerSpec, def string) string {
+	switch {
+	case spec.Image != "":
+		return spec.Image
+	case spec.Version == "":
+		return def
+	}
+	repo, _, _ := strings.Cut(def, "@")
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
+	return repo + ":" + spec.Version
 }
 
 // podSecurity runs the pod as non-root with the runtime's seccomp profile;

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -95,6 +96,22 @@ func workloadCases() []struct {
 			},
 		},
 		{name: "many-shards", opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		{name: "production", server: production},
+		{
+			name: "production-signal",
+			server: func(s *v1alpha1.PrometheusServer) {
+				production(s)
+				s.Spec.Reloader.ReloadMethod = "signal"
+			},
+		},
+		{
+			name: "version",
+			server: func(s *v1alpha1.PrometheusServer) {
+				s.Spec.Version = "v3.1.0"
+				s.Spec.ExternalURL = "https://prometheus.example.com/"
+				s.Spec.WALCompression = ptr.To(false)
+			},
+		},
 		{name: "volume", server: volume},
 		{name: "volume-no-rules", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
 		{name: "volume-many-shards", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
@@ -105,6 +122,53 @@ func workloadCases() []struct {
 				s.Spec.Reloader.ReloadMethod = "signal"
 			},
 		},
+	}
+}
+
+// production sets the fields of prometheus-operator's Prometheus kind a
+// platform team sets.
+func production(s *v1alpha1.PrometheusServer) {
+	s.Spec.LogLevel, s.Spec.LogFormat = "debug", "json"
+	s.Spec.EnableFeatures = []monitoringv1.EnableFeature{"exemplar-storage", "memory-snapshot-on-shutdown"}
+	s.Spec.ExternalURL = "https://example.com/prometheus"
+	s.Spec.RoutePrefix = "/prometheus"
+	s.Spec.RetentionSize = "40GB"
+	s.Spec.WALCompression = ptr.To(true)
+	s.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "query.max-samples", Value: "10000000"}, {Name: "web.enable-admin-api"}}
+	s.Spec.PodMetadata = &monitoringv1.EmbeddedObjectMetadata{
+		Labels:      map[string]string{"team": "platform", labelName: "not-this"},
+		Annotations: map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+	}
+	s.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux", "node-role": "monitoring"}
+	s.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "monitoring", Effect: corev1.TaintEffectNoSchedule}}
+	s.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey:   "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelInstance: "main"}},
+			},
+		}},
+	}}
+	s.Spec.TopologySpreadConstraints = []monitoringv1.TopologySpreadConstraint{
+		{
+			CoreV1TopologySpreadConstraint: monitoringv1.CoreV1TopologySpreadConstraint{
+				MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+			},
+			AdditionalLabelSelectors: ptr.To(monitoringv1.ResourceNameLabelSelector),
+		},
+		{
+			CoreV1TopologySpreadConstraint: monitoringv1.CoreV1TopologySpreadConstraint{
+				MaxSkew: 2, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "platform"}},
+			},
+		},
+	}
+	s.Spec.PriorityClassName = "system-cluster-critical"
+	s.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
+	s.Spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](1000),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 
@@ -155,7 +219,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 
 			require.Equal(t, svc.Name, sts.Spec.ServiceName)
 			require.Equal(t, svc.Spec.Selector, sts.Spec.Selector.MatchLabels)
-			require.Equal(t, sts.Spec.Selector.MatchLabels, sts.Spec.Template.Labels)
+			require.Subset(t, sts.Spec.Template.Labels, sts.Spec.Selector.MatchLabels, "the pods carry the selector's labels")
 
 			volumes := map[string]corev1.Volume{}
 			for _, v := range pod.Volumes {
@@ -293,6 +357,20 @@ func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int,
 	require.True(t, sel.Matches(labels.Set(ruleShard(server, 0).Labels)), "%s selects the rule shards", selector)
 	other := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: server.Namespace, Name: server.Name + "-other"}}
 	require.False(t, sel.Matches(labels.Set(ruleShard(other, 0).Labels)), "%s selects another server's rule shards", selector)
+}
+
+// testDryRun has the real API server validate, with a server-side dry
+// run, the Service and StatefulSet of every golden case: what the golden
+// files hold is what the API server accepts.
+func (cp *controlPlane) testDryRun(t *testing.T) {
+	cp.namespace(t, testServer().Namespace, nil)
+	for _, tc := range workloadCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, sts := renderCase(tc.server, tc.opts)
+			require.NoError(t, cp.c.Create(t.Context(), svc, client.DryRunAll), "Service")
+			require.NoError(t, cp.c.Create(t.Context(), sts, client.DryRunAll), "StatefulSet")
+		})
+	}
 }
 
 func TestRuleVolumes(t *testing.T) {

@@ -134,6 +134,83 @@ type PrometheusServerSpec struct {
 	// Reloader configures the config-reloader sidecar and init container.
 	// +optional
 	Reloader ReloaderSpec `json:"reloader,omitempty"`
+
+	// The fields below have the names and the meaning of
+	// prometheus-operator's Prometheus kind, so that a spec can be copied
+	// across.
+
+	// Version is the Prometheus version: with no Image, the tag of the
+	// controller's default image.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// LogLevel of Prometheus.
+	// +kubebuilder:validation:Enum="";debug;info;warn;error
+	// +optional
+	LogLevel string `json:"logLevel,omitempty"`
+	// LogFormat of Prometheus.
+	// +kubebuilder:validation:Enum="";logfmt;json
+	// +optional
+	LogFormat string `json:"logFormat,omitempty"`
+	// EnableFeatures are Prometheus' feature flags (--enable-feature).
+	// +listType=set
+	// +optional
+	EnableFeatures []monitoringv1.EnableFeature `json:"enableFeatures,omitempty"`
+	// ExternalURL is the URL Prometheus is reachable at, from outside
+	// (--web.external-url).
+	// +optional
+	ExternalURL string `json:"externalUrl,omitempty"`
+	// RoutePrefix is the path Prometheus serves under (--web.route-prefix);
+	// the probes and the reloaders use it.
+	// +optional
+	RoutePrefix string `json:"routePrefix,omitempty"`
+	// RetentionSize is the most the TSDB's blocks may take
+	// (--storage.tsdb.retention.size), e.g. 512MB.
+	// +optional
+	RetentionSize monitoringv1.ByteSize `json:"retentionSize,omitempty"`
+	// WALCompression compresses the write-ahead log; unset leaves
+	// Prometheus' default (on).
+	// +optional
+	WALCompression *bool `json:"walCompression,omitempty"`
+	// ScrapeTimeout is the default scrape timeout; unset leaves
+	// Prometheus' default (10s, or the scrape interval if shorter).
+	// +optional
+	ScrapeTimeout monitoringv1.Duration `json:"scrapeTimeout,omitempty"`
+	// AdditionalArgs are more Prometheus flags, without the leading "--";
+	// a flag the controller sets itself (or its "no-" form) is refused.
+	// +optional
+	AdditionalArgs []monitoringv1.Argument `json:"additionalArgs,omitempty"`
+
+	// PodMetadata are labels and annotations added to the pods; the
+	// labels the controller selects its pods by win.
+	// +optional
+	PodMetadata *monitoringv1.EmbeddedObjectMetadata `json:"podMetadata,omitempty"`
+	// NodeSelector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints of the pods. additionalLabelSelectors
+	// OnResource (or OnShard: a server is one shard) adds the labels the
+	// controller selects the server's pods by to the labelSelector.
+	// +optional
+	TopologySpreadConstraints []monitoringv1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of the pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// ImagePullSecrets of the pods.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// SecurityContext of the pods; unset means non-root (user and group
+	// 65534), fsGroup 2000 and the runtime's seccomp profile. Every
+	// container rendered has a restricted security context whatever this
+	// says: read-only root filesystem, no privilege escalation, no
+	// capabilities.
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 }
 
 // StorageSpec chooses the TSDB volume: exactly one of its fields.
