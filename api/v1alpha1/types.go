@@ -419,10 +419,14 @@ type Rejection struct {
 	Time *metav1.Time `json:"time,omitempty"`
 }
 
-// Selection counts the objects a selector matched.
+// Selection counts the objects a selector matched; a count of 0 is left
+// out (the status is merge-patched: a field the stored object lacks must
+// be one the controller's zero value lacks too).
 type Selection struct {
 	// Selected objects, rejected ones included.
-	Selected int32 `json:"selected"`
+	// +optional
+	Selected int32 `json:"selected,omitempty"`
 	// Rejected objects, left out of the configuration because they are invalid.
-	Rejected int32 `json:"rejected"`
+	// +optional
+	Rejected int32 `json:"rejected,omitempty"`
 }
