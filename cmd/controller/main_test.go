@@ -76,12 +76,16 @@ func TestRun(t *testing.T) {
 		code, body := get("/-/ready")
 		assert.Equal(c, http.StatusOK, code, body)
 	}, 30*time.Second, 20*time.Millisecond, stderr.String())
-	code, body := get("/metrics")
-	require.Equal(t, http.StatusOK, code, body)
-	for _, name := range []string{"podreload_controller_reconciles_total", "controller_runtime_active_workers", "go_goroutines", "controller_build_info"} {
-		require.Contains(t, body, "\n"+name, "metric %s", name)
-	}
-	code, _ = get("/healthz")
+	// controller-runtime sets its worker gauge once the workers start,
+	// just after the caches are synced and the controller ready.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		code, body := get("/metrics")
+		assert.Equal(c, http.StatusOK, code, body)
+		for _, name := range []string{"podreload_controller_reconciles_total", "controller_runtime_active_workers", "go_goroutines", "controller_build_info"} {
+			assert.Contains(c, body, "\n"+name, "metric %s", name)
+		}
+	}, 30*time.Second, 20*time.Millisecond)
+	code, _ := get("/healthz")
 	require.Equal(t, http.StatusOK, code)
 
 	cancel()
