@@ -146,22 +146,9 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err := validateArgs(*spec); err != nil {
 		return nil, err
 	}
-	sms, err := selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
+	sms, pms, rules, err := selectAll(in)
 	if err != nil {
 		return nil, err
-	}
-	pms, err := selectObjects(server, monitoringv1.PodMonitorsKind, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
-	if err != nil {
-		return nil, err
-	}
-	rules, err := selectObjects(server, kindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
-	if err != nil {
-		return nil, err
-	}
-	// renderConfigParts refuses duplicate monitors; a duplicate rule would
-	// give a duplicate rule file.
-	if _, err := sortedObjects(rules, kindPrometheusRule); err != nil {
-		return nil, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
 	}
 
 	if cache == nil {
@@ -224,6 +211,29 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
 	objs.ContentHash = contentHash(gz, shards)
 	return objs, nil
+}
+
+// selectAll returns the monitors and rules of in that in.Server selects.
+func selectAll(in inputs) ([]*monitoringv1.ServiceMonitor, []*monitoringv1.PodMonitor, []*monitoringv1.PrometheusRule, error) {
+	server, spec := in.Server, &in.Server.Spec
+	sms, err := selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pms, err := selectObjects(server, monitoringv1.PodMonitorsKind, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rules, err := selectObjects(server, kindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// renderConfigParts refuses duplicate monitors; a duplicate rule would
+	// give a duplicate rule file.
+	if _, err := sortedObjects(rules, kindPrometheusRule); err != nil {
+		return nil, nil, nil, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
+	}
+	return sms, pms, rules, nil
 }
 
 // oversizedError is a configuration too big for a Secret, and the
