@@ -25,8 +25,8 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 //
 // With either source, the reloaders patch their own pod to report what
 // Prometheus runs (the podreload.dev/applied annotation): the Role grants
-// patch on the StatefulSet's pod names, <name>-0 to <name>-(replicas-1),
-// and on no other pod; with no replica it grants none (a rule without
+// patch on the names of the StatefulSets' pods, <name>-0 to
+// <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
 // resourceNames would grant every pod).
 //
 // With the API source, the Secret is granted by name: Kubernetes checks a
@@ -64,11 +64,15 @@ func renderAccess(server *v1alpha1.PrometheusServer) (*rbacv1.Role, *rbacv1.Role
 	return role, binding
 }
 
-// podNames are the names of the pods of server's StatefulSet.
+// podNames are the names of the pods of server's StatefulSets, every
+// shard's.
 func podNames(server *v1alpha1.PrometheusServer) []string {
-	names := make([]string, ptr.Deref(server.Spec.Replicas, 1))
-	for i := range names {
-		names[i] = server.Name + "-" + strconv.Itoa(i)
+	replicas := int(ptr.Deref(server.Spec.Replicas, 1))
+	names := make([]string, 0, replicas*shardCount(server))
+	for shard := range shardCount(server) {
+		for i := range replicas {
+			names = append(names, shardName(server, shard)+"-"+strconv.Itoa(i))
+		}
 	}
 	return names
 }

@@ -83,7 +83,7 @@ func TestRenderOversized(t *testing.T) {
 		`the largest monitors, without which it would about fit: ServiceMonitor monitoring/big-b$`, objs.Oversized.Error())
 	require.Len(t, objs.RuleShards, 1)
 	require.NotNil(t, objs.Service)
-	require.NotNil(t, objs.StatefulSet)
+	require.NotNil(t, objs.StatefulSets[0])
 
 	// Without the monitor named, it fits.
 	in.ServiceMonitors = slices.DeleteFunc(in.ServiceMonitors, func(sm *monitoringv1.ServiceMonitor) bool { return sm.Name == "big-b" })

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -215,7 +216,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	r.remember(key, objs.SecretRefs)
 	r.warn(&server, in, objs.Rejected)
 
-	sts, err := r.write(ctx, &server, objs)
+	sets, err := r.write(ctx, &server, objs)
 	cond := metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
 		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
 	var recreating *recreatingError
@@ -234,7 +235,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ConfigTooLarge",
 			fmt.Sprintf("%d rule file ConfigMaps written, the configuration not: %v", len(objs.RuleShards), objs.Oversized)
 	}
-	return errors.Join(err, r.writeStatus(ctx, &server, objs, sts, cond))
+	return errors.Join(err, r.writeStatus(ctx, &server, objs, sets, cond))
 }
 
 // inputs reads from the cache what server's objects are rendered from, but
@@ -273,8 +274,11 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 // ones are deleted, and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
 // The Role and RoleBinding of the reloaders are written before the
-// StatefulSet, so that its pods find them.
-func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) (*appsv1.StatefulSet, error) {
+// StatefulSets, so that their pods find them; the StatefulSets of shards
+// no longer wanted are deleted last, once the configuration with the new
+// shard count is written. It returns the live StatefulSets, by shard, but
+// for those being created again: a *recreatingError says which.
+func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) ([]*appsv1.StatefulSet, error) {
 	extra, err := r.extraShards(ctx, server, objs.RuleShards)
 	if err != nil {
 		return nil, err
@@ -316,7 +320,47 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
 		return nil, err
 	}
-	return r.writeStatefulSet(ctx, server, objs.StatefulSet)
+	var (
+		live       []*appsv1.StatefulSet
+		recreating error
+	)
+	for _, desired := range objs.StatefulSets {
+		sts, err := r.writeStatefulSet(ctx, server, desired)
+		var rec *recreatingError
+		switch {
+		case errors.As(err, &rec):
+			// The other shards are written all the same.
+			recreating = cmp.Or(recreating, err)
+		case err != nil:
+			return nil, err
+		default:
+			live = append(live, sts)
+		}
+	}
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets))
+}
+
+// deleteExtraShards deletes the StatefulSets server controls that are not
+// among sets: those of the shards it no longer has. Their pods go with
+// them; their volume claims stay, as a StatefulSet's always do.
+func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) error {
+	var list appsv1.StatefulSetList
+	if err := r.client.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
+		return fmt.Errorf("list StatefulSets: %w", err)
+	}
+	for i := range list.Items {
+		sts := &list.Items[i]
+		if !metav1.IsControlledBy(sts, server) || sts.DeletionTimestamp != nil ||
+			slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return s.Name == sts.Name }) {
+			continue
+		}
+		r.metrics.writes.WithLabelValues("StatefulSet", "delete").Inc()
+		if err := r.client.Delete(ctx, sts, client.Preconditions{UID: &sts.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+		}
+		r.logger.Info("deleted the StatefulSet of a shard no longer wanted", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name)
+	}
+	return nil
 }
 
 // extraShards returns the rule file ConfigMaps server controls that are
@@ -578,7 +622,7 @@ func syncService(live, desired *corev1.Service) bool {
 // The status is patched, with the resourceVersion it was computed from: a
 // conflict (the cache is behind the controller's own last write) is
 // retried on the server read from the API server.
-func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) error {
+func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) error {
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
 		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
@@ -593,7 +637,7 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 			}
 		}
 		fresh = true
-		status := r.status(server, objs, sts, cond)
+		status := r.status(server, objs, sets, cond)
 		var applied metav1.Condition
 		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
 		applied.ObservedGeneration = server.Generation
@@ -663,9 +707,10 @@ func truncate(s string, n int) string {
 	return s[:cut] + "..."
 }
 
-// status is the status of server with cond, from objs and sts when they
-// are not nil. It sets the gauges of selected and rejected objects.
-func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, sts *appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
+// status is the status of server with cond, from objs when it is not nil
+// and from the live StatefulSets of its shards, sets. It sets the gauges of
+// selected and rejected objects.
+func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
 	status := *server.Status.DeepCopy()
 	status.ObservedGeneration = server.Generation
 	cond.ObservedGeneration = server.Generation
@@ -695,16 +740,25 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, st
 			r.metrics.rejected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Rejected))
 		}
 	}
-	if objs == nil && sts == nil && meta.FindStatusCondition(status.Conditions, conditionAvailable) != nil {
+	if objs == nil && len(sets) == 0 && meta.FindStatusCondition(status.Conditions, conditionAvailable) != nil {
 		return status // Nothing known about the pods: keep what was.
 	}
-	want := ptr.Deref(server.Spec.Replicas, 1)
+	want, shards := ptr.Deref(server.Spec.Replicas, 1), shardCount(server)
 	available := metav1.Condition{Type: conditionAvailable, Status: metav1.ConditionFalse, Reason: "NoStatefulSet",
 		Message: "the StatefulSet does not exist yet", ObservedGeneration: server.Generation}
-	if sts != nil {
-		status.Replicas, status.ReadyReplicas = sts.Status.Replicas, sts.Status.ReadyReplicas
-		available.Reason, available.Message = "ReplicasNotReady", fmt.Sprintf("%d of %d replicas ready", status.ReadyReplicas, want)
-		if want > 0 && status.ReadyReplicas >= want {
+	if len(sets) > 0 {
+		status.Replicas, status.ReadyReplicas, status.Shards = 0, 0, int32(len(sets))
+		ready := want > 0 && len(sets) >= shards
+		for _, sts := range sets {
+			status.Replicas += sts.Status.Replicas
+			status.ReadyReplicas += sts.Status.ReadyReplicas
+			ready = ready && sts.Status.ReadyReplicas >= want
+		}
+		available.Reason, available.Message = "ReplicasNotReady", fmt.Sprintf("%d of %d replicas ready", status.ReadyReplicas, want*int32(shards))
+		if shards > 1 {
+			available.Message += fmt.Sprintf(" (%d shards of %d, %d StatefulSets)", shards, want, len(sets))
+		}
+		if ready {
 			available.Status, available.Reason = metav1.ConditionTrue, "ReplicasReady"
 		}
 	}

@@ -67,6 +67,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("secrets", cp.testSecrets)
 	t.Run("secrets of the server", cp.testServerSecrets)
 	t.Run("rule shards", cp.testShards)
+	t.Run("shard scaling", cp.testShardScaling)
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("drift", cp.testDrift)
 	t.Run("access of the API source", cp.testAccess)

@@ -210,3 +210,44 @@ func sanitizeLabelName(name string) string {
 		return '_'
 	}, name)
 }
+
+const (
+	// labelTmpHash is what a target is sharded on: __address__, unless a
+	// relabeling sets it.
+	labelTmpHash = "__tmp_hash"
+	// labelDisableSharding, set by a relabeling, makes every shard keep
+	// the target.
+	labelDisableSharding = "__tmp_disable_sharding"
+)
+
+// appendSharding appends to a job's relabelings those that keep, with
+// more than one shard, the targets of the shard the reloader expands
+// $(SHARD) to: __tmp_hash, unless a relabeling set it, is __address__; its
+// hashmod by the shard count must be the shard, or __tmp_disable_sharding
+// set. They are prometheus-operator's, which writes them with one shard
+// too (a modulus of 1 keeps every target): with one shard, none is added.
+func appendSharding(relabelings []yaml.MapSlice, shards int) []yaml.MapSlice {
+	if shards <= 1 {
+		return relabelings
+	}
+	return append(relabelings,
+		yaml.MapSlice{
+			{Key: "source_labels", Value: []string{model.AddressLabel, labelTmpHash}},
+			{Key: "target_label", Value: labelTmpHash},
+			{Key: "regex", Value: "(.+);"},
+			{Key: "replacement", Value: "$1"},
+			{Key: "action", Value: "replace"},
+		},
+		yaml.MapSlice{
+			{Key: "source_labels", Value: []string{labelTmpHash}},
+			{Key: "target_label", Value: labelTmpHash},
+			{Key: "modulus", Value: int64(shards)},
+			{Key: "action", Value: "hashmod"},
+		},
+		yaml.MapSlice{
+			{Key: "source_labels", Value: []string{labelTmpHash, labelDisableSharding}},
+			{Key: "regex", Value: "$(SHARD);|.+;.+"},
+			{Key: "action", Value: "keep"},
+		},
+	)
+}

@@ -69,10 +69,11 @@ type objects struct {
 	RoleBinding *rbacv1.RoleBinding
 	// Service is the headless Service of the StatefulSet.
 	Service *corev1.Service
-	// StatefulSet runs Prometheus and the config-reloader. Its pod
-	// template's annotationInputHash covers neither the configuration nor
-	// the rules, which reach Prometheus through reloads.
-	StatefulSet *appsv1.StatefulSet
+	// StatefulSets run Prometheus and the config-reloader, one per shard,
+	// shard 0 first. Their pod templates' annotationInputHash covers
+	// neither the configuration nor the rules, which reach Prometheus
+	// through reloads.
+	StatefulSets []*appsv1.StatefulSet
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
 	Rejected []rejection
@@ -123,8 +124,9 @@ type counts struct {
 // through cache when it is not nil), the configuration with the rule_files
 // of as many shards (renderConfigParts, then configParts.head with
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
-// (renderAccess), and the Service and StatefulSet (renderWorkload, with
-// opts.RuleShards set to the shard count; the caller's value is ignored). The rules are rendered on
+// (renderAccess), and the Service and the StatefulSet of each shard
+// (renderWorkload and renderShard, with opts.RuleShards set to the rule
+// shard count; the caller's value is ignored). The rules are rendered on
 // other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
@@ -184,16 +186,20 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 
 	opts.RuleShards = len(shards)
 	svc, sts := renderWorkload(server, opts)
+	sets := []*appsv1.StatefulSet{sts}
+	for shard := 1; shard < shardCount(server); shard++ {
+		sets = append(sets, renderShard(server, opts, shard))
+	}
 	role, binding := renderAccess(server)
 	objs := &objects{
-		Role:        role,
-		RoleBinding: binding,
-		RuleShards:  shards,
-		Service:     svc,
-		StatefulSet: sts,
-		Rejected:    rejected,
-		Selected:    counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
-		SecretRefs:  parts.secrets,
+		Role:         role,
+		RoleBinding:  binding,
+		RuleShards:   shards,
+		Service:      svc,
+		StatefulSets: sets,
+		Rejected:     rejected,
+		Selected:     counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
+		SecretRefs:   parts.secrets,
 	}
 	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
 	var tooLarge *sizeError

@@ -118,6 +118,13 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 			fmt.Fprintf(&b, "# rolebinding %s/%s: %s %s to %s %s/%s\n", rb.Namespace, rb.Name, rb.RoleRef.Kind, rb.RoleRef.Name, sub.Kind, sub.Namespace, sub.Name)
 		}
 	}
+	if len(out.StatefulSets) > 1 {
+		var names []string
+		for _, sts := range out.StatefulSets {
+			names = append(names, sts.Name)
+		}
+		fmt.Fprintf(&b, "# statefulsets: %s\n", strings.Join(names, ", "))
+	}
 	s := out.ConfigSecret
 	fmt.Fprintf(&b, "# secret %s/%s: %s\n", s.Namespace, s.Name, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
 	b.Write(gunzip(t, s.Data[ConfigSecretKey]))
@@ -183,19 +190,24 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	sum := sha256.Sum256(config)
 	require.Equal(t, hex.EncodeToString(sum[:]), out.ConfigHash)
 
-	// The workload, as renderWorkload renders it for as many shards, and
-	// reading the Secret: through the API server, or mounting it.
+	// The workload, as renderWorkload and renderShard render it for as
+	// many rule shards, a StatefulSet per shard, and reading the Secret:
+	// through the API server, or mounting it.
 	opts.RuleShards = len(shards)
 	svc, sts := renderWorkload(server, opts)
 	require.Equal(t, svc, out.Service)
-	require.Equal(t, sts, out.StatefulSet)
+	require.Len(t, out.StatefulSets, shardCount(server))
+	require.Equal(t, sts, out.StatefulSets[0])
+	for i, sts := range out.StatefulSets {
+		require.Equal(t, renderShard(server, opts, i), sts)
+	}
 	role, binding := renderAccess(server)
 	require.Equal(t, role, out.Role)
 	require.Equal(t, binding, out.RoleBinding)
 	if apiSource(server) {
-		require.Contains(t, out.StatefulSet.Spec.Template.Spec.Containers[1].Args, "--config-secret="+s.Namespace+"/"+s.Name)
+		require.Contains(t, out.StatefulSets[0].Spec.Template.Spec.Containers[1].Args, "--config-secret="+s.Namespace+"/"+s.Name)
 	} else {
-		require.Contains(t, out.StatefulSet.Spec.Template.Spec.Volumes, corev1.Volume{
+		require.Contains(t, out.StatefulSets[0].Spec.Template.Spec.Volumes, corev1.Volume{
 			Name:         "config",
 			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}},
 		})
@@ -316,10 +328,10 @@ func TestRenderRollsPodsOnlyForThePods(t *testing.T) {
 			require.Equal(t, tc.rules, !slices.EqualFunc(base.RuleShards, got.RuleShards, func(a, b *corev1.ConfigMap) bool {
 				return a.Name == b.Name && maps.Equal(a.Data, b.Data)
 			}), "rule shards")
-			annotation := func(o *objects) string { return o.StatefulSet.Spec.Template.Annotations[annotationInputHash] }
+			annotation := func(o *objects) string { return o.StatefulSets[0].Spec.Template.Annotations[annotationInputHash] }
 			require.Equal(t, tc.pods, annotation(got) != annotation(base), "input hash")
 			if !tc.pods {
-				require.Equal(t, base.StatefulSet.Spec.Template, got.StatefulSet.Spec.Template)
+				require.Equal(t, base.StatefulSets[0].Spec.Template, got.StatefulSets[0].Spec.Template)
 			}
 		})
 	}

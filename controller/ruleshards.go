@@ -41,10 +41,12 @@ type ruleResult struct {
 	name, content, reason string
 }
 
-// ruleKey identifies one version of a PrometheusRule.
+// ruleKey identifies one version of a PrometheusRule, and the label
+// enforced on it (enforceRules).
 type ruleKey struct {
 	uid             types.UID
 	resourceVersion string
+	enforced        string
 }
 
 // ruleCache remembers, by UID and resourceVersion, the rule files it
@@ -68,28 +70,32 @@ type ruleCache struct {
 // alone exceeds a ConfigMap, is left out and returned as rejected, sorted by
 // namespace and name; the others are kept. Owner references are not set.
 // The results of the previous render are reused for the PrometheusRules
-// whose UID and resourceVersion have not changed.
+// whose UID and resourceVersion, and the label enforced on them, have not
+// changed.
 func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []rejection) {
 	results := make([]ruleResult, len(rules))
+	keys := make([]ruleKey, len(rules))
 	var todo []int
 	c.mu.Lock()
 	for i, r := range rules {
 		if r == nil {
 			continue
 		}
-		if e, ok := c.entries[keyOf(r)]; ok && cacheable(r) {
+		keys[i] = ruleKey{uid: r.UID, resourceVersion: r.ResourceVersion,
+			enforced: enforcedLabel(&server.Spec, kindPrometheusRule, r.Namespace, r.Name)}
+		if e, ok := c.entries[keys[i]]; ok && cacheable(r) {
 			results[i] = e
 			continue
 		}
 		todo = append(todo, i)
 	}
 	c.mu.Unlock()
-	renderAll(rules, todo, results)
+	renderAll(rules, keys, todo, results)
 
 	entries := make(map[ruleKey]ruleResult, len(rules))
 	for i, r := range rules {
 		if r != nil && cacheable(r) {
-			entries[keyOf(r)] = results[i]
+			entries[keys[i]] = results[i]
 		}
 	}
 	c.mu.Lock()
@@ -125,24 +131,22 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	return shards, rejected
 }
 
-func keyOf(r *monitoringv1.PrometheusRule) ruleKey {
-	return ruleKey{uid: r.UID, resourceVersion: r.ResourceVersion}
-}
-
 func cacheable(r *monitoringv1.PrometheusRule) bool {
 	return r.UID != "" && r.ResourceVersion != ""
 }
 
-// renderAll renders rules[i] into results[i] for every i of todo, on as
-// many goroutines as there are processors, and returns when all are done.
-func renderAll(rules []*monitoringv1.PrometheusRule, todo []int, results []ruleResult) {
+// renderAll renders rules[i], with the label keys[i] enforced, into
+// results[i] for every i of todo, on as many goroutines as there are
+// processors, and returns when all are done.
+func renderAll(rules []*monitoringv1.PrometheusRule, keys []ruleKey, todo []int, results []ruleResult) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	c := newRuleChecker()
 	for range min(runtime.GOMAXPROCS(0), len(todo)) {
 		wg.Go(func() {
 			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
-				results[todo[j]] = c.render(rules[todo[j]])
+				i := todo[j]
+				results[i] = c.render(enforceRules(rules[i], keys[i].enforced))
 			}
 		})
 	}

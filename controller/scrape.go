@@ -342,6 +342,9 @@ type monitorParts struct {
 	// tail holds the limits and the other per-monitor settings that follow
 	// relabel_configs.
 	tail yaml.MapSlice
+	// enforced is the label spec.enforcedNamespaceLabel sets on every
+	// target and series of the monitor (enforcedLabel), or "".
+	enforced string
 }
 
 // monitorParts checks the monitor-wide fields of s and renders what its
@@ -385,10 +388,15 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		}
 	}
 
+	kind := monitoringv1.ServiceMonitorsKind
+	if s.selectorKind == "pod" {
+		kind = monitoringv1.PodMonitorsKind
+	}
 	return monitorParts{
 		sd:       yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{sd}},
 		selector: selectorRelabelings(&s.selector, "__meta_kubernetes_"+s.selectorKind),
 		tail:     tail,
+		enforced: enforcedLabel(&r.srv.Spec, kind, s.namespace, s.name),
 	}, nil
 }
 
@@ -461,18 +469,27 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 	}
 	job = append(job, auth...)
 
-	relabelings, err = r.relabelConfigs(relabelings, path+".relabelings", e.relabelings)
+	return r.jobRelabelings(job, ns, parts, e, path, relabelings)
+}
+
+// jobRelabelings appends to job its relabel_configs (relabelings, then
+// the endpoint's, the enforced namespace label's and the shards'), the
+// monitor's tail, and its metric_relabel_configs.
+func (r *renderer) jobRelabelings(job yaml.MapSlice, ns string, parts *monitorParts, e *endpoint, path string, relabelings []yaml.MapSlice) (yaml.MapSlice, error) {
+	relabelings, err := r.relabelConfigs(relabelings, path+".relabelings", e.relabelings)
 	if err != nil {
 		return nil, err
 	}
+	relabelings = appendEnforced(relabelings, parts.enforced, ns)
+	relabelings = appendSharding(relabelings, shardCount(r.srv))
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 	job = append(job, parts.tail...)
-	if len(e.metricRelabelings) > 0 {
-		mrl, err := r.relabelConfigs(make([]yaml.MapSlice, 0, len(e.metricRelabelings)), path+".metricRelabelings", e.metricRelabelings)
+	if len(e.metricRelabelings) > 0 || parts.enforced != "" {
+		mrl, err := r.relabelConfigs(make([]yaml.MapSlice, 0, len(e.metricRelabelings)+1), path+".metricRelabelings", e.metricRelabelings)
 		if err != nil {
 			return nil, err
 		}
-		job = append(job, yaml.MapItem{Key: "metric_relabel_configs", Value: mrl})
+		job = append(job, yaml.MapItem{Key: "metric_relabel_configs", Value: appendEnforced(mrl, parts.enforced, ns)})
 	}
 	return job, nil
 }

@@ -57,6 +57,8 @@ const (
 
 	labelName     = "app.kubernetes.io/name"
 	labelInstance = "app.kubernetes.io/instance"
+	// labelShard marks the pods of shards other than 0 with their number.
+	labelShard = "podreload.dev/shard"
 )
 
 // WorkloadOptions are the controller-wide inputs of renderWorkload.
@@ -114,18 +116,15 @@ func ruleVolumes(shards int) int {
 	return max(ruleVolumeStep, (shards+ruleVolumeStep-1)/ruleVolumeStep*ruleVolumeStep)
 }
 
-// renderWorkload renders the headless Service and the StatefulSet of server.
-// The pod template carries annotationInputHash. Owner references are not set.
+// renderWorkload renders the headless Service of server, which selects the
+// pods of every shard, and the StatefulSet of shard 0 (renderShard).
 func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*corev1.Service, *appsv1.StatefulSet) {
-	sel := selectorLabels(server)
-	meta := metav1.ObjectMeta{Name: server.Name, Namespace: server.Namespace, Labels: selectorLabels(server)}
-
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta,
+		ObjectMeta: metav1.ObjectMeta{Name: server.Name, Namespace: server.Namespace, Labels: selectorLabels(server)},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  sel,
+			Selector:  selectorLabels(server),
 			Ports: []corev1.ServicePort{{
 				Name:       "web",
 				Port:       webPort,
@@ -133,21 +132,54 @@ func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*c
 			}},
 		},
 	}
+	return svc, renderShard(server, opts, 0)
+}
 
-	template, claims := podTemplate(server, opts)
-	sts := &appsv1.StatefulSet{
+// shardCount is spec.shards, at least 1.
+func shardCount(server *v1alpha1.PrometheusServer) int {
+	return max(1, int(ptr.Deref(server.Spec.Shards, 1)))
+}
+
+// shardName is the name of the StatefulSet of a shard of server: the
+// server's name for shard 0, which is all there was before shards, and
+// <name>-shard-<i>, as prometheus-operator names them, for the others.
+func shardName(server *v1alpha1.PrometheusServer, shard int) string {
+	if shard == 0 {
+		return server.Name
+	}
+	return server.Name + "-shard-" + strconv.Itoa(shard)
+}
+
+// shardLabels are the labels that select the pods of a shard of server:
+// the server's for shard 0, so that a server of one shard renders what it
+// did before shards (its StatefulSet's selector cannot change), and
+// labelShard besides for the others. Shard 0's StatefulSet selects the
+// other shards' pods too, but adopts no pod another StatefulSet controls.
+func shardLabels(server *v1alpha1.PrometheusServer, shard int) map[string]string {
+	l := selectorLabels(server)
+	if shard > 0 {
+		l[labelShard] = strconv.Itoa(shard)
+	}
+	return l
+}
+
+// renderShard renders the StatefulSet of a shard of server. Its pod
+// template carries annotationInputHash, and sets SHARD, which the reloaders
+// expand in the configuration. Owner references are not set.
+func renderShard(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard int) *appsv1.StatefulSet {
+	template, claims := podTemplate(server, opts, shard)
+	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: *meta.DeepCopy(),
+		ObjectMeta: metav1.ObjectMeta{Name: shardName(server, shard), Namespace: server.Namespace, Labels: shardLabels(server, shard)},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:             ptr.To(ptr.Deref(server.Spec.Replicas, 1)),
-			Selector:             &metav1.LabelSelector{MatchLabels: selectorLabels(server)},
-			ServiceName:          svc.Name,
+			Selector:             &metav1.LabelSelector{MatchLabels: shardLabels(server, shard)},
+			ServiceName:          server.Name,
 			PodManagementPolicy:  appsv1.ParallelPodManagement,
 			Template:             template,
 			VolumeClaimTemplates: claims,
 		},
 	}
-	return svc, sts
 }
 
 // ruleDir is where the i-th rule file ConfigMap of server is mounted.
@@ -159,7 +191,7 @@ func selectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
 	return map[string]string{labelName: "prometheus", labelInstance: server.Name}
 }
 
-func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
+func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard int) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
 	spec := server.Spec
 	signal := spec.Reloader.ReloadMethod == "signal"
 
@@ -176,7 +208,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
-		{Name: "SHARD", Value: "0"},
+		{Name: "SHARD", Value: strconv.Itoa(shard)},
 	}
 	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
 	// The sidecar reports what Prometheus runs in its pod's annotation
@@ -215,7 +247,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	}
 
 	t := corev1.PodTemplateSpec{
-		ObjectMeta: podMetadata(server),
+		ObjectMeta: podMetadata(server, shard),
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
 			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
@@ -227,7 +259,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 			NodeSelector:                  spec.NodeSelector,
 			Tolerations:                   spec.Tolerations,
 			Affinity:                      spec.Affinity,
-			TopologySpreadConstraints:     topologySpread(server),
+			TopologySpreadConstraints:     topologySpread(server, shard),
 			PriorityClassName:             spec.PriorityClassName,
 			ImagePullSecrets:              spec.ImagePullSecrets,
 		},
@@ -241,23 +273,24 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (corev
 	return t, claims
 }
 
-// podMetadata is the pods' metadata: spec.podMetadata's labels and
-// annotations, under the selector labels (and the input hash annotation)
-// the controller sets.
-func podMetadata(server *v1alpha1.PrometheusServer) metav1.ObjectMeta {
+// podMetadata is the metadata of a shard's pods: spec.podMetadata's labels
+// and annotations, under the shard's selector labels (and the input hash
+// annotation) the controller sets.
+func podMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}}
 	if pm := server.Spec.PodMetadata; pm != nil {
 		maps.Copy(m.Labels, pm.Labels)
 		maps.Copy(m.Annotations, pm.Annotations)
 	}
-	maps.Copy(m.Labels, selectorLabels(server))
+	maps.Copy(m.Labels, shardLabels(server, shard))
 	return m
 }
 
-// topologySpread is spec.topologySpreadConstraints, with the selector
-// labels added to the labelSelector of those that ask for them
-// (additionalLabelSelectors OnResource, or OnShard: a server is one shard).
-func topologySpread(server *v1alpha1.PrometheusServer) []corev1.TopologySpreadConstraint {
+// topologySpread is spec.topologySpreadConstraints for the pods of a
+// shard, with the labels of the server's pods added to the labelSelector
+// of those that ask for them (additionalLabelSelectors OnResource), or of
+// the shard's pods (OnShard).
+func topologySpread(server *v1alpha1.PrometheusServer, shard int) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range server.Spec.TopologySpreadConstraints {
 		tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
@@ -269,6 +302,13 @@ func topologySpread(server *v1alpha1.PrometheusServer) []corev1.TopologySpreadCo
 				tsc.LabelSelector.MatchLabels = map[string]string{}
 			}
 			maps.Copy(tsc.LabelSelector.MatchLabels, selectorLabels(server))
+			if *c.AdditionalLabelSelectors == monitoringv1.ShardAndResourceNameLabelSelector {
+				maps.Copy(tsc.LabelSelector.MatchLabels, shardLabels(server, shard))
+				if shard == 0 { // Shard 0's pods are those without the label.
+					tsc.LabelSelector.MatchExpressions = append(tsc.LabelSelector.MatchExpressions,
+						metav1.LabelSelectorRequirement{Key: labelShard, Operator: metav1.LabelSelectorOpDoesNotExist})
+				}
+			}
 		}
 		out = append(out, tsc)
 	}

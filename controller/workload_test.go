@@ -371,6 +371,12 @@ func (cp *controlPlane) testDryRun(t *testing.T) {
 			require.NoError(t, cp.c.Create(t.Context(), sts, client.DryRunAll), "StatefulSet")
 		})
 	}
+	t.Run("shard 2", func(t *testing.T) {
+		server := testServer()
+		production(server)
+		server.Spec.Shards = ptr.To[int32](3)
+		require.NoError(t, cp.c.Create(t.Context(), renderShard(server, testOptions(), 2), client.DryRunAll))
+	})
 }
 
 func TestRuleVolumes(t *testing.T) {

@@ -69,11 +69,24 @@ type PrometheusServerSpec struct {
 	// Image is the Prometheus image; empty means the controller's default.
 	// +optional
 	Image string `json:"image,omitempty"`
-	// Replicas is the number of Prometheus pods; each scrapes every target.
+	// Replicas is the number of Prometheus pods of each shard; each pod of a
+	// shard scrapes every target of the shard.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+	// Shards splits the targets among this many groups of Replicas pods,
+	// as prometheus-operator's shards do: each shard is a StatefulSet (shard
+	// 0 is <name>, shard i is <name>-shard-<i>) whose Prometheus keeps the
+	// targets whose __address__ hashes (hashmod) to it. A relabeling that
+	// sets __tmp_hash shards on something else; one that sets
+	// __tmp_disable_sharding makes every shard scrape the target. Every
+	// shard evaluates every rule. Fewer shards delete the extra
+	// StatefulSets, not their volume claims.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Shards *int32 `json:"shards,omitempty"`
 	// ServiceAccountName is the service account of the Prometheus pods.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
@@ -175,6 +188,19 @@ type PrometheusServerSpec struct {
 	// Prometheus' default (10s, or the scrape interval if shorter).
 	// +optional
 	ScrapeTimeout monitoringv1.Duration `json:"scrapeTimeout,omitempty"`
+	// EnforcedNamespaceLabel, when set, is a label the targets and series
+	// of every monitor, and the rules and series of every PrometheusRule,
+	// get with the object's namespace as value, whatever the object says:
+	// the last relabeling and metric relabeling of each scrape job; on each
+	// rule, the label, and a matcher on it in every selector of its
+	// expression.
+	// +optional
+	EnforcedNamespaceLabel string `json:"enforcedNamespaceLabel,omitempty"`
+	// ExcludedFromEnforcement are the objects enforcedNamespaceLabel
+	// spares: an entry without a name spares every object of its resource
+	// in its namespace.
+	// +optional
+	ExcludedFromEnforcement []monitoringv1.ObjectReference `json:"excludedFromEnforcement,omitempty"`
 	// AdditionalArgs are more Prometheus flags, without the leading "--";
 	// a flag the controller sets itself (or its "no-" form) is refused.
 	// +optional
@@ -194,8 +220,8 @@ type PrometheusServerSpec struct {
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 	// TopologySpreadConstraints of the pods. additionalLabelSelectors
-	// OnResource (or OnShard: a server is one shard) adds the labels the
-	// controller selects the server's pods by to the labelSelector.
+	// OnResource adds the labels the controller selects the server's pods
+	// by to the labelSelector; OnShard, those of the shard's pods.
 	// +optional
 	TopologySpreadConstraints []monitoringv1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	// PriorityClassName of the pods.
@@ -318,10 +344,13 @@ type PrometheusServerStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Replicas is the number of pods of the StatefulSet.
+	// Replicas is the number of pods of the StatefulSets, all shards.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
-	// ReadyReplicas is the number of ready pods.
+	// Shards is the number of shards whose StatefulSet exists.
+	// +optional
+	Shards int32 `json:"shards,omitempty"`
+	// ReadyReplicas is the number of ready pods, all shards.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// ServiceMonitors counts the selected and rejected ServiceMonitors.

@@ -129,6 +129,11 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Shards != nil {
+		in, out := &in.Shards, &out.Shards
+		*out = new(int32)
+		**out = **in
+	}
 	in.Resources.DeepCopyInto(&out.Resources)
 	if in.Storage != nil {
 		in, out := &in.Storage, &out.Storage
@@ -194,6 +199,11 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		in, out := &in.WALCompression, &out.WALCompression
 		*out = new(bool)
 		**out = **in
+	}
+	if in.ExcludedFromEnforcement != nil {
+		in, out := &in.ExcludedFromEnforcement, &out.ExcludedFromEnforcement
+		*out = make([]monitoringv1.ObjectReference, len(*in))
+		copy(*out, *in)
 	}
 	if in.AdditionalArgs != nil {
 		in, out := &in.AdditionalArgs, &out.AdditionalArgs

@@ -41,11 +41,28 @@ import (
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
+// scaleCase is what a BenchmarkScale run creates: monitors ServiceMonitors
+// of endpoints endpoints each and rules PrometheusRules, for a
+// PrometheusServer of shards shards.
+type scaleCase struct {
+	name                       string
+	monitors, endpoints, rules int
+	shards                     int32
+}
+
+func (sc scaleCase) jobs() int { return sc.monitors * sc.endpoints }
+
+// scaleCases are the size of wave 1's target, and the one of 20,000
+// endpoints over 4 shards.
+func scaleCases() []scaleCase {
+	return []scaleCase{
+		{name: "3k-endpoints", monitors: 1000, endpoints: 3, rules: 1000, shards: 1},
+		{name: "20k-endpoints-4-shards", monitors: 2000, endpoints: 10, rules: 1000, shards: 4},
+	}
+}
+
 const (
-	// scaleMonitors ServiceMonitors of scaleEndpoints endpoints each, and
-	// scaleRules PrometheusRules, are created by BenchmarkScale.
-	scaleMonitors, scaleEndpoints, scaleRules = 1000, 3, 1000
-	// scaleWorkers create them in parallel.
+	// scaleWorkers create the objects in parallel.
 	scaleWorkers = 16
 	// scaleDeadline bounds the wait for the controller to converge after
 	// the last create.
@@ -56,14 +73,20 @@ const (
 var jobLine = regexp.MustCompile(`(?m)^\s*- job_name: `)
 
 // BenchmarkScale runs the controller binary (`make build`) against a real
-// kube-apiserver and etcd, creates 1,000 ServiceMonitors of 3 endpoints
-// and 1,000 PrometheusRules of 10 rules each, all selected by one
-// PrometheusServer, as fast as 16 clients can, and measures the time from
-// the last create to the config Secret holding every scrape job and the
-// rule file ConfigMaps every rule file, the controller's writes and
+// kube-apiserver and etcd, for each of scaleCases: creates its
+// ServiceMonitors and PrometheusRules of 10 rules each, all selected by
+// one PrometheusServer, as fast as 16 clients can, and measures the time
+// from the last create to the config Secret holding every scrape job and
+// the rule file ConfigMaps every rule file, the controller's writes and
 // reconciliations since the first create, and its RSS. One iteration:
 // run it with -benchtime 1x.
 func BenchmarkScale(b *testing.B) {
+	for _, sc := range scaleCases() {
+		b.Run(sc.name, func(b *testing.B) { benchmarkScale(b, sc) })
+	}
+}
+
+func benchmarkScale(b *testing.B, sc scaleCase) {
 	if b.N != 1 {
 		b.Fatalf("b.N = %d: run BenchmarkScale with -benchtime 1x", b.N)
 	}
@@ -83,12 +106,12 @@ func BenchmarkScale(b *testing.B) {
 	all := &metav1.LabelSelector{}
 	server := &v1alpha1.PrometheusServer{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
-		Spec:       v1alpha1.PrometheusServerSpec{ServiceMonitorSelector: all, RuleSelector: all},
+		Spec:       v1alpha1.PrometheusServerSpec{ServiceMonitorSelector: all, RuleSelector: all, Shards: ptr.To(sc.shards)},
 	}
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(b, c.Create(ctx, server))
 	// Watched before the controller starts, so that no write is missed.
-	prog := watchProgress(b, c, server)
+	prog := watchProgress(b, c, server, sc)
 
 	ctl := startController(b, bin, env.Kubeconfig)
 	// The server's first state: an empty configuration, no rule files.
@@ -99,12 +122,12 @@ func BenchmarkScale(b *testing.B) {
 	base := ctl.settle(b)
 	b.Logf("before the first create: %s", base)
 
-	objs := make([]client.Object, 0, scaleMonitors+scaleRules)
-	for i := range max(scaleMonitors, scaleRules) {
-		if i < scaleMonitors {
-			objs = append(objs, scaleServiceMonitor(ns, i))
+	objs := make([]client.Object, 0, sc.monitors+sc.rules)
+	for i := range max(sc.monitors, sc.rules) {
+		if i < sc.monitors {
+			objs = append(objs, scaleServiceMonitor(ns, i, sc.endpoints))
 		}
-		if i < scaleRules {
+		if i < sc.rules {
 			objs = append(objs, scaleRule(ns, i))
 		}
 	}
@@ -116,7 +139,7 @@ func BenchmarkScale(b *testing.B) {
 		float64(len(objs))/created.Sub(first).Seconds(), last.Sub(first).Round(time.Millisecond))
 
 	var p progress
-	waitUntil(b, ctl, fmt.Sprintf("%d scrape jobs and %d rule files", scaleMonitors*scaleEndpoints, scaleRules), scaleDeadline, func() bool {
+	waitUntil(b, ctl, fmt.Sprintf("%d scrape jobs and %d rule files", sc.jobs(), sc.rules), scaleDeadline, func() bool {
 		if err := prog.err(); err != nil {
 			b.Fatal(err)
 		}
@@ -129,7 +152,7 @@ func BenchmarkScale(b *testing.B) {
 	// Later writes would count too: stop when they have.
 	end := ctl.settle(b)
 	b.Logf("after convergence: %.0f more reconciles, %.0f more writes", end.reconciles-at.reconciles, end.writes-at.writes)
-	prog.verify(b, scaleMonitors*scaleEndpoints)
+	prog.verify(b, sc.jobs())
 	rss := ctl.rss(b)
 	for _, e := range prog.timeline() {
 		b.Logf("%8v %s", e.at.Sub(first).Round(time.Millisecond), e.what)
@@ -177,7 +200,7 @@ func scaleClient(b *testing.B, cfg *rest.Config) client.WithWatch {
 	return c
 }
 
-func scaleServiceMonitor(ns string, i int) *monitoringv1.ServiceMonitor {
+func scaleServiceMonitor(ns string, i, endpoints int) *monitoringv1.ServiceMonitor {
 	app := fmt.Sprintf("app-%04d", i)
 	sm := &monitoringv1.ServiceMonitor{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app, Labels: map[string]string{"team": fmt.Sprintf("team-%02d", i%50)}},
@@ -187,7 +210,7 @@ func scaleServiceMonitor(ns string, i int) *monitoringv1.ServiceMonitor {
 			Selector:     metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": app}},
 		},
 	}
-	for j := range scaleEndpoints {
+	for j := range endpoints {
 		sm.Spec.Endpoints = append(sm.Spec.Endpoints, monitoringv1.Endpoint{
 			Port:          fmt.Sprintf("metrics-%d", j),
 			Path:          "/metrics",
@@ -297,8 +320,8 @@ type tracker struct {
 
 // watchProgress watches the config Secret and the rule file ConfigMaps of
 // server until the benchmark ends.
-func watchProgress(b *testing.B, c client.WithWatch, server *v1alpha1.PrometheusServer) *tracker {
-	t := &tracker{p: progress{wantJobs: scaleMonitors * scaleEndpoints, wantFiles: scaleRules, shards: map[string]int{}}}
+func watchProgress(b *testing.B, c client.WithWatch, server *v1alpha1.PrometheusServer, sc scaleCase) *tracker {
+	t := &tracker{p: progress{wantJobs: sc.jobs(), wantFiles: sc.rules, shards: map[string]int{}}}
 	secrets, err := c.Watch(b.Context(), &corev1.SecretList{}, client.InNamespace(server.Namespace),
 		client.MatchingFields{"metadata.name": controller.ConfigSecretName(server)})
 	must(b, err)
