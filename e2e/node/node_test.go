@@ -149,7 +149,9 @@ func (cl *cluster) kubectl(t testing.TB, args ...string) string {
 	t.Helper()
 	bin, err := toolbin.Path("kubectl")
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	// Not cancelled with the test: a cleanup may run kubectl to tell why
+	// it failed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=" + cl.node.Kubeconfig}, args...)...).CombinedOutput()
 	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
@@ -324,10 +326,11 @@ func (cl *cluster) addRule(t testing.TB, record string) {
 // controllerLogs returns the log of the controller's container.
 func (cl *cluster) controllerLogs(t testing.TB) string {
 	t.Helper()
-	pods, err := cl.kube.CoreV1().Pods("podreload-system").List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podreload-controller"})
+	ctx := context.WithoutCancel(t.Context()) // For a cleanup too.
+	pods, err := cl.kube.CoreV1().Pods("podreload-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podreload-controller"})
 	require.NoError(t, err)
 	require.Len(t, pods.Items, 1)
-	b, err := cl.kube.CoreV1().Pods("podreload-system").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "controller"}).DoRaw(t.Context())
+	b, err := cl.kube.CoreV1().Pods("podreload-system").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "controller"}).DoRaw(ctx)
 	require.NoError(t, err)
 	return string(b)
 }
