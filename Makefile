@@ -110,7 +110,9 @@ bin/prometheus-config-reloader: tools/go.mod tools/go.sum
 
 # OCI image archives without Docker (tools/images, go-containerregistry):
 # bin/images/<image>-<arch>.tar, named as deploy/ and the controller's
-# defaults name them. The Dockerfile describes the podreload image too
+# defaults name them, each with its CycloneDX SBOM (<image>-<arch>.cdx.json,
+# the Go modules of its binaries) and its digest (<image>-<arch>.digest,
+# printed too). The Dockerfile describes the podreload image too
 # (internal/testenv/node/images_test.go checks they agree).
 IMAGE_ARCHES := amd64 arm64
 HOST_ARCH    := $(shell $(GO) env GOARCH)
@@ -119,6 +121,7 @@ PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
 PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
 PAUSE_IMAGE      := podreload.dev/pause:1
 IMAGEBUILD        = cd $(CURDIR)/tools/images && $(GO) run -mod=readonly . -platform linux/$*
+IMAGEBUILD_SOURCES := $(filter-out %_test.go,$(wildcard tools/images/*.go)) tools/images/go.mod tools/images/go.sum
 
 images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build the OCI image archives of every platform into bin/images/.
 
@@ -137,18 +140,18 @@ bin/linux-%/pause: internal/testenv/node/pause/main.go
 bin/linux-%/prometheus: tools/go.mod tools/go.sum
 	cd $(CURDIR)/tools && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
 
-bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller tools/images/main.go
+bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
 		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
 # As the upstream image: user nobody, working directory /prometheus.
-bin/images/prometheus-%.tar: bin/linux-%/prometheus tools/images/main.go
+bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROMETHEUS_IMAGE) -user 65534:65534 -workdir /prometheus -entrypoint /bin/prometheus \
 		-file /bin/prometheus=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
-bin/images/pause-%.tar: bin/linux-%/pause tools/images/main.go
+bin/images/pause-%.tar: bin/linux-%/pause $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PAUSE_IMAGE) -user 65535:65535 -entrypoint /pause -file /pause=$(CURDIR)/$<
 
@@ -165,6 +168,8 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy
 
 test: lint build tools host-images node-bins ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
+	@# Without -race: the packages it links are then those `make images` compiled.
+	cd tools/images && $(GO) test -count=1 ./...
 	@# After the rest: the node's Prometheus runs in this machine's PID namespace,
 	@# where e2e's signal tests must find the only prometheus process.
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./internal/testenv/node/ ./e2e/node/

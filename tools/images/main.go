@@ -8,6 +8,11 @@
 //	imagebuild -out podreload-amd64.tar -name ghcr.io/podreload/podreload:0.1.0 \
 //	  -platform linux/amd64 -user 65532:65532 -entrypoint /bin/config-reloader \
 //	  -file /bin/config-reloader=bin/linux-amd64/config-reloader
+//
+// Next to the archive it writes the image's CycloneDX SBOM (podreload-amd64.cdx.json:
+// the Go modules of each binary, from their embedded build information) and
+// its digest, the digest of its manifest (podreload-amd64.digest), which it
+// also prints: "NAME PLATFORM DIGEST".
 package main
 
 import (
@@ -48,9 +53,9 @@ type config struct {
 	files                              map[string]string // path in the image to path on the host
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	cfg := config{files: map[string]string{}}
 	fl := flag.NewFlagSet("imagebuild", flag.ContinueOnError)
 	fl.SetOutput(stderr)
@@ -78,36 +83,64 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "imagebuild: -out, -name and -entrypoint are required")
 		return 2
 	}
-	if err := build(cfg); err != nil {
+	digest, err := build(cfg)
+	if err != nil {
 		fmt.Fprintf(stderr, "imagebuild: %s: %v\n", cfg.out, err)
 		return 1
 	}
+	fmt.Fprintf(stdout, "%s %s %s\n", cfg.name, cfg.platform, digest)
 	return 0
 }
 
-func build(cfg config) error {
+// build writes the archive, its SBOM and its digest, and returns the
+// digest.
+func build(cfg config) (v1.Hash, error) {
+	img, err := image(cfg)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("digest: %w", err)
+	}
+	bom, err := sbom(cfg, digest)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := writeLayout(cfg, img); err != nil {
+		return v1.Hash{}, err
+	}
+	base := strings.TrimSuffix(cfg.out, ".tar")
+	if err := writeFile(base+".cdx.json", bom); err != nil {
+		return v1.Hash{}, err
+	}
+	return digest, writeFile(base+".digest", []byte(digest.String()+"\n"))
+}
+
+// image returns the image of cfg.
+func image(cfg config) (v1.Image, error) {
 	goos, arch, ok := strings.Cut(cfg.platform, "/")
 	if !ok {
-		return fmt.Errorf("platform %q is not os/architecture", cfg.platform)
+		return nil, fmt.Errorf("platform %q is not os/architecture", cfg.platform)
 	}
 	layerTar, err := rootfs(cfg.files)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return fmt.Errorf("make layer: %w", err)
+		return nil, fmt.Errorf("make layer: %w", err)
 	}
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{CreatedBy: "imagebuild (make images)"}})
 	if err != nil {
-		return fmt.Errorf("add layer: %w", err)
+		return nil, fmt.Errorf("add layer: %w", err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = goos, arch
@@ -116,9 +149,14 @@ func build(cfg config) error {
 	cf.Config.WorkingDir = cfg.workdir
 	cf.Config.Env = []string{"PATH=/bin"}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return fmt.Errorf("set config: %w", err)
+		return nil, fmt.Errorf("set config: %w", err)
 	}
+	return img, nil
+}
 
+// writeLayout writes img as the OCI archive cfg.out.
+func writeLayout(cfg config, img v1.Image) error {
+	goos, arch, _ := strings.Cut(cfg.platform, "/")
 	dir, err := os.MkdirTemp(filepath.Dir(cfg.out), ".imagebuild-")
 	if err != nil {
 		return err
@@ -237,4 +275,13 @@ func archive(dir, out string) error {
 		return fmt.Errorf("write archive: %w", err)
 	}
 	return os.Rename(tmp, out)
+}
+
+// writeFile writes data to name atomically.
+func writeFile(name string, data []byte) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
 }

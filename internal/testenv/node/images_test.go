@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +23,16 @@ import (
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
+// cISDIR is tar's mode bit of a directory.
+const cISDIR = 0o40000
+
 // ociImage is what an image archive of `make images` says about its image.
 type ociImage struct {
+	// digest is the digest of its manifest, from the index.
+	digest               string
 	name, platform, user string
 	entrypoint           []string
-	files                map[string]int64 // path to mode
+	files                map[string]int64 // path to mode, with tar's c_ISDIR (0o40000) for a directory
 }
 
 // readImage reads the single image of an OCI archive, with the standard
@@ -83,6 +89,7 @@ func readImage(archive string) (ociImage, error) {
 	}
 	m := index.Manifests[0]
 	img := ociImage{
+		digest:   m.Digest,
 		name:     m.Annotations["io.containerd.image.name"],
 		platform: m.Platform.OS + "/" + m.Platform.Architecture,
 		files:    map[string]int64{},
@@ -126,7 +133,11 @@ func readImage(archive string) (ociImage, error) {
 			if err != nil {
 				return ociImage{}, fmt.Errorf("read layer %s: %w", l.Digest, err)
 			}
-			img.files["/"+strings.TrimSuffix(hdr.Name, "/")] = hdr.Mode
+			mode := hdr.Mode
+			if hdr.Typeflag == tar.TypeDir {
+				mode |= cISDIR
+			}
+			img.files["/"+strings.TrimSuffix(hdr.Name, "/")] = mode
 		}
 	}
 	return img, nil
@@ -197,5 +208,86 @@ func TestImageMatchesDockerfile(t *testing.T) {
 	require.Equal(t, want.binaries, binaries)
 	for _, sh := range []string{"/bin/sh", "/bin/bash", "/bin/busybox"} {
 		require.NotContains(t, img.files, sh)
+	}
+}
+
+// TestImageSBOMsAndDigests checks what `make images` writes next to each
+// archive of this platform: the digest of the image's manifest, and a
+// CycloneDX SBOM listing, for each binary of the image, every Go module
+// and the Go version its build information holds (read from the binary
+// the image was built from).
+func TestImageSBOMsAndDigests(t *testing.T) {
+	for _, name := range []string{"podreload", "prometheus", "pause"} {
+		t.Run(name, func(t *testing.T) {
+			base := path.Join("images", name+"-"+runtime.GOARCH)
+			archive, err := toolbin.Path(base + ".tar")
+			require.NoError(t, err, "run `make images`")
+			img, err := readImage(archive)
+			require.NoError(t, err)
+			digest, err := os.ReadFile(strings.TrimSuffix(archive, ".tar") + ".digest")
+			require.NoError(t, err)
+			require.Equal(t, img.digest+"\n", string(digest))
+
+			b, err := os.ReadFile(strings.TrimSuffix(archive, ".tar") + ".cdx.json")
+			require.NoError(t, err)
+			var bom struct {
+				BOMFormat string `json:"bomFormat"`
+				Metadata  struct {
+					Component struct{ Name, Version, Purl string }
+				}
+				Components []struct {
+					BOMRef        string `json:"bom-ref"`
+					Type          string
+					Name, Version string
+					Purl          string
+				}
+				Dependencies []struct {
+					Ref       string
+					DependsOn []string
+				}
+			}
+			require.NoError(t, json.Unmarshal(b, &bom))
+			require.Equal(t, "CycloneDX", bom.BOMFormat)
+			i := strings.LastIndex(img.name, ":")
+			require.Positive(t, i, img.name)
+			repo, tag := img.name[:i], img.name[i+1:]
+			require.Equal(t, repo, bom.Metadata.Component.Name)
+			require.Equal(t, tag, bom.Metadata.Component.Version)
+			require.Contains(t, bom.Metadata.Component.Purl, "@"+strings.Replace(img.digest, ":", "%3A", 1)+"?")
+			purls := map[string]string{}
+			for _, c := range bom.Components {
+				purls[c.BOMRef] = c.Purl
+			}
+			dependsOn := map[string][]string{}
+			for _, d := range bom.Dependencies {
+				dependsOn[d.Ref] = d.DependsOn
+			}
+
+			var binaries []string
+			for p, mode := range img.files {
+				if mode&0o111 != 0 && mode&cISDIR == 0 {
+					binaries = append(binaries, p)
+				}
+			}
+			require.NotEmpty(t, binaries)
+			for _, p := range binaries {
+				host, err := toolbin.Path(path.Join("linux-"+runtime.GOARCH, path.Base(p)))
+				require.NoError(t, err)
+				bi, err := buildinfo.ReadFile(host)
+				require.NoError(t, err)
+				want := []string{"pkg:golang/stdlib@" + strings.TrimPrefix(bi.GoVersion, "go")}
+				for _, d := range bi.Deps {
+					if d.Replace != nil {
+						d = d.Replace
+					}
+					want = append(want, "pkg:golang/"+d.Path+"@"+d.Version+"?type=module")
+				}
+				deps := dependsOn["file:"+p]
+				for _, w := range want {
+					require.Contains(t, deps, w, "%s: a module of %s", p, host)
+					require.Equal(t, w, purls[w], "%s: the component of %s", p, w)
+				}
+			}
+		})
 	}
 }
