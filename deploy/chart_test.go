@@ -583,8 +583,7 @@ func runController(t *testing.T, cp *controlplane.ControlPlane, c client.Client,
 	defer func() {
 		if !stopped {
 			cancel()
-			<-exited
-			t.Logf("controller log:\n%s", log.String())
+			t.Logf("controller (%v) log:\n%s", <-exited, log.String())
 		}
 	}()
 
