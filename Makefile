@@ -34,7 +34,7 @@ $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 bin/memfloor: $(SOURCES)
 	$(GOBUILD) -o $@ ./internal/memfloor
 
-tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/kube-apiserver bin/etcd bin/kubectl ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl ## Build the real components tests use (cached in bin/).
 
 # Static, as Prometheus' release binaries are: the packages compile once for
 # these and for the host's image (bin/linux-$(HOST_ARCH)/prometheus), where a
@@ -52,6 +52,16 @@ bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 
 bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# Helm v3 for the chart's tests (tools/helm/go.mod), with the version and
+# the Kubernetes version (of its client-go: v0.X.Y is 1.X) that Helm's own
+# build sets: `helm template` renders for that version, `helm lint` checks
+# deprecated APIs against it.
+HELM_VERSION = $(shell cd tools/helm && $(GO) list -mod=readonly -m -f '{{.Version}}' helm.sh/helm/v3)
+HELM_KUBE_MINOR = $(shell cd tools/helm && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)
+HELM_FLAGS = -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) $(foreach pkg,helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules,-X $(pkg).k8sVersionMajor=1 -X $(pkg).k8sVersionMinor=$(HELM_KUBE_MINOR))
+bin/helm: tools/helm/go.mod tools/helm/go.sum
+	cd $(CURDIR)/tools/helm && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w $(HELM_FLAGS)' -o $(CURDIR)/$@ helm.sh/helm/v3/cmd/helm
 
 bin/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
 	cd $(CURDIR)/tools/golangci-lint && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
@@ -159,12 +169,16 @@ bin/images/pause-%.tar: bin/linux-%/pause $(IMAGEBUILD_SOURCES)
 # Go types go.mod requires; api/v1alpha1/crd_test.go runs the same commands.
 UPSTREAM_CRDS := servicemonitors podmonitors prometheusrules
 
-generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code and deploy/crds/.
+# The chart's crds/ are copies of deploy/crds/ (deploy/chart_test.go checks
+# they are the same bytes); `controller crds` embeds deploy/crds/.
+generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code, deploy/crds/ and the chart's copy.
 	rm -f deploy/crds/*.yaml
 	$(BIN)/controller-gen object crd paths=./api/... output:crd:dir=deploy/crds
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
+	rm -f charts/podreload/crds/*.yaml
+	cp deploy/crds/*.yaml charts/podreload/crds/
 
 test: lint build tools host-images node-bins ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
@@ -192,6 +206,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, then golangci-lint wit
 	cd tools && $(GO) mod tidy -diff
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
+	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
 	cd tools/containerd && $(GO) mod tidy -diff
 	cd tools/images && $(GO) vet ./... && $(GO) mod tidy -diff

@@ -5,11 +5,14 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -27,11 +30,17 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/deploy/crds"
 	"github.com/podreload/podreload/internal/app"
 	"github.com/podreload/podreload/internal/tune"
 )
 
-const program = "controller"
+const (
+	program = "controller"
+	// upstreamCRDPrefix starts the file names of the monitoring.coreos.com
+	// CRDs in deploy/crds.
+	upstreamCRDPrefix = "monitoring.coreos.com_"
+)
 
 type config struct {
 	kubeconfig                string
@@ -47,34 +56,57 @@ type config struct {
 	log                       promslog.Config
 }
 
-func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stderr)) }
+func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
 
-// run runs until ctx is done or a termination signal arrives, logging to
-// stderr, and returns the exit code.
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+// run runs the command args name, logging to stderr, and returns the exit
+// code: the controller (the default command) until ctx is done or a
+// termination signal arrives, or crds, which prints the CRDs to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: stderr}}
 	a := kingpin.New(program, "Renders PrometheusServers and the monitors and rules they select into the objects that run Prometheus.")
 	a.Version(version.Print(program))
 	a.HelpFlag.Short('h')
-	a.Flag("kubeconfig", "kubeconfig file; empty means $KUBECONFIG, the in-cluster config, then ~/.kube/config.").StringVar(&cfg.kubeconfig)
-	a.Flag("namespace", "Namespace to watch (repeatable); none means every namespace.").StringsVar(&cfg.namespaces)
-	a.Flag("web.listen-address", "Address serving /metrics, /healthz and /-/ready.").Default(":8080").StringVar(&cfg.listen)
-	a.Flag("web.config.file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
-	a.Flag("leader-election", "Write only while holding the leader Lease, so that several replicas can run.").BoolVar(&cfg.leaderElection)
-	a.Flag("leader-election-namespace", "Namespace of the leader Lease; empty means the controller's own (in a cluster).").StringVar(&cfg.leaderNamespace)
-	a.Flag("leader-election-id", "Name of the leader Lease.").Default(controller.Name).StringVar(&cfg.leaderID)
-	a.Flag("prometheus-image", "Prometheus image of the PrometheusServers that set none.").Default("quay.io/prometheus/prometheus:v3.15.0").StringVar(&cfg.prometheusImage)
-	a.Flag("reloader-image", "config-reloader image of the PrometheusServers that set none.").Default("ghcr.io/podreload/podreload:" + cmp.Or(version.Version, "latest")).StringVar(&cfg.reloader)
-	a.Flag("resync-interval", "How often every PrometheusServer is reconciled even when nothing changed.").Default("10h").DurationVar(&cfg.resync)
-	a.Flag("kube-api-qps", "Requests per second to the API server.").Default("50").Float32Var(&cfg.qps)
-	a.Flag("kube-api-burst", "Burst of requests to the API server.").Default("100").IntVar(&cfg.burst)
-	a.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0 sets none, above 1 counts as 1.").Default("0.9").Float64Var(&cfg.memlimitRatio)
-	a.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
-	a.Flag("log.level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
-	if _, err := a.Parse(args); err != nil {
+	runCmd := a.Command("run", "Run the controller (the default command: flags alone run it).").Default()
+	cfg.register(runCmd)
+	crdsCmd := a.Command("crds", "Print the CustomResourceDefinitions the controller needs, for: controller crds | kubectl apply --server-side -f -")
+	upstream := crdsCmd.Flag("upstream", "Include the monitoring.coreos.com ones (ServiceMonitor, PodMonitor, PrometheusRule); --no-upstream leaves them to prometheus-operator's installation.").Default("true").Bool()
+	cmd, err := a.Parse(args)
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
+	if cmd == crdsCmd.FullCommand() {
+		if err := writeCRDs(stdout, *upstream); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", program, err)
+			return 1
+		}
+		return 0
+	}
+	return runController(ctx, &cfg)
+}
+
+// register defines the flags of the run command.
+func (cfg *config) register(cmd *kingpin.CmdClause) {
+	cmd.Flag("kubeconfig", "kubeconfig file; empty means $KUBECONFIG, the in-cluster config, then ~/.kube/config.").StringVar(&cfg.kubeconfig)
+	cmd.Flag("namespace", "Namespace to watch (repeatable); none means every namespace.").StringsVar(&cfg.namespaces)
+	cmd.Flag("web.listen-address", "Address serving /metrics, /healthz and /-/ready.").Default(":8080").StringVar(&cfg.listen)
+	cmd.Flag("web.config.file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
+	cmd.Flag("leader-election", "Write only while holding the leader Lease, so that several replicas can run.").BoolVar(&cfg.leaderElection)
+	cmd.Flag("leader-election-namespace", "Namespace of the leader Lease; empty means the controller's own (in a cluster).").StringVar(&cfg.leaderNamespace)
+	cmd.Flag("leader-election-id", "Name of the leader Lease.").Default(controller.Name).StringVar(&cfg.leaderID)
+	cmd.Flag("prometheus-image", "Prometheus image of the PrometheusServers that set none.").Default("quay.io/prometheus/prometheus:v3.15.0").StringVar(&cfg.prometheusImage)
+	cmd.Flag("reloader-image", "config-reloader image of the PrometheusServers that set none.").Default("ghcr.io/podreload/podreload:" + cmp.Or(version.Version, "latest")).StringVar(&cfg.reloader)
+	cmd.Flag("resync-interval", "How often every PrometheusServer is reconciled even when nothing changed.").Default("10h").DurationVar(&cfg.resync)
+	cmd.Flag("kube-api-qps", "Requests per second to the API server.").Default("50").Float32Var(&cfg.qps)
+	cmd.Flag("kube-api-burst", "Burst of requests to the API server.").Default("100").IntVar(&cfg.burst)
+	cmd.Flag("auto-gomemlimit-ratio", "Ratio of the container's memory limit (else the system's memory) set as the Go memory limit; 0 sets none, above 1 counts as 1.").Default("0.9").Float64Var(&cfg.memlimitRatio)
+	cmd.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
+	cmd.Flag("log.level", "Log level: debug, info, warn or error.").Default("info").SetValue(cfg.log.Level)
+}
+
+// runController runs the controller with cfg until ctx is done or a
+// termination signal arrives, and returns the exit code.
+func runController(ctx context.Context, cfg *config) int {
 	logger := promslog.New(&cfg.log)
 	tune.SetMemoryLimit(logger, cfg.memlimitRatio)
 	// controller-runtime and client-go log through their own package-level
@@ -122,6 +154,33 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	return app.Run(ctx, logger, &g)
+}
+
+// writeCRDs writes the CRDs of deploy/crds to w as one multi-document
+// YAML stream, in file name order; without upstream, only podreload's own.
+func writeCRDs(w io.Writer, upstream bool) error {
+	files, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		return err
+	}
+	for _, name := range files {
+		if !upstream && strings.HasPrefix(name, upstreamCRDPrefix) {
+			continue
+		}
+		data, err := fs.ReadFile(crds.FS, name)
+		if err != nil {
+			return err
+		}
+		// controller-gen starts each file with a separator; a file without
+		// one would merge with the one before.
+		if !bytes.HasPrefix(data, []byte("---\n")) {
+			data = append([]byte("---\n"), data...)
+		}
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // restConfig loads the API server configuration from path, or from the

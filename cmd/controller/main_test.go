@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,9 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/testlog"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 func TestMain(m *testing.M) {
@@ -36,11 +43,13 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"--no-such-flag"}, "controller: unknown long flag '--no-such-flag'\n"},
 		{"bad duration", []string{"--resync-interval=soon"}, "controller: time: invalid duration \"soon\"\n"},
 		{"bad memlimit ratio", []string{"--auto-gomemlimit-ratio=half"}, "controller: strconv.ParseFloat: parsing \"half\": invalid syntax\n"},
+		{"unknown command flag", []string{"crds", "--namespace=default"}, "controller: unknown long flag '--namespace'\n"},
+		{"run flag before crds", []string{"--namespace=default", "crds"}, "controller: unexpected crds\n"},
 		{"missing kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, `msg="load kubeconfig" err="stat /nonexistent/kubeconfig: no such file or directory"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr testlog.Buffer
-			require.Equal(t, 2, run(t.Context(), tc.args, &stderr))
+			require.Equal(t, 2, run(t.Context(), tc.args, io.Discard, &stderr))
 			require.Contains(t, stderr.String(), tc.stderr)
 		})
 	}
@@ -61,7 +70,7 @@ func TestRun(t *testing.T) {
 	var stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"--kubeconfig=" + kubeconfig, "--web.listen-address=" + addr, "--namespace=default", "--log.level=debug"}, &stderr)
+		done <- run(ctx, []string{"--kubeconfig=" + kubeconfig, "--web.listen-address=" + addr, "--namespace=default", "--log.level=debug"}, io.Discard, &stderr)
 	}()
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
@@ -96,4 +105,80 @@ func TestRun(t *testing.T) {
 		t.Fatal("the controller did not stop")
 	}
 	require.True(t, strings.Contains(stderr.String(), `msg=starting`), stderr.String())
+}
+
+// TestCRDs checks that `controller crds` prints the files of deploy/crds,
+// all of them or podreload's own, and that its output piped to `kubectl
+// apply --server-side -f -` installs CRDs a real API server establishes.
+func TestCRDs(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crds", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 4, "deploy/crds: run make generate")
+	var all, ours []byte
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all = append(all, data...)
+		if !strings.HasPrefix(filepath.Base(f), upstreamCRDPrefix) {
+			ours = append(ours, data...)
+		}
+		var crd metav1.PartialObjectMetadata
+		require.NoError(t, yaml.Unmarshal(data, &crd), f)
+		require.Equal(t, "CustomResourceDefinition", crd.Kind, f)
+		names = append(names, "crd/"+crd.Name)
+	}
+	require.Contains(t, names, "crd/prometheusservers.podreload.dev")
+
+	crds := func(t *testing.T, args ...string) []byte {
+		t.Helper()
+		var stdout bytes.Buffer
+		var stderr testlog.Buffer
+		require.Equal(t, 0, run(t.Context(), append([]string{"crds"}, args...), &stdout, &stderr), stderr.String())
+		require.Empty(t, stderr.String())
+		return stdout.Bytes()
+	}
+	t.Run("the files of deploy/crds", func(t *testing.T) {
+		got := crds(t)
+		require.True(t, bytes.Equal(all, got), "printed %d bytes, the files hold %d: %s", len(got), len(all), firstDifference(all, got))
+	})
+	t.Run("without upstream, podreload's own", func(t *testing.T) {
+		require.NotEqual(t, len(all), len(ours))
+		got := crds(t, "--no-upstream")
+		require.True(t, bytes.Equal(ours, got), "printed %d bytes, the files hold %d: %s", len(got), len(ours), firstDifference(ours, got))
+	})
+
+	t.Run("kubectl apply --server-side establishes them", func(t *testing.T) {
+		kubeconfig := controlplane.Start(t).Kubeconfig
+		kubectl, err := toolbin.Path("kubectl")
+		require.NoError(t, err)
+		kubectlRun := func(stdin []byte, args ...string) string {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+			cmd.Stdin = bytes.NewReader(stdin)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+			return string(out)
+		}
+		out := kubectlRun(crds(t), "apply", "--server-side", "-f", "-")
+		require.Equal(t, len(names), strings.Count(out, " serverside-applied\n"), out)
+		kubectlRun(nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, names...)...)
+		// Served: every kind can be listed.
+		out = kubectlRun(nil, "get", "--all-namespaces", "prometheusservers,servicemonitors,podmonitors,prometheusrules")
+		require.Equal(t, "No resources found\n", out)
+	})
+}
+
+// firstDifference describes the first line that differs between want and
+// got.
+func firstDifference(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			return fmt.Sprintf("line %d: printed %q, the files %q", i+1, g[i], w[i])
+		}
+	}
+	return fmt.Sprintf("printed %d lines, the files %d", len(g), len(w))
 }
