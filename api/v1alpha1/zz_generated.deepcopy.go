@@ -205,6 +205,11 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = make([]monitoringv1.ObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.AdditionalScrapeConfigs != nil {
+		in, out := &in.AdditionalScrapeConfigs, &out.AdditionalScrapeConfigs
+		*out = new(corev1.SecretKeySelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.AdditionalArgs != nil {
 		in, out := &in.AdditionalArgs, &out.AdditionalArgs
 		*out = make([]monitoringv1.Argument, len(*in))
