@@ -166,7 +166,7 @@ func TestCRDs(t *testing.T) {
 		require.Equal(t, len(names), strings.Count(out, " serverside-applied\n"), out)
 		kubectlRun(nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, names...)...)
 		// Served: every kind can be listed.
-		out = kubectlRun(nil, "get", "--all-namespaces", "prometheusservers,servicemonitors,podmonitors,prometheusrules")
+		out = kubectlRun(nil, "get", "--all-namespaces", "prometheusservers,servicemonitors,podmonitors,probes,scrapeconfigs,prometheusrules")
 		require.Equal(t, "No resources found\n", out)
 	})
 }
