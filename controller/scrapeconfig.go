@@ -46,30 +46,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		return nil, err
 	}
 	job := yaml.MapSlice{{Key: "job_name", Value: "scrapeConfig/" + ns + "/" + sc.Name}}
-	for _, b := range []struct {
-		key string
-		v   *bool
-	}{
-		{"honor_timestamps", s.HonorTimestamps},
-		{"track_timestamps_staleness", s.TrackTimestampsStaleness},
-		{"honor_labels", s.HonorLabels},
-	} {
-		if b.v != nil {
-			job = append(job, yaml.MapItem{Key: b.key, Value: *b.v})
-		}
-	}
-	if s.MetricsPath != nil {
-		job = append(job, yaml.MapItem{Key: "metrics_path", Value: *s.MetricsPath})
-	}
-	if len(s.Params) > 0 {
-		job = append(job, yaml.MapItem{Key: "params", Value: sortedMap(s.Params)})
-	}
-	if s.EnableCompression != nil {
-		job = append(job, yaml.MapItem{Key: "enable_compression", Value: *s.EnableCompression})
-	}
-	if s.EnableHTTP2 != nil {
-		job = append(job, yaml.MapItem{Key: "enable_http2", Value: *s.EnableHTTP2})
-	}
+	job = append(job, scrapeOptions(s)...)
 	var interval, timeout monitoringv1.Duration
 	if s.ScrapeInterval != nil {
 		interval = *s.ScrapeInterval
@@ -119,6 +96,37 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 	}
 	job = append(job, sds...)
 	return r.scrapeConfigRelabelings(job, sc)
+}
+
+// scrapeOptions renders the options of s that need no check, in
+// prometheus-operator's order.
+func scrapeOptions(s *monitoringv1alpha1.ScrapeConfigSpec) yaml.MapSlice {
+	var items yaml.MapSlice
+	for _, b := range []struct {
+		key string
+		v   *bool
+	}{
+		{"honor_timestamps", s.HonorTimestamps},
+		{"track_timestamps_staleness", s.TrackTimestampsStaleness},
+		{"honor_labels", s.HonorLabels},
+	} {
+		if b.v != nil {
+			items = append(items, yaml.MapItem{Key: b.key, Value: *b.v})
+		}
+	}
+	if s.MetricsPath != nil {
+		items = append(items, yaml.MapItem{Key: "metrics_path", Value: *s.MetricsPath})
+	}
+	if len(s.Params) > 0 {
+		items = append(items, yaml.MapItem{Key: "params", Value: sortedMap(s.Params)})
+	}
+	if s.EnableCompression != nil {
+		items = append(items, yaml.MapItem{Key: "enable_compression", Value: *s.EnableCompression})
+	}
+	if s.EnableHTTP2 != nil {
+		items = append(items, yaml.MapItem{Key: "enable_http2", Value: *s.EnableHTTP2})
+	}
+	return items
 }
 
 // scrapeConfigRelabelings appends to job the relabel_configs and
