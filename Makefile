@@ -168,8 +168,10 @@ bin/images/pause-%.tar: bin/linux-%/pause $(IMAGEBUILD_SOURCES)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PAUSE_IMAGE) -user 65535:65535 -entrypoint /pause -file /pause=$(CURDIR)/$<
 
 # The upstream kinds the controller reads, generated from the prometheus-operator
-# Go types go.mod requires; api/v1alpha1/crd_test.go runs the same commands.
-UPSTREAM_CRDS := servicemonitors podmonitors prometheusrules
+# Go types go.mod requires (ScrapeConfig is monitoring.coreos.com/v1alpha1);
+# api/v1alpha1/crd_test.go runs the same commands.
+UPSTREAM_CRDS := servicemonitors podmonitors probes prometheusrules scrapeconfigs
+UPSTREAM_APIS := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1
 
 # The chart's crds/ are copies of deploy/crds/ (deploy/chart_test.go checks
 # they are the same bytes); `controller crds` embeds deploy/crds/.
@@ -177,7 +179,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code, deploy/cr
 	rm -f deploy/crds/*.yaml
 	$(BIN)/controller-gen object crd paths=./api/... output:crd:dir=deploy/crds
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	$(BIN)/controller-gen crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp && \
+	$(BIN)/controller-gen crd $(UPSTREAM_APIS:%=paths=%) output:crd:dir=$$tmp && \
 	cp $(UPSTREAM_CRDS:%=$$tmp/monitoring.coreos.com_%.yaml) deploy/crds/
 	rm -f charts/podreload/crds/*.yaml
 	cp deploy/crds/*.yaml charts/podreload/crds/

@@ -165,7 +165,7 @@ func shardAdditionalJob(job yaml.MapSlice, shards int) yaml.MapSlice {
 			}
 		}
 	}
-	item := yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, shards)}
+	item := yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, shards, model.AddressLabel)}
 	if at < 0 {
 		return append(job, item)
 	}

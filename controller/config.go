@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,10 @@ type configInput struct {
 	ServiceMonitors []*monitoringv1.ServiceMonitor
 	// PodMonitors are the PodMonitors the server selected.
 	PodMonitors []*monitoringv1.PodMonitor
+	// Probes are the Probes the server selected.
+	Probes []*monitoringv1.Probe
+	// ScrapeConfigs are the ScrapeConfigs the server selected.
+	ScrapeConfigs []*monitoringv1alpha1.ScrapeConfig
 	// Secrets holds the Secrets the server and the monitors reference, by
 	// "namespace/name".
 	Secrets map[string]*corev1.Secret
@@ -37,7 +42,8 @@ type configInput struct {
 // rejection is an object left out of the configuration, and why (for an
 // Event and the status).
 type rejection struct {
-	// Kind of the object: ServiceMonitor, PodMonitor or PrometheusRule.
+	// Kind of the object: ServiceMonitor, PodMonitor, Probe, ScrapeConfig
+	// or PrometheusRule.
 	Kind string
 	// Namespace of the object.
 	Namespace string
@@ -80,8 +86,10 @@ type configParts struct {
 // input.
 //
 // The configuration follows prometheus-operator's conventions: one job per
-// ServiceMonitor endpoint (serviceMonitor/<namespace>/<name>/<i>) and per
-// PodMonitor endpoint (podMonitor/<namespace>/<name>/<i>), the same built-in
+// ServiceMonitor endpoint (serviceMonitor/<namespace>/<name>/<i>), per
+// PodMonitor endpoint (podMonitor/<namespace>/<name>/<i>), per Probe
+// (probe/<namespace>/<name>) and per ScrapeConfig
+// (scrapeConfig/<namespace>/<name>), in this order, the same built-in
 // relabelings and target labels, and credentials read from Secrets and
 // written inline. A monitor that cannot be rendered (an invalid selector or
 // relabeling, a missing Secret, a scrape timeout longer than its interval,
@@ -158,6 +166,14 @@ func (r *renderer) config(in configInput) (yaml.MapSlice, []rejection, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	probes, err := sortedObjects(in.Probes, monitoringv1.ProbesKind)
+	if err != nil {
+		return nil, nil, err
+	}
+	scs, err := sortedObjects(in.ScrapeConfigs, monitoringv1alpha1.ScrapeConfigsKind)
+	if err != nil {
+		return nil, nil, err
+	}
 
 	var rejected []rejection
 	jobs := []yaml.MapSlice{}
@@ -177,6 +193,14 @@ func (r *renderer) config(in configInput) (yaml.MapSlice, []rejection, error) {
 	for _, pm := range pms {
 		js, err := r.podMonitorJobs(pm)
 		add(monitoringv1.PodMonitorsKind, pm.Namespace, pm.Name, js, err)
+	}
+	for _, p := range probes {
+		j, err := r.probeJob(p)
+		add(monitoringv1.ProbesKind, p.Namespace, p.Name, []yaml.MapSlice{j}, err)
+	}
+	for _, sc := range scs {
+		j, err := r.scrapeConfigJob(sc)
+		add(monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name, []yaml.MapSlice{j}, err)
 	}
 
 	extra, err := r.additionalJobs(jobs)
@@ -215,9 +239,11 @@ type monitorJobs struct {
 	jobs                  []yaml.MapSlice
 }
 
-// namespaced is a ServiceMonitor, a PodMonitor or a PrometheusRule.
+// namespaced is a ServiceMonitor, a PodMonitor, a Probe, a ScrapeConfig or
+// a PrometheusRule.
 type namespaced interface {
-	*monitoringv1.ServiceMonitor | *monitoringv1.PodMonitor | *monitoringv1.PrometheusRule
+	*monitoringv1.ServiceMonitor | *monitoringv1.PodMonitor | *monitoringv1.Probe |
+		*monitoringv1alpha1.ScrapeConfig | *monitoringv1.PrometheusRule
 	GetNamespace() string
 	GetName() string
 }

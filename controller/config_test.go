@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +103,8 @@ func TestRenderConfigDeterministic(t *testing.T) {
 				shuffled := in
 				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
 				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
+				shuffled.Probes = shuffle(rng, in.Probes)
+				shuffled.ScrapeConfigs = shuffle(rng, in.ScrapeConfigs)
 				got, gotRejected, gotErr := renderConfig(shuffled, shuffle(rng, ruleFiles))
 				require.Equal(t, string(want), string(got))
 				require.Empty(t, cmp.Diff(wantRejected, gotRejected))
@@ -236,7 +239,8 @@ func renderedGolden(config []byte, rejected []rejection, err error) []byte {
 }
 
 // loadConfigInput reads a bundle of YAML documents: at most one
-// PrometheusServer, ServiceMonitors, PodMonitors and Secrets, and a
+// PrometheusServer, ServiceMonitors, PodMonitors, Probes, ScrapeConfigs and
+// Secrets, and a
 // test-only document of kind RuleFiles whose files field gives the rule
 // files, returned apart as render passes them. Unknown fields are errors,
 // so a typo in a fixture cannot go unnoticed.
@@ -254,6 +258,10 @@ func loadConfigInput(t *testing.T, path string) (configInput, []string) {
 			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
 		case monitoringv1.PodMonitorsKind:
 			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
+		case monitoringv1.ProbesKind:
+			in.Probes = append(in.Probes, decodeDocument[monitoringv1.Probe](t, doc))
+		case monitoringv1alpha1.ScrapeConfigsKind:
+			in.ScrapeConfigs = append(in.ScrapeConfigs, decodeDocument[monitoringv1alpha1.ScrapeConfig](t, doc))
 		case "Secret":
 			s := decodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s

@@ -226,16 +226,16 @@ func (r *renderer) proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.Map
 	fromEnv := p.ProxyFromEnvironment != nil && *p.ProxyFromEnvironment
 	switch {
 	case hasURL && fromEnv:
-		return nil, fmt.Errorf("%s: proxyUrl and proxyFromEnvironment are mutually exclusive", path)
+		return nil, atPath(path, errors.New("proxyUrl and proxyFromEnvironment are mutually exclusive"))
 	case noProxy && !hasURL:
-		return nil, fmt.Errorf("%s.noProxy: requires proxyUrl", path)
+		return nil, fmt.Errorf("%s: requires proxyUrl", fieldPath(path, "noProxy"))
 	case len(p.ProxyConnectHeader) > 0 && !hasURL && !fromEnv:
-		return nil, fmt.Errorf("%s.proxyConnectHeader: requires proxyUrl or proxyFromEnvironment", path)
+		return nil, fmt.Errorf("%s: requires proxyUrl or proxyFromEnvironment", fieldPath(path, "proxyConnectHeader"))
 	}
 	var cfg yaml.MapSlice
 	if hasURL {
 		if err := checkProxyURL(*p.ProxyURL); err != nil {
-			return nil, fmt.Errorf("%s.proxyUrl: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", fieldPath(path, "proxyUrl"), err)
 		}
 		cfg = append(cfg, yaml.MapItem{Key: "proxy_url", Value: *p.ProxyURL})
 	}
@@ -255,13 +255,13 @@ func (r *renderer) proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.Map
 		for _, k := range names {
 			sels := p.ProxyConnectHeader[k]
 			if len(sels) == 0 {
-				return nil, fmt.Errorf("%s.proxyConnectHeader[%s]: no value", path, k)
+				return nil, fmt.Errorf("%s[%s]: no value", fieldPath(path, "proxyConnectHeader"), k)
 			}
 			vals := make([]string, len(sels))
 			for i, sel := range sels {
 				v, err := r.secret(ns, sel)
 				if err != nil {
-					return nil, fmt.Errorf("%s.proxyConnectHeader[%s][%d]: %w", path, k, i, err)
+					return nil, fmt.Errorf("%s[%s][%d]: %w", fieldPath(path, "proxyConnectHeader"), k, i, err)
 				}
 				vals[i] = v
 			}
@@ -300,4 +300,21 @@ func shownURL(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
 	return c.Redacted()
+}
+
+// fieldPath is the path of the field name of the object at path, "" for a
+// spec's own fields.
+func fieldPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// atPath prefixes err with path, when there is one.
+func atPath(path string, err error) error {
+	if path == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }

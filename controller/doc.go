@@ -9,10 +9,12 @@
 //	manager.go      New, Options, Controller: the watches and what each triggers
 //	reconcile.go    one reconciliation: read the inputs, render, write, status
 //	render.go       render: every object of a server from one snapshot of inputs
-//	select.go       which monitors and rules a server's selectors select
+//	select.go       which monitors, probes, scrape configs and rules a server's selectors select
 //	config.go       the configuration: its inputs, sections, order, rejections
 //	server.go       the sections from the server: global, alerting, remote_write
 //	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
+//	probe.go        the scrape job of a Probe
+//	scrapeconfig.go the scrape job of a ScrapeConfig and its service discoveries
 //	credentials.go  basic auth, authorization, OAuth2, TLS, proxy, from Secrets
 //	relabel.go      built-in and user relabelings, regexps checked once
 //	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,7 @@ type Options struct {
 	// Config reaches the API server.
 	Config *rest.Config
 	// Namespaces limits the controller to the PrometheusServers, monitors,
-	// rules and Secrets of these namespaces; empty means every namespace.
+	// probes, scrape configurations, rules and Secrets of these namespaces; empty means every namespace.
 	Namespaces []string
 	// Workload are the controller-wide inputs of the rendered workloads
 	// (default images); RuleShards is ignored.
@@ -81,7 +82,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		return nil, errors.New("new controller: no API server config")
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, monitoringv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, monitoringv1.AddToScheme, monitoringv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("new controller: %w", err)
 		}
@@ -119,6 +120,8 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
 		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
 		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
+		Watches(&monitoringv1.Probe{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ProbesKind)), changed).
+		Watches(&monitoringv1alpha1.ScrapeConfig{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1alpha1.ScrapeConfigsKind)), changed).
 		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(kindPrometheusRule)), changed).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
@@ -260,7 +263,7 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var matched []types.NamespacedName
 	for _, s := range r.servers(ctx) {
-		for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, kindPrometheusRule} {
+		for _, kind := range selectedKinds() {
 			_, nsSel := selectorsFor(&s, kind)
 			if nsSel == nil {
 				continue
@@ -308,6 +311,10 @@ func selectorsFor(s *v1alpha1.PrometheusServer, kind string) (selector, nsSelect
 		return s.Spec.ServiceMonitorSelector, s.Spec.ServiceMonitorNamespaceSelector
 	case monitoringv1.PodMonitorsKind:
 		return s.Spec.PodMonitorSelector, s.Spec.PodMonitorNamespaceSelector
+	case monitoringv1.ProbesKind:
+		return s.Spec.ProbeSelector, s.Spec.ProbeNamespaceSelector
+	case monitoringv1alpha1.ScrapeConfigsKind:
+		return s.Spec.ScrapeConfigSelector, s.Spec.ScrapeConfigNamespaceSelector
 	default:
 		return s.Spec.RuleSelector, s.Spec.RuleNamespaceSelector
 	}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	appsv1 "k8s.io/api/apps/v1"
@@ -259,6 +260,16 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 		return in, fmt.Errorf("list PodMonitors: %w", err)
 	}
 	in.PodMonitors = pointers(pms.Items)
+	var probes monitoringv1.ProbeList
+	if err := r.client.List(ctx, &probes, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list Probes: %w", err)
+	}
+	in.Probes = pointers(probes.Items)
+	var scs monitoringv1alpha1.ScrapeConfigList
+	if err := r.client.List(ctx, &scs, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list ScrapeConfigs: %w", err)
+	}
+	in.ScrapeConfigs = pointers(scs.Items)
 	var rules monitoringv1.PrometheusRuleList
 	if err := r.client.List(ctx, &rules, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list PrometheusRules: %w", err)
@@ -722,11 +733,15 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 		}
 		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
 		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}
+		status.Probes = v1alpha1.Selection{Selected: int32(objs.Selected.Probes)}
+		status.ScrapeConfigs = v1alpha1.Selection{Selected: int32(objs.Selected.ScrapeConfigs)}
 		status.Rules = v1alpha1.Selection{Selected: int32(objs.Selected.Rules)}
 		counts := map[string]*v1alpha1.Selection{
-			monitoringv1.ServiceMonitorsKind: &status.ServiceMonitors,
-			monitoringv1.PodMonitorsKind:     &status.PodMonitors,
-			kindPrometheusRule:               &status.Rules,
+			monitoringv1.ServiceMonitorsKind:     &status.ServiceMonitors,
+			monitoringv1.PodMonitorsKind:         &status.PodMonitors,
+			monitoringv1.ProbesKind:              &status.Probes,
+			monitoringv1alpha1.ScrapeConfigsKind: &status.ScrapeConfigs,
+			kindPrometheusRule:                   &status.Rules,
 		}
 		status.LeftOut, status.LeftOutCount = nil, int32(len(objs.Rejected))
 		for i, rej := range objs.Rejected {
@@ -830,7 +845,7 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	delete(r.warned, key)
 	delete(r.written, key)
 	r.mu.Unlock()
-	for _, kind := range []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, kindPrometheusRule} {
+	for _, kind := range selectedKinds() {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
 		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, kind)
 	}
@@ -883,6 +898,14 @@ func rejectedObject(in inputs, rej rejection) runtime.Object {
 	case monitoringv1.PodMonitorsKind:
 		if i := slices.IndexFunc(in.PodMonitors, func(o *monitoringv1.PodMonitor) bool { return match(o) }); i >= 0 {
 			return in.PodMonitors[i]
+		}
+	case monitoringv1.ProbesKind:
+		if i := slices.IndexFunc(in.Probes, func(o *monitoringv1.Probe) bool { return match(o) }); i >= 0 {
+			return in.Probes[i]
+		}
+	case monitoringv1alpha1.ScrapeConfigsKind:
+		if i := slices.IndexFunc(in.ScrapeConfigs, func(o *monitoringv1alpha1.ScrapeConfig) bool { return match(o) }); i >= 0 {
+			return in.ScrapeConfigs[i]
 		}
 	case kindPrometheusRule:
 		if i := slices.IndexFunc(in.Rules, func(o *monitoringv1.PrometheusRule) bool { return match(o) }); i >= 0 {

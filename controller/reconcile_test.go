@@ -16,6 +16,7 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
@@ -64,6 +65,7 @@ func TestReconciler(t *testing.T) {
 
 	t.Run("workloads pass a server-side dry run", cp.testDryRun)
 	t.Run("selection follows changes", cp.testSelection)
+	t.Run("probes and scrape configs", cp.testProbesAndScrapeConfigs)
 	t.Run("secrets", cp.testSecrets)
 	t.Run("secrets of the server", cp.testServerSecrets)
 	t.Run("additional scrape configs", cp.testAdditionalScrapeConfigs)
@@ -97,6 +99,7 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, monitoringv1.AddToScheme(scheme))
+	require.NoError(t, monitoringv1alpha1.AddToScheme(scheme))
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	return c

@@ -222,17 +222,18 @@ const (
 
 // appendSharding appends to a job's relabelings those that keep, with
 // more than one shard, the targets of the shard the reloader expands
-// $(SHARD) to: __tmp_hash, unless a relabeling set it, is __address__; its
+// $(SHARD) to: __tmp_hash, unless a relabeling set it, is the label source
+// (__address__, or __param_target for Probes, as prometheus-operator); its
 // hashmod by the shard count must be the shard, or __tmp_disable_sharding
 // set. They are prometheus-operator's, which writes them with one shard
 // too (a modulus of 1 keeps every target): with one shard, none is added.
-func appendSharding(relabelings []yaml.MapSlice, shards int) []yaml.MapSlice {
+func appendSharding(relabelings []yaml.MapSlice, shards int, source string) []yaml.MapSlice {
 	if shards <= 1 {
 		return relabelings
 	}
 	return append(relabelings,
 		yaml.MapSlice{
-			{Key: "source_labels", Value: []string{model.AddressLabel, labelTmpHash}},
+			{Key: "source_labels", Value: []string{source, labelTmpHash}},
 			{Key: "target_label", Value: labelTmpHash},
 			{Key: "regex", Value: "(.+);"},
 			{Key: "replacement", Value: "$1"},

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,10 @@ type inputs struct {
 	ServiceMonitors []*monitoringv1.ServiceMonitor
 	// PodMonitors are all the candidates; render selects among them.
 	PodMonitors []*monitoringv1.PodMonitor
+	// Probes are all the candidates; render selects among them.
+	Probes []*monitoringv1.Probe
+	// ScrapeConfigs are all the candidates; render selects among them.
+	ScrapeConfigs []*monitoringv1alpha1.ScrapeConfig
 	// Rules are all the candidate PrometheusRules; render selects among
 	// them.
 	Rules []*monitoringv1.PrometheusRule
@@ -115,6 +120,10 @@ type counts struct {
 	ServiceMonitors int
 	// PodMonitors is the number of PodMonitors.
 	PodMonitors int
+	// Probes is the number of Probes.
+	Probes int
+	// ScrapeConfigs is the number of ScrapeConfigs.
+	ScrapeConfigs int
 	// Rules is the number of PrometheusRules.
 	Rules int
 }
@@ -148,7 +157,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err := validateArgs(*spec); err != nil {
 		return nil, err
 	}
-	sms, pms, rules, err := selectAll(in)
+	sel, err := selectAll(in)
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +173,13 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		shards        []*corev1.ConfigMap
 		rejectedRules []rejection
 	)
-	wg.Go(func() { shards, rejectedRules = cache.render(server, rules) })
+	wg.Go(func() { shards, rejectedRules = cache.render(server, sel.rules) })
 	parts, rejected, err := renderConfigParts(configInput{
 		Server:          server,
-		ServiceMonitors: sms,
-		PodMonitors:     pms,
+		ServiceMonitors: sel.serviceMonitors,
+		PodMonitors:     sel.podMonitors,
+		Probes:          sel.probes,
+		ScrapeConfigs:   sel.scrapeConfigs,
 		Secrets:         in.Secrets,
 	})
 	wg.Wait()
@@ -198,8 +209,9 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Service:      svc,
 		StatefulSets: sets,
 		Rejected:     rejected,
-		Selected:     counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
-		SecretRefs:   parts.secrets,
+		Selected: counts{ServiceMonitors: len(sel.serviceMonitors), PodMonitors: len(sel.podMonitors),
+			Probes: len(sel.probes), ScrapeConfigs: len(sel.scrapeConfigs), Rules: len(sel.rules)},
+		SecretRefs: parts.secrets,
 	}
 	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
 	var tooLarge *sizeError
@@ -219,27 +231,48 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	return objs, nil
 }
 
-// selectAll returns the monitors and rules of in that in.Server selects.
-func selectAll(in inputs) ([]*monitoringv1.ServiceMonitor, []*monitoringv1.PodMonitor, []*monitoringv1.PrometheusRule, error) {
+// selected are the objects of each kind a server selects.
+type selected struct {
+	serviceMonitors []*monitoringv1.ServiceMonitor
+	podMonitors     []*monitoringv1.PodMonitor
+	probes          []*monitoringv1.Probe
+	scrapeConfigs   []*monitoringv1alpha1.ScrapeConfig
+	rules           []*monitoringv1.PrometheusRule
+}
+
+// selectAll returns the monitors, probes, scrape configurations and rules
+// of in that in.Server selects.
+func selectAll(in inputs) (selected, error) {
 	server, spec := in.Server, &in.Server.Spec
-	sms, err := selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
-	if err != nil {
-		return nil, nil, nil, err
+	var s selected
+	var err error
+	if s.serviceMonitors, err = selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces); err != nil {
+		return selected{}, err
 	}
-	pms, err := selectObjects(server, monitoringv1.PodMonitorsKind, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
-	if err != nil {
-		return nil, nil, nil, err
+	if s.podMonitors, err = selectObjects(server, monitoringv1.PodMonitorsKind, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces); err != nil {
+		return selected{}, err
 	}
-	rules, err := selectObjects(server, kindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
-	if err != nil {
-		return nil, nil, nil, err
+	if s.probes, err = selectObjects(server, monitoringv1.ProbesKind, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces); err != nil {
+		return selected{}, err
+	}
+	if s.scrapeConfigs, err = selectObjects(server, monitoringv1alpha1.ScrapeConfigsKind, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces); err != nil {
+		return selected{}, err
+	}
+	if s.rules, err = selectObjects(server, kindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces); err != nil {
+		return selected{}, err
 	}
 	// renderConfigParts refuses duplicate monitors; a duplicate rule would
 	// give a duplicate rule file.
-	if _, err := sortedObjects(rules, kindPrometheusRule); err != nil {
-		return nil, nil, nil, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
+	if _, err := sortedObjects(s.rules, kindPrometheusRule); err != nil {
+		return selected{}, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
 	}
-	return sms, pms, rules, nil
+	return s, nil
+}
+
+// selectedKinds are the kinds of the objects a server selects.
+func selectedKinds() []string {
+	return []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, monitoringv1.ProbesKind,
+		monitoringv1alpha1.ScrapeConfigsKind, kindPrometheusRule}
 }
 
 // oversizedError is a configuration too big for a Secret, and the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,6 +97,9 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 	}
 	fmt.Fprintf(&b, "# selected: %d ServiceMonitors, %d PodMonitors, %d PrometheusRules\n",
 		out.Selected.ServiceMonitors, out.Selected.PodMonitors, out.Selected.Rules)
+	if out.Selected.Probes > 0 || out.Selected.ScrapeConfigs > 0 {
+		fmt.Fprintf(&b, "# selected: %d Probes, %d ScrapeConfigs\n", out.Selected.Probes, out.Selected.ScrapeConfigs)
+	}
 	for _, r := range out.Rejected {
 		fmt.Fprintf(&b, "# rejected %s %s/%s: %s\n", r.Kind, r.Namespace, r.Name, r.Reason)
 	}
@@ -158,8 +162,10 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	// The selection, as isSelected makes it.
 	sms := selectedIn(t, server, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
 	pms := selectedIn(t, server, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
+	probes := selectedIn(t, server, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
+	scs := selectedIn(t, server, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces)
 	rules := selectedIn(t, server, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
-	require.Equal(t, counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)}, out.Selected)
+	require.Equal(t, counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Probes: len(probes), ScrapeConfigs: len(scs), Rules: len(rules)}, out.Selected)
 
 	// The rules, as a new ruleCache renders them.
 	shards, rejectedRules := new(ruleCache).render(server, rules)
@@ -170,6 +176,8 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 		Server:          server,
 		ServiceMonitors: sms,
 		PodMonitors:     pms,
+		Probes:          probes,
+		ScrapeConfigs:   scs,
 		Secrets:         in.Secrets,
 	}, ruleFilesGlobs(server, len(shards)))
 	require.NoError(t, err)
@@ -251,6 +259,8 @@ func TestRenderDeterministic(t *testing.T) {
 				shuffled := in
 				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
 				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
+				shuffled.Probes = shuffle(rng, in.Probes)
+				shuffled.ScrapeConfigs = shuffle(rng, in.ScrapeConfigs)
 				shuffled.Rules = shuffle(rng, in.Rules)
 				got, err := render(shuffled, testOptions(), &cache)
 				require.NoError(t, err)
@@ -509,8 +519,8 @@ func benchInputs(monitors, rules int) inputs {
 }
 
 // loadInputs reads a bundle of YAML documents: at most one
-// PrometheusServer, Namespaces, ServiceMonitors, PodMonitors,
-// PrometheusRules and Secrets. Unknown fields are errors, so a typo in a
+// PrometheusServer, Namespaces, ServiceMonitors, PodMonitors, Probes,
+// ScrapeConfigs, PrometheusRules and Secrets. Unknown fields are errors, so a typo in a
 // fixture cannot go unnoticed.
 func loadInputs(t *testing.T, path string) inputs {
 	t.Helper()
@@ -527,6 +537,10 @@ func loadInputs(t *testing.T, path string) inputs {
 			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
 		case monitoringv1.PodMonitorsKind:
 			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
+		case monitoringv1.ProbesKind:
+			in.Probes = append(in.Probes, decodeDocument[monitoringv1.Probe](t, doc))
+		case monitoringv1alpha1.ScrapeConfigsKind:
+			in.ScrapeConfigs = append(in.ScrapeConfigs, decodeDocument[monitoringv1alpha1.ScrapeConfig](t, doc))
 		case kindPrometheusRule:
 			in.Rules = append(in.Rules, decodeDocument[monitoringv1.PrometheusRule](t, doc))
 		case "Secret":

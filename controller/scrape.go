@@ -350,8 +350,8 @@ type monitorParts struct {
 // monitorParts checks the monitor-wide fields of s and renders what its
 // jobs share.
 func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
-	if s.scrapeClass != nil && *s.scrapeClass != "" {
-		return monitorParts{}, fmt.Errorf("scrapeClass: %q: PrometheusServer has no scrape classes", *s.scrapeClass)
+	if err := checkScrapeClass(s.scrapeClass); err != nil {
+		return monitorParts{}, err
 	}
 	if s.selectorMechanism != nil && *s.selectorMechanism != monitoringv1.SelectorMechanismRelabel {
 		return monitorParts{}, fmt.Errorf("selectorMechanism: %q is not supported, only %s is", *s.selectorMechanism, monitoringv1.SelectorMechanismRelabel)
@@ -365,14 +365,7 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		}
 	}
 
-	sd := yaml.MapSlice{{Key: "role", Value: s.role}}
-	switch ns := s.namespaceSelector; {
-	case ns.Any:
-	case len(ns.MatchNames) > 0:
-		sd = append(sd, yaml.MapItem{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: ns.MatchNames}}})
-	default:
-		sd = append(sd, yaml.MapItem{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{s.namespace}}}})
-	}
+	sd := kubernetesSD(s.role, s.namespaceSelector, s.namespace)
 	if s.attachMetadata != nil {
 		node := s.attachMetadata.Node != nil && *s.attachMetadata.Node
 		sd = append(sd, yaml.MapItem{Key: "attach_metadata", Value: yaml.MapSlice{{Key: "node", Value: node}}})
@@ -416,28 +409,11 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 	}
 	job = append(job, parts.sd)
 
-	interval, intervalText, intervalName := r.interval, r.intervalText, "the global scrape interval"
-	if e.interval != "" {
-		d, err := model.ParseDuration(string(e.interval))
-		if err != nil {
-			return nil, fmt.Errorf("%s.interval: %w", path, err)
-		}
-		// Prometheus reads a zero interval as the global one.
-		if d != 0 {
-			interval, intervalText, intervalName = d, string(e.interval), "the scrape interval"
-		}
-		job = append(job, yaml.MapItem{Key: "scrape_interval", Value: string(e.interval)})
+	intervals, err := r.scrapeIntervals(path+".interval", path+".scrapeTimeout", e.interval, e.scrapeTimeout)
+	if err != nil {
+		return nil, err
 	}
-	if e.scrapeTimeout != "" {
-		d, err := model.ParseDuration(string(e.scrapeTimeout))
-		if err != nil {
-			return nil, fmt.Errorf("%s.scrapeTimeout: %w", path, err)
-		}
-		if d > interval {
-			return nil, fmt.Errorf("%s.scrapeTimeout: %q is greater than %s %q", path, e.scrapeTimeout, intervalName, intervalText)
-		}
-		job = append(job, yaml.MapItem{Key: "scrape_timeout", Value: string(e.scrapeTimeout)})
-	}
+	job = append(job, intervals...)
 	if e.path != "" {
 		job = append(job, yaml.MapItem{Key: "metrics_path", Value: e.path})
 	}
@@ -449,13 +425,11 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 	if len(e.params) > 0 {
 		job = append(job, yaml.MapItem{Key: "params", Value: sortedMap(e.params)})
 	}
-	if e.scheme != nil && *e.scheme != "" {
-		scheme := strings.ToLower(string(*e.scheme))
-		if scheme != "http" && scheme != "https" {
-			return nil, fmt.Errorf("%s.scheme: %q is not http or https", path, *e.scheme)
-		}
-		job = append(job, yaml.MapItem{Key: "scheme", Value: scheme})
+	scheme, err := schemeItem(path+".scheme", e.scheme)
+	if err != nil {
+		return nil, err
 	}
+	job = append(job, scheme...)
 	if e.http.FollowRedirects != nil {
 		job = append(job, yaml.MapItem{Key: "follow_redirects", Value: *e.http.FollowRedirects})
 	}
@@ -481,17 +455,54 @@ func (r *renderer) jobRelabelings(job yaml.MapSlice, ns string, parts *monitorPa
 		return nil, err
 	}
 	relabelings = appendEnforced(relabelings, parts.enforced, ns)
-	relabelings = appendSharding(relabelings, shardCount(r.srv))
+	relabelings = appendSharding(relabelings, shardCount(r.srv), model.AddressLabel)
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 	job = append(job, parts.tail...)
-	if len(e.metricRelabelings) > 0 || parts.enforced != "" {
-		mrl, err := r.relabelConfigs(make([]yaml.MapSlice, 0, len(e.metricRelabelings)+1), path+".metricRelabelings", e.metricRelabelings)
+	return r.appendMetricRelabelings(job, path+".metricRelabelings", e.metricRelabelings, parts.enforced, ns)
+}
+
+// scrapeIntervals renders the scrape_interval and scrape_timeout of a job
+// from interval and timeout, the fields at intervalPath and timeoutPath,
+// with Prometheus' rule: the timeout is not longer than the interval, the
+// global one when there is none.
+func (r *renderer) scrapeIntervals(intervalPath, timeoutPath string, interval, timeout monitoringv1.Duration) (yaml.MapSlice, error) {
+	var items yaml.MapSlice
+	d, text, name := r.interval, r.intervalText, "the global scrape interval"
+	if interval != "" {
+		v, err := model.ParseDuration(string(interval))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", intervalPath, err)
 		}
-		job = append(job, yaml.MapItem{Key: "metric_relabel_configs", Value: appendEnforced(mrl, parts.enforced, ns)})
+		// Prometheus reads a zero interval as the global one.
+		if v != 0 {
+			d, text, name = v, string(interval), "the scrape interval"
+		}
+		items = append(items, yaml.MapItem{Key: "scrape_interval", Value: string(interval)})
 	}
-	return job, nil
+	if timeout != "" {
+		v, err := model.ParseDuration(string(timeout))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", timeoutPath, err)
+		}
+		if v > d {
+			return nil, fmt.Errorf("%s: %q is greater than %s %q", timeoutPath, timeout, name, text)
+		}
+		items = append(items, yaml.MapItem{Key: "scrape_timeout", Value: string(timeout)})
+	}
+	return items, nil
+}
+
+// schemeItem renders the scheme s of the field at path: none when it is
+// not set.
+func schemeItem(path string, s *monitoringv1.Scheme) (yaml.MapSlice, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	scheme := strings.ToLower(string(*s))
+	if scheme != "http" && scheme != "https" {
+		return nil, fmt.Errorf("%s: %q is not http or https", path, *s)
+	}
+	return yaml.MapSlice{{Key: "scheme", Value: scheme}}, nil
 }
 
 // relabelConfigs appends the rendered rcs to dst; field names them in errors.
@@ -573,21 +584,22 @@ func monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
 	return tail, nil
 }
 
-// endpointAuth renders the credentials and TLS settings of endpoint e.
+// endpointAuth renders the credentials and TLS settings of endpoint e,
+// at path ("" for a spec's own fields).
 func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, error) {
 	var items yaml.MapSlice
 	if err := checkAuthMethods(&e.http, e.bearerTokenFile); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, atPath(path, err)
 	}
 	if o := e.http.OAuth2; o != nil {
-		item, err := r.oauth2(ns, path+".oauth2", o)
+		item, err := r.oauth2(ns, fieldPath(path, "oauth2"), o)
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, item)
 	}
 	if e.tls != nil {
-		item, err := r.tlsConfig(ns, path+".tlsConfig", e.tls)
+		item, err := r.tlsConfig(ns, fieldPath(path, "tlsConfig"), e.tls)
 		if err != nil {
 			return nil, err
 		}
@@ -599,19 +611,19 @@ func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, er
 	if sel := e.http.BearerTokenSecret; sel != nil {
 		v, err := r.secret(ns, *sel)
 		if err != nil {
-			return nil, fmt.Errorf("%s.bearerTokenSecret: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", fieldPath(path, "bearerTokenSecret"), err)
 		}
 		items = append(items, yaml.MapItem{Key: "bearer_token", Value: v})
 	}
 	if ba := e.http.BasicAuth; ba != nil {
-		item, err := r.basicAuth(ns, path+".basicAuth", ba)
+		item, err := r.basicAuth(ns, fieldPath(path, "basicAuth"), ba)
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, item)
 	}
 	if a := e.http.Authorization; a != nil {
-		item, err := r.authorization(ns, path+".authorization", a, false)
+		item, err := r.authorization(ns, fieldPath(path, "authorization"), a, false)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ func TestCRDsOnAPIServer(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, monitoringv1.AddToScheme(scheme))
+	require.NoError(t, monitoringv1alpha1.AddToScheme(scheme))
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 
@@ -72,4 +74,20 @@ func TestCRDsOnAPIServer(t *testing.T) {
 		}}}},
 	}
 	require.NoError(t, c.Create(t.Context(), rule), "upstream PrometheusRule CRD")
+	probe := &monitoringv1.Probe{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec: monitoringv1.ProbeSpec{
+			ProberSpec: monitoringv1.ProberSpec{URL: "blackbox:9115"},
+			Targets:    monitoringv1.ProbeTargets{StaticConfig: &monitoringv1.ProbeTargetStaticConfig{Targets: []string{"https://example.com"}}},
+		},
+	}
+	require.NoError(t, c.Create(t.Context(), probe), "upstream Probe CRD")
+	require.Equal(t, "/probe", probe.Spec.ProberSpec.Path, "the CRD's default prober path")
+	sc := &monitoringv1alpha1.ScrapeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"},
+		Spec: monitoringv1alpha1.ScrapeConfigSpec{StaticConfigs: []monitoringv1alpha1.StaticConfig{
+			{Targets: []monitoringv1alpha1.Target{"node:9100"}},
+		}},
+	}
+	require.NoError(t, c.Create(t.Context(), sc), "upstream ScrapeConfig CRD")
 }

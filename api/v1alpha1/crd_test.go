@@ -28,8 +28,10 @@ const (
 	crdDir = "deploy/crds"
 	// deepcopyFile is the generated deepcopy code of this package.
 	deepcopyFile = "zz_generated.deepcopy.go"
-	// upstreamTypes is the package the monitoring.coreos.com CRDs come from.
-	upstreamTypes = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	// upstreamTypes are the packages the monitoring.coreos.com CRDs come
+	// from: v1 and, for ScrapeConfig, v1alpha1.
+	upstreamTypes      = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	upstreamAlphaTypes = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 )
 
 // upstreamCRDs are the monitoring.coreos.com kinds the controller reads; the
@@ -37,7 +39,9 @@ const (
 func upstreamCRDs() []string {
 	return []string{
 		"monitoring.coreos.com_podmonitors.yaml",
+		"monitoring.coreos.com_probes.yaml",
 		"monitoring.coreos.com_prometheusrules.yaml",
+		"monitoring.coreos.com_scrapeconfigs.yaml",
 		"monitoring.coreos.com_servicemonitors.yaml",
 	}
 }
@@ -56,7 +60,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	upstream := filepath.Join(out, "upstream")
 	runControllerGen(t, controllerGen, "object", "crd", "paths=.",
 		"output:object:dir="+ours, "output:crd:dir="+ours)
-	runControllerGen(t, controllerGen, "crd", "paths="+upstreamTypes, "output:crd:dir="+upstream)
+	runControllerGen(t, controllerGen, "crd", "paths="+upstreamTypes, "paths="+upstreamAlphaTypes, "output:crd:dir="+upstream)
 
 	// want maps each committed file, relative to the repository root, to
 	// the file generated from it.
@@ -154,6 +158,22 @@ func TestCRDs(t *testing.T) {
 			plural:     "podmonitors",
 			shortNames: []string{"pmon"},
 			version:    "v1",
+		},
+		{
+			file:       "monitoring.coreos.com_probes.yaml",
+			group:      "monitoring.coreos.com",
+			kind:       "Probe",
+			plural:     "probes",
+			shortNames: []string{"prb"},
+			version:    "v1",
+		},
+		{
+			file:       "monitoring.coreos.com_scrapeconfigs.yaml",
+			group:      "monitoring.coreos.com",
+			kind:       "ScrapeConfig",
+			plural:     "scrapeconfigs",
+			shortNames: []string{"scfg"},
+			version:    "v1alpha1",
 		},
 		{
 			file:       "monitoring.coreos.com_prometheusrules.yaml",

@@ -1,6 +1,7 @@
 // Package v1alpha1 is the podreload.dev/v1alpha1 API: the PrometheusServer
 // kind. The objects it selects are the upstream monitoring.coreos.com/v1
-// ServiceMonitor, PodMonitor and PrometheusRule kinds.
+// ServiceMonitor, PodMonitor, Probe and PrometheusRule kinds and the
+// monitoring.coreos.com/v1alpha1 ScrapeConfig kind.
 //
 // +kubebuilder:object:generate=true
 // +groupName=podreload.dev
@@ -35,8 +36,8 @@ func AddToScheme(s *runtime.Scheme) error {
 }
 
 // PrometheusServer runs a Prometheus StatefulSet whose configuration and
-// rules come from the ServiceMonitors, PodMonitors and PrometheusRules its
-// selectors match. Configuration changes reach Prometheus through the
+// rules come from the ServiceMonitors, PodMonitors, Probes, ScrapeConfigs
+// and PrometheusRules its selectors match. Configuration changes reach Prometheus through the
 // config-reloader sidecar, never by restarting the pods.
 //
 // +kubebuilder:object:root=true
@@ -136,6 +137,22 @@ type PrometheusServerSpec struct {
 	// taken from; nil means the PrometheusServer's own namespace, {} all.
 	// +optional
 	PodMonitorNamespaceSelector *metav1.LabelSelector `json:"podMonitorNamespaceSelector,omitempty"`
+	// ProbeSelector selects Probes by label; nil selects none.
+	// +optional
+	ProbeSelector *metav1.LabelSelector `json:"probeSelector,omitempty"`
+	// ProbeNamespaceSelector selects the namespaces Probes are taken from;
+	// nil means the PrometheusServer's own namespace, {} all.
+	// +optional
+	ProbeNamespaceSelector *metav1.LabelSelector `json:"probeNamespaceSelector,omitempty"`
+	// ScrapeConfigSelector selects ScrapeConfigs (monitoring.coreos.com/
+	// v1alpha1) by label; nil selects none.
+	// +optional
+	ScrapeConfigSelector *metav1.LabelSelector `json:"scrapeConfigSelector,omitempty"`
+	// ScrapeConfigNamespaceSelector selects the namespaces ScrapeConfigs
+	// are taken from; nil means the PrometheusServer's own namespace, {}
+	// all.
+	// +optional
+	ScrapeConfigNamespaceSelector *metav1.LabelSelector `json:"scrapeConfigNamespaceSelector,omitempty"`
 	// RuleSelector selects PrometheusRules by label; nil selects none.
 	// +optional
 	RuleSelector *metav1.LabelSelector `json:"ruleSelector,omitempty"`
@@ -189,9 +206,10 @@ type PrometheusServerSpec struct {
 	// +optional
 	ScrapeTimeout monitoringv1.Duration `json:"scrapeTimeout,omitempty"`
 	// EnforcedNamespaceLabel, when set, is a label the targets and series
-	// of every monitor, and the rules and series of every PrometheusRule,
-	// get with the object's namespace as value, whatever the object says:
-	// the last relabeling and metric relabeling of each scrape job; on each
+	// of every monitor, Probe and ScrapeConfig, and the rules and series of
+	// every PrometheusRule, get with the object's namespace as value,
+	// whatever the object says: the last relabeling and metric relabeling
+	// of each scrape job (before the shards' relabelings); on each
 	// rule, the label, and a matcher on it in every selector of its
 	// expression.
 	// +optional
@@ -369,6 +387,12 @@ type PrometheusServerStatus struct {
 	// PodMonitors counts the selected and rejected PodMonitors.
 	// +optional
 	PodMonitors Selection `json:"podMonitors,omitempty"`
+	// Probes counts the selected and rejected Probes.
+	// +optional
+	Probes Selection `json:"probes,omitempty"`
+	// ScrapeConfigs counts the selected and rejected ScrapeConfigs.
+	// +optional
+	ScrapeConfigs Selection `json:"scrapeConfigs,omitempty"`
 	// Rules counts the selected and rejected PrometheusRules.
 	// +optional
 	Rules Selection `json:"rules,omitempty"`
@@ -387,9 +411,9 @@ type PrometheusServerStatus struct {
 	// +listMapKey=pod
 	// +optional
 	ReplicaStatuses []ReplicaStatus `json:"replicaStatuses,omitempty"`
-	// LeftOut are the selected ServiceMonitors, PodMonitors and
-	// PrometheusRules left out of the configuration, and why: the first
-	// 50, by kind, namespace and name.
+	// LeftOut are the selected ServiceMonitors, PodMonitors, Probes,
+	// ScrapeConfigs and PrometheusRules left out of the configuration, and
+	// why: the first 50, by kind, namespace and name.
 	// +listType=atomic
 	// +optional
 	LeftOut []LeftOutObject `json:"leftOut,omitempty"`
@@ -401,7 +425,8 @@ type PrometheusServerStatus struct {
 
 // LeftOutObject is a selected object left out of the configuration.
 type LeftOutObject struct {
-	// Kind is ServiceMonitor, PodMonitor or PrometheusRule.
+	// Kind is ServiceMonitor, PodMonitor, Probe, ScrapeConfig or
+	// PrometheusRule.
 	Kind string `json:"kind"`
 	// Namespace of the object.
 	Namespace string `json:"namespace"`

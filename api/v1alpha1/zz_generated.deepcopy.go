@@ -179,6 +179,26 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ProbeSelector != nil {
+		in, out := &in.ProbeSelector, &out.ProbeSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ProbeNamespaceSelector != nil {
+		in, out := &in.ProbeNamespaceSelector, &out.ProbeNamespaceSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ScrapeConfigSelector != nil {
+		in, out := &in.ScrapeConfigSelector, &out.ScrapeConfigSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ScrapeConfigNamespaceSelector != nil {
+		in, out := &in.ScrapeConfigNamespaceSelector, &out.ScrapeConfigNamespaceSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.RuleSelector != nil {
 		in, out := &in.RuleSelector, &out.RuleSelector
 		*out = new(v1.LabelSelector)
@@ -280,6 +300,8 @@ func (in *PrometheusServerStatus) DeepCopyInto(out *PrometheusServerStatus) {
 	}
 	out.ServiceMonitors = in.ServiceMonitors
 	out.PodMonitors = in.PodMonitors
+	out.Probes = in.Probes
+	out.ScrapeConfigs = in.ScrapeConfigs
 	out.Rules = in.Rules
 	if in.ReplicaStatuses != nil {
 		in, out := &in.ReplicaStatuses, &out.ReplicaStatuses

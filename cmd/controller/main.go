@@ -1,6 +1,6 @@
 // Command controller runs the podreload controller: it renders each
-// PrometheusServer, with the ServiceMonitors, PodMonitors and
-// PrometheusRules it selects, into a gzipped config Secret, rule file
+// PrometheusServer, with the ServiceMonitors, PodMonitors, Probes,
+// ScrapeConfigs and PrometheusRules it selects, into a gzipped config Secret, rule file
 // ConfigMaps, a headless Service and a StatefulSet, and keeps them current.
 package main
 
@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runCmd := a.Command("run", "Run the controller (the default command: flags alone run it).").Default()
 	cfg.register(runCmd)
 	crdsCmd := a.Command("crds", "Print the CustomResourceDefinitions the controller needs, for: controller crds | kubectl apply --server-side -f -")
-	upstream := crdsCmd.Flag("upstream", "Include the monitoring.coreos.com ones (ServiceMonitor, PodMonitor, PrometheusRule); --no-upstream leaves them to prometheus-operator's installation.").Default("true").Bool()
+	upstream := crdsCmd.Flag("upstream", "Include the monitoring.coreos.com ones (ServiceMonitor, PodMonitor, Probe, PrometheusRule, ScrapeConfig); --no-upstream leaves them to prometheus-operator's installation.").Default("true").Bool()
 	cmd, err := a.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)

@@ -113,7 +113,7 @@ func TestRun(t *testing.T) {
 func TestCRDs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crds", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 4, "deploy/crds: run make generate")
+	require.Len(t, files, 6, "deploy/crds: run make generate")
 	var all, ours []byte
 	var names []string
 	for _, f := range files {
@@ -166,7 +166,7 @@ func TestCRDs(t *testing.T) {
 		require.Equal(t, len(names), strings.Count(out, " serverside-applied\n"), out)
 		kubectlRun(nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, names...)...)
 		// Served: every kind can be listed.
-		out = kubectlRun(nil, "get", "--all-namespaces", "prometheusservers,servicemonitors,podmonitors,prometheusrules")
+		out = kubectlRun(nil, "get", "--all-namespaces", "prometheusservers,servicemonitors,podmonitors,probes,scrapeconfigs,prometheusrules")
 		require.Equal(t, "No resources found\n", out)
 	})
 }
