@@ -79,11 +79,16 @@ func (s *Source) Parts(names []string) (map[string][]byte, error) {
 // runParts runs a watcher for each part Parts last asked for, until ctx
 // is done.
 func (s *Source) runParts(ctx context.Context) {
+	type run struct {
+		state  *partState
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
 	var wg sync.WaitGroup
-	running := map[string]context.CancelFunc{}
+	running := map[string]run{}
 	defer func() {
-		for _, cancel := range running {
-			cancel()
+		for _, r := range running {
+			r.cancel()
 		}
 		wg.Wait()
 	}()
@@ -93,26 +98,33 @@ func (s *Source) runParts(ctx context.Context) {
 			return
 		case <-s.partsWanted:
 		}
+		// A part forgotten and named again since has a new state: its
+		// watcher starts again, and lists it again.
 		s.mu.Lock()
-		wanted := slices.Collect(maps.Keys(s.parts))
+		wanted := maps.Clone(s.parts)
 		s.mu.Unlock()
-		for name, cancel := range running {
-			if !slices.Contains(wanted, name) {
-				cancel()
+		for name, r := range running {
+			if wanted[name] != r.state {
+				r.cancel()
+				<-r.done // Then its health is its last word.
 				delete(running, name)
 				s.health.ok(partHealth(name))
 			}
 		}
-		for _, name := range wanted {
+		for _, name := range slices.Sorted(maps.Keys(wanted)) {
 			if _, ok := running[name]; ok {
 				continue
 			}
 			pctx, cancel := context.WithCancel(ctx)
-			running[name] = cancel
+			done := make(chan struct{})
+			running[name] = run{state: wanted[name], cancel: cancel, done: done}
 			w := s.newWatcher("secrets", s.opts.SecretNamespace, "secret "+s.opts.SecretNamespace+"/"+name,
-				url.Values{"fieldSelector": {"metadata.name=" + name}}, partStore{s: s, name: name})
+				url.Values{"fieldSelector": {"metadata.name=" + name}}, partStore{s: s, name: name, state: wanted[name]})
 			w.healthKey = partHealth(name)
-			wg.Go(func() { w.run(pctx) })
+			wg.Go(func() {
+				defer close(done)
+				w.run(pctx)
+			})
 		}
 	}
 }
@@ -121,8 +133,9 @@ func partHealth(name string) string { return "secret " + name }
 
 // partStore keeps a part's Secret, decoded.
 type partStore struct {
-	s    *Source
-	name string
+	s     *Source
+	name  string
+	state *partState // written while it is the part's state
 }
 
 func (st partStore) replace(items []object) {
@@ -157,7 +170,8 @@ func (st partStore) set(obj *object) {
 		}
 	}
 	s.mu.Lock()
-	p, wanted := s.parts[st.name]
+	p := st.state
+	wanted := s.parts[st.name] == p
 	changed := wanted && (!p.synced || rv != p.rv)
 	if wanted {
 		p.synced, p.data, p.rv = true, data, rv

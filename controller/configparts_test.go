@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -271,14 +273,13 @@ func (cp *controlPlane) testSplit(t *testing.T) {
 	}
 	cp.createParallel(t, objs)
 
-	var parts []corev1.Secret
-	eventually(t, func(c *assert.CollectT) {
-		parts = cp.configParts(t, srv)
-		assert.GreaterOrEqual(c, len(parts), 3)
+	// 4,000 objects to render on shared cores: longer than deadline.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, len(cp.configParts(t, srv)), 3)
 		assert.Equal(c, int32(2000), cp.status(t, srv).ServiceMonitors.Selected)
 		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
 		assert.True(c, cond != nil && cond.Status == metav1.ConditionTrue, "Reconciled")
-	})
+	}, 5*time.Minute, 100*time.Millisecond)
 	names := cp.renderFromAPI(t, srv)
 	require.Len(t, names, 20000)
 	slices.Sort(names)
@@ -288,10 +289,10 @@ func (cp *controlPlane) testSplit(t *testing.T) {
 	for _, sm := range in.ServiceMonitors[:1500] {
 		require.NoError(t, cp.c.Delete(t.Context(), &monitoringv1.ServiceMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sm.Name}}))
 	}
-	eventually(t, func(c *assert.CollectT) {
-		assert.Len(c, cp.configParts(t, srv), 0)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, cp.configParts(t, srv))
 		assert.Len(c, jobs(t, cp.config(t, srv)), 5000)
-	})
+	}, 5*time.Minute, 100*time.Millisecond)
 }
 
 // createParallel creates objs with 16 clients at once.
@@ -356,7 +357,16 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 		_ = src.Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
-	eventually(t, func(c *assert.CollectT) { assert.NoError(c, rel.Render()) })
+	// As the init container does: render after each change until every
+	// part is read.
+	timeout := time.After(5 * time.Minute)
+	for err := errors.New("not rendered"); err != nil; err = rel.Render() {
+		select {
+		case <-src.Changed():
+		case <-timeout:
+			require.NoError(t, err, "render from the API server")
+		}
+	}
 
 	b, err := exec.CommandContext(t.Context(), promtool, "check", "config", out).CombinedOutput()
 	require.NoError(t, err, "promtool check config:\n%s", b)
