@@ -271,7 +271,8 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 
 // write makes the live objects of server match objs, and returns the live
 // StatefulSet (nil while there is none). Without a config Secret in objs,
-// the last one written stays. No rule file disappears from the pods
+// the last one written stays; with one, its part Secrets are written
+// before it, and those it no longer names deleted after it. No rule file disappears from the pods
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.

@@ -81,11 +81,13 @@ type objects struct {
 	// Selected counts the objects of each kind the server selected, the
 	// rejected ones included.
 	Selected counts
-	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml;
-	// empty with no ConfigSecret.
+	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml
+	// (which names its parts with their hashes, when it is split); empty
+	// with no ConfigSecret.
 	ConfigHash string
 	// ContentHash is the content hash (package contenthash) of the
-	// ConfigSecret's key as stored and of the RuleShards' files, the hash
+	// ConfigSecret's key as stored (which names its parts with their
+	// hashes, so it covers them) and of the RuleShards' files, the hash
 	// the config-reloaders report once Prometheus runs them; empty with no
 	// ConfigSecret.
 	ContentHash string
@@ -135,11 +137,12 @@ type counts struct {
 // A selected object that cannot be rendered is left out and listed in
 // objects.Rejected, and the rest is rendered. An error means the server
 // itself cannot be rendered: an invalid selector or field of the server, or
-// a nil or duplicate candidate. A gzipped configuration too big for a
-// Secret is no error: the other objects are rendered, and
-// objects.Oversized names the monitors that take the most room. An error
-// of the server's configuration (a Secret it references is missing, say)
-// is a *specError, which tells the Secrets looked up.
+// a nil or duplicate candidate. A configuration too large for a Secret is
+// split into part Secrets (split, objects.ConfigParts); one too large even
+// without its scrape jobs is no error: the other objects are rendered, and
+// objects.Oversized says so. An error of the server's configuration (a
+// Secret it references is missing, say) is a *specError, which tells the
+// Secrets looked up.
 func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error) {
 	server := in.Server
 	if server == nil {
