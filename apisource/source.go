@@ -47,6 +47,11 @@ type Source struct {
 	secretSynced bool
 	configMaps   map[string]object
 	rulesSynced  bool
+	parts        map[string]*partState // by Secret name: those Parts last asked for
+	partsWanted  chan struct{}         // receives after parts changed
+	// newWatcher returns a watcher of the objects of resource in
+	// namespace that selector selects, what names them.
+	newWatcher func(resource, namespace, what string, selector url.Values, st store) *watcher
 }
 
 type kindMetrics struct {
@@ -71,7 +76,8 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Source,
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{opts: opts, logger: logger, changed: make(chan struct{}, 1), health: health{since: map[string]time.Time{}, errs: map[string]error{}}}
+	s := &Source{opts: opts, logger: logger, changed: make(chan struct{}, 1), health: health{since: map[string]time.Time{}, errs: map[string]error{}},
+		parts: map[string]*partState{}, partsWanted: make(chan struct{}, 1)}
 	f := promauto.With(reg)
 	connected := f.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reloader_api_watch_connected",
@@ -89,15 +95,18 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Source,
 		Name: "reloader_api_watch_events_total",
 		Help: "Total number of watch events received, by resource and type.",
 	}, []string{"resource", "type"})
-	add := func(resource, namespace, what string, selector url.Values, st store) {
-		s.watchers = append(s.watchers, &watcher{
-			c: c, logger: logger, resource: resource, selector: selector, what: what, store: st, health: &s.health,
+	s.newWatcher = func(resource, namespace, what string, selector url.Values, st store) *watcher {
+		return &watcher{
+			c: c, logger: logger, resource: resource, healthKey: resource, selector: selector, what: what, store: st, health: &s.health,
 			path: "/api/v1/namespaces/" + url.PathEscape(namespace) + "/" + resource,
 			m: kindMetrics{
 				connected: connected.WithLabelValues(resource), errors: errs.WithLabelValues(resource),
 				relists: relists.WithLabelValues(resource), events: events.MustCurryWith(prometheus.Labels{"resource": resource}),
 			},
-		})
+		}
+	}
+	add := func(resource, namespace, what string, selector url.Values, st store) {
+		s.watchers = append(s.watchers, s.newWatcher(resource, namespace, what, selector, st))
 	}
 	add("secrets", opts.SecretNamespace, s.secretName(),
 		url.Values{"fieldSelector": {"metadata.name=" + opts.SecretName}}, secretStore{s})
@@ -118,6 +127,7 @@ func (s *Source) Run(ctx context.Context) error {
 	for _, w := range s.watchers {
 		wg.Go(func() { w.run(ctx) })
 	}
+	wg.Go(func() { s.runParts(ctx) })
 	wg.Wait()
 	return nil
 }

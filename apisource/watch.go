@@ -62,16 +62,17 @@ const (
 
 // watcher lists and watches one kind of object in one namespace.
 type watcher struct {
-	c        *client
-	logger   *slog.Logger
-	resource string     // secrets, configmaps
-	path     string     // /api/v1/namespaces/NS/RESOURCE
-	selector url.Values // fieldSelector or labelSelector
-	what     string     // names what is watched in errors
-	store    store
-	m        kindMetrics
-	health   *health
-	rv       string // where the next watch starts; empty: list first
+	c         *client
+	logger    *slog.Logger
+	resource  string     // secrets, configmaps
+	healthKey string     // what the health of this watcher is recorded under
+	path      string     // /api/v1/namespaces/NS/RESOURCE
+	selector  url.Values // fieldSelector or labelSelector
+	what      string     // names what is watched in errors
+	store     store
+	m         kindMetrics
+	health    *health
+	rv        string // where the next watch starts; empty: list first
 }
 
 // run lists and watches until ctx is done.
@@ -99,7 +100,7 @@ func (w *watcher) run(ctx context.Context) {
 		failures++
 		w.m.errors.Inc()
 		w.m.connected.Set(0)
-		w.health.failed(w.resource, err)
+		w.health.failed(w.healthKey, err)
 		wait := backoff(failures)
 		w.logger.Warn("API source", "watching", w.what, "err", err, "attempt", failures, "retry_in", wait.Round(time.Millisecond))
 		timer := time.NewTimer(wait)
@@ -159,7 +160,7 @@ func (w *watcher) list(ctx context.Context) error {
 			w.store.replace(items)
 			w.rv = page.Metadata.ResourceVersion
 			w.m.connected.Set(1)
-			w.health.ok(w.resource)
+			w.health.ok(w.healthKey)
 			return nil
 		}
 		q.Set("continue", page.Metadata.Continue)
@@ -179,7 +180,7 @@ func (w *watcher) watch(ctx context.Context) (int, error) {
 	}
 	defer resp.Body.Close()
 	w.m.connected.Set(1)
-	w.health.ok(w.resource)
+	w.health.ok(w.healthKey)
 	dec := json.NewDecoder(resp.Body)
 	for n := 0; ; n++ {
 		var ev event

@@ -1,5 +1,7 @@
 // Package contenthash names the content a Prometheus server is given: its
-// configuration as stored and its rule files. The controller computes it
+// configuration as stored and its rule files. A configuration split into
+// parts names each with its SHA-256 (reloader.PartDirective), so the hash
+// of the configuration as stored covers its parts. The controller computes it
 // from what it writes into the config Secret and the rule ConfigMaps; the
 // config-reloader computes it from what Prometheus accepted, read from the
 // API server or from the kubelet's volumes. Both compute it here, so equal

@@ -29,13 +29,15 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 // <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
 // resourceNames would grant every pod).
 //
-// With the API source, the Secret is granted by name: Kubernetes checks a
+// With the API source, the Secret is granted by name, and so are the part
+// Secrets of a split configuration (partSlots of them, so that the Role
+// changes less often than the count of parts): Kubernetes checks a
 // list or watch that selects the field metadata.name=<name> against
 // resourceNames, so the reloaders can watch it and nothing else. A list or
 // watch by label selector cannot be limited that way: the ConfigMaps rule
 // grants list and watch on every ConfigMap of the namespace (not get: the
 // reloaders never read one by name).
-func renderAccess(server *v1alpha1.PrometheusServer) (*rbacv1.Role, *rbacv1.RoleBinding) {
+func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	meta := metav1.ObjectMeta{Name: accessName(server), Namespace: server.Namespace, Labels: selectorLabels(server)}
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
@@ -44,7 +46,7 @@ func renderAccess(server *v1alpha1.PrometheusServer) (*rbacv1.Role, *rbacv1.Role
 	}
 	if apiSource(server) {
 		role.Rules = append(role.Rules,
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{ConfigSecretName(server)}, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...), Verbs: []string{"get", "list", "watch"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
 		)
 	}

@@ -81,7 +81,7 @@ func TestRenderAccess(t *testing.T) {
 			if tc.server != nil {
 				tc.server(server)
 			}
-			role, roleBinding := renderAccess(server)
+			role, roleBinding := renderAccess(server, 0)
 			require.Empty(t, cmp.Diff(tc.role, role))
 			require.Empty(t, cmp.Diff(tc.roleBinding, roleBinding))
 		})
@@ -101,7 +101,7 @@ func (cp *controlPlane) waitAccess(t *testing.T, server *v1alpha1.PrometheusServ
 	if spec != nil {
 		spec(&want.Spec)
 	}
-	wantRole, wantBinding := renderAccess(want)
+	wantRole, wantBinding := renderAccess(want, 0)
 	require.NotNil(t, wantRole)
 	eventually(t, func(c *assert.CollectT) {
 		var role rbacv1.Role

@@ -72,6 +72,9 @@ func configSize(cfg yaml.MapSlice) int {
 type configParts struct {
 	global yaml.MapSlice
 	tail   []byte
+	// rest are the sections after scrape_configs, encoded in tail: split
+	// encodes them on their own.
+	rest yaml.MapSlice
 	// secrets are the Secrets the configuration references, found or not.
 	secrets []string
 	// monitors are the scrape jobs of each monitor, to tell which take
@@ -110,7 +113,7 @@ func renderConfigParts(in configInput) (configParts, []rejection, error) {
 	if err != nil {
 		return configParts{}, nil, fmt.Errorf("render config: %w", err)
 	}
-	return configParts{global: cfg[:1], tail: tail, secrets: secrets, monitors: r.monitors}, rejected, nil
+	return configParts{global: cfg[:1], tail: tail, rest: cfg[2:], secrets: secrets, monitors: r.monitors}, rejected, nil
 }
 
 // head returns what comes before p.tail in the configuration with the

@@ -1,5 +1,6 @@
 // Package controller renders and reconciles the objects of a PrometheusServer:
-// the gzipped configuration Secret, the sharded rules ConfigMaps, a headless
+// the gzipped configuration Secret (and its part Secrets when it is too
+// large for one), the sharded rules ConfigMaps, a headless
 // Service and the StatefulSet whose pods run Prometheus with the
 // config-reloader sidecar. New returns the Controller that cmd/controller
 // runs.
@@ -12,6 +13,7 @@
 //	select.go       which monitors, probes, scrape configs and rules a server's selectors select
 //	config.go       the configuration: its inputs, sections, order, rejections
 //	server.go       the sections from the server: global, alerting, remote_write
+//	configparts.go  a configuration too large for a Secret, split into part Secrets
 //	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
 //	probe.go        the scrape job of a Probe
 //	scrapeconfig.go the scrape job of a ScrapeConfig and its service discoveries

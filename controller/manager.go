@@ -95,6 +95,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 	r := &reconciler{
 		client:     mgr.GetClient(),
 		reader:     mgr.GetAPIReader(),
+		metadata:   mgr.GetCache(),
 		scheme:     scheme,
 		recorder:   mgr.GetEventRecorder(Name),
 		logger:     logger,

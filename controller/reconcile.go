@@ -53,8 +53,10 @@ const (
 
 // reconciler is the Reconciler of PrometheusServers.
 type reconciler struct {
-	client   client.Client
-	reader   client.Reader
+	client client.Client
+	reader client.Reader
+	// metadata reads the cached metadata of Secrets.
+	metadata client.Reader
 	scheme   *runtime.Scheme
 	recorder recorder.EventRecorder
 	logger   *slog.Logger
@@ -231,7 +233,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		// The rules, Service and StatefulSet are written; the last
 		// configuration stays until a monitor changes.
 		r.metrics.errors.Inc()
-		r.logger.Error("configuration too large", "server", key, "monitors", objs.Oversized.Monitors, "err", objs.Oversized.Err)
+		r.logger.Error("configuration too large", "server", key, "err", objs.Oversized)
 		r.event(&server, nil, "ConfigTooLarge", objs.Oversized.Error())
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ConfigTooLarge",
 			fmt.Sprintf("%d rule file ConfigMaps written, the configuration not: %v", len(objs.RuleShards), objs.Oversized)
@@ -280,7 +282,8 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 
 // write makes the live objects of server match objs, and returns the live
 // StatefulSet (nil while there is none). Without a config Secret in objs,
-// the last one written stays. No rule file disappears from the pods
+// the last one written stays; with one, its part Secrets are written
+// before it, and those it no longer names deleted after it. No rule file disappears from the pods
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
@@ -294,11 +297,29 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 	if err != nil {
 		return nil, err
 	}
+	// The Role first: with the API source, it names the part Secrets
+	// the reloaders are about to read.
+	if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
+		return nil, err
+	}
+	if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
+		return nil, err
+	}
 	writeConfig := func() error {
 		if objs.ConfigSecret == nil {
 			return nil
 		}
-		return writeObject(ctx, r, server, objs.ConfigSecret, syncSecret)
+		// The parts first: the config Secret names them, and the
+		// reloaders wait for every part it names.
+		for _, s := range objs.ConfigParts {
+			if err := writeObject(ctx, r, server, s, syncSecret); err != nil {
+				return err
+			}
+		}
+		if err := writeObject(ctx, r, server, objs.ConfigSecret, syncSecret); err != nil {
+			return err
+		}
+		return r.deleteExtraParts(ctx, server, objs.ConfigParts)
 	}
 	if len(extra) == 0 {
 		if err := writeConfig(); err != nil {
@@ -322,12 +343,6 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			return nil, err
 		}
 	}
-	if err := writeObject(ctx, r, server, objs.Role, syncRole); err != nil {
-		return nil, err
-	}
-	if err := writeObject(ctx, r, server, objs.RoleBinding, syncRoleBinding); err != nil {
-		return nil, err
-	}
 	if err := writeObject(ctx, r, server, objs.Service, syncService); err != nil {
 		return nil, err
 	}
@@ -349,6 +364,31 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 	}
 	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets))
+}
+
+// deleteExtraParts deletes the part Secrets of the configuration that
+// server controls and parts does not hold: once the config Secret no
+// longer names them.
+func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.PrometheusServer, parts []*corev1.Secret) error {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.metadata.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels{labelConfig: server.Name}); err != nil {
+		return fmt.Errorf("list config part Secrets: %w", err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !isConfigPart(server, m.Name) ||
+			slices.ContainsFunc(parts, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
+			continue
+		}
+		r.metrics.writes.WithLabelValues("Secret", "delete").Inc()
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		if err := r.client.Delete(ctx, s, client.Preconditions{UID: &m.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete Secret %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		r.logger.Info("deleted a config part Secret no longer needed", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
+	}
+	return nil
 }
 
 // deleteExtraShards deletes the StatefulSets server controls that are not

@@ -78,7 +78,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("config applied", cp.testConfigApplied)
 	t.Run("report storm", cp.testReportStorm)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
-	t.Run("configuration too large", cp.testOversized)
+	t.Run("configuration split into parts", cp.testSplit)
 	t.Run("invalid objects", cp.testInvalid)
 	t.Run("invalid server", cp.testInvalidServer)
 	t.Run("no-op resync", cp.testNoop)

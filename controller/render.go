@@ -9,12 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
-	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -60,6 +58,9 @@ type objects struct {
 	// under ConfigSecretKey. The same configuration gives the same bytes.
 	// It is nil when the configuration is too large (Oversized).
 	ConfigSecret *corev1.Secret
+	// ConfigParts, named ConfigPartName, hold the scrape jobs that do not
+	// fit in ConfigSecret (split), in order; none when it holds all.
+	ConfigParts []*corev1.Secret
 	// Oversized, when not nil, is why there is no ConfigSecret: the
 	// configuration is too large for a Secret. The other objects are
 	// rendered all the same.
@@ -85,11 +86,13 @@ type objects struct {
 	// Selected counts the objects of each kind the server selected, the
 	// rejected ones included.
 	Selected counts
-	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml;
-	// empty with no ConfigSecret.
+	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml
+	// (which names its parts with their hashes, when it is split); empty
+	// with no ConfigSecret.
 	ConfigHash string
 	// ContentHash is the content hash (package contenthash) of the
-	// ConfigSecret's key as stored and of the RuleShards' files, the hash
+	// ConfigSecret's key as stored (which names its parts with their
+	// hashes, so it covers them) and of the RuleShards' files, the hash
 	// the config-reloaders report once Prometheus runs them; empty with no
 	// ConfigSecret.
 	ContentHash string
@@ -143,11 +146,12 @@ type counts struct {
 // A selected object that cannot be rendered is left out and listed in
 // objects.Rejected, and the rest is rendered. An error means the server
 // itself cannot be rendered: an invalid selector or field of the server, or
-// a nil or duplicate candidate. A gzipped configuration too big for a
-// Secret is no error: the other objects are rendered, and
-// objects.Oversized names the monitors that take the most room. An error
-// of the server's configuration (a Secret it references is missing, say)
-// is a *specError, which tells the Secrets looked up.
+// a nil or duplicate candidate. A configuration too large for a Secret is
+// split into part Secrets (split, objects.ConfigParts); one too large even
+// without its scrape jobs is no error: the other objects are rendered, and
+// objects.Oversized says so. An error of the server's configuration (a
+// Secret it references is missing, say) is a *specError, which tells the
+// Secrets looked up.
 func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error) {
 	server := in.Server
 	if server == nil {
@@ -190,45 +194,66 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err != nil {
 		return nil, err
 	}
-	rejected = append(rejected, rejectedRules...)
-	slices.SortFunc(rejected, func(a, b rejection) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	rejected = sortRejections(append(rejected, rejectedRules...))
 
-	opts.RuleShards = len(shards)
+	cfg, err := renderConfigSecrets(server, head, parts, shards)
+	if err != nil {
+		return nil, err
+	}
+	opts.RuleShards, opts.ConfigParts = len(shards), len(cfg.ConfigParts)
 	svc, sts := renderWorkload(server, opts)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {
 		sets = append(sets, renderShard(server, opts, shard))
 	}
-	role, binding := renderAccess(server)
-	objs := &objects{
-		Role:         role,
-		RoleBinding:  binding,
-		RuleShards:   shards,
-		Service:      svc,
-		StatefulSets: sets,
-		Rejected:     rejected,
-		Selected: counts{ServiceMonitors: len(sel.serviceMonitors), PodMonitors: len(sel.podMonitors),
-			Probes: len(sel.probes), ScrapeConfigs: len(sel.scrapeConfigs), Rules: len(sel.rules)},
-		SecretRefs: parts.secrets,
-	}
+	role, binding := renderAccess(server, len(cfg.ConfigParts))
+	cfg.Role, cfg.RoleBinding = role, binding
+	cfg.RuleShards, cfg.Service, cfg.StatefulSets = shards, svc, sets
+	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
+	cfg.Selected = counts{ServiceMonitors: len(sel.serviceMonitors), PodMonitors: len(sel.podMonitors),
+		Probes: len(sel.probes), ScrapeConfigs: len(sel.scrapeConfigs), Rules: len(sel.rules)}
+	cfg.SecretRefs = parts.secrets
+	return cfg, nil
+}
+
+// renderConfigSecrets renders the config Secret of the configuration
+// made of head and parts.tail, split into parts when it is too large
+// (split), and its hashes with the rule ConfigMaps shards: the objects
+// of the configuration, with the monitors left out.
+func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts configParts, shards []*corev1.ConfigMap) (*objects, error) {
+	objs := &objects{}
 	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
 	var tooLarge *sizeError
 	switch {
-	case errors.As(err, &tooLarge):
-		objs.Oversized = &oversizedError{Err: err, Monitors: largestMonitors(parts.monitors, tooLarge)}
-		return objs, nil
-	case err != nil:
+	case err == nil && len(head)+len(parts.tail) <= maxConfigBytes:
+		sum := sha256.New()
+		sum.Write(head)
+		sum.Write(parts.tail)
+		objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
+	case err == nil || errors.As(err, &tooLarge):
+		split, err := split(server, head, parts)
+		if errors.As(err, &tooLarge) {
+			objs.Oversized = &oversizedError{Err: err}
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(split.main)
+		gz, objs.ConfigParts, objs.ConfigHash, objs.Rejected = split.mainGzip, split.parts, hex.EncodeToString(sum[:]), split.rejected
+	default:
 		return nil, err
 	}
-	sum := sha256.New()
-	sum.Write(head)
-	sum.Write(parts.tail)
 	objs.ConfigSecret = configSecret(server, gz)
-	objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
 	objs.ContentHash = contentHash(gz, shards)
 	return objs, nil
+}
+
+func sortRejections(rejected []rejection) []rejection {
+	slices.SortFunc(rejected, func(a, b rejection) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return rejected
 }
 
 // selected are the objects of each kind a server selects.
@@ -275,55 +300,18 @@ func selectedKinds() []string {
 		monitoringv1alpha1.ScrapeConfigsKind, kindPrometheusRule}
 }
 
-// oversizedError is a configuration too big for a Secret, and the
-// monitors that make it so.
+// oversizedError is a configuration too big for a Secret even without
+// any scrape job, all of them in parts (split).
 type oversizedError struct {
 	// Err tells the sizes.
 	Err error
-	// Monitors are the monitors whose scrape jobs take the most room,
-	// "<kind> <namespace>/<name>", largest first: about enough of them
-	// that the rest would fit.
-	Monitors []string
 }
 
 func (e *oversizedError) Error() string {
-	if len(e.Monitors) == 0 {
-		return e.Err.Error()
-	}
-	return fmt.Sprintf("%v; the largest monitors, without which it would about fit: %s", e.Err, strings.Join(e.Monitors, ", "))
+	return e.Err.Error() + " without any scrape job"
 }
 
 func (e *oversizedError) Unwrap() error { return e.Err }
-
-// largestMonitors returns the monitors whose jobs take the most room in a
-// configuration too large by e, largest first, until their share of the
-// uncompressed configuration covers its excess at the configuration's
-// compression ratio.
-func largestMonitors(monitors []monitorJobs, e *sizeError) []string {
-	type sized struct {
-		name string
-		size int
-	}
-	all := make([]sized, 0, len(monitors))
-	for _, m := range monitors {
-		b, err := encodeYAML(yaml.MapSlice{{Key: "scrape_configs", Value: m.jobs}}, 4<<10)
-		if err != nil {
-			continue // It was encoded once already: never happens.
-		}
-		all = append(all, sized{name: m.kind + " " + m.namespace + "/" + m.name, size: len(b)})
-	}
-	slices.SortStableFunc(all, func(a, b sized) int { return cmp.Compare(b.size, a.size) })
-	excess := float64(e.gzipped-e.limit) / float64(e.gzipped) * float64(e.size)
-	var names []string
-	for _, m := range all {
-		if excess <= 0 {
-			break
-		}
-		names = append(names, m.name)
-		excess -= float64(m.size)
-	}
-	return names
-}
 
 // selectObjects returns the objects of objs that the selectors of server
 // select, in their order. The selectors are checked even when there is no

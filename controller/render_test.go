@@ -209,7 +209,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	for i, sts := range out.StatefulSets {
 		require.Equal(t, renderShard(server, opts, i), sts)
 	}
-	role, binding := renderAccess(server)
+	role, binding := renderAccess(server, 0)
 	require.Equal(t, role, out.Role)
 	require.Equal(t, binding, out.RoleBinding)
 	if apiSource(server) {

@@ -65,7 +65,7 @@ func TestRenderShards(t *testing.T) {
 		}
 	}
 
-	role, _ := renderAccess(server)
+	role, _ := renderAccess(server, 0)
 	var pods []string
 	for _, rule := range role.Rules {
 		if slices.Contains(rule.Resources, "pods") {

@@ -28,6 +28,9 @@ const (
 	// ConfigSecretKey is the key of the gzipped configuration in the config
 	// Secret; $(POD_NAME) and $(SHARD) are left in it for the reloader.
 	ConfigSecretKey = "prometheus.yaml.gz"
+	// configPartsMountPath is where the part Secrets of a split
+	// configuration are projected, with the volume source.
+	configPartsMountPath = "/etc/prometheus/config-parts"
 	// configOutMountPath is the emptyDir where the reloaders write the
 	// expanded configuration Prometheus reads.
 	configOutMountPath = "/etc/prometheus/config_out"
@@ -71,6 +74,11 @@ type WorkloadOptions struct {
 	// give ruleFilesGlobs the same number. The pods of a server with the
 	// API source do not depend on it.
 	RuleShards int
+	// ConfigParts is the number of part Secrets of the configuration
+	// (split): the pods of a server with the volume source mount
+	// partSlots of them. The pods of a server with the API source do not
+	// depend on it.
+	ConfigParts int
 }
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
@@ -200,7 +208,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	if apiSource(server) {
 		src = apiPodSource(server, configOut)
 	} else {
-		src = volumePodSource(server, opts.RuleShards, configOut)
+		src = volumePodSource(server, opts.RuleShards, opts.ConfigParts, configOut)
 	}
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
 	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes)
@@ -331,10 +339,12 @@ type podSource struct {
 // volumePodSource reads the config Secret and the rule ConfigMaps from the
 // volumes the kubelet projects: the Secret's, and the padded set of rule
 // volumes (ruleShardVolumes) for shards of them, which the sidecar watches.
-func volumePodSource(server *v1alpha1.PrometheusServer, shards int, configOut string) podSource {
+// The part Secrets of a split configuration (parts of them) are projected
+// into one volume (configPartsVolume).
+func volumePodSource(server *v1alpha1.PrometheusServer, shards, parts int, configOut string) podSource {
 	mountConfig := corev1.VolumeMount{Name: "config", MountPath: configMountPath, ReadOnly: true}
 	rules, ruleMounts, watched := ruleShardVolumes(server, shards)
-	return podSource{
+	src := podSource{
 		volumes: []corev1.Volume{
 			{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
 			configOutVolume(),
@@ -349,6 +359,35 @@ func volumePodSource(server *v1alpha1.PrometheusServer, shards int, configOut st
 		},
 		watchArgs: watched,
 	}
+	if slots := partSlots(parts); slots > 0 {
+		src.volumes = append(src.volumes, configPartsVolume(server, slots))
+		src.reloaderMounts = append(src.reloaderMounts, corev1.VolumeMount{Name: "config-parts", MountPath: configPartsMountPath, ReadOnly: true})
+		src.args = append(src.args, "--config-parts-dir="+configPartsMountPath)
+	}
+	return src
+}
+
+// configPartsVolume projects the part Secrets of a split configuration,
+// slots of them, each optional, into one volume: the key ConfigSecretKey
+// of the part Secret <name> is the file <name>, as the reloader reads it
+// (--config-parts-dir). Mounting parts needs the pod to name their
+// Secrets: a volume per part, or a source per part of one projected
+// volume, is a change of the pod template, which restarts Prometheus. The
+// volume source reserves partSlots of them, so that the pods change only
+// when the count of parts crosses a multiple of 4 (the first split
+// included); the API source, which reads the parts through the API server
+// (a watch per part Secret, by name), supports any number of them
+// without a change of the pod, and is the default.
+func configPartsVolume(server *v1alpha1.PrometheusServer, slots int) corev1.Volume {
+	sources := make([]corev1.VolumeProjection, slots)
+	for i, name := range partSecretNames(server, slots) {
+		sources[i] = corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+			Items:                []corev1.KeyToPath{{Key: ConfigSecretKey, Path: name}},
+			Optional:             ptr.To(true),
+		}}
+	}
+	return corev1.Volume{Name: "config-parts", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}}
 }
 
 // apiPodSource reads the config Secret and the rule ConfigMaps (those

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,6 +64,11 @@ type Options struct {
 	ConfigOutput string
 	// WatchedDirs are directories whose top-level files the process reads.
 	WatchedDirs []string
+	// PartsDir holds the parts a split configuration names (see
+	// PartDirective), each a file of the part's name, when they are not
+	// read from a PartSource. It is watched as the config file's
+	// directory is. Optional.
+	PartsDir string
 	// MaxConfigSize bounds ConfigFile, plain or gunzipped: a larger one (a
 	// gzip bomb, a runaway file) is refused and the previous output kept.
 	// 0 means DefaultMaxConfigSize.
@@ -124,17 +130,21 @@ type Reloader struct {
 	stuck     time.Duration // see stuckAfter
 
 	// Owned by Run.
-	watcher      *fsnotify.Watcher
-	missing      map[string]bool // target dirs seen missing
-	rendered     []byte          // last good rendered configuration
-	renderedFrom uint64          // hash of the config file rendered into it
-	applied      uint64          // hash of the state the process last accepted
-	synced       bool            // applied is valid and nothing failed since
-	accepted     state           // what the process last accepted, when KeepAccepted
-	rejected     uint64          // hash of the state the process last rejected, 0 if none since
-	files        filesWriter     // RulesDir
-	renderedRaw  []byte          // the configuration as stored rendered into rendered, when OnApplied is set
-	report       Applied         // what OnApplied was last given
+	watcher       *fsnotify.Watcher
+	missing       map[string]bool         // target dirs seen missing
+	rendered      []byte                  // last good rendered configuration
+	renderedFrom  uint64                  // hash of the config file rendered into it
+	applied       uint64                  // hash of the state the process last accepted
+	synced        bool                    // applied is valid and nothing failed since
+	accepted      state                   // what the process last accepted, when KeepAccepted
+	rejected      uint64                  // hash of the state the process last rejected, 0 if none since
+	files         filesWriter             // RulesDir
+	renderedRaw   []byte                  // the configuration as stored rendered into rendered, when OnApplied is set
+	undefined     int                     // references rendered left unexpanded
+	parts         []part                  // the parts rendered names
+	partsOut      map[string][]byte       // the parts rendered with rendered, by name
+	renderedParts map[string]renderedPart // each part as last rendered
+	report        Applied                 // what OnApplied was last given
 }
 
 // state is what the process reads after an apply.
@@ -142,6 +152,7 @@ type state struct {
 	config []byte            // the rendered configuration, nil without one
 	dirs   []uint64          // the content of the watched directories
 	files  map[string]string // the Source's files, written into RulesDir
+	parts  map[string][]byte // the rendered parts of the configuration, by name
 	raw    []byte            // the configuration as stored that config was rendered from, when OnApplied is set
 }
 
@@ -227,6 +238,10 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 		return nil, errors.New("a source needs a config output")
 	case opts.RulesDir != "" && opts.Source == nil:
 		return nil, errors.New("a rules dir is written from a source")
+	case opts.PartsDir != "" && opts.ConfigFile == "":
+		return nil, errors.New("a parts dir goes with a config file")
+	case opts.PartsDir != "" && opts.ConfigOutput == "":
+		return nil, errors.New("a parts dir needs a config output")
 	}
 	if opts.QuietWindow <= 0 {
 		opts.QuietWindow = DefaultQuietWindow
@@ -268,6 +283,7 @@ func (r *Reloader) Render() error {
 	r.removeTemps()
 	var (
 		st  state
+		out rendered
 		err error
 	)
 	if r.opts.Source != nil {
@@ -276,14 +292,15 @@ func (r *Reloader) Render() error {
 			return serr
 		}
 		st.files = snap.Files
-		st.config, _, err = r.render(snap.Config, snap.ConfigName, nil)
+		out, _, err = r.render(snap.Config, snap.ConfigName, nil)
 	} else {
 		raw, rerr := readRegular(r.opts.ConfigFile, r.opts.MaxConfigSize)
-		st.config, _, err = r.render(raw, r.opts.ConfigFile, rerr)
+		out, _, err = r.render(raw, r.opts.ConfigFile, rerr)
 	}
 	if err != nil {
 		return err
 	}
+	st.config, st.parts = out.config, out.out
 	return r.write(st)
 }
 
@@ -302,51 +319,88 @@ func (r *Reloader) removeTemps() {
 	}
 }
 
+// rendered is a configuration rendered, and its parts.
+type rendered struct {
+	config []byte
+	parts  []part            // the parts config names
+	out    map[string][]byte // the parts rendered, by name
+}
+
 // render gunzips and expands raw, the configuration read from name (with
-// readErr, the error reading it, if any), returning the rendered bytes and
-// the hash of raw (also on error, once raw is read; 0 before).
-func (r *Reloader) render(raw []byte, name string, readErr error) ([]byte, uint64, error) {
+// readErr, the error reading it, if any), and the parts it names,
+// returning them rendered and a hash of raw and of the parts as stored
+// (also on error, once raw is read; 0 before). An error wrapping
+// ErrPartsPending is no failure: a part is not there yet.
+func (r *Reloader) render(raw []byte, name string, readErr error) (rendered, uint64, error) {
 	r.m.applies.Inc()
-	out, from, err := r.renderConfig(raw, name, readErr)
+	var (
+		out  rendered
+		from uint64
+		err  error
+	)
+	out.config, out.parts, from, err = r.renderConfig(raw, name, readErr)
+	if err == nil && len(out.parts) > 0 {
+		var partsRaw map[string][]byte
+		if partsRaw, err = r.readParts(out.parts); err == nil {
+			var partsFrom uint64
+			out.out, partsFrom, err = r.renderParts(partsRaw)
+			from += partsFrom
+		}
+	}
 	if err != nil {
-		r.m.appliesFailed.Inc()
-		return nil, from, err
+		if !errors.Is(err, ErrPartsPending) {
+			r.m.appliesFailed.Inc()
+		}
+		return rendered{}, from, err
 	}
 	return out, from, nil
 }
 
-func (r *Reloader) renderConfig(raw []byte, name string, readErr error) ([]byte, uint64, error) {
+func (r *Reloader) renderConfig(raw []byte, name string, readErr error) ([]byte, []part, uint64, error) {
 	if readErr != nil {
-		return nil, 0, fmt.Errorf("read config: %w", readErr)
+		return nil, nil, 0, fmt.Errorf("read config: %w", readErr)
 	}
 	from := xxhash.Sum64(raw)
 	// The bytes of the last good render render the same again: a change
 	// in a watched directory does not gunzip and expand them once more (a
 	// gzip reader alone is some 40 KB of garbage).
 	if r.rendered != nil && from == r.renderedFrom {
-		return r.rendered, from, nil
+		return r.rendered, r.parts, from, nil
 	}
 	b, err := gunzip(name, raw, r.opts.MaxConfigSize)
 	if err != nil {
-		return nil, from, fmt.Errorf("read config: %w", err)
+		return nil, nil, from, fmt.Errorf("read config: %w", err)
+	}
+	parts, err := parseParts(b)
+	if err != nil {
+		return nil, nil, from, fmt.Errorf("read config %s: %w", name, err)
 	}
 	if r.opts.Expander != nil {
 		var undefined int
 		b, undefined, err = r.opts.Expander.Expand(b)
 		r.m.expansionErrors.Set(float64(undefined))
 		if err != nil {
-			return nil, from, fmt.Errorf("expand %s: %w", name, err)
+			return nil, nil, from, fmt.Errorf("expand %s: %w", name, err)
 		}
+		r.undefined = undefined
 	}
-	return b, from, nil
+	return b, parts, from, nil
 }
 
 // write writes st's configuration into ConfigOutput and its files into
 // RulesDir; what is already there is not rewritten.
 func (r *Reloader) write(st state) error {
 	if r.opts.ConfigOutput != "" && st.config != nil {
+		// The parts first, so that the configuration never names a
+		// part that is not there.
+		if err := r.writeParts(st.parts); err != nil {
+			return fmt.Errorf("%w (keeping the previous config)", err)
+		}
 		if err := writeAtomic(r.opts.ConfigOutput, st.config); err != nil {
 			return fmt.Errorf("%w (keeping the previous config)", err)
+		}
+		if err := r.removeParts(st.parts); err != nil {
+			return err
 		}
 	}
 	if r.opts.RulesDir != "" {
@@ -413,10 +467,15 @@ func (r *Reloader) Run(ctx context.Context) error {
 			switch {
 			case res == resultSettling:
 				s.unsettled()
-			case errors.Is(err, ErrNotRead):
+			case errors.Is(err, ErrNotRead) && !errors.Is(err, ErrPartsPending):
 				// The source announces its first content.
 				s.applied(input, false)
 				r.logger.Debug("waiting for the source's first content", "err", err)
+			case errors.Is(err, ErrPartsPending):
+				// The source or the volume announces the parts: what
+				// the process runs stays until they are all there.
+				s.applied(input, false)
+				r.logger.Info("waiting for the configuration's parts", "err", err)
 			case res == resultRejected:
 				// Nothing to retry until the content changes.
 				s.applied(input, true)
@@ -538,7 +597,8 @@ func (r *Reloader) restore() error {
 // comes from. kept is a failed render of a new configuration, the previous
 // one being in st; err leaves nothing to apply.
 func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool, kept, err error) {
-	if r.opts.ConfigFile != "" && consistent && settlingDir(filepath.Dir(r.opts.ConfigFile)) {
+	if consistent && (r.opts.ConfigFile != "" && settlingDir(filepath.Dir(r.opts.ConfigFile)) ||
+		r.opts.PartsDir != "" && settlingDir(r.opts.PartsDir)) {
 		return st, 0, true, nil, nil
 	}
 	in := xxhash.New()
@@ -581,19 +641,20 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 	out, from, err := r.render(raw, name, readErr)
 	writeUint64(in, from)
 	switch {
-	case err != nil && r.rendered == nil:
+	case err != nil && (r.rendered == nil || errors.Is(err, ErrPartsPending)):
+		// Nothing new to apply: what the process runs stays.
 		return st, in.Sum64(), false, nil, err
 	case err != nil:
 		// Keep the last good configuration: the rest may still need a
 		// reload. The error still makes Run retry.
 		kept = fmt.Errorf("%w (keeping the previous config)", err)
 	default:
-		r.rendered, r.renderedFrom = out, from
+		r.rendered, r.renderedFrom, r.parts, r.partsOut = out.config, xxhash.Sum64(raw), out.parts, out.out
 		if r.opts.OnApplied != nil {
 			r.renderedRaw = raw
 		}
 	}
-	st.config, st.raw = r.rendered, r.renderedRaw
+	st.config, st.raw, st.parts = r.rendered, r.renderedRaw, r.partsOut
 	return st, in.Sum64(), false, kept, nil
 }
 
@@ -601,6 +662,10 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 func (r *Reloader) sum(st state) uint64 {
 	h := xxhash.New()
 	_, _ = h.Write(st.config)
+	for _, name := range slices.Sorted(maps.Keys(st.parts)) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(st.parts[name]))
+		_, _ = h.Write(st.parts[name])
+	}
 	for i, dir := range r.opts.WatchedDirs {
 		fmt.Fprintf(h, "%s\x00%d\x00", dir, st.dirs[i])
 	}
@@ -627,6 +692,9 @@ func targets(opts Options) []string {
 	}
 	for _, d := range opts.WatchedDirs {
 		dirs = append(dirs, filepath.Clean(d))
+	}
+	if opts.PartsDir != "" {
+		dirs = append(dirs, filepath.Clean(opts.PartsDir))
 	}
 	slices.Sort(dirs)
 	return slices.Compact(dirs)
@@ -680,6 +748,9 @@ func (r *Reloader) relevant(ev fsnotify.Event) bool {
 		if filepath.Clean(d) == dir {
 			return true
 		}
+	}
+	if r.opts.PartsDir != "" && filepath.Clean(r.opts.PartsDir) == dir {
+		return true
 	}
 	cfg := filepath.Clean(r.opts.ConfigFile)
 	return r.opts.ConfigFile != "" && dir == filepath.Dir(cfg) && (base == filepath.Base(cfg) || base == dataDir)

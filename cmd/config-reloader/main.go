@@ -37,6 +37,7 @@ const program = "config-reloader"
 
 type config struct {
 	configFile, output, webConfig, listen string
+	partsDir                              string
 	watchedDirs                           []string
 	watchInterval, delayInterval          time.Duration
 	retryInterval, reloadTimeout          time.Duration
@@ -161,6 +162,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.HelpFlag.Short('h')
 	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
 	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
+	a.Flag("config-parts-dir", "Directory holding the parts a split configuration names ("+strings.TrimSpace(reloader.PartDirective)+" lines), each a file of the part's name, plain or gzipped; each is rendered as the configuration into "+reloader.PartsOutDir+"/NAME.yaml next to --config-envsubst-file. With --config-secret, the parts are the Secrets of those names instead.").StringVar(&cfg.partsDir)
 	a.Flag("watched-dir", "Directory whose top-level files are watched, non-recursively (repeatable).").StringsVar(&cfg.watchedDirs)
 	a.Flag("watch-interval", "How often everything is re-read as a safety net; 0 renders the configuration once and exits (init-container mode).").Default("3m").DurationVar(&cfg.watchInterval)
 	a.Flag("delay-interval", "Wait this long after the last change before reloading; 0 reloads the first change at once and coalesces a burst into one trailing reload.").Default("0s").DurationVar(&cfg.delayInterval)
@@ -204,6 +206,7 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 	opts := reloader.Options{
 		ConfigFile:    cfg.configFile,
 		ConfigOutput:  cfg.output,
+		PartsDir:      cfg.partsDir,
 		MaxConfigSize: int64(cfg.maxSize),
 		WatchedDirs:   cfg.watchedDirs,
 		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
@@ -250,6 +253,8 @@ func newSource(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*api
 		return nil, errors.New("--rules-configmap-selector and --rules-dir need --config-secret")
 	case api.secret == "":
 		return nil, nil
+	case cfg.partsDir != "":
+		return nil, errors.New("--config-parts-dir reads parts from files; with --config-secret they are Secrets")
 	case cfg.configFile != "":
 		return nil, errors.New("give --config-file or --config-secret, not both")
 	case cfg.output == "":

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -39,6 +40,7 @@ import (
 	"github.com/podreload/podreload/controller"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/reloader"
 )
 
 // scaleCase is what a BenchmarkScale run creates: monitors ServiceMonitors
@@ -300,7 +302,10 @@ type progress struct {
 	config, rules          time.Time
 	converged              time.Time
 	wantJobs, wantFiles    int
-	secret                 []byte
+	secret                 []byte            // the config Secret's configuration
+	main                   string            // the config Secret's name
+	parts                  map[string][]byte // the configurations of its part Secrets, by name
+	partJobs               map[string]int    // the jobs of each Secret, the config Secret's included
 	shards                 map[string]int
 	events                 []progressEvent
 	secretErr, watchClosed error
@@ -321,9 +326,11 @@ type tracker struct {
 // watchProgress watches the config Secret and the rule file ConfigMaps of
 // server until the benchmark ends.
 func watchProgress(b *testing.B, c client.WithWatch, server *v1alpha1.PrometheusServer, sc scaleCase) *tracker {
-	t := &tracker{p: progress{wantJobs: sc.jobs(), wantFiles: sc.rules, shards: map[string]int{}}}
+	t := &tracker{p: progress{wantJobs: sc.jobs(), wantFiles: sc.rules, shards: map[string]int{},
+		main: controller.ConfigSecretName(server), parts: map[string][]byte{}, partJobs: map[string]int{}}}
+	// The config Secret and its part Secrets, when it is split.
 	secrets, err := c.Watch(b.Context(), &corev1.SecretList{}, client.InNamespace(server.Namespace),
-		client.MatchingFields{"metadata.name": controller.ConfigSecretName(server)})
+		client.MatchingLabels{"podreload.dev/config": server.Name})
 	must(b, err)
 	shards, err := c.Watch(b.Context(), &corev1.ConfigMapList{}, client.InNamespace(server.Namespace),
 		client.MatchingLabels{controller.LabelRuleFiles: server.Name})
@@ -367,20 +374,35 @@ func (t *tracker) closed(kind string) {
 func (t *tracker) secretEvent(ev watch.Event) {
 	s, ok := ev.Object.(*corev1.Secret)
 	now := time.Now()
-	if !ok || ev.Type == watch.Deleted {
+	if !ok {
 		return
 	}
-	jobs, err := countJobs(s.Data[controller.ConfigSecretKey])
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.p.secrets++
-	if err != nil {
-		t.p.secretErr = err
-		return
+	if ev.Type == watch.Deleted {
+		delete(t.p.parts, s.Name)
+		delete(t.p.partJobs, s.Name)
+	} else {
+		jobs, err := countJobs(s.Data[controller.ConfigSecretKey])
+		t.p.secrets++
+		if err != nil {
+			t.p.secretErr = err
+			return
+		}
+		if s.Name == t.p.main {
+			t.p.secret = s.Data[controller.ConfigSecretKey]
+		} else {
+			t.p.parts[s.Name] = s.Data[controller.ConfigSecretKey]
+		}
+		t.p.partJobs[s.Name] = jobs
 	}
-	t.p.jobs, t.p.secret = jobs, s.Data[controller.ConfigSecretKey]
-	t.event(now, fmt.Sprintf("Secret %s: %d jobs (%d bytes gzipped)", ev.Type, jobs, len(t.p.secret)))
-	if jobs != t.p.wantJobs {
+	t.p.jobs = 0
+	for _, n := range t.p.partJobs {
+		t.p.jobs += n
+	}
+	t.event(now, fmt.Sprintf("Secret %s %s: %d jobs (%d bytes gzipped); %d in %d Secrets", s.Name, ev.Type, t.p.partJobs[s.Name],
+		len(s.Data[controller.ConfigSecretKey]), t.p.jobs, len(t.p.partJobs)))
+	if t.p.jobs != t.p.wantJobs {
 		t.p.config, t.p.converged = time.Time{}, time.Time{}
 	} else if t.p.config.IsZero() {
 		t.p.config = now
@@ -430,7 +452,9 @@ func (t *tracker) event(at time.Time, what string) {
 func (t *tracker) snapshot() progress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.p
+	p := t.p
+	p.parts, p.partJobs, p.shards = maps.Clone(p.parts), maps.Clone(p.partJobs), maps.Clone(p.shards)
+	return p
 }
 
 func (t *tracker) timeline() []progressEvent {
@@ -445,8 +469,8 @@ func (t *tracker) err() error {
 	return errors.Join(t.p.secretErr, t.p.watchClosed)
 }
 
-// verify parses the last configuration in full: it has want scrape jobs,
-// all different.
+// verify parses the last configuration in full, its parts included: it
+// has want scrape jobs, all different, and names every part.
 func (t *tracker) verify(b *testing.B, want int) {
 	b.Helper()
 	p := t.snapshot()
@@ -456,21 +480,37 @@ func (t *tracker) verify(b *testing.B, want int) {
 		ScrapeConfigs []struct {
 			JobName string `yaml:"job_name"`
 		} `yaml:"scrape_configs"`
-		RuleFiles []string `yaml:"rule_files"`
+		ScrapeConfigFiles []string `yaml:"scrape_config_files"`
+		RuleFiles         []string `yaml:"rule_files"`
 	}
 	must(b, yaml.Unmarshal(data, &cfg))
+	size, gzipped, jobs := len(data), len(p.secret), cfg.ScrapeConfigs
+	var files []string
+	for _, name := range slices.Sorted(maps.Keys(p.parts)) {
+		files = append(files, reloader.PartPath(name))
+		part, err := gunzip(p.parts[name])
+		must(b, err)
+		cfg.ScrapeConfigs = nil
+		must(b, yaml.Unmarshal(part, &cfg))
+		jobs = append(jobs, cfg.ScrapeConfigs...)
+		size, gzipped = size+len(part), gzipped+len(p.parts[name])
+	}
+	slices.Sort(cfg.ScrapeConfigFiles)
+	if !slices.Equal(files, cfg.ScrapeConfigFiles) {
+		b.Fatalf("the configuration loads %v, the part Secrets are %v", cfg.ScrapeConfigFiles, files)
+	}
 	names := map[string]bool{}
-	for _, j := range cfg.ScrapeConfigs {
+	for _, j := range jobs {
 		names[j.JobName] = true
 	}
-	if len(cfg.ScrapeConfigs) != want || len(names) != want {
-		b.Fatalf("the configuration has %d scrape jobs, %d different; want %d", len(cfg.ScrapeConfigs), len(names), want)
+	if len(jobs) != want || len(names) != want {
+		b.Fatalf("the configuration has %d scrape jobs, %d different; want %d", len(jobs), len(names), want)
 	}
 	if len(cfg.RuleFiles) == 0 {
 		b.Fatal("the configuration has no rule_files")
 	}
-	b.Logf("configuration: %d bytes, %d gzipped, %d scrape jobs; %d rule files in %d ConfigMaps; rule_files %v",
-		len(data), len(p.secret), len(names), p.files, len(p.shards), cfg.RuleFiles)
+	b.Logf("configuration: %d bytes, %d gzipped, in %d Secrets; %d scrape jobs; %d rule files in %d ConfigMaps; rule_files %v",
+		size, gzipped, 1+len(p.parts), len(names), p.files, len(p.shards), cfg.RuleFiles)
 }
 
 func gunzip(data []byte) ([]byte, error) {
