@@ -46,6 +46,9 @@ type inputs struct {
 	// Secrets holds the Secrets that Server and the monitors reference, by
 	// "namespace/name".
 	Secrets map[string]*corev1.Secret
+	// ConfigMaps holds the ConfigMaps that Server references (in
+	// spec.web.tlsConfig), by "namespace/name".
+	ConfigMaps map[string]*corev1.ConfigMap
 }
 
 // objects are the objects rendered for a PrometheusServer, and what was
@@ -59,6 +62,10 @@ type objects struct {
 	// configuration is too large for a Secret. The other objects are
 	// rendered all the same.
 	Oversized *oversizedError
+	// WebConfigSecret, named WebConfigSecretName, holds the web
+	// configuration file of spec.web under WebConfigSecretKey; nil when
+	// there is none.
+	WebConfigSecret *corev1.Secret
 	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
@@ -89,8 +96,9 @@ type objects struct {
 	// ConfigSecret.
 	ContentHash string
 	// SecretRefs are the Secrets, "namespace/name", that the server and
-	// the selected monitors reference, whether they exist or not: a change
-	// to one of them may change the configuration. Sorted.
+	// the selected monitors reference, and the ConfigMaps the server
+	// references, configMapRefPrefix+"namespace/name", whether they exist
+	// or not: a change to one of them may change the objects. Sorted.
 	SecretRefs []string
 }
 
@@ -100,8 +108,9 @@ type objects struct {
 type specError struct {
 	// Err is the cause.
 	Err error
-	// SecretRefs are the Secrets, "namespace/name", looked up before Err,
-	// found or not. Sorted.
+	// SecretRefs are the Secrets, "namespace/name", and ConfigMaps,
+	// configMapRefPrefix+"namespace/name", looked up before Err, found or
+	// not. Sorted.
 	SecretRefs []string
 }
 
@@ -148,6 +157,10 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err := validateArgs(*spec); err != nil {
 		return nil, err
 	}
+	web, err := renderWeb(in)
+	if err != nil {
+		return nil, &specError{Err: err, SecretRefs: web.Refs}
+	}
 	sms, pms, rules, err := selectAll(in)
 	if err != nil {
 		return nil, err
@@ -172,8 +185,9 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Secrets:         in.Secrets,
 	})
 	wg.Wait()
+	refs := sortedUnique(slices.Concat(parts.secrets, web.Refs))
 	if err != nil {
-		return nil, &specError{Err: err, SecretRefs: parts.secrets}
+		return nil, &specError{Err: err, SecretRefs: refs}
 	}
 	head, err := parts.head(ruleFilesGlobs(server, len(shards)))
 	if err != nil {
@@ -184,7 +198,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 
-	opts.RuleShards = len(shards)
+	opts.RuleShards, opts.reload = len(shards), web.Reload
 	svc, sts := renderWorkload(server, opts)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {
@@ -192,14 +206,15 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	}
 	role, binding := renderAccess(server)
 	objs := &objects{
-		Role:         role,
-		RoleBinding:  binding,
-		RuleShards:   shards,
-		Service:      svc,
-		StatefulSets: sets,
-		Rejected:     rejected,
-		Selected:     counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
-		SecretRefs:   parts.secrets,
+		WebConfigSecret: web.Secret,
+		Role:            role,
+		RoleBinding:     binding,
+		RuleShards:      shards,
+		Service:         svc,
+		StatefulSets:    sets,
+		Rejected:        rejected,
+		Selected:        counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Rules: len(rules)},
+		SecretRefs:      refs,
 	}
 	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
 	var tooLarge *sizeError

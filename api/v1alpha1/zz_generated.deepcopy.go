@@ -205,6 +205,11 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = make([]monitoringv1.ObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.Web != nil {
+		in, out := &in.Web, &out.Web
+		*out = new(monitoringv1.PrometheusWebSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.AdditionalArgs != nil {
 		in, out := &in.AdditionalArgs, &out.AdditionalArgs
 		*out = make([]monitoringv1.Argument, len(*in))
