@@ -66,6 +66,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("selection follows changes", cp.testSelection)
 	t.Run("secrets", cp.testSecrets)
 	t.Run("secrets of the server", cp.testServerSecrets)
+	t.Run("web TLS", cp.testWebTLS)
 	t.Run("rule shards", cp.testShards)
 	t.Run("shard scaling", cp.testShardScaling)
 	t.Run("immutable field", cp.testImmutable)

@@ -500,4 +500,3 @@ func pemCertificates(ders [][]byte) []byte {
 	}
 	return b.Bytes()
 }
-
