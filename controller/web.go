@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,13 @@ func (f webFile) key() string {
 
 // path is where the file is in the pods.
 func (f webFile) path() string { return webTLSMountPath + "/" + f.dir + "/" + f.key() }
+
+// configPath is the file's path relative to the directory of the web
+// configuration file, which exporter-toolkit resolves it against: the
+// configuration holds wherever the pod's volumes are mounted.
+func (f webFile) configPath() string {
+	return "../" + strings.TrimPrefix(f.path(), path.Dir(webConfigMountPath)+"/")
+}
 
 func (f webFile) volumeName() string { return "web-tls-" + strings.ReplaceAll(f.dir, "_", "-") }
 
@@ -332,14 +340,14 @@ func (r *webReader) tlsServerConfig(server *v1alpha1.PrometheusServer, t *monito
 func tlsSettings(path string, t *monitoringv1.WebTLSConfig, reload reloadTLS) (yaml.MapSlice, error) {
 	files, _ := webFiles(v1alpha1.PrometheusServerSpec{Web: &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: t}}}, reload)
 	cfg := yaml.MapSlice{
-		{Key: "cert_file", Value: files[0].path()},
-		{Key: "key_file", Value: files[1].path()},
+		{Key: "cert_file", Value: files[0].configPath()},
+		{Key: "key_file", Value: files[1].configPath()},
 	}
 	if t.ClientAuthType != nil && *t.ClientAuthType != "" {
 		cfg = append(cfg, yaml.MapItem{Key: "client_auth_type", Value: *t.ClientAuthType})
 	}
 	if len(files) > 2 {
-		cfg = append(cfg, yaml.MapItem{Key: "client_ca_file", Value: files[2].path()})
+		cfg = append(cfg, yaml.MapItem{Key: "client_ca_file", Value: files[2].configPath()})
 	}
 	versions := map[string]int{"TLS10": 10, "TLS11": 11, "TLS12": 12, "TLS13": 13}
 	for _, v := range []struct {

@@ -111,7 +111,7 @@ func checkWeb(t *testing.T, promtool string, in inputs, out *objects) {
 	}})
 
 	dir := t.TempDir()
-	local := func(p string) string { return strings.ReplaceAll(p, webTLSMountPath, dir) }
+	local := func(p string) string { return dir + strings.TrimPrefix(p, "/etc/prometheus") }
 	for _, v := range pod.Volumes {
 		if !strings.HasPrefix(v.Name, "web-tls-") {
 			continue
@@ -141,9 +141,10 @@ func checkWeb(t *testing.T, promtool string, in inputs, out *objects) {
 	for _, m := range sidecar.VolumeMounts {
 		require.NotEqual(t, "web-tls-key", m.Name, "the config-reloader never mounts Prometheus' key")
 	}
-	webConfig := local(string(out.WebConfigSecret.Data[WebConfigSecretKey]))
-	path := filepath.Join(dir, WebConfigSecretKey)
-	require.NoError(t, os.WriteFile(path, []byte(webConfig), 0o644))
+	// The files it names are relative to its directory.
+	path := local(configFile)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, out.WebConfigSecret.Data[WebConfigSecretKey], 0o644))
 	got, err := exec.CommandContext(t.Context(), promtool, "check", "web-config", path).CombinedOutput()
 	require.NoError(t, err, "promtool check web-config:\n%s", got)
 
