@@ -423,9 +423,10 @@ func httpServerConfig(h *monitoringv1.WebHTTPConfig) (yaml.MapItem, error) {
 // certificate at https://localhost: with the first of client_ca, the
 // ca.crt key beside the certificate, and the certificate itself that
 // verifies it (Go accepts a certificate found among the roots: a
-// certificate verifies itself, self-signed or not). A CA is preferred,
-// since it still verifies the certificate once renewed: the reloader reads
-// its CA file when it starts. The name checked is localhost, else
+// certificate verifies itself, self-signed or not). A CA is preferred: it
+// verifies a renewed certificate even while the kubelet has updated
+// Prometheus' volume and not yet the reloader's (which reads its CA file
+// at each connection). The name checked is localhost, else
 // 127.0.0.1, else the first name of the certificate (a wildcard's * made
 // the server's name), else its first IP address.
 func (r *webReader) reloadVerification(server *v1alpha1.PrometheusServer, t *monitoringv1.WebTLSConfig, pair tls.Certificate, clientCA []byte) (reloadTLS, error) {
