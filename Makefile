@@ -44,8 +44,11 @@ tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller
 # static and file discovery are always there. The other 23 (AWS, Azure, GCE,
 # OpenStack, OCI...) are 234 packages, among them the largest SDKs.
 PROMETHEUS_TAGS := remove_all_sd,enable_kubernetes_sd,enable_dns_sd
-bin/prometheus bin/promtool: tools/go.mod tools/go.sum
-	cd $(CURDIR)/tools && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/$(notdir $@)
+# One `go build` per module for the binaries built alike (grouped targets,
+# &:): it links them side by side, where one build each left a core idle
+# during every link.
+bin/prometheus bin/promtool &: tools/go.mod tools/go.sum
+	cd $(CURDIR)/tools && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/bin/ github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
 
 bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 	cd $(CURDIR)/tools/alertmanager && $(GO) build -mod=readonly -trimpath -ldflags '-X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
@@ -69,9 +72,6 @@ bin/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
 controlplane: bin/kube-apiserver bin/etcd ## Build kube-apiserver and etcd for envtest (KUBEBUILDER_ASSETS=bin).
 
 # Static like the upstream release binaries; etcd's version is in its source.
-bin/kube-apiserver: tools/controlplane/go.mod tools/controlplane/go.sum
-	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver
-
 bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
 
@@ -84,13 +84,15 @@ DEBIAN_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack
 node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) debian-node-packages ## Build and install what a node needs.
 
 # kubectl: e2e runs `kubectl wait --for=condition=ConfigApplied` as a user
-# does; `make node-up` prints how to use it.
-$(KUBE_NODE_BINARIES:%=bin/%) bin/kubectl: tools/controlplane/go.mod tools/controlplane/go.sum
-	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$(notdir $@)
+# does; `make node-up` prints how to use it. All of Kubernetes' binaries in
+# one build (see bin/prometheus): the API server alone is built with the rest.
+KUBE_BINARIES := kube-apiserver kubectl $(KUBE_NODE_BINARIES)
+$(KUBE_BINARIES:%=bin/%) &: tools/controlplane/go.mod tools/controlplane/go.sum
+	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/bin/ $(KUBE_BINARIES:%=k8s.io/kubernetes/cmd/%)
 
 # The tags leave out the snapshotters that need cgo and host libraries.
-$(CONTAINERD_BINARIES:%=bin/%): tools/containerd/go.mod tools/containerd/go.sum
-	cd $(CURDIR)/tools/containerd && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags no_btrfs,no_devmapper,no_zfs -o $(CURDIR)/$@ github.com/containerd/containerd/v2/cmd/$(notdir $@)
+$(CONTAINERD_BINARIES:%=bin/%) &: tools/containerd/go.mod tools/containerd/go.sum
+	cd $(CURDIR)/tools/containerd && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags no_btrfs,no_devmapper,no_zfs -o $(CURDIR)/bin/ $(CONTAINERD_BINARIES:%=github.com/containerd/containerd/v2/cmd/%)
 
 # The node runs in the background until `make node-down`; bin/node-up.log
 # has its log.
@@ -199,7 +201,10 @@ fuzz: ## Fuzz the $(VAR) expansion for a minute.
 
 lint: bin/golangci-lint ## gofmt, go vet and tidy checks, then golangci-lint with the house rules (.golangci.yml).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
+	@# Built as make build builds (static, -trimpath): the packages it
+	@# compiles are then those of the binaries (a cold build of them after it
+	@# took 4 s, not 3.6 minutes).
+	CGO_ENABLED=0 $(GO) vet -trimpath ./...
 	@# tools/ is vetted by golangci-lint's govet below: a go vet of it cost 4
 	@# minutes of a cold run, compiling every tool's dependencies once more.
 	$(GO) mod tidy -diff

@@ -179,6 +179,12 @@ func (r *renderer) config(in configInput) (yaml.MapSlice, []rejection, error) {
 		add(monitoringv1.PodMonitorsKind, pm.Namespace, pm.Name, js, err)
 	}
 
+	extra, err := r.additionalJobs(jobs)
+	if err != nil {
+		return nil, nil, err
+	}
+	jobs = append(jobs, extra...)
+
 	// The order of prometheus-operator: global, rule_files (which
 	// configParts.head adds), scrape_configs, alerting, remote_write.
 	cfg := yaml.MapSlice{server.global}

@@ -215,6 +215,16 @@ type PrometheusServerSpec struct {
 	// probes present none).
 	// +optional
 	Web *monitoringv1.PrometheusWebSpec `json:"web,omitempty"`
+	// AdditionalScrapeConfigs is a key of a Secret in the server's
+	// namespace holding a YAML list of Prometheus scrape configurations,
+	// appended after the generated jobs as prometheus-operator does (with
+	// more than one shard, each job gets the sharding relabelings unless
+	// it has a hashmod relabeling of its own). Their job names must be
+	// unique and their relabelings valid, or the spec is refused
+	// (InvalidSpec) and the last configuration stays; the rest is checked
+	// by the Prometheus that loads it (condition ConfigApplied).
+	// +optional
+	AdditionalScrapeConfigs *corev1.SecretKeySelector `json:"additionalScrapeConfigs,omitempty"`
 	// AdditionalArgs are more Prometheus flags, without the leading "--";
 	// a flag the controller sets itself (or its "no-" form) is refused.
 	// +optional

@@ -118,6 +118,9 @@ func TestExampleOnNode(t *testing.T) {
 		})
 	})
 
+	t.Run("the controller records its Events", cl.testEvents)
+	t.Run("the Helm chart's controller runs beside it", cl.testChart)
+
 	t.Run("the controller was never denied", func(t *testing.T) {
 		logs := cl.controllerLogs(t)
 		require.NotEmpty(t, logs)

@@ -323,14 +323,21 @@ func (cl *cluster) addRule(t testing.TB, record string) {
 	require.NoError(t, cl.c.Patch(t.Context(), &pr, patch))
 }
 
-// controllerLogs returns the log of the controller's container.
+// controllerLogs returns the log of deploy/'s controller container.
 func (cl *cluster) controllerLogs(t testing.TB) string {
 	t.Helper()
+	return cl.logsOf(t, "podreload-system", "app.kubernetes.io/name=podreload-controller")
+}
+
+// logsOf returns the log of the controller container of the one pod of
+// namespace that selector selects.
+func (cl *cluster) logsOf(t testing.TB, namespace, selector string) string {
+	t.Helper()
 	ctx := context.WithoutCancel(t.Context()) // For a cleanup too.
-	pods, err := cl.kube.CoreV1().Pods("podreload-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podreload-controller"})
+	pods, err := cl.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
 	require.Len(t, pods.Items, 1)
-	b, err := cl.kube.CoreV1().Pods("podreload-system").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "controller"}).DoRaw(ctx)
+	b, err := cl.kube.CoreV1().Pods(namespace).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "controller"}).DoRaw(ctx)
 	require.NoError(t, err)
 	return string(b)
 }
