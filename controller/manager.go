@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
@@ -92,6 +93,22 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		return nil, fmt.Errorf("new controller: %w", err)
 	}
 
+	// The ConfigMaps a server references (spec.web.tlsConfig) are the
+	// user's, which the manager's cache, that holds the controller's own,
+	// never sees: a cache of ConfigMaps' metadata, apart, tells when one
+	// changes. Their content is read from the API server when a server
+	// referencing them is reconciled.
+	configMaps, err := cache.New(opts.Config, cache.Options{
+		Scheme: scheme, Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		DefaultNamespaces: cacheNamespaces(opts), DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new controller: %w", err)
+	}
+	if err := mgr.Add(configMaps); err != nil {
+		return nil, fmt.Errorf("new controller: %w", err)
+	}
+
 	r := &reconciler{
 		client:     mgr.GetClient(),
 		reader:     mgr.GetAPIReader(),
@@ -119,6 +136,8 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
+		WatchesRawSource(source.Kind(configMaps, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
+			handler.TypedEnqueueRequestsFromMapFunc(r.configMapServers))).
 		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
 		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
 		Watches(&monitoringv1.Probe{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ProbesKind)), changed).
@@ -136,13 +155,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 // managerOptions configures controller-runtime's manager: what it caches,
 // how it elects a leader, and no servers of its own.
 func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) manager.Options {
-	var namespaces map[string]cache.Config
-	if len(opts.Namespaces) > 0 {
-		namespaces = map[string]cache.Config{}
-		for _, ns := range opts.Namespaces {
-			namespaces[ns] = cache.Config{}
-		}
-	}
+	namespaces := cacheNamespaces(opts)
 	// Only the ConfigMaps, Services, StatefulSets, Roles, RoleBindings and
 	// pods of PrometheusServers are cached, not every one of the cluster. Of Secrets, which hold the
 	// biggest objects of many clusters, only the metadata is cached (to
@@ -186,6 +199,18 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) m
 		// Several controllers run in one test binary.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
+}
+
+// cacheNamespaces are the namespaces the caches watch: nil for all.
+func cacheNamespaces(opts Options) map[string]cache.Config {
+	if len(opts.Namespaces) == 0 {
+		return nil
+	}
+	namespaces := map[string]cache.Config{}
+	for _, ns := range opts.Namespaces {
+		namespaces[ns] = cache.Config{}
+	}
+	return namespaces
 }
 
 // Run runs the controller until ctx is done. It returns an error when the
@@ -304,6 +329,22 @@ func (r *reconciler) secretServers(_ context.Context, obj client.Object) []ctrl.
 	}
 	r.mu.Unlock()
 	return r.requests("Secret", matched)
+}
+
+// configMapServers maps a ConfigMap to the PrometheusServers whose last
+// render referenced it; the controller's own ConfigMaps come through
+// Owns.
+func (r *reconciler) configMapServers(_ context.Context, obj *metav1.PartialObjectMetadata) []ctrl.Request {
+	id := configMapRefPrefix + obj.GetNamespace() + "/" + obj.GetName()
+	r.mu.Lock()
+	var matched []types.NamespacedName
+	for server, refs := range r.secretRefs {
+		if containsSorted(refs, id) {
+			matched = append(matched, server)
+		}
+	}
+	r.mu.Unlock()
+	return r.requests("ConfigMap", matched)
 }
 
 func selectorsFor(s *v1alpha1.PrometheusServer, kind string) (selector, nsSelector *metav1.LabelSelector) {

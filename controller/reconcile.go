@@ -186,7 +186,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	var objs *objects
 	refs := r.refs(key)
 	for {
-		if in.Secrets, err = r.readSecrets(ctx, refs); err != nil {
+		if in.Secrets, in.ConfigMaps, err = r.readRefs(ctx, refs); err != nil {
 			return err
 		}
 		objs, err = render(in, r.workload, r.ruleCache(key))
@@ -340,6 +340,13 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 	}
 	if len(extra) > 0 {
 		if err := writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	// The pods mount the web configuration: written before them. A server
+	// that no longer has one keeps the Secret, which goes with it.
+	if objs.WebConfigSecret != nil {
+		if err := writeObject(ctx, r, server, objs.WebConfigSecret, syncSecret); err != nil {
 			return nil, err
 		}
 	}
@@ -659,7 +666,7 @@ func syncService(live, desired *corev1.Service) bool {
 	same := live.Spec.ClusterIP == desired.Spec.ClusterIP &&
 		maps.Equal(live.Spec.Selector, desired.Spec.Selector) &&
 		slices.EqualFunc(live.Spec.Ports, desired.Spec.Ports, func(a, b corev1.ServicePort) bool {
-			return a.Name == b.Name && a.Port == b.Port && a.TargetPort == b.TargetPort
+			return a.Name == b.Name && a.Port == b.Port && a.TargetPort == b.TargetPort && ptr.Equal(a.AppProtocol, b.AppProtocol)
 		})
 	if same {
 		return false
@@ -833,22 +840,39 @@ func (r *reconciler) ruleCache(key types.NamespacedName) *ruleCache {
 	return c
 }
 
-// readSecrets reads the Secrets ids names, "namespace/name", from the API
-// server; the missing ones are left out.
-func (r *reconciler) readSecrets(ctx context.Context, ids []string) (map[string]*corev1.Secret, error) {
+// readRefs reads the Secrets, "namespace/name", and the ConfigMaps,
+// configMapRefPrefix+"namespace/name", ids names from the API server, by
+// "namespace/name"; the missing ones are left out.
+func (r *reconciler) readRefs(ctx context.Context, ids []string) (map[string]*corev1.Secret, map[string]*corev1.ConfigMap, error) {
 	secrets := make(map[string]*corev1.Secret, len(ids))
+	configMaps := map[string]*corev1.ConfigMap{}
 	for _, id := range ids {
+		id, isConfigMap := strings.CutPrefix(id, configMapRefPrefix)
 		ns, name, _ := strings.Cut(id, "/")
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		if isConfigMap {
+			// Read from the API server: the cache holds the controller's
+			// own ConfigMaps only.
+			var cm corev1.ConfigMap
+			err := r.reader.Get(ctx, key, &cm)
+			switch {
+			case err == nil:
+				configMaps[id] = &cm
+			case !apierrors.IsNotFound(err):
+				return nil, nil, fmt.Errorf("get ConfigMap %s: %w", id, err)
+			}
+			continue
+		}
 		var s corev1.Secret
-		err := r.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s)
+		err := r.reader.Get(ctx, key, &s)
 		switch {
 		case err == nil:
 			secrets[id] = &s
 		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("get Secret %s: %w", id, err)
+			return nil, nil, fmt.Errorf("get Secret %s: %w", id, err)
 		}
 	}
-	return secrets, nil
+	return secrets, configMaps, nil
 }
 
 // refs returns the Secrets a server's last render referenced.

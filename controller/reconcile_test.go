@@ -68,6 +68,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("probes and scrape configs", cp.testProbesAndScrapeConfigs)
 	t.Run("secrets", cp.testSecrets)
 	t.Run("secrets of the server", cp.testServerSecrets)
+	t.Run("web TLS", cp.testWebTLS)
 	t.Run("additional scrape configs", cp.testAdditionalScrapeConfigs)
 	t.Run("rule shards", cp.testShards)
 	t.Run("shard scaling", cp.testShardScaling)

@@ -49,6 +49,9 @@ type inputs struct {
 	// Secrets holds the Secrets that Server and the monitors reference, by
 	// "namespace/name".
 	Secrets map[string]*corev1.Secret
+	// ConfigMaps holds the ConfigMaps that Server references (in
+	// spec.web.tlsConfig), by "namespace/name".
+	ConfigMaps map[string]*corev1.ConfigMap
 }
 
 // objects are the objects rendered for a PrometheusServer, and what was
@@ -65,6 +68,10 @@ type objects struct {
 	// configuration is too large for a Secret. The other objects are
 	// rendered all the same.
 	Oversized *oversizedError
+	// WebConfigSecret, named WebConfigSecretName, holds the web
+	// configuration file of spec.web under WebConfigSecretKey; nil when
+	// there is none.
+	WebConfigSecret *corev1.Secret
 	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
@@ -97,8 +104,9 @@ type objects struct {
 	// ConfigSecret.
 	ContentHash string
 	// SecretRefs are the Secrets, "namespace/name", that the server and
-	// the selected monitors reference, whether they exist or not: a change
-	// to one of them may change the configuration. Sorted.
+	// the selected monitors reference, and the ConfigMaps the server
+	// references, configMapRefPrefix+"namespace/name", whether they exist
+	// or not: a change to one of them may change the objects. Sorted.
 	SecretRefs []string
 }
 
@@ -108,8 +116,9 @@ type objects struct {
 type specError struct {
 	// Err is the cause.
 	Err error
-	// SecretRefs are the Secrets, "namespace/name", looked up before Err,
-	// found or not. Sorted.
+	// SecretRefs are the Secrets, "namespace/name", and ConfigMaps,
+	// configMapRefPrefix+"namespace/name", looked up before Err, found or
+	// not. Sorted.
 	SecretRefs []string
 }
 
@@ -161,6 +170,10 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err := validateArgs(*spec); err != nil {
 		return nil, err
 	}
+	web, err := renderWeb(in)
+	if err != nil {
+		return nil, &specError{Err: err, SecretRefs: web.Refs}
+	}
 	sel, err := selectAll(in)
 	if err != nil {
 		return nil, err
@@ -187,8 +200,9 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Secrets:         in.Secrets,
 	})
 	wg.Wait()
+	refs := sortedUnique(slices.Concat(parts.secrets, web.Refs))
 	if err != nil {
-		return nil, &specError{Err: err, SecretRefs: parts.secrets}
+		return nil, &specError{Err: err, SecretRefs: refs}
 	}
 	head, err := parts.head(ruleFilesGlobs(server, len(shards)))
 	if err != nil {
@@ -200,7 +214,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err != nil {
 		return nil, err
 	}
-	opts.RuleShards, opts.ConfigParts = len(shards), len(cfg.ConfigParts)
+	opts.RuleShards, opts.ConfigParts, opts.reload = len(shards), len(cfg.ConfigParts), web.Reload
 	svc, sts := renderWorkload(server, opts)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {
@@ -212,7 +226,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
 	cfg.Selected = counts{ServiceMonitors: len(sel.serviceMonitors), PodMonitors: len(sel.podMonitors),
 		Probes: len(sel.probes), ScrapeConfigs: len(sel.scrapeConfigs), Rules: len(sel.rules)}
-	cfg.SecretRefs = parts.secrets
+	cfg.WebConfigSecret, cfg.SecretRefs = web.Secret, refs
 	return cfg, nil
 }
 

@@ -78,6 +78,7 @@ func TestRender(t *testing.T) {
 				config := checkObjects(t, in, testOptions(), out)
 				checkConfig(t, promtool, config)
 				checkRules(t, out.RuleShards)
+				checkWeb(t, promtool, in, out)
 			}
 		})
 	}
@@ -129,6 +130,7 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 		}
 		fmt.Fprintf(&b, "# statefulsets: %s\n", strings.Join(names, ", "))
 	}
+	webGolden(&b, out)
 	s := out.ConfigSecret
 	fmt.Fprintf(&b, "# secret %s/%s: %s\n", s.Namespace, s.Name, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
 	b.Write(gunzip(t, s.Data[ConfigSecretKey]))
@@ -201,7 +203,11 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	// The workload, as renderWorkload and renderShard render it for as
 	// many rule shards, a StatefulSet per shard, and reading the Secret:
 	// through the API server, or mounting it.
-	opts.RuleShards = len(shards)
+	web, err := renderWeb(in)
+	require.NoError(t, err)
+	require.Equal(t, web.Secret, out.WebConfigSecret)
+	require.Subset(t, out.SecretRefs, web.Refs)
+	opts.RuleShards, opts.reload = len(shards), web.Reload
 	svc, sts := renderWorkload(server, opts)
 	require.Equal(t, svc, out.Service)
 	require.Len(t, out.StatefulSets, shardCount(server))
@@ -524,7 +530,7 @@ func benchInputs(monitors, rules int) inputs {
 // fixture cannot go unnoticed.
 func loadInputs(t *testing.T, path string) inputs {
 	t.Helper()
-	in := inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}}
+	in := inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	readDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
 		case v1alpha1.Kind:
@@ -546,6 +552,9 @@ func loadInputs(t *testing.T, path string) inputs {
 		case "Secret":
 			s := decodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
+		case "ConfigMap":
+			cm := decodeDocument[corev1.ConfigMap](t, doc)
+			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		default:
 			t.Fatalf("unknown kind %q in %s", kind, path)
 		}

@@ -79,6 +79,10 @@ type WorkloadOptions struct {
 	// partSlots of them. The pods of a server with the API source do not
 	// depend on it.
 	ConfigParts int
+	// reload is how the config-reloader verifies Prometheus' certificate,
+	// which render decides from the certificate (renderWeb); the zero
+	// value verifies it with itself.
+	reload reloadTLS
 }
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
@@ -139,6 +143,11 @@ func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*c
 				TargetPort: intstr.FromString("web"),
 			}},
 		},
+	}
+	if webTLS(server.Spec) {
+		// For whoever scrapes or queries Prometheus through the Service:
+		// a ServiceMonitor of it needs scheme https.
+		svc.Spec.Ports[0].AppProtocol = ptr.To("https")
 	}
 	return svc, renderShard(server, opts, 0)
 }
@@ -211,7 +220,8 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		src = volumePodSource(server, opts.RuleShards, opts.ConfigParts, configOut)
 	}
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
-	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes)
+	web := webPod(server, opts.reload)
+	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.volumes)
 
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
@@ -219,21 +229,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		{Name: "SHARD", Value: strconv.Itoa(shard)},
 	}
 	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
-	// The sidecar reports what Prometheus runs in its pod's annotation
-	// (apisource.AppliedAnnotation), under renderAccess' Role.
-	sidecarArgs := slices.Concat(src.args, src.watchArgs, []string{"--report-pod=$(POD_NAMESPACE)/$(POD_NAME)"})
-	local := "http://127.0.0.1:" + strconv.Itoa(webPort)
-	switch {
-	case signal && spec.RoutePrefix != "":
-		sidecarArgs = append(sidecarArgs, "--reload-method=signal", "--runtimeinfo-url="+local+webPath(spec, "/api/v1/status/runtimeinfo"))
-	case signal:
-		sidecarArgs = append(sidecarArgs, "--reload-method=signal")
-	default:
-		sidecarArgs = append(sidecarArgs, "--reload-url="+local+webPath(spec, "/-/reload"))
-	}
-	sidecarArgs = append(sidecarArgs, "--listen-address=:"+strconv.Itoa(reloaderPort))
-
-	prometheus := prometheusContainer(spec, opts, configOut, storage, src.prometheusMounts)
+	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.prometheusMounts))
 	initReloader := corev1.Container{
 		Name:            "init-config-reloader",
 		Image:           reloaderImage,
@@ -246,11 +242,11 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	sidecar := corev1.Container{
 		Name:            "config-reloader",
 		Image:           reloaderImage,
-		Args:            sidecarArgs,
+		Args:            sidecarArgs(spec, src, web),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    slices.Concat(src.reloaderMounts, src.sidecarMounts),
+		VolumeMounts:    slices.Concat(src.reloaderMounts, src.sidecarMounts, web.reloaderMounts),
 		SecurityContext: containerSecurity(),
 	}
 
@@ -279,6 +275,72 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	// The hash is of the template without it: set last.
 	t.Annotations[annotationInputHash] = inputHash(t, claims)
 	return t, claims
+}
+
+// sidecarArgs are the flags of the config-reloader sidecar: where it reads
+// (src), how it reloads Prometheus, over HTTPS with the verification of web
+// when Prometheus serves HTTPS, and, under renderAccess' Role, the pod
+// whose annotation (apisource.AppliedAnnotation) it reports what Prometheus
+// runs in.
+func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webPodParts) []string {
+	args := slices.Concat(src.args, src.watchArgs, []string{"--report-pod=$(POD_NAMESPACE)/$(POD_NAME)"})
+	local := web.scheme + "://" + web.host + ":" + strconv.Itoa(webPort)
+	switch {
+	// The flag's default is http://127.0.0.1:9090/...
+	case spec.Reloader.ReloadMethod == "signal" && (spec.RoutePrefix != "" || webTLS(spec)):
+		args = append(args, "--reload-method=signal", "--runtimeinfo-url="+local+webPath(spec, "/api/v1/status/runtimeinfo"))
+	case spec.Reloader.ReloadMethod == "signal":
+		args = append(args, "--reload-method=signal")
+	default:
+		args = append(args, "--reload-url="+local+webPath(spec, "/-/reload"))
+	}
+	args = append(args, web.reloaderArgs...)
+	return append(args, "--listen-address=:"+strconv.Itoa(reloaderPort))
+}
+
+// webPodParts is what spec.web puts into the pods.
+type webPodParts struct {
+	// scheme and host of Prometheus' URL in the pod, for the reloader.
+	scheme, host string
+	// volumes of the web config Secret and the TLS files.
+	volumes []corev1.Volume
+	// prometheusMounts are the mounts of the web configuration and of the
+	// files it names; reloaderMounts, of the CA file the config-reloader
+	// verifies Prometheus' certificate with.
+	prometheusMounts, reloaderMounts []corev1.VolumeMount
+	// reloaderArgs verify Prometheus' certificate.
+	reloaderArgs []string
+}
+
+// webPod renders what spec.web puts into the pods: with tlsConfig or
+// httpConfig, the web config Secret mounted in Prometheus' container;
+// with tlsConfig, the certificate, its key and the client CA mounted
+// there, and the CA that verifies the certificate (reload) mounted in the
+// config-reloader's, which reloads over HTTPS, verifying the certificate.
+func webPod(server *v1alpha1.PrometheusServer, reload reloadTLS) webPodParts {
+	spec := server.Spec
+	w := webPodParts{scheme: "http", host: "127.0.0.1"}
+	if !webConfigFile(spec) {
+		return w
+	}
+	w.volumes = []corev1.Volume{{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(server)}}}}
+	w.prometheusMounts = []corev1.VolumeMount{{Name: "web-config", MountPath: webConfigMountPath, ReadOnly: true}}
+	if !webTLS(spec) {
+		return w
+	}
+	files, ca := webFiles(spec, reload)
+	for _, f := range files {
+		w.volumes = append(w.volumes, f.volume())
+		w.prometheusMounts = append(w.prometheusMounts, f.mount())
+	}
+	w.volumes = append(w.volumes, ca.volume())
+	w.reloaderMounts = []corev1.VolumeMount{ca.mount()}
+	w.scheme, w.host = "https", cmp.Or(reload.Host, "localhost")
+	w.reloaderArgs = []string{"--reload-tls-ca-file=" + ca.path()}
+	if reload.ServerName != "" {
+		w.reloaderArgs = append(w.reloaderArgs, "--reload-tls-server-name="+reload.ServerName)
+	}
+	return w
 }
 
 // podMetadata is the metadata of a shard's pods: spec.podMetadata's labels
@@ -430,8 +492,8 @@ func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOption
 		Image:           prometheusImage(spec, opts.DefaultPrometheusImage),
 		Args:            commandLine(args),
 		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
-		ReadinessProbe:  httpProbe(webPath(spec, "/-/ready"), 5, 3),
-		LivenessProbe:   httpProbe(webPath(spec, "/-/healthy"), 10, 6),
+		ReadinessProbe:  httpProbe(spec, webPath(spec, "/-/ready"), 5, 3),
+		LivenessProbe:   httpProbe(spec, webPath(spec, "/-/healthy"), 10, 6),
 		Resources:       spec.Resources,
 		VolumeMounts:    append([]corev1.VolumeMount{{Name: "config-out", MountPath: configOutMountPath, ReadOnly: true}, storage}, ruleMounts...),
 		SecurityContext: containerSecurity(),
@@ -477,6 +539,24 @@ func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []moni
 	}
 	if spec.LogFormat != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
+	}
+	return append(args, webArgs(spec)...)
+}
+
+// webArgs are the flags of spec.web.
+func webArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
+	if spec.Web == nil {
+		return nil
+	}
+	var args []monitoringv1.Argument
+	if webConfigFile(spec) {
+		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: webConfigMountPath + "/" + WebConfigSecretKey})
+	}
+	if spec.Web.PageTitle != nil {
+		args = append(args, monitoringv1.Argument{Name: "web.page-title", Value: *spec.Web.PageTitle})
+	}
+	if spec.Web.MaxConnections != nil {
+		args = append(args, monitoringv1.Argument{Name: "web.max-connections", Value: strconv.Itoa(int(*spec.Web.MaxConnections))})
 	}
 	return args
 }
@@ -604,10 +684,16 @@ func inputHash(t corev1.PodTemplateSpec, claims []corev1.PersistentVolumeClaim) 
 	return hex.EncodeToString(sum[:])
 }
 
-func httpProbe(path string, period, failures int32) *corev1.Probe {
+// httpProbe probes Prometheus at path, over HTTPS when it serves HTTPS
+// (the kubelet does not verify the certificate).
+func httpProbe(spec v1alpha1.PrometheusServerSpec, path string, period, failures int32) *corev1.Probe {
+	scheme := corev1.URISchemeHTTP
+	if webTLS(spec) {
+		scheme = corev1.URISchemeHTTPS
+	}
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString("web"), Scheme: corev1.URISchemeHTTP,
+			Path: path, Port: intstr.FromString("web"), Scheme: scheme,
 		}},
 		PeriodSeconds:    period,
 		TimeoutSeconds:   3,

@@ -122,6 +122,50 @@ func workloadCases() []struct {
 				s.Spec.Reloader.ReloadMethod = "signal"
 			},
 		},
+		{
+			name:   "web-tls",
+			server: webTLSServer,
+			opts: func(o *WorkloadOptions) {
+				o.reload = reloadTLS{CA: &monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "web-client-ca"}, Key: "ca.crt",
+				}}, ServerName: "main.monitoring.svc"}
+			},
+		},
+		{
+			name: "web-tls-signal",
+			server: func(s *v1alpha1.PrometheusServer) {
+				webTLSServer(s)
+				volume(s)
+				s.Spec.Reloader.ReloadMethod = "signal"
+				s.Spec.Web.TLSConfig.ClientCA = monitoringv1.SecretOrConfigMap{}
+				s.Spec.Web.TLSConfig.ClientAuthType = nil
+			},
+			opts: func(o *WorkloadOptions) { o.reload = reloadTLS{Host: "127.0.0.1"} },
+		},
+	}
+}
+
+// webTLSServer gives s HTTPS with its certificate in a kubernetes.io/tls
+// Secret, client certificates verified when given, and web settings.
+func webTLSServer(s *v1alpha1.PrometheusServer) {
+	sel := func(key string) *corev1.SecretKeySelector {
+		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "web-tls"}, Key: key}
+	}
+	s.Spec.Web = &monitoringv1.PrometheusWebSpec{
+		PageTitle:      ptr.To("Platform Prometheus"),
+		MaxConnections: ptr.To[int32](512),
+		WebConfigFileFields: monitoringv1.WebConfigFileFields{
+			TLSConfig: &monitoringv1.WebTLSConfig{
+				Cert:      monitoringv1.SecretOrConfigMap{Secret: sel("tls.crt")},
+				KeySecret: *sel("tls.key"),
+				ClientCA: monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "web-client-ca"}, Key: "ca.crt",
+				}},
+				ClientAuthType: ptr.To("VerifyClientCertIfGiven"),
+				MinVersion:     ptr.To("TLS12"),
+			},
+			HTTPConfig: &monitoringv1.WebHTTPConfig{HTTP2: ptr.To(false)},
+		},
 	}
 }
 
@@ -311,6 +355,9 @@ func checkVolumeSource(t *testing.T, shards int, volumes map[string]corev1.Volum
 func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int, volumes map[string]corev1.Volume, containers map[string]corev1.Container, globs []string) {
 	t.Helper()
 	for _, v := range volumes {
+		if strings.HasPrefix(v.Name, "web-") {
+			continue // spec.web's files, which Prometheus reads where the kubelet projects them.
+		}
 		require.Nil(t, v.Secret, v.Name)
 		require.Nil(t, v.ConfigMap, v.Name)
 	}
@@ -434,6 +481,8 @@ func TestInputHash(t *testing.T) {
 		{name: "rule shards within the padding", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 4 }},
 		{name: "no rule shards", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
 		{name: "replicas", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](3) }},
+		{name: "web TLS", server: webTLSServer, changes: true},
+		{name: "web TLS verified otherwise", server: webTLSServer, opts: func(o *WorkloadOptions) { o.reload.ServerName = "prometheus" }, changes: true},
 		{name: "scrape settings reach the config, not the pods", server: func(s *v1alpha1.PrometheusServer) {
 			s.Spec.ScrapeInterval = "10s"
 			s.Spec.ExternalLabels = map[string]string{"cluster": "eu1"}

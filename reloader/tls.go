@@ -1,10 +1,14 @@
 package reloader
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/prometheus/common/config"
@@ -17,7 +21,9 @@ import (
 // host is verified against the system's roots.
 type TLS struct {
 	// CAFile holds the certificates of the CAs that verify the server;
-	// empty means the system's roots.
+	// empty means the system's roots. It is read at each connection, so
+	// that a renewed CA, or a renewed server certificate that is its own
+	// CA, is trusted without a restart.
 	CAFile string
 	// CertFile and KeyFile hold the client certificate and its key, presented
 	// when the server asks for one. They are read at each connection, so a
@@ -61,9 +67,45 @@ func (c TLS) Client(u *url.URL) (*http.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("tls for %s: %w", u.Redacted(), err)
 	}
+	if c.CAFile != "" && !cfg.InsecureSkipVerify {
+		// The roots NewTLSConfig read (checking the file) are replaced by
+		// the file's content at each connection.
+		name := c.ServerName
+		if name == "" {
+			name = u.Hostname()
+		}
+		tlsConfig.InsecureSkipVerify = true // VerifyConnection verifies.
+		tlsConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+			return verifyWithCAFile(c.CAFile, name, cs.PeerCertificates)
+		}
+	}
 	tr := newTransport()
 	tr.TLSClientConfig = tlsConfig
 	return &http.Client{Transport: tr}, mode, nil
+}
+
+// verifyWithCAFile verifies the certificate chain a server presented,
+// for name, with the CAs of caFile, as crypto/tls verifies it with roots.
+func verifyWithCAFile(caFile, name string, chain []*x509.Certificate) error {
+	if len(chain) == 0 {
+		return errors.New("verify server certificate: none presented")
+	}
+	b, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("verify server certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(b) {
+		return fmt.Errorf("verify server certificate: %s holds no PEM certificate", caFile)
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{DNSName: name, Roots: roots, Intermediates: intermediates}); err != nil {
+		return fmt.Errorf("verify server certificate: %w", err)
+	}
+	return nil
 }
 
 // isLoopback reports whether host names this machine: localhost, an

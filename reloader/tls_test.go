@@ -135,6 +135,30 @@ func TestTLSClient(t *testing.T) {
 	}
 }
 
+// TestTLSClientRenewedCA changes the CA file between two reloads through
+// the same client: the file is read at each connection, so the CA of a
+// renewed certificate is trusted without a restart.
+func TestTLSClientRenewedCA(t *testing.T) {
+	dir := t.TempDir()
+	other, _ := writeCert(t, dir, "other-ca")
+	otherPEM, err := os.ReadFile(other)
+	require.NoError(t, err)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	caFile := filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, otherPEM, 0o600))
+	u := mustURL(t, srv.URL+"/-/reload")
+	client, _, err := TLS{CAFile: caFile}.Client(u)
+	require.NoError(t, err)
+	trigger := &HTTPTrigger{URL: u, Client: client, Timeout: 5 * time.Second}
+	require.ErrorContains(t, trigger.Reload(t.Context()), "verify server certificate: x509: certificate signed by unknown authority")
+
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	require.NoError(t, trigger.Reload(t.Context()), "the new CA is read")
+	require.NoError(t, os.WriteFile(caFile, []byte("not PEM"), 0o600))
+	require.ErrorContains(t, trigger.Reload(t.Context()), "verify server certificate: "+caFile+" holds no PEM certificate")
+}
+
 func TestTLSClientErrors(t *testing.T) {
 	dir := t.TempDir()
 	cert, _ := writeCert(t, dir, "reloader")

@@ -219,6 +219,20 @@ type PrometheusServerSpec struct {
 	// in its namespace.
 	// +optional
 	ExcludedFromEnforcement []monitoringv1.ObjectReference `json:"excludedFromEnforcement,omitempty"`
+	// Web configures Prometheus' web server, as prometheus-operator's
+	// web field does: pageTitle (--web.page-title), maxConnections
+	// (--web.max-connections), and, rendered into a web configuration file
+	// (--web.config.file) in the Secret <name>-web-config, tlsConfig (HTTPS:
+	// cert from a Secret or ConfigMap, keySecret, client_ca, clientAuthType,
+	// minVersion, maxVersion, cipherSuites, preferServerCipherSuites,
+	// curvePreferences) and httpConfig (http2, headers). With tlsConfig the
+	// probes and the config-reloader use HTTPS, and the reloader verifies
+	// Prometheus' certificate. certFile, keyFile and clientCAFile are
+	// refused (the pods mount no volume of the user's), and so are the
+	// clientAuthTypes that require a client certificate (the kubelet's
+	// probes present none).
+	// +optional
+	Web *monitoringv1.PrometheusWebSpec `json:"web,omitempty"`
 	// AdditionalScrapeConfigs is a key of a Secret in the server's
 	// namespace holding a YAML list of Prometheus scrape configurations,
 	// appended after the generated jobs as prometheus-operator does (with

@@ -225,6 +225,11 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = make([]monitoringv1.ObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.Web != nil {
+		in, out := &in.Web, &out.Web
+		*out = new(monitoringv1.PrometheusWebSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.AdditionalScrapeConfigs != nil {
 		in, out := &in.AdditionalScrapeConfigs, &out.AdditionalScrapeConfigs
 		*out = new(corev1.SecretKeySelector)

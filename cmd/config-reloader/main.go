@@ -174,7 +174,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
 	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
 	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
-	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
+	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server, read at each connection; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
 	a.Flag("reload-tls-cert-file", "Client certificate presented to an https --reload-url or --runtimeinfo-url (read at each connection).").StringVar(&cfg.tls.CertFile)
 	a.Flag("reload-tls-key-file", "Key of --reload-tls-cert-file.").StringVar(&cfg.tls.KeyFile)
 	a.Flag("reload-tls-server-name", "Name the server's certificate must hold; by default the URL's host.").StringVar(&cfg.tls.ServerName)
