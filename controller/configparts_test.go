@@ -185,26 +185,6 @@ func TestRenderSplit(t *testing.T) {
 	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
 }
 
-// TestRenderSplit20k renders 20,000 ServiceMonitor endpoints, 39 MB of
-// configuration: more than the reloader renders in one file, so it is
-// split; promtool loads the whole with every job.
-func TestRenderSplit20k(t *testing.T) {
-	in := benchConfigInput(2000, 10)
-	srv := in.Server.DeepCopy()
-	srv.Spec.ServiceMonitorSelector = &metav1.LabelSelector{}
-	srv.Spec.ServiceMonitorNamespaceSelector = &metav1.LabelSelector{}
-	objs, err := render(inputs{Server: srv, ServiceMonitors: in.ServiceMonitors, Secrets: in.Secrets, Namespaces: map[string]labels.Set{
-		"team-0": nil, "team-1": nil, "team-2": nil, "team-3": nil, "team-4": nil, "team-5": nil, "team-6": nil, "team-7": nil, "team-8": nil, "team-9": nil,
-	}}, testOptions(), nil)
-	require.NoError(t, err)
-	require.Empty(t, objs.Rejected)
-	require.GreaterOrEqual(t, len(objs.ConfigParts), 3)
-	names := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
-	require.Len(t, names, 20000)
-	slices.Sort(names)
-	require.Len(t, slices.Compact(names), 20000, "every job once")
-}
-
 // TestChunkJobsStable changes one job among 20,000: only the chunk that
 // holds it changes, if any.
 func TestChunkJobsStable(t *testing.T) {
