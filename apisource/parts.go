@@ -2,7 +2,6 @@ package apisource
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"maps"
 	"net/url"
@@ -118,8 +117,10 @@ func (s *Source) runParts(ctx context.Context) {
 			pctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			running[name] = run{state: wanted[name], cancel: cancel, done: done}
-			w := s.newWatcher("secrets", s.opts.SecretNamespace, "secret "+s.opts.SecretNamespace+"/"+name,
-				url.Values{"fieldSelector": {"metadata.name=" + name}}, partStore{s: s, name: name, state: wanted[name]})
+			id, state := s.opts.SecretNamespace+"/"+name, wanted[name]
+			st := secretStore{s: s, name: id, set: func(data map[string][]byte, rv string) { s.setPart(name, state, data, rv) }}
+			w := s.newWatcher("secrets", s.opts.SecretNamespace, "secret "+id,
+				url.Values{"fieldSelector": {"metadata.name=" + name}}, st)
 			w.healthKey = partHealth(name)
 			wg.Go(func() {
 				defer close(done)
@@ -131,47 +132,10 @@ func (s *Source) runParts(ctx context.Context) {
 
 func partHealth(name string) string { return "secret " + name }
 
-// partStore keeps a part's Secret, decoded.
-type partStore struct {
-	s     *Source
-	name  string
-	state *partState // written while it is the part's state
-}
-
-func (st partStore) replace(items []object) {
-	var obj *object
-	if len(items) > 0 {
-		obj = &items[0]
-	}
-	st.set(obj)
-}
-
-func (st partStore) apply(typ string, obj object) {
-	if typ == "DELETED" {
-		st.set(nil)
-		return
-	}
-	st.set(&obj)
-}
-
-func (st partStore) set(obj *object) {
-	s := st.s
-	var data map[string][]byte
-	rv := ""
-	if obj != nil {
-		data, rv = map[string][]byte{}, obj.Metadata.ResourceVersion
-		for k, v := range obj.Data {
-			b, err := base64.StdEncoding.DecodeString(v)
-			if err != nil {
-				s.logger.Error("API source: undecodable key", "secret", s.opts.SecretNamespace+"/"+st.name, "key", k, "err", err)
-				continue
-			}
-			data[k] = b
-		}
-	}
+// setPart keeps the Secret of the part name, while p is its state.
+func (s *Source) setPart(name string, p *partState, data map[string][]byte, rv string) {
 	s.mu.Lock()
-	p := st.state
-	wanted := s.parts[st.name] == p
+	wanted := s.parts[name] == p
 	changed := wanted && (!p.synced || rv != p.rv)
 	if wanted {
 		p.synced, p.data, p.rv = true, data, rv

@@ -109,7 +109,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Source,
 		s.watchers = append(s.watchers, s.newWatcher(resource, namespace, what, selector, st))
 	}
 	add("secrets", opts.SecretNamespace, s.secretName(),
-		url.Values{"fieldSelector": {"metadata.name=" + opts.SecretName}}, secretStore{s})
+		url.Values{"fieldSelector": {"metadata.name=" + opts.SecretName}}, secretStore{s: s, name: s.secretName(), set: s.setSecret})
 	if opts.RulesSelector != "" {
 		add("configmaps", opts.RulesNamespace, fmt.Sprintf("configmaps in namespace %s matching %q", opts.RulesNamespace, opts.RulesSelector),
 			url.Values{"labelSelector": {opts.RulesSelector}}, configMapStore{s})
@@ -187,40 +187,49 @@ func keys[V any](m map[string]V) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
-// secretStore keeps the Secret, decoded.
-type secretStore struct{ s *Source }
+// secretStore keeps one Secret, watched by name: set receives its data
+// decoded and its resource version, or nil and "" while it does not exist.
+type secretStore struct {
+	s    *Source
+	name string // namespace/name, for the log
+	set  func(data map[string][]byte, rv string)
+}
 
 func (st secretStore) replace(items []object) {
 	var obj *object
 	if len(items) > 0 {
 		obj = &items[0]
 	}
-	st.set(obj)
+	st.decode(obj)
 }
 
 func (st secretStore) apply(typ string, obj object) {
 	if typ == "DELETED" {
-		st.set(nil)
+		st.decode(nil)
 		return
 	}
-	st.set(&obj)
+	st.decode(&obj)
 }
 
-func (st secretStore) set(obj *object) {
-	s := st.s
-	var data map[string][]byte
-	rv := ""
-	if obj != nil {
-		data, rv = map[string][]byte{}, obj.Metadata.ResourceVersion
-		for k, v := range obj.Data {
-			b, err := base64.StdEncoding.DecodeString(v)
-			if err != nil {
-				s.logger.Error("API source: undecodable key", "secret", s.secretName(), "key", k, "err", err)
-				continue
-			}
-			data[k] = b
-		}
+func (st secretStore) decode(obj *object) {
+	if obj == nil {
+		st.set(nil, "")
+		return
 	}
+	data := map[string][]byte{}
+	for k, v := range obj.Data {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			st.s.logger.Error("API source: undecodable key", "secret", st.name, "key", k, "err", err)
+			continue
+		}
+		data[k] = b
+	}
+	st.set(data, obj.Metadata.ResourceVersion)
+}
+
+// setSecret keeps the configuration Secret.
+func (s *Source) setSecret(data map[string][]byte, rv string) {
 	s.mu.Lock()
 	changed := !s.secretSynced || rv != s.secretRV
 	s.secret, s.secretRV, s.secretSynced = data, rv, true

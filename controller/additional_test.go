@@ -1,15 +1,11 @@
 package controller
 
 import (
-	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
@@ -36,13 +32,7 @@ func (cp *controlPlane) testAdditionalScrapeConfigs(t *testing.T) {
 	})
 	const want = `render config: spec.additionalScrapeConfigs: secret "additional/extra-jobs" key "jobs.yaml": job 1 "federate": another job has that name`
 	cp.waitReconciled(t, srv, metav1.ConditionFalse, "InvalidSpec", want)
-	eventually(t, func(c *assert.CollectT) {
-		var events eventsv1.EventList
-		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
-		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Name == srv.Name && e.Reason == "InvalidSpec" && e.Note == want
-		}), "Event on the server")
-	})
+	cp.waitServerEvent(t, srv, "InvalidSpec", want)
 	require.Equal(t, config, cp.config(t, srv), "the last configuration stays")
 	require.Positive(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"))
 

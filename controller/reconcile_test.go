@@ -682,13 +682,7 @@ func (cp *controlPlane) testInvalidServer(t *testing.T) {
 			assert.Equal(c, want, cond.Message)
 		}
 	})
-	eventually(t, func(c *assert.CollectT) {
-		var events eventsv1.EventList
-		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
-		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Kind == v1alpha1.Kind && e.Reason == "InvalidSpec" && e.Note == want
-		}), "Event on the server")
-	})
+	cp.waitServerEvent(t, srv, "InvalidSpec", want)
 	require.Equal(t, config, cp.config(t, srv), "the last configuration stays")
 	require.Positive(t, metricValue(t, run.reg, "podreload_controller_reconcile_errors_total"))
 }

@@ -47,6 +47,19 @@ func (cp *controlPlane) waitReconciled(t *testing.T, s *v1alpha1.PrometheusServe
 	})
 }
 
+// waitServerEvent waits for an Event on the PrometheusServer s with the
+// reason and note given.
+func (cp *controlPlane) waitServerEvent(t *testing.T, s *v1alpha1.PrometheusServer, reason, note string) {
+	t.Helper()
+	eventually(t, func(c *assert.CollectT) {
+		var events eventsv1.EventList
+		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(s.Namespace)))
+		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Kind == v1alpha1.Kind && e.Regarding.Name == s.Name && e.Reason == reason && e.Note == note
+		}), "Event %s on the server", reason)
+	})
+}
+
 // testServerSecrets renders PrometheusServers whose own spec references
 // Secrets: one that exists from the start, one that appears later, one
 // that lacks a key for a while.
@@ -83,13 +96,7 @@ func (cp *controlPlane) testServerSecrets(t *testing.T) {
 	const notFound = `render config: spec.remoteWrite[0].basicAuth: secret "server-secrets/late-creds" not found (looking for key "username")`
 	cp.waitReconciled(t, late, metav1.ConditionFalse, "InvalidSpec", notFound)
 	require.Empty(t, cp.config(t, late), "no configuration while the Secret is missing")
-	eventually(t, func(c *assert.CollectT) {
-		var events eventsv1.EventList
-		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
-		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Name == late.Name && e.Reason == "InvalidSpec" && e.Note == notFound
-		}), "Event on the server")
-	})
+	cp.waitServerEvent(t, late, "InvalidSpec", notFound)
 
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-creds"},
 		Data: map[string][]byte{"username": []byte("prometheus")}}

@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,13 +73,7 @@ func (cp *controlPlane) testWebTLS(t *testing.T) {
 	})
 	const notFound = `render web config: spec.web.tlsConfig.cert: secret "web-tls/web-tls" not found (looking for key "tls.crt")`
 	cp.waitReconciled(t, srv, metav1.ConditionFalse, "InvalidSpec", notFound)
-	eventually(t, func(c *assert.CollectT) {
-		var events eventsv1.EventList
-		assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns)))
-		assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Name == srv.Name && e.Reason == "InvalidSpec" && e.Note == notFound
-		}), "Event on the server")
-	})
+	cp.waitServerEvent(t, srv, "InvalidSpec", notFound)
 
 	cert, key := selfSigned(t, "main.web-tls.svc")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-tls"}, Data: map[string][]byte{"tls.crt": cert}}
