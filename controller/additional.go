@@ -26,7 +26,7 @@ import (
 // rest, with its own version's rules: when it rejects it, the
 // config-reloader keeps what it runs on disk, and condition ConfigApplied
 // says Rejected with Prometheus' message.
-func (r *renderer) additionalJobs(generated []yaml.MapSlice) ([]yaml.MapSlice, error) {
+func (r *renderer) additionalJobs(generated []string) ([]yaml.MapSlice, error) {
 	sel := r.srv.Spec.AdditionalScrapeConfigs
 	if sel == nil {
 		return nil, nil
@@ -42,8 +42,8 @@ func (r *renderer) additionalJobs(generated []yaml.MapSlice) ([]yaml.MapSlice, e
 		return nil, fmt.Errorf("%s: not a list of scrape configurations: %w", path, err)
 	}
 	names := make(map[string]bool, len(generated)+len(jobs))
-	for _, j := range generated {
-		names[jobName(j)] = true
+	for _, name := range generated {
+		names[name] = true
 	}
 	for i, job := range jobs {
 		name, err := checkAdditionalJob(job, names)

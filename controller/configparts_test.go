@@ -113,14 +113,15 @@ func renderSplit(t *testing.T, main *corev1.Secret, parts []*corev1.Secret) []st
 }
 
 // TestRenderSplit renders a configuration too large for a Secret: its
-// jobs go into part Secrets that the config Secret names with their
-// hashes, the reloader renders the whole, which promtool loads with
-// every job, and a monitor whose job is too large for a part alone is
-// left out.
+// jobs, the additional ones included, go into part Secrets that the
+// config Secret names with their hashes, the reloader renders the whole,
+// which promtool loads with every job, and a monitor whose job is too
+// large for a part alone is left out.
 func TestRenderSplit(t *testing.T) {
 	srv := server("monitoring", "main", func(s *v1alpha1.PrometheusServerSpec) {
 		s.ServiceMonitorSelector = &metav1.LabelSelector{}
 		s.RuleSelector = &metav1.LabelSelector{}
+		s.AdditionalScrapeConfigs = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}, Key: "jobs.yaml"}
 	})
 	sms, secrets := bigMonitors("monitoring")
 	in := inputs{
@@ -133,6 +134,8 @@ func TestRenderSplit(t *testing.T) {
 	for _, s := range secrets {
 		in.Secrets[s.Namespace+"/"+s.Name] = s
 	}
+	in.Secrets["monitoring/extra"] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "extra"},
+		Data: map[string][]byte{"jobs.yaml": []byte("- job_name: extra\n  static_configs:\n  - targets: [localhost:9100]\n")}}
 
 	objs, err := render(in, testOptions(), nil)
 	require.NoError(t, err)
@@ -167,7 +170,7 @@ func TestRenderSplit(t *testing.T) {
 	got := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
 	require.ElementsMatch(t, []string{
 		"serviceMonitor/monitoring/big-a/0", "serviceMonitor/monitoring/big-b/0",
-		"serviceMonitor/monitoring/big-c/0", "serviceMonitor/monitoring/small/0",
+		"serviceMonitor/monitoring/big-c/0", "serviceMonitor/monitoring/small/0", "extra",
 	}, got)
 
 	// The same input renders the same bytes.
@@ -176,6 +179,16 @@ func TestRenderSplit(t *testing.T) {
 	require.Equal(t, objs.ConfigSecret, again.ConfigSecret)
 	require.Equal(t, objs.ConfigParts, again.ConfigParts)
 
+	// An additional job too large for a part alone is the server's error.
+	_, huge := bigMonitor("monitoring", "huge", 800<<10)
+	small := in.Secrets["monitoring/extra"]
+	extra := small.DeepCopy()
+	extra.Data["jobs.yaml"] = append(extra.Data["jobs.yaml"], "- job_name: huge\n  authorization:\n    credentials: "+string(huge.Data["token"])+"\n"...)
+	in.Secrets["monitoring/extra"] = extra
+	_, err = render(in, testOptions(), nil)
+	require.EqualError(t, err, `spec.additionalScrapeConfigs: job "huge" is more than the 524288 bytes, gzipped, a part of the configuration holds`)
+	in.Secrets["monitoring/extra"] = small
+
 	// Without big-d and big-b, it fits in the config Secret again.
 	in.ServiceMonitors = slices.DeleteFunc(in.ServiceMonitors, func(sm *monitoringv1.ServiceMonitor) bool { return sm.Name == "big-b" || sm.Name == "big-d" })
 	objs, err = render(in, testOptions(), nil)
@@ -183,6 +196,19 @@ func TestRenderSplit(t *testing.T) {
 	require.Empty(t, objs.ConfigParts)
 	require.Empty(t, objs.Rejected)
 	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
+}
+
+// chunkJobs cuts jobs into chunks with a chunker.
+func chunkJobs(jobs []job) [][]job {
+	var c chunker
+	var chunks [][]job
+	for _, j := range jobs {
+		chunks = append(chunks, c.add(j)...)
+	}
+	if last := c.close(); len(last) > 0 {
+		chunks = append(chunks, last)
+	}
+	return chunks
 }
 
 // TestChunkJobsStable changes one job among 20,000: only the chunk that

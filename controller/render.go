@@ -231,18 +231,31 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 }
 
 // renderConfigSecrets renders the config Secret of the configuration
-// made of head and parts.tail, split into parts when it is too large
+// made of head and parts.body, split into parts when it is too large
 // (split), and its hashes with the rule ConfigMaps shards: the objects
 // of the configuration, with the monitors left out.
 func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts configParts, shards []*corev1.ConfigMap) (*objects, error) {
 	objs := &objects{}
-	gz, err := gzipConfig(corev1.MaxSecretSize, head, parts.tail)
+	whole := append([][]byte{head}, parts.body()...)
+	size := 0
+	for _, b := range whole {
+		size += len(b)
+	}
+	var (
+		gz  []byte
+		err error
+	)
+	fits := !parts.jobs.splitting && size <= maxConfigBytes
+	if fits {
+		gz, err = gzipConfig(corev1.MaxSecretSize, whole...)
+	}
 	var tooLarge *sizeError
 	switch {
-	case err == nil && len(head)+len(parts.tail) <= maxConfigBytes:
+	case fits && err == nil:
 		sum := sha256.New()
-		sum.Write(head)
-		sum.Write(parts.tail)
+		for _, b := range whole {
+			sum.Write(b)
+		}
 		objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
 	case err == nil || errors.As(err, &tooLarge):
 		split, err := split(server, head, parts)

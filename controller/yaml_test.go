@@ -59,7 +59,8 @@ func TestConfigYAMLEncoding(t *testing.T) {
 }
 
 // TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
-// encodeYAML writes as what yaml.v2's own Marshal writes, for every case.
+// encodeYAML writes as what yaml.v2's own Marshal writes, for every job
+// and the sections around them, in every case.
 func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 	cases := map[string]configInput{"bench": benchConfigInput(20, 3)}
 	for _, path := range configCases(t) {
@@ -67,18 +68,33 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, _, err := newRenderer(in).config(in)
+			if in.Server == nil {
+				return
+			}
+			r := newRenderer(in)
+			server, err := r.renderServer()
 			if err != nil {
 				return
 			}
-			ours, err := encodeYAML(cfg, 0)
-			require.NoError(t, err)
-			theirs, err := yaml.Marshal(cfg)
-			require.NoError(t, err)
-			var got, want any
-			require.NoError(t, yaml.UnmarshalStrict(ours, &got))
-			require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
-			require.Empty(t, cmp.Diff(want, got))
+			docs := []yaml.MapSlice{{server.global}}
+			if len(server.rest) > 0 {
+				docs = append(docs, server.rest)
+			}
+			_ = r.eachMonitor(in, func(_, _, _ string, js []yaml.MapSlice, err error) {
+				if err == nil {
+					docs = append(docs, yaml.MapSlice{{Key: "scrape_configs", Value: js}})
+				}
+			}) // A duplicate monitor is an error case: the others are compared.
+			for _, doc := range docs {
+				ours, err := encodeYAML(doc, 0)
+				require.NoError(t, err)
+				theirs, err := yaml.Marshal(doc)
+				require.NoError(t, err)
+				var got, want any
+				require.NoError(t, yaml.UnmarshalStrict(ours, &got))
+				require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
+				require.Empty(t, cmp.Diff(want, got))
+			}
 		})
 	}
 }
