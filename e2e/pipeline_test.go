@@ -347,4 +347,6 @@ func TestPipeline(t *testing.T) {
 	e.pod.start(t, "config-reloader")
 	want["second"] = []string{"job:scrape:max", "job:scrape:min"}
 	e.waitGroups(t, "the change made while the config-reloader was down", want)
+
+	t.Run("Probe and ScrapeConfig targets scraped", func(t *testing.T) { testScrapeKinds(t, e) })
 }
