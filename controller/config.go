@@ -150,6 +150,10 @@ type renderer struct {
 	regexps map[string]compiledRegexp
 	// monitors are the jobs of each monitor rendered, in their order.
 	monitors []monitorJobs
+	// classes are the scrape classes of the server by name, and
+	// defaultClass the name of the default one, or "" (scrapeClasses).
+	classes      map[string]*scrapeClass
+	defaultClass string
 }
 
 // config renders the configuration of in, with r made from in.
@@ -159,6 +163,9 @@ func (r *renderer) config(in configInput) (yaml.MapSlice, []rejection, error) {
 	}
 	server, err := r.renderServer()
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.scrapeClasses(); err != nil {
 		return nil, nil, err
 	}
 	sms, err := sortedObjects(in.ServiceMonitors, monitoringv1.ServiceMonitorsKind)
