@@ -157,12 +157,8 @@ func shardAdditionalJob(job yaml.MapSlice, shards int) yaml.MapSlice {
 		}
 		at = i
 		relabelings, _ = it.Value.([]yaml.MapSlice)
-		for _, rc := range relabelings {
-			for _, f := range rc {
-				if f.Key == "action" && f.Value == string(relabel.HashMod) {
-					return job
-				}
-			}
+		if hasHashmod(relabelings) {
+			return job
 		}
 	}
 	item := yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, shards, model.AddressLabel)}
@@ -171,6 +167,19 @@ func shardAdditionalJob(job yaml.MapSlice, shards int) yaml.MapSlice {
 	}
 	job[at] = item
 	return job
+}
+
+// hasHashmod tells whether one of the rendered relabelings rl is a
+// hashmod: a job that has one is sharded by it, not by appendSharding's.
+func hasHashmod(rl []yaml.MapSlice) bool {
+	for _, rc := range rl {
+		for _, f := range rc {
+			if f.Key == "action" && f.Value == string(relabel.HashMod) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // normalizeYAML returns m with the values yaml.v2 decodes turned into

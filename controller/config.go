@@ -147,7 +147,7 @@ type renderer struct {
 	// or not: a change to any of them can change the configuration.
 	secretRefs map[string]struct{}
 	srv        *v1alpha1.PrometheusServer
-	// scratch is the buffer jobs are encoded into (appendJobs).
+	// scratch is the buffer jobs are encoded into (addJobs).
 	scratch []byte
 	// interval is the global scrape interval, the default of every job, as
 	// a duration and as written.
@@ -155,6 +155,10 @@ type renderer struct {
 	intervalText string
 	// regexps caches the regular expressions compiled so far.
 	regexps map[string]compiledRegexp
+	// classes are the scrape classes of the server by name, and
+	// defaultClass the name of the default one, or "" (scrapeClasses).
+	classes      map[string]*scrapeClass
+	defaultClass string
 }
 
 // config renders the configuration of in, with r made from in, but for
@@ -165,6 +169,9 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 	}
 	server, err := r.renderServer()
 	if err != nil {
+		return configParts{}, nil, err
+	}
+	if err := r.scrapeClasses(); err != nil {
 		return configParts{}, nil, err
 	}
 	var (

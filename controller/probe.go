@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -27,7 +28,8 @@ const (
 // ones.
 func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 	s, ns := &p.Spec, p.Namespace
-	if err := checkScrapeClass(s.ScrapeClassName); err != nil {
+	class, err := r.scrapeClass(s.ScrapeClassName)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkProberURL(s.ProberSpec.URL); err != nil {
@@ -62,7 +64,7 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 		return nil, err
 	}
 	job = append(job, proxy...)
-	e := &endpoint{http: s.HTTPConfigWithoutTLS}
+	e := &endpoint{http: s.HTTPConfigWithoutTLS, class: class}
 	// The Probe's own authorization field hides the one of HTTPConfig.
 	e.http.Authorization = s.Authorization
 	if s.TLSConfig != nil {
@@ -76,7 +78,7 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 	job = append(job, auth...)
 
 	enforced := enforcedLabel(&r.srv.Spec, monitoringv1.ProbesKind, ns, p.Name)
-	targets, relabelings, err := r.probeTargets(p, enforced)
+	targets, relabelings, err := r.probeTargets(p, class, enforced)
 	if err != nil {
 		return nil, err
 	}
@@ -89,20 +91,21 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 		labelValueLengthLimit:  s.LabelValueLengthLimit,
 		keepDroppedTargets:     s.KeepDroppedTargets,
 		scrapeProtocols:        s.ScrapeProtocols,
-		fallbackScrapeProtocol: s.FallbackScrapeProtocol,
+		fallbackScrapeProtocol: cmp.Or(s.FallbackScrapeProtocol, class.fallbackScrapeProtocol),
 		nativeHistograms:       s.NativeHistogramConfig,
 	})
 	if err != nil {
 		return nil, err
 	}
 	job = append(job, tail...)
-	return r.appendMetricRelabelings(job, "metricRelabelings", s.MetricRelabelConfigs, enforced, ns)
+	return r.appendMetricRelabelings(job, class, "metricRelabelings", s.MetricRelabelConfigs, enforced, ns)
 }
 
 // probeTargets renders the targets of p, static or from ingresses, and the
-// relabelings of its job, prometheus-operator's, the user's and the
-// enforced namespace label's (enforced) but for the shards'.
-func (r *renderer) probeTargets(p *monitoringv1.Probe, enforced string) (yaml.MapItem, []yaml.MapSlice, error) {
+// relabelings of its job, prometheus-operator's, the scrape class's, the
+// user's and the enforced namespace label's (enforced) but for the
+// shards'.
+func (r *renderer) probeTargets(p *monitoringv1.Probe, class *scrapeClass, enforced string) (yaml.MapItem, []yaml.MapSlice, error) {
 	t := &p.Spec.Targets
 	rl := []yaml.MapSlice{jobNameRelabeling()}
 	if p.Spec.JobName != "" {
@@ -168,7 +171,7 @@ func (r *renderer) probeTargets(p *monitoringv1.Probe, enforced string) (yaml.Ma
 	default:
 		return yaml.MapItem{}, nil, errors.New("targets: at least one of staticConfig and ingress is required")
 	}
-	rl, err := r.relabelConfigs(rl, field, user)
+	rl, err := r.relabelConfigs(append(rl, class.relabelings...), field, user)
 	if err != nil {
 		return yaml.MapItem{}, nil, err
 	}
@@ -235,14 +238,6 @@ func httpOptions(h *monitoringv1.HTTPConfigWithoutTLS) yaml.MapSlice {
 	return items
 }
 
-// checkScrapeClass refuses a scrape class: PrometheusServers have none.
-func checkScrapeClass(class *string) error {
-	if class != nil && *class != "" {
-		return fmt.Errorf("scrapeClass: %q: PrometheusServer has no scrape classes", *class)
-	}
-	return nil
-}
-
 // kubernetesSD is a kubernetes_sd_configs item of role in the namespaces
 // sel selects for an object of namespace ns: every one, the names it
 // lists, or ns alone.
@@ -259,12 +254,14 @@ func kubernetesSD(role string, sel monitoringv1.NamespaceSelector, ns string) ya
 }
 
 // appendMetricRelabelings appends to job the metric_relabel_configs of
-// rcs, the field at path, and the enforced namespace label's, if any.
-func (r *renderer) appendMetricRelabelings(job yaml.MapSlice, path string, rcs []monitoringv1.RelabelConfig, enforced, ns string) (yaml.MapSlice, error) {
-	if len(rcs) == 0 && enforced == "" {
+// the scrape class, of rcs, the field at path, and the enforced namespace
+// label's, if any.
+func (r *renderer) appendMetricRelabelings(job yaml.MapSlice, class *scrapeClass, path string, rcs []monitoringv1.RelabelConfig, enforced, ns string) (yaml.MapSlice, error) {
+	if len(class.metricRelabelings) == 0 && len(rcs) == 0 && enforced == "" {
 		return job, nil
 	}
-	mrl, err := r.relabelConfigs(make([]yaml.MapSlice, 0, len(rcs)+1), path, rcs)
+	mrl := make([]yaml.MapSlice, 0, len(class.metricRelabelings)+len(rcs)+1)
+	mrl, err := r.relabelConfigs(append(mrl, class.metricRelabelings...), path, rcs)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("secrets of the server", cp.testServerSecrets)
 	t.Run("web TLS", cp.testWebTLS)
 	t.Run("additional scrape configs", cp.testAdditionalScrapeConfigs)
+	t.Run("scrape classes", cp.testScrapeClasses)
 	t.Run("rule shards", cp.testShards)
 	t.Run("shard scaling", cp.testShardScaling)
 	t.Run("immutable field", cp.testImmutable)

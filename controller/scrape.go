@@ -74,6 +74,9 @@ type endpoint struct {
 	bearerTokenFile          string
 	relabelings              []monitoringv1.RelabelConfig
 	metricRelabelings        []monitoringv1.RelabelConfig
+	// class is the scrape class of the object, nil for none: its TLS
+	// settings and authorization are merged into the endpoint's.
+	class *scrapeClass
 }
 
 // serviceMonitorJobs renders the scrape jobs of sm, one per endpoint.
@@ -217,6 +220,7 @@ func scrapeJobs[E any](r *renderer, m *monitorSpec, eps []E, endpointOf func(*E)
 	jobs := make([]yaml.MapSlice, 0, len(eps))
 	for i := range eps {
 		e := endpointOf(&eps[i])
+		e.class = parts.class
 		// Concatenated rather than formatted: fmt would allocate for each
 		// string argument, thousands of times per configuration.
 		index := strconv.Itoa(i)
@@ -240,7 +244,7 @@ func scrapeJobs[E any](r *renderer, m *monitorSpec, eps []E, endpointOf func(*E)
 func (r *renderer) builtinRelabelings(m *monitorSpec, parts *monitorParts, e *endpoint, path string) ([]yaml.MapSlice, error) {
 	service := m.selectorKind == "service"
 	filterRunning := e.filterRunning == nil || *e.filterRunning
-	rl := make([]yaml.MapSlice, 0, 16+len(parts.selector)+len(m.targetLabels)+len(m.podTargetLabels)+len(e.relabelings))
+	rl := make([]yaml.MapSlice, 0, 16+len(parts.selector)+len(m.targetLabels)+len(m.podTargetLabels)+len(parts.class.relabelings)+len(e.relabelings))
 	rl = append(rl, jobNameRelabeling())
 	if !service && filterRunning {
 		rl = append(rl, runningFilter())
@@ -345,13 +349,23 @@ type monitorParts struct {
 	// enforced is the label spec.enforcedNamespaceLabel sets on every
 	// target and series of the monitor (enforcedLabel), or "".
 	enforced string
+	// class is the scrape class of the monitor.
+	class *scrapeClass
 }
 
 // monitorParts checks the monitor-wide fields of s and renders what its
-// jobs share.
+// jobs share. The attachMetadata and fallbackScrapeProtocol of its scrape
+// class fill in those s leaves unset.
 func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
-	if err := checkScrapeClass(s.scrapeClass); err != nil {
+	class, err := r.scrapeClass(s.scrapeClass)
+	if err != nil {
 		return monitorParts{}, err
+	}
+	if s.attachMetadata == nil {
+		s.attachMetadata = class.attachMetadata
+	}
+	if s.fallbackScrapeProtocol == nil {
+		s.fallbackScrapeProtocol = class.fallbackScrapeProtocol
 	}
 	if s.selectorMechanism != nil && *s.selectorMechanism != monitoringv1.SelectorMechanismRelabel {
 		return monitorParts{}, fmt.Errorf("selectorMechanism: %q is not supported, only %s is", *s.selectorMechanism, monitoringv1.SelectorMechanismRelabel)
@@ -390,6 +404,7 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		selector: selectorRelabelings(&s.selector, "__meta_kubernetes_"+s.selectorKind),
 		tail:     tail,
 		enforced: enforcedLabel(&r.srv.Spec, kind, s.namespace, s.name),
+		class:    class,
 	}, nil
 }
 
@@ -447,9 +462,10 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 }
 
 // jobRelabelings appends to job its relabel_configs (relabelings, then
-// the endpoint's, the enforced namespace label's and the shards'), the
-// monitor's tail, and its metric_relabel_configs.
+// the scrape class's, the endpoint's, the enforced namespace label's and
+// the shards'), the monitor's tail, and its metric_relabel_configs.
 func (r *renderer) jobRelabelings(job yaml.MapSlice, ns string, parts *monitorParts, e *endpoint, path string, relabelings []yaml.MapSlice) (yaml.MapSlice, error) {
+	relabelings = append(relabelings, parts.class.relabelings...)
 	relabelings, err := r.relabelConfigs(relabelings, path+".relabelings", e.relabelings)
 	if err != nil {
 		return nil, err
@@ -458,7 +474,7 @@ func (r *renderer) jobRelabelings(job yaml.MapSlice, ns string, parts *monitorPa
 	relabelings = appendSharding(relabelings, shardCount(r.srv), model.AddressLabel)
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 	job = append(job, parts.tail...)
-	return r.appendMetricRelabelings(job, path+".metricRelabelings", e.metricRelabelings, parts.enforced, ns)
+	return r.appendMetricRelabelings(job, parts.class, path+".metricRelabelings", e.metricRelabelings, parts.enforced, ns)
 }
 
 // scrapeIntervals renders the scrape_interval and scrape_timeout of a job
@@ -585,7 +601,8 @@ func monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
 }
 
 // endpointAuth renders the credentials and TLS settings of endpoint e,
-// at path ("" for a spec's own fields).
+// at path ("" for a spec's own fields), with those of its scrape class
+// merged in.
 func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, error) {
 	var items yaml.MapSlice
 	if err := checkAuthMethods(&e.http, e.bearerTokenFile); err != nil {
@@ -598,8 +615,8 @@ func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, er
 		}
 		items = append(items, item)
 	}
-	if e.tls != nil {
-		item, err := r.tlsConfig(ns, fieldPath(path, "tlsConfig"), e.tls)
+	if tls := e.class.mergeTLS(e.tls); tls != nil {
+		item, err := r.tlsConfig(ns, fieldPath(path, "tlsConfig"), tls)
 		if err != nil {
 			return nil, err
 		}
@@ -622,10 +639,13 @@ func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, er
 		}
 		items = append(items, item)
 	}
-	if a := e.http.Authorization; a != nil {
-		item, err := r.authorization(ns, fieldPath(path, "authorization"), a, false)
+	if a, file := e.class.mergeAuthorization(e); a != nil {
+		item, err := r.authorization(ns, fieldPath(path, "authorization"), a, file != "")
 		if err != nil {
 			return nil, err
+		}
+		if file != "" {
+			item.Value = append(item.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: file})
 		}
 		items = append(items, item)
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -39,7 +40,8 @@ func supportedSD() map[string]bool {
 // targets.
 func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.MapSlice, error) {
 	s, ns := &sc.Spec, sc.Namespace
-	if err := checkScrapeClass(s.ScrapeClassName); err != nil {
+	class, err := r.scrapeClass(s.ScrapeClassName)
+	if err != nil {
 		return nil, err
 	}
 	if err := unsupportedSD(s); err != nil {
@@ -64,7 +66,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		return nil, err
 	}
 	job = append(job, scheme...)
-	client, err := r.httpClient(ns, "", &sdClient{basicAuth: s.BasicAuth, authorization: s.Authorization, oauth2: s.OAuth2, tls: s.TLSConfig, proxy: s.ProxyConfig})
+	client, err := r.httpClient(ns, "", &sdClient{basicAuth: s.BasicAuth, authorization: s.Authorization, oauth2: s.OAuth2, tls: s.TLSConfig, proxy: s.ProxyConfig, class: class})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		labelValueLengthLimit:  s.LabelValueLengthLimit,
 		keepDroppedTargets:     s.KeepDroppedTargets,
 		scrapeProtocols:        s.ScrapeProtocols,
-		fallbackScrapeProtocol: s.FallbackScrapeProtocol,
+		fallbackScrapeProtocol: cmp.Or(s.FallbackScrapeProtocol, class.fallbackScrapeProtocol),
 		nativeHistograms:       s.NativeHistogramConfig,
 		bodySizeLimit:          s.BodySizeLimit,
 	})
@@ -95,7 +97,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		return nil, err
 	}
 	job = append(job, sds...)
-	return r.scrapeConfigRelabelings(job, sc)
+	return r.scrapeConfigRelabelings(job, sc, class)
 }
 
 // scrapeOptions renders the options of s that need no check, in
@@ -130,11 +132,12 @@ func scrapeOptions(s *monitoringv1alpha1.ScrapeConfigSpec) yaml.MapSlice {
 }
 
 // scrapeConfigRelabelings appends to job the relabel_configs and
-// metric_relabel_configs of sc: prometheus-operator's, the user's, the
-// enforced namespace label's, and the shards' unless a relabeling of the
-// user's already does a hashmod.
-func (r *renderer) scrapeConfigRelabelings(job yaml.MapSlice, sc *monitoringv1alpha1.ScrapeConfig) (yaml.MapSlice, error) {
-	rl := []yaml.MapSlice{jobNameRelabeling()}
+// metric_relabel_configs of sc: prometheus-operator's (the scrape class's
+// right after the first, as prometheus-operator orders them), the user's,
+// the enforced namespace label's, and the shards' unless a relabeling of
+// the class's or the user's already does a hashmod.
+func (r *renderer) scrapeConfigRelabelings(job yaml.MapSlice, sc *monitoringv1alpha1.ScrapeConfig, class *scrapeClass) (yaml.MapSlice, error) {
+	rl := append([]yaml.MapSlice{jobNameRelabeling()}, class.relabelings...)
 	if sc.Spec.JobName != nil {
 		rl = append(rl, yaml.MapSlice{
 			{Key: "target_label", Value: "job"},
@@ -148,15 +151,11 @@ func (r *renderer) scrapeConfigRelabelings(job yaml.MapSlice, sc *monitoringv1al
 	}
 	enforced := enforcedLabel(&r.srv.Spec, monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name)
 	rl = appendEnforced(rl, enforced, sc.Namespace)
-	hashmod := false
-	for _, rc := range sc.Spec.RelabelConfigs {
-		hashmod = hashmod || strings.EqualFold(rc.Action, "hashmod")
-	}
-	if !hashmod {
+	if !hasHashmod(rl) {
 		rl = appendSharding(rl, shardCount(r.srv), model.AddressLabel)
 	}
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: rl})
-	return r.appendMetricRelabelings(job, "metricRelabelings", sc.Spec.MetricRelabelConfigs, enforced, sc.Namespace)
+	return r.appendMetricRelabelings(job, class, "metricRelabelings", sc.Spec.MetricRelabelConfigs, enforced, sc.Namespace)
 }
 
 // unsupportedSD refuses a ScrapeConfig that uses a service discovery
@@ -462,6 +461,9 @@ type sdClient struct {
 	tls                          *monitoringv1.SafeTLSConfig
 	proxy                        monitoringv1.ProxyConfig
 	followRedirects, enableHTTP2 *bool
+	// class is the scrape class of a ScrapeConfig's own client; nil for
+	// its service discoveries'.
+	class *scrapeClass
 }
 
 // httpClient renders the HTTP client settings c of the object at path
@@ -477,7 +479,7 @@ func (r *renderer) httpClient(ns, path string, c *sdClient) (yaml.MapSlice, erro
 		OAuth2:          c.oauth2,
 		FollowRedirects: c.followRedirects,
 		EnableHTTP2:     c.enableHTTP2,
-	}}
+	}, class: c.class}
 	if c.tls != nil {
 		e.tls = &monitoringv1.TLSConfig{SafeTLSConfig: *c.tls}
 	}

@@ -73,7 +73,7 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 			}
 			r := newRenderer(in)
 			server, err := r.renderServer()
-			if err != nil {
+			if err != nil || r.scrapeClasses() != nil {
 				return
 			}
 			docs := []yaml.MapSlice{{server.global}}

@@ -219,6 +219,23 @@ type PrometheusServerSpec struct {
 	// in its namespace.
 	// +optional
 	ExcludedFromEnforcement []monitoringv1.ObjectReference `json:"excludedFromEnforcement,omitempty"`
+	// ScrapeClasses are settings ServiceMonitors, PodMonitors, Probes and
+	// ScrapeConfigs take by naming one in their scrapeClass field, or from
+	// the class with default: true when they name none, as
+	// prometheus-operator's scrapeClasses: tlsConfig (files only: caFile,
+	// certFile, keyFile fill in what the object's own tlsConfig leaves
+	// unset; the whole class tlsConfig when the object has none),
+	// authorization (credentialsFile only; when the object sets no
+	// credentials of its own), relabelings (after the built-in ones,
+	// before the object's), metricRelabelings (before the object's),
+	// attachMetadata (monitors only) and fallbackScrapeProtocol (when the
+	// object sets none). An object naming a class that does not exist is
+	// left out; duplicate names, more than one default or an invalid
+	// class refuse the spec (InvalidSpec).
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	ScrapeClasses []monitoringv1.ScrapeClass `json:"scrapeClasses,omitempty"`
 	// Web configures Prometheus' web server, as prometheus-operator's
 	// web field does: pageTitle (--web.page-title), maxConnections
 	// (--web.max-connections), and, rendered into a web configuration file

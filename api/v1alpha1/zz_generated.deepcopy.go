@@ -225,6 +225,13 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = make([]monitoringv1.ObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.ScrapeClasses != nil {
+		in, out := &in.ScrapeClasses, &out.ScrapeClasses
+		*out = make([]monitoringv1.ScrapeClass, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Web != nil {
 		in, out := &in.Web, &out.Web
 		*out = new(monitoringv1.PrometheusWebSpec)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -59,6 +60,11 @@ func StartWithFlags(t testing.TB, flags map[string]string, crdDirs ...string) *C
 		BinaryAssetsDirectory: filepath.Dir(bin),
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
+		// envtest's default, 20 s per component, is too short on 2 cores
+		// shared with other API servers and builds (load average 10):
+		// every start timed out, where a test waits on its own deadlines.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
 	for name, value := range flags {
