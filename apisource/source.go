@@ -28,7 +28,8 @@ type Options struct {
 	SecretNamespace, SecretName, SecretKey string
 	// RulesNamespace and RulesSelector select the rule file ConfigMaps by
 	// a label selector; an empty RulesSelector reads none. Each ConfigMap
-	// key is the file <configmap>/<key>.
+	// key is the file <configmap>/<key> (which the reloader writes
+	// gunzipped, without .gz, for a key ending with .gz).
 	RulesNamespace, RulesSelector string
 }
 
@@ -177,7 +178,14 @@ func (s *Source) Snapshot() (reloader.Snapshot, error) {
 			files[cm+"/"+k] = string(b)
 		}
 	}
-	return reloader.Snapshot{Config: config, ConfigName: name + " key " + s.opts.SecretKey, Files: files}, nil
+	return reloader.Snapshot{Config: config, ConfigName: name + " key " + s.opts.SecretKey, Files: files, Describe: s.describeFile}, nil
+}
+
+// describeFile names a file of a Snapshot, "<configmap>/<key>", by its
+// ConfigMap and key.
+func (s *Source) describeFile(name string) string {
+	cm, key, _ := strings.Cut(name, "/")
+	return fmt.Sprintf("configmap %s/%s key %s", s.opts.RulesNamespace, cm, key)
 }
 
 func keys[V any](m map[string]V) string {

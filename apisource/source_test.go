@@ -156,6 +156,10 @@ func TestSource(t *testing.T) {
 		_, err := e.kube.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
 		require.NoError(t, err)
 		snapshotIs(t, s, "a: 1\n|r0/x.yaml=x0;r1/b.yaml=\x00\x01\x02;")
+		// Files are as stored; errors name a file by its ConfigMap and key.
+		snap, err := s.Snapshot()
+		require.NoError(t, err)
+		require.Equal(t, "configmap "+ns+"/r1 key b.yaml.gz", snap.Describe("r1/b.yaml.gz"))
 		// A ConfigMap that stops matching goes, as a deleted one.
 		e.configMap(t, ns, "r0", map[string]string{"rules": "no"}, map[string]string{"x.yaml": "x0"})
 		snapshotIs(t, s, "a: 1\n|r1/b.yaml=\x00\x01\x02;")

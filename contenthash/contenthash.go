@@ -21,8 +21,10 @@ import (
 const version = "podreload.dev/content-hash/v1\x00"
 
 // Sum returns the hash of config, the configuration exactly as stored (the
-// Secret key's bytes, gzipped or not), and of files, the rule files by
-// "<configmap>/<key>" name and content, as 64 lowercase hex digits. The
+// Secret key's bytes, gzipped or not), and of files, the rule files as
+// stored by "<configmap>/<key>" name and content (a key X.yaml.gz with its
+// gzipped bytes, not the file X.yaml the reloader writes), as 64 lowercase
+// hex digits. The
 // order of files' keys does not matter; an absent configuration and an
 // empty one are the same.
 func Sum(config []byte, files map[string]string) string {

@@ -84,7 +84,7 @@ func TestRuleCacheEnforcement(t *testing.T) {
 		shards, rejected := cache.render(server, []*monitoringv1.PrometheusRule{r})
 		require.Empty(t, rejected)
 		require.Len(t, shards, 1)
-		return shards[0].Data[ruleFileName(r)]
+		return shardRules(t, shards[0])[ruleFileName(r)]
 	}
 	plain := file()
 	require.NotContains(t, plain, "tenant")

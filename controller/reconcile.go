@@ -652,11 +652,14 @@ func syncSecret(live, desired *corev1.Secret) bool {
 	return true
 }
 
+// syncConfigMap makes live hold exactly desired's data and binaryData: a
+// rule file ConfigMap written by an older controller, with plain data
+// keys, is replaced by its gzipped keys in one update.
 func syncConfigMap(live, desired *corev1.ConfigMap) bool {
-	if maps.Equal(live.Data, desired.Data) && len(live.BinaryData) == 0 {
+	if maps.Equal(live.Data, desired.Data) && maps.EqualFunc(live.BinaryData, desired.BinaryData, bytes.Equal) {
 		return false
 	}
-	live.Data, live.BinaryData = desired.Data, nil
+	live.Data, live.BinaryData = desired.Data, desired.BinaryData
 	return true
 }
 

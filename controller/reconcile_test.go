@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -284,7 +285,7 @@ func (cp *controlPlane) ruleFiles(t *testing.T, s *v1alpha1.PrometheusServer) []
 		_, err := fmt.Sscanf(strings.TrimPrefix(cm.Name, s.Name+"-rulefiles-"), "%d", &i)
 		require.NoError(t, err)
 		require.Less(t, i, len(shards), "shard %s", cm.Name)
-		for name := range cm.Data {
+		for name := range shardRules(t, &cm) {
 			shards[i] = append(shards[i], name)
 		}
 		slices.Sort(shards[i])
@@ -359,7 +360,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	var shard corev1.ConfigMap
 	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)
 	requireControlledBy(t, &shard, srv)
-	require.Contains(t, shard.Data[fileOf(r1)], "expr: up")
+	require.Contains(t, shardRules(t, &shard)[fileOf(r1)], "expr: up")
 
 	sum := sha256.Sum256([]byte(config))
 	eventually(t, func(c *assert.CollectT) {
@@ -373,8 +374,8 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ConfigSecretName(srv)}, &secret)) &&
 			assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)) {
 			files := map[string]string{}
-			for k, v := range shard.Data {
-				files[shard.Name+"/"+k] = v
+			for k, v := range shard.BinaryData {
+				files[shard.Name+"/"+k] = string(v)
 			}
 			assert.Equal(c, contenthash.Sum(secret.Data[ConfigSecretKey], files), st.ContentHash)
 		}
@@ -414,7 +415,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	eventually(t, func(c *assert.CollectT) {
 		var cm corev1.ConfigMap
 		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &cm))
-		assert.Contains(c, cm.Data[fileOf(r3)], "vector(2)")
+		assert.Contains(c, shardRules(t, &cm)[fileOf(r3)], "vector(2)")
 	})
 }
 
@@ -445,10 +446,11 @@ func (cp *controlPlane) testSecrets(t *testing.T) {
 	})
 }
 
-// paddedRule is a PrometheusRule whose rule file takes about size bytes.
+// paddedRule is a PrometheusRule whose rule file takes about size bytes
+// gzipped: padded with random letters (noisyRule).
 func paddedRule(ns, name string, size int) *monitoringv1.PrometheusRule {
 	r := prometheusRule(ns, name, labelsOf("shard", "test"), "up == 0")
-	r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": strings.Repeat("x", size)}
+	r.Spec.Groups[0].Rules[0].Labels = noisyRule(name, size*4/3).Spec.Groups[0].Rules[0].Labels
 	return r
 }
 
@@ -471,7 +473,20 @@ func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
 	var sts appsv1.StatefulSet
 	cp.waitFor(t, client.ObjectKeyFromObject(srv), &sts)
 
-	// Four files of 150 KiB and a small one: three big ones fill the first
+	// A shard as an older controller wrote it, its file plain: written
+	// again gzipped, in one update.
+	edit(t, cp.c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ruleShardName(srv, 0)}}, func(cm *corev1.ConfigMap) {
+		cm.Data, cm.BinaryData = map[string]string{fileOf(small): "groups: []\n"}, nil
+	})
+	eventually(t, func(c *assert.CollectT) {
+		var cm corev1.ConfigMap
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ruleShardName(srv, 0)}, &cm)) {
+			assert.Empty(c, cm.Data)
+			assert.Equal(c, []string{fileOf(small) + ".gz"}, slices.Collect(maps.Keys(cm.BinaryData)))
+		}
+	})
+
+	// Four files of 150 KiB gzipped and a small one: three big ones fill the first
 	// 512 KiB shard, the small one fits there too, the last goes to a
 	// second shard. With the API source, the configuration names it
 	// before it is created; with the volume source, it names a padded set

@@ -108,7 +108,7 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 		fmt.Fprintf(&b, "# rule shards: none\n")
 	}
 	for _, cm := range out.RuleShards {
-		fmt.Fprintf(&b, "# configmap %s/%s: %s\n", cm.Namespace, cm.Name, strings.Join(slices.Sorted(maps.Keys(cm.Data)), ", "))
+		fmt.Fprintf(&b, "# configmap %s/%s: %s\n", cm.Namespace, cm.Name, strings.Join(slices.Sorted(maps.Keys(cm.BinaryData)), ", "))
 	}
 	if out.Role == nil {
 		fmt.Fprintf(&b, "# role: none\n")
@@ -342,7 +342,7 @@ func TestRenderRollsPodsOnlyForThePods(t *testing.T) {
 			require.Equal(t, tc.config, got.ConfigHash != base.ConfigHash, "config hash")
 			require.Equal(t, tc.config, !bytes.Equal(base.ConfigSecret.Data[ConfigSecretKey], got.ConfigSecret.Data[ConfigSecretKey]), "config Secret")
 			require.Equal(t, tc.rules, !slices.EqualFunc(base.RuleShards, got.RuleShards, func(a, b *corev1.ConfigMap) bool {
-				return a.Name == b.Name && maps.Equal(a.Data, b.Data)
+				return a.Name == b.Name && maps.EqualFunc(a.BinaryData, b.BinaryData, bytes.Equal)
 			}), "rule shards")
 			annotation := func(o *objects) string { return o.StatefulSets[0].Spec.Template.Annotations[annotationInputHash] }
 			require.Equal(t, tc.pods, annotation(got) != annotation(base), "input hash")

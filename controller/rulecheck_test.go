@@ -29,7 +29,8 @@ func TestRuleCheckerAsRulefmtParse(t *testing.T) {
 			name := filepath.Base(f)
 			t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
 				r := loadRule(t, name)
-				got := c.render(r).reason
+				res, _ := c.render(r, nil)
+				got := res.reason
 				_, errs := rulefmt.Parse(appendRuleFile(nil, r), false, model.UTF8Validation)
 				if yamlErrors[name] {
 					require.NotEmpty(t, errs)

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"runtime"
@@ -20,10 +22,14 @@ import (
 )
 
 const (
-	// maxShardBytes bounds the rule file content of one ConfigMap: the sum of
-	// the lengths of its data values, keys and metadata not counted, which
-	// leaves ample room under the API server's 1 MiB object limit.
+	// maxShardBytes bounds the rule files of one ConfigMap: the sum of
+	// the lengths of its binaryData values, the files gzipped, keys and
+	// metadata not counted, which leaves ample room under the API
+	// server's 1 MiB object limit.
 	maxShardBytes = 512 << 10
+	// gzipSuffix ends the binaryData key of a gzipped rule file: the
+	// config-reloaders write the file X for the key X.gz, gunzipped.
+	gzipSuffix = ".gz"
 	// maxKeyLength is the longest ConfigMap data key the API server accepts.
 	maxKeyLength = 253
 	// maxReasonErrors bounds how many validation errors a Reason lists.
@@ -36,9 +42,11 @@ const (
 	kindPrometheusRule = "PrometheusRule"
 )
 
-// ruleResult is what a PrometheusRule gives: a file, or why it has none.
+// ruleResult is what a PrometheusRule gives: a file, named name and
+// gzipped into gz, or why it has none.
 type ruleResult struct {
-	name, content, reason string
+	name, reason string
+	gz           []byte
 }
 
 // ruleKey identifies one version of a PrometheusRule, and the label
@@ -63,16 +71,19 @@ type ruleCache struct {
 
 // render turns the PrometheusRules selected for server into rule file
 // ConfigMaps named <server>-rulefiles-<i> in the server's namespace, each
-// holding at most 512 KiB of rule files (counted as the sum of the file
-// contents in bytes). Files are named <namespace>-<name>-<uid>.yaml and
-// placed first-fit in name order, so the same rules always give the same
-// ConfigMaps. A PrometheusRule that Prometheus would refuse, or whose file
-// alone exceeds a ConfigMap, is left out and returned as rejected, sorted by
-// namespace and name; the others are kept. Owner references are not set.
+// holding at most 512 KiB of rule files gzipped (counted as the sum of the
+// gzipped files' lengths). Files are named <namespace>-<name>-<uid>.yaml,
+// stored gzipped (gzipRuleFile) under the binaryData key of that name
+// with ".gz" appended, and placed first-fit in name order, so the same
+// rules always give the same ConfigMaps. A PrometheusRule that Prometheus
+// would refuse, whose file alone exceeds a ConfigMap gzipped, or which a
+// config-reloader would refuse to gunzip (more than maxConfigBytes), is
+// left out and returned as rejected, sorted by namespace and name; the
+// others are kept. Owner references are not set.
 // The results of the previous render are reused for the PrometheusRules
 // whose UID and resourceVersion, and the label enforced on them, have not
 // changed.
-func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) (shards []*corev1.ConfigMap, rejected []rejection) {
+func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []rejection) {
 	results := make([]ruleResult, len(rules))
 	keys := make([]ruleKey, len(rules))
 	var todo []int
@@ -103,6 +114,7 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	c.mu.Unlock()
 
 	files := make([]ruleResult, 0, len(rules))
+	var rejected []rejection
 	for i, r := range results {
 		switch {
 		case rules[i] == nil:
@@ -112,23 +124,32 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 			files = append(files, r)
 		}
 	}
-	slices.SortFunc(files, func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
 	slices.SortFunc(rejected, func(a, b rejection) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	return packShards(server, files), rejected
+}
 
-	var used []int
+// packShards places files, each at most maxShardBytes gzipped, into rule
+// file ConfigMaps of server, first-fit in name order, each holding at
+// most maxShardBytes of them gzipped.
+func packShards(server *v1alpha1.PrometheusServer, files []ruleResult) []*corev1.ConfigMap {
+	files = slices.SortedFunc(slices.Values(files), func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
+	var (
+		shards []*corev1.ConfigMap
+		used   []int
+	)
 	for _, f := range files {
-		i := slices.IndexFunc(used, func(n int) bool { return n+len(f.content) <= maxShardBytes })
+		i := slices.IndexFunc(used, func(n int) bool { return n+len(f.gz) <= maxShardBytes })
 		if i < 0 {
 			i = len(shards)
 			shards = append(shards, ruleShard(server, i))
 			used = append(used, 0)
 		}
-		shards[i].Data[f.name] = f.content
-		used[i] += len(f.content)
+		shards[i].BinaryData[f.name+gzipSuffix] = f.gz
+		used[i] += len(f.gz)
 	}
-	return shards, rejected
+	return shards
 }
 
 func cacheable(r *monitoringv1.PrometheusRule) bool {
@@ -144,25 +165,55 @@ func renderAll(rules []*monitoringv1.PrometheusRule, keys []ruleKey, todo []int,
 	c := newRuleChecker()
 	for range min(runtime.GOMAXPROCS(0), len(todo)) {
 		wg.Go(func() {
+			// A gzip writer per goroutine: each is some 1 MB of state.
+			var zw *gzip.Writer
 			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
 				i := todo[j]
-				results[i] = c.render(enforceRules(rules[i], keys[i].enforced))
+				results[i], zw = c.render(enforceRules(rules[i], keys[i].enforced), zw)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-// render renders the rule file of r, or says why it has none.
-func (c *ruleChecker) render(r *monitoringv1.PrometheusRule) ruleResult {
+// render renders the rule file of r gzipped, with zw, a gzip writer to
+// reset or nil, which it returns for the next file; or says why r has no
+// file.
+func (c *ruleChecker) render(r *monitoringv1.PrometheusRule, zw *gzip.Writer) (ruleResult, *gzip.Writer) {
 	content, err := c.file(r)
-	if err == nil && len(content) > maxShardBytes {
-		err = fmt.Errorf("rule file is %d bytes, more than the %d bytes a ConfigMap shard holds", len(content), maxShardBytes)
-	}
 	if err != nil {
-		return ruleResult{reason: err.Error()}
+		return ruleResult{reason: err.Error()}, zw
 	}
-	return ruleResult{name: ruleFileName(r), content: content}
+	if len(content) > maxConfigBytes {
+		return ruleResult{reason: fmt.Sprintf("rule file is %d bytes, more than the %d bytes a config-reloader renders (--config-max-size)", len(content), maxConfigBytes)}, zw
+	}
+	gz, zw := gzipRuleFile(zw, content)
+	if len(gz) > maxShardBytes {
+		return ruleResult{reason: fmt.Sprintf("rule file is %d bytes, %d gzipped, more than the %d bytes a ConfigMap shard holds", len(content), len(gz), maxShardBytes)}, zw
+	}
+	return ruleResult{name: ruleFileName(r), gz: gz}, zw
+}
+
+// gzipRuleFile compresses content deterministically, as gzipConfig does:
+// a gzip header without file name or modification time, so that the same
+// rules give the same bytes and the ConfigMap is not rewritten. It
+// compresses at the best compression, about 10 times smaller for rule
+// files: a file is compressed once per change of its PrometheusRule (the
+// ruleCache keeps it), and the smaller it is, the more a shard holds. zw
+// is a writer to reset, or nil; it is returned for the next file.
+func gzipRuleFile(zw *gzip.Writer, content string) ([]byte, *gzip.Writer) {
+	var buf bytes.Buffer
+	buf.Grow(len(content)/4 + 64)
+	if zw == nil {
+		// The level is valid: NewWriterLevel cannot fail.
+		zw, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	} else {
+		zw.Reset(&buf)
+	}
+	// Writes to a bytes.Buffer do not fail.
+	_, _ = zw.Write([]byte(content))
+	_ = zw.Close()
+	return buf.Bytes(), zw
 }
 
 // ruleShardName is the name of the i-th rule file ConfigMap of server.
@@ -180,16 +231,16 @@ func ruleShard(server *v1alpha1.PrometheusServer, i int) *corev1.ConfigMap {
 			Namespace: server.Namespace,
 			Labels:    l,
 		},
-		Data: map[string]string{},
+		BinaryData: map[string][]byte{},
 	}
 }
 
 // ruleFileName is <namespace>-<name>-<uid>.yaml, with the name shortened
-// when the whole would be too long for a ConfigMap key; the uid keeps it
-// unique.
+// when the whole, with gzipSuffix, would be too long for a ConfigMap key;
+// the uid keeps it unique.
 func ruleFileName(r *monitoringv1.PrometheusRule) string {
 	name := r.Name
-	if over := len(r.Namespace) + len(name) + len(r.UID) + len("--.yaml") - maxKeyLength; over > 0 {
+	if over := len(r.Namespace) + len(name) + len(r.UID) + len("--.yaml"+gzipSuffix) - maxKeyLength; over > 0 {
 		name = name[:max(len(name)-over, 0)]
 	}
 	return fmt.Sprintf("%s-%s-%s.yaml", r.Namespace, name, r.UID)

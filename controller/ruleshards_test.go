@@ -1,7 +1,12 @@
 package controller
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -36,8 +41,7 @@ func loadRule(t testing.TB, name string) *monitoringv1.PrometheusRule {
 	return &r
 }
 
-// sizedRule is a valid PrometheusRule whose rule file is size bytes (which
-// TestRenderRulesShards checks),
+// sizedRule is a valid PrometheusRule whose rule file is size bytes,
 // padded with a label of a recording rule (an alert's would be parsed as a
 // template, slowly).
 func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule {
@@ -62,7 +66,26 @@ func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule
 	return pad(n)
 }
 
-// checkRules runs the real promtool on every file of shards.
+// shardRules returns the rule files of a rule file ConfigMap, by name, as
+// a config-reloader writes them: each binaryData key X.yaml.gz gunzipped
+// into X.yaml. The controller writes no plain data key.
+func shardRules(t testing.TB, cm *corev1.ConfigMap) map[string]string {
+	t.Helper()
+	require.Empty(t, cm.Data, "%s: plain data keys", cm.Name)
+	files := map[string]string{}
+	for key, gz := range cm.BinaryData {
+		name, ok := strings.CutSuffix(key, ".gz")
+		require.True(t, ok, "%s: binaryData key %s not .gz", cm.Name, key)
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		require.NoError(t, err, "%s: %s", cm.Name, key)
+		b, err := io.ReadAll(zr)
+		require.NoError(t, err, "%s: %s", cm.Name, key)
+		files[name] = string(b)
+	}
+	return files
+}
+
+// checkRules runs the real promtool on every file of shards, gunzipped.
 func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	t.Helper()
 	promtool, err := toolbin.Path("promtool")
@@ -71,7 +94,7 @@ func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	args := []string{"check", "rules"}
 	for _, cm := range shards {
 		require.NoError(t, os.Mkdir(filepath.Join(dir, cm.Name), 0o755))
-		for name, content := range cm.Data {
+		for name, content := range shardRules(t, cm) {
 			path := filepath.Join(dir, cm.Name, name)
 			require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 			args = append(args, path)
@@ -84,88 +107,187 @@ func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	require.NoError(t, err, "promtool check rules:\n%s", out)
 }
 
-// shardFiles lists the file names of each shard.
-func shardFiles(shards []*corev1.ConfigMap) [][]string {
+// shardFiles lists the file names of each shard, as a config-reloader
+// writes them.
+func shardFiles(t testing.TB, shards []*corev1.ConfigMap) [][]string {
+	t.Helper()
 	var files [][]string
 	for _, cm := range shards {
-		names := make([]string, 0, len(cm.Data))
-		for name := range cm.Data {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		files = append(files, names)
+		files = append(files, slices.Sorted(maps.Keys(shardRules(t, cm))))
 	}
 	return files
 }
 
-func TestRenderRulesShards(t *testing.T) {
+// noisyRule is a valid PrometheusRule padded with a label of n random
+// letters and digits (the same for the same name), which gzip does not
+// compress below some 0.75 bytes a letter.
+func noisyRule(name string, n int) *monitoringv1.PrometheusRule {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	rng := rand.New(rand.NewPCG(uint64(crc32.ChecksumIEEE([]byte(name))), 1))
+	pad := make([]byte, n)
+	for i := range pad {
+		pad[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return &monitoringv1.PrometheusRule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID("uid-" + name)},
+		Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{
+			Name:  name,
+			Rules: []monitoringv1.Rule{{Record: "padded", Expr: intstr.FromString("up == 0"), Labels: map[string]string{"pad": string(pad)}}},
+		}}},
+	}
+}
+
+// TestPackShards checks the packing of gzipped files into shards, to the
+// byte.
+func TestPackShards(t *testing.T) {
 	const half = maxShardBytes / 2
 	for _, tc := range []struct {
-		name         string
-		sizes        []int // of rules named a, b, c...
-		want         [][]string
-		wantRejected []rejection
+		name  string
+		sizes []int // gzipped, of files named a, b, c...
+		want  [][]string
 	}{
-		{name: "no rules"},
+		{name: "no files"},
 		{
 			name:  "files summing to the limit share a shard",
 			sizes: []int{half, half},
-			want:  [][]string{{"apps-a-uid-a.yaml", "apps-b-uid-b.yaml"}},
+			want:  [][]string{{"a.yaml", "b.yaml"}},
 		},
 		{
 			name:  "one byte more starts a second shard",
 			sizes: []int{half, half + 1},
-			want:  [][]string{{"apps-a-uid-a.yaml"}, {"apps-b-uid-b.yaml"}},
+			want:  [][]string{{"a.yaml"}, {"b.yaml"}},
 		},
 		{
 			name:  "one file at the limit",
 			sizes: []int{maxShardBytes},
-			want:  [][]string{{"apps-a-uid-a.yaml"}},
+			want:  [][]string{{"a.yaml"}},
 		},
 		{
 			name:  "first fit in name order",
 			sizes: []int{300 << 10, 300 << 10, 100 << 10, 300 << 10},
-			want:  [][]string{{"apps-a-uid-a.yaml", "apps-c-uid-c.yaml"}, {"apps-b-uid-b.yaml"}, {"apps-d-uid-d.yaml"}},
-		},
-		{
-			name:  "a file over the limit is rejected alone",
-			sizes: []int{1000, maxShardBytes + 1, 2000},
-			want:  [][]string{{"apps-a-uid-a.yaml", "apps-c-uid-c.yaml"}},
-			wantRejected: []rejection{{
-				Kind: "PrometheusRule", Namespace: "apps", Name: "b",
-				Reason: "rule file is 524289 bytes, more than the 524288 bytes a ConfigMap shard holds",
-			}},
+			want:  [][]string{{"a.yaml", "c.yaml"}, {"b.yaml"}, {"d.yaml"}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var rules []*monitoringv1.PrometheusRule
-			sizes := map[string]int{}
+			var files []ruleResult
 			for i, size := range tc.sizes {
-				r := sizedRule(t, string(rune('a'+i)), size)
-				rules = append(rules, r)
-				sizes[ruleFileName(r)] = size
+				files = append(files, ruleResult{name: string(rune('a'+i)) + ".yaml", gz: make([]byte, size)})
 			}
-			shards, rejected := new(ruleCache).render(testServer(), rules)
-			require.Empty(t, cmp.Diff(tc.want, shardFiles(shards)))
-			require.Empty(t, cmp.Diff(tc.wantRejected, rejected))
+			slices.Reverse(files) // Packed in name order, whatever the order given.
+			shards := packShards(testServer(), files)
+			var got [][]string
 			for i, cm := range shards {
+				require.Equal(t, fmt.Sprintf("main-rulefiles-%d", i), cm.Name)
+				require.Empty(t, cm.Data)
 				total := 0
-				for name, content := range cm.Data {
-					require.Len(t, content, sizes[name], name)
-					total += len(content)
+				for _, gz := range cm.BinaryData {
+					total += len(gz)
 				}
 				require.LessOrEqual(t, total, maxShardBytes, cm.Name)
-				require.Equal(t, fmt.Sprintf("main-rulefiles-%d", i), cm.Name)
+				var names []string
+				for _, key := range slices.Sorted(maps.Keys(cm.BinaryData)) {
+					names = append(names, strings.TrimSuffix(key, ".gz"))
+				}
+				got = append(got, names)
 			}
-			checkRules(t, shards)
+			require.Empty(t, cmp.Diff(tc.want, got))
 		})
 	}
+}
+
+// TestRenderRulesShards renders rule files that gzip to about 200, 200,
+// 200 and 50 KiB: packed by their gzipped size, first fit, each stored
+// gzipped under its name with .gz, each the checker's file.
+func TestRenderRulesShards(t *testing.T) {
+	var rules []*monitoringv1.PrometheusRule
+	for _, r := range []struct {
+		name string
+		kib  int
+	}{{"a", 200}, {"b", 200}, {"c", 200}, {"d", 50}} {
+		rules = append(rules, noisyRule(r.name, r.kib<<10*4/3))
+	}
+	shards, rejected := new(ruleCache).render(testServer(), rules)
+	require.Empty(t, rejected)
+	require.Equal(t, [][]string{{"apps-a-uid-a.yaml", "apps-b-uid-b.yaml", "apps-d-uid-d.yaml"}, {"apps-c-uid-c.yaml"}}, shardFiles(t, shards))
+	c := newRuleChecker()
+	for _, cm := range shards {
+		total := 0
+		for _, gz := range cm.BinaryData {
+			total += len(gz)
+		}
+		require.LessOrEqual(t, total, maxShardBytes, cm.Name)
+		files := shardRules(t, cm)
+		for _, r := range rules {
+			if content, ok := files[ruleFileName(r)]; ok {
+				want, err := c.file(r)
+				require.NoError(t, err)
+				require.Equal(t, want, content, r.Name)
+			}
+		}
+	}
+	checkRules(t, shards)
+}
+
+// TestRenderRulesGzipCapacity renders 1,000 PrometheusRules of 10 rules
+// each: some 2.8 MB of rule files, which would fill six shards of plain
+// files, fit one gzipped.
+func TestRenderRulesGzipCapacity(t *testing.T) {
+	shards, rejected := new(ruleCache).render(testServer(), benchRules(1000))
+	require.Empty(t, rejected)
+	require.Len(t, shards, 1)
+	plain := 0
+	for _, content := range shardRules(t, shards[0]) {
+		plain += len(content)
+	}
+	require.Greater(t, plain, 5*maxShardBytes)
+	checkRules(t, shards)
+}
+
+// TestRenderRulesTooLarge checks the reasons a rule file too large is
+// rejected for: gzipped, more than a shard holds; gunzipped, more than a
+// config-reloader renders. The others are kept.
+func TestRenderRulesTooLarge(t *testing.T) {
+	noisy := noisyRule("noisy", 700<<10)
+	content, err := newRuleChecker().file(noisy)
+	require.NoError(t, err)
+	gz, _ := gzipRuleFile(nil, content)
+	require.Greater(t, len(gz), maxShardBytes)
+	huge := sizedRule(t, "huge", maxConfigBytes+1)
+	small := sizedRule(t, "small", 1000)
+
+	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{noisy, huge, small})
+	require.Equal(t, []rejection{
+		{Kind: "PrometheusRule", Namespace: "apps", Name: "huge", Reason: "rule file is 16777217 bytes, more than the 16777216 bytes a config-reloader renders (--config-max-size)"},
+		{Kind: "PrometheusRule", Namespace: "apps", Name: "noisy", Reason: fmt.Sprintf("rule file is %d bytes, %d gzipped, more than the 524288 bytes a ConfigMap shard holds", len(content), len(gz))},
+	}, rejected)
+	require.Equal(t, [][]string{{"apps-small-uid-small.yaml"}}, shardFiles(t, shards))
+	checkRules(t, shards)
+}
+
+// TestGzipRuleFile checks that a rule file gzips to the same bytes every
+// time, with a header naming no file and no time, through a new writer
+// or a reused one.
+func TestGzipRuleFile(t *testing.T) {
+	content, err := newRuleChecker().file(loadRule(t, "valid.yaml"))
+	require.NoError(t, err)
+	first, zw := gzipRuleFile(nil, content)
+	other, _ := gzipRuleFile(nil, "groups: []\n")
+	again, _ := gzipRuleFile(zw, content)
+	require.Equal(t, first, again)
+	require.NotEqual(t, first, other)
+	zr, err := gzip.NewReader(bytes.NewReader(first))
+	require.NoError(t, err)
+	require.Equal(t, gzip.Header{OS: 255}, zr.Header)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Equal(t, content, string(b))
 }
 
 func TestRenderRulesConfigMap(t *testing.T) {
 	r := loadRule(t, "valid.yaml")
 	content, err := newRuleChecker().file(r)
 	require.NoError(t, err)
+	gz, _ := gzipRuleFile(nil, content)
 	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{r})
 	require.Empty(t, rejected)
 	require.Equal(t, []*corev1.ConfigMap{{
@@ -179,7 +301,7 @@ func TestRenderRulesConfigMap(t *testing.T) {
 				"podreload.dev/rulefiles":    "main",
 			},
 		},
-		Data: map[string]string{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml": content},
+		BinaryData: map[string][]byte{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml.gz": gz},
 	}}, shards)
 	golden(t, filepath.Join("testdata", "rules", "valid.golden"), []byte(content))
 	checkRules(t, shards)
@@ -188,7 +310,7 @@ func TestRenderRulesConfigMap(t *testing.T) {
 func TestRenderRulesDeterministic(t *testing.T) {
 	var rules []*monitoringv1.PrometheusRule
 	for i := range 20 {
-		r := sizedRule(t, fmt.Sprintf("r%02d", i), 20000+(i*7919)%(80<<10))
+		r := noisyRule(fmt.Sprintf("r%02d", i), 40000+(i*7919)%(80<<10))
 		r.ResourceVersion = "1"
 		rules = append(rules, r)
 	}
@@ -280,7 +402,7 @@ func TestRenderRulesRejects(t *testing.T) {
 			valid, bad := loadRule(t, "valid.yaml"), loadRule(t, tc.fixture)
 			shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{bad, valid})
 			require.Equal(t, []rejection{{Kind: "PrometheusRule", Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
-			require.Equal(t, [][]string{{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml"}}, shardFiles(shards))
+			require.Equal(t, [][]string{{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml"}}, shardFiles(t, shards))
 			checkRules(t, shards)
 		})
 	}
@@ -351,14 +473,14 @@ func TestRuleCache(t *testing.T) {
 	valid.Spec.Groups[0].Rules[1].Expr = intstr.FromString("vector(1) == 0")
 	unversioned.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2) == 0")
 	got, rejected = cache.render(server, all)
-	require.Equal(t, want[0].Data[validFile], got[0].Data[validFile])
-	require.Contains(t, got[0].Data[unversionedFile], "vector(2) == 0")
+	require.Equal(t, shardRules(t, want[0])[validFile], shardRules(t, got[0])[validFile])
+	require.Contains(t, shardRules(t, got[0])[unversionedFile], "vector(2) == 0")
 	require.Equal(t, wantRejected, rejected)
 
 	// A new resourceVersion is rendered and validated again.
 	valid.ResourceVersion = "2"
 	got, _ = cache.render(server, all)
-	require.Contains(t, got[0].Data[validFile], "vector(1) == 0")
+	require.Contains(t, shardRules(t, got[0])[validFile], "vector(1) == 0")
 	valid.ResourceVersion, valid.Spec.Groups[0].Rules[1].Expr = "3", intstr.FromString("vector(")
 	_, rejected = cache.render(server, all)
 	require.Len(t, rejected, 2)
@@ -379,12 +501,12 @@ func TestRuleFileName(t *testing.T) {
 		{"apps", "api", "", "apps-api-.yaml"},
 		{
 			strings.Repeat("s", 63), long, "6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f",
-			strings.Repeat("s", 63) + "-" + long[:253-63-36-len("--.yaml")] + "-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml",
+			strings.Repeat("s", 63) + "-" + long[:253-63-36-len("--.yaml.gz")] + "-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml",
 		},
 	} {
 		got := ruleFileName(&monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: tc.namespace, Name: tc.name, UID: types.UID(tc.uid)}})
 		require.Equal(t, tc.want, got)
-		require.LessOrEqual(t, len(got), 253)
+		require.LessOrEqual(t, len(got+".gz"), 253, "a ConfigMap key, gzipped")
 	}
 }
 

@@ -37,8 +37,14 @@ const (
 	// configEnvsubstFile is the name of the expanded configuration.
 	configEnvsubstFile = "prometheus.env.yaml"
 	// rulesMountPath holds one directory per rule file ConfigMap, named
-	// after the ConfigMap.
+	// after the ConfigMap: an emptyDir the reloaders write the rule files
+	// into, gunzipped, which Prometheus mounts read-only.
 	rulesMountPath = "/etc/prometheus/rules"
+	// ruleConfigMapsMountPath holds, with the volume source, the rule
+	// file ConfigMaps' volumes, one directory per ConfigMap named after
+	// it, mounted into the reloaders only (--rules-input-dir): their
+	// files are gzipped, which Prometheus cannot read.
+	ruleConfigMapsMountPath = "/etc/prometheus/rule-configmaps"
 	// storageMountPath is the TSDB directory.
 	storageMountPath = "/prometheus"
 	// annotationInputHash, on the pod template, is a hash of everything
@@ -99,12 +105,12 @@ func apiSource(server *v1alpha1.PrometheusServer) bool {
 
 // ruleFilesGlobs are the rule_files entries for the rule file ConfigMaps
 // of server when there are shards of them: one per directory, because
-// Prometheus allows a wildcard in the last path element only. With the
-// volume source they cover the padded count of mounted volumes
-// (ruleVolumes), so the configuration does not change when a shard is
-// added within it; with the API source, which writes each ConfigMap into
-// a directory of the same name under rulesMountPath and needs no volume
-// per shard, they are exactly the shards. They are relative to the
+// Prometheus allows a wildcard in the last path element only. The
+// reloaders write each ConfigMap into a directory of the same name under
+// rulesMountPath. With the volume source they cover the padded count of
+// mounted volumes (ruleVolumes), so the configuration does not change
+// when a shard is added within it; with the API source, which needs no
+// volume per shard, they are exactly the shards. They are relative to the
 // directory of the expanded configuration (configOutMountPath), which
 // Prometheus resolves them against, so the configuration holds wherever
 // the pod's volumes are mounted.
@@ -199,7 +205,8 @@ func renderShard(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	}
 }
 
-// ruleDir is where the i-th rule file ConfigMap of server is mounted.
+// ruleDir is where the reloaders write the files of the i-th rule file
+// ConfigMap of server.
 func ruleDir(server *v1alpha1.PrometheusServer, i int) string {
 	return rulesMountPath + "/" + ruleShardName(server, i)
 }
@@ -246,7 +253,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    slices.Concat(src.reloaderMounts, src.sidecarMounts, web.reloaderMounts),
+		VolumeMounts:    slices.Concat(src.reloaderMounts, web.reloaderMounts),
 		SecurityContext: containerSecurity(),
 	}
 
@@ -283,7 +290,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 // whose annotation (apisource.AppliedAnnotation) it reports what Prometheus
 // runs in.
 func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webPodParts) []string {
-	args := slices.Concat(src.args, src.watchArgs, []string{"--report-pod=$(POD_NAMESPACE)/$(POD_NAME)"})
+	args := append(slices.Clone(src.args), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
 	local := web.scheme + "://" + web.host + ":" + strconv.Itoa(webPort)
 	switch {
 	// The flag's default is http://127.0.0.1:9090/...
@@ -390,36 +397,37 @@ type podSource struct {
 	// volumes come before the storage volume, ruleVolumes after it.
 	volumes, ruleVolumes []corev1.Volume
 	// reloaderMounts are the mounts of the init container and the sidecar;
-	// sidecarMounts, the sidecar's after them; prometheusMounts, the rule
-	// mounts of Prometheus, after its configuration and storage.
-	reloaderMounts, sidecarMounts, prometheusMounts []corev1.VolumeMount
-	// args tell both reloaders where to read and write; watchArgs follow
-	// them in the sidecar's.
-	args, watchArgs []string
+	// prometheusMounts, the rule mounts of Prometheus, after its
+	// configuration and storage.
+	reloaderMounts, prometheusMounts []corev1.VolumeMount
+	// args tell both reloaders where to read and write.
+	args []string
 }
 
 // volumePodSource reads the config Secret and the rule ConfigMaps from the
 // volumes the kubelet projects: the Secret's, and the padded set of rule
-// volumes (ruleShardVolumes) for shards of them, which the sidecar watches.
-// The part Secrets of a split configuration (parts of them) are projected
+// volumes (ruleShardVolumes) for shards of them, which both reloaders
+// render (--rules-input-dir), their files gunzipped, into the emptyDir
+// Prometheus reads at rulesMountPath, as those of the API source do. The
+// part Secrets of a split configuration (parts of them) are projected
 // into one volume (configPartsVolume).
 func volumePodSource(server *v1alpha1.PrometheusServer, shards, parts int, configOut string) podSource {
 	mountConfig := corev1.VolumeMount{Name: "config", MountPath: configMountPath, ReadOnly: true}
-	rules, ruleMounts, watched := ruleShardVolumes(server, shards)
+	rules, ruleMounts, inputs := ruleShardVolumes(server, shards)
 	src := podSource{
 		volumes: []corev1.Volume{
 			{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
 			configOutVolume(),
 		},
-		ruleVolumes:      rules,
-		reloaderMounts:   []corev1.VolumeMount{mountConfig, {Name: "config-out", MountPath: configOutMountPath}},
-		sidecarMounts:    ruleMounts,
-		prometheusMounts: ruleMounts,
-		args: []string{
+		ruleVolumes: append(rules, rulesVolume()),
+		reloaderMounts: slices.Concat([]corev1.VolumeMount{mountConfig, {Name: "config-out", MountPath: configOutMountPath},
+			{Name: "rules", MountPath: rulesMountPath}}, ruleMounts),
+		prometheusMounts: []corev1.VolumeMount{{Name: "rules", MountPath: rulesMountPath, ReadOnly: true}},
+		args: slices.Concat([]string{
 			"--config-file=" + configMountPath + "/" + ConfigSecretKey,
 			"--config-envsubst-file=" + configOut,
-		},
-		watchArgs: watched,
+			"--rules-dir=" + rulesMountPath,
+		}, inputs),
 	}
 	if slots := partSlots(parts); slots > 0 {
 		src.volumes = append(src.volumes, configPartsVolume(server, slots))
@@ -461,7 +469,7 @@ func configPartsVolume(server *v1alpha1.PrometheusServer, slots int) corev1.Volu
 func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource {
 	return podSource{
 		volumes:     []corev1.Volume{configOutVolume()},
-		ruleVolumes: []corev1.Volume{{Name: "rules", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		ruleVolumes: []corev1.Volume{rulesVolume()},
 		reloaderMounts: []corev1.VolumeMount{
 			{Name: "config-out", MountPath: configOutMountPath},
 			{Name: "rules", MountPath: rulesMountPath},
@@ -475,6 +483,11 @@ func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource
 			"--config-envsubst-file=" + configOut,
 		},
 	}
+}
+
+// rulesVolume is the emptyDir the reloaders write the rule files into.
+func rulesVolume() corev1.Volume {
+	return corev1.Volume{Name: "rules", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
 
 // configOutVolume is the emptyDir the reloaders write the expanded
@@ -651,23 +664,24 @@ func storageVolume(st *v1alpha1.StorageSpec) (corev1.VolumeMount, []corev1.Volum
 }
 
 // ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
-// without a restart), their mounts and the sidecar's --watched-dir flags.
+// without a restart), their mounts in the reloaders and the reloaders'
+// --rules-input-dir flags.
 func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
 	n := ruleVolumes(shards)
 	volumes := make([]corev1.Volume, 0, n)
 	mounts := make([]corev1.VolumeMount, 0, n)
-	watched := make([]string, 0, n)
+	inputs := make([]string, 0, n)
 	for i := range n {
 		name := "rulefiles-" + strconv.Itoa(i)
-		dir := ruleDir(server, i)
+		dir := ruleConfigMapsMountPath + "/" + ruleShardName(server, i)
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
 			Optional:             ptr.To(true),
 		}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
-		watched = append(watched, "--watched-dir="+dir)
+		inputs = append(inputs, "--rules-input-dir="+dir)
 	}
-	return volumes, mounts, watched
+	return volumes, mounts, inputs
 }
 
 // inputHash hashes the pod template (before it carries the hash) and the

@@ -298,7 +298,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			if apiSource(server) {
 				checkAPISource(t, server, o.RuleShards, volumes, containers, globs)
 			} else {
-				checkVolumeSource(t, o.RuleShards, volumes, containers, globs)
+				checkVolumeSource(t, server, o.RuleShards, volumes, containers, globs)
 			}
 
 			psc := pod.SecurityContext
@@ -309,40 +309,58 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 	}
 }
 
-// checkVolumeSource checks the pod of a server with the volume source: the
-// i-th glob finds the files of the i-th rule volume Prometheus mounts, not
-// the kubelet's ..data; the sidecar watches exactly those directories.
-func checkVolumeSource(t *testing.T, shards int, volumes map[string]corev1.Volume, containers map[string]corev1.Container, globs []string) {
+// checkVolumeSource checks the pod of a server with the volume source:
+// the rule volumes, optional, are mounted in both reloaders only, which
+// render each (--rules-input-dir) into the directory of its name in the
+// emptyDir Prometheus mounts read-only, where the i-th glob finds the
+// files of the i-th rule volume, not the kubelet's ..data.
+func checkVolumeSource(t *testing.T, server *v1alpha1.PrometheusServer, shards int, volumes map[string]corev1.Volume, containers map[string]corev1.Container, globs []string) {
 	t.Helper()
-	var ruleDirs []string
 	for _, m := range containers["prometheus"].VolumeMounts {
-		if !strings.HasPrefix(m.MountPath, rulesMountPath+"/") {
-			continue
-		}
-		require.True(t, *volumes[m.Name].ConfigMap.Optional, m.Name)
-		glob := filepath.Join(configOutMountPath, globs[len(ruleDirs)])
-		ruleDirs = append(ruleDirs, m.MountPath)
-		ok, err := filepath.Match(glob, m.MountPath+"/apps-api-uid.yaml")
-		require.NoError(t, err)
-		require.True(t, ok, "%s does not find the files of %s", glob, m.MountPath)
-		ok, err = filepath.Match(glob, m.MountPath+"/..data")
-		require.NoError(t, err)
-		require.False(t, ok, "%s finds the kubelet's ..data", glob)
+		require.Nil(t, volumes[m.Name].ConfigMap, "Prometheus mounts the rule volume %s, gzipped", m.Name)
 	}
-	require.Len(t, ruleDirs, ruleVolumes(shards), "rule volumes")
-	require.Len(t, globs, len(ruleDirs))
+	i := slices.IndexFunc(containers["prometheus"].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == rulesMountPath })
+	require.GreaterOrEqual(t, i, 0, "Prometheus mounts its rules")
+	rules := containers["prometheus"].VolumeMounts[i]
+	require.True(t, rules.ReadOnly, "Prometheus mounts its rules read-only")
+	require.NotNil(t, volumes[rules.Name].EmptyDir, "rules in an emptyDir")
 
-	var watched []string
-	for _, a := range containers["config-reloader"].Args {
-		if dir, ok := strings.CutPrefix(a, "--watched-dir="); ok {
-			watched = append(watched, dir)
-		}
-	}
-	require.Equal(t, ruleDirs, watched)
+	require.Len(t, globs, ruleVolumes(shards))
 	for _, name := range []string{"init-config-reloader", "config-reloader"} {
-		require.Contains(t, containers[name].Args, "--config-file="+configMountPath+"/"+ConfigSecretKey, name)
-		for _, a := range containers[name].Args {
-			require.False(t, strings.HasPrefix(a, "--config-secret") || strings.HasPrefix(a, "--rules-"), "%s: %s", name, a)
+		c := containers[name]
+		var inputs []string
+		for _, m := range c.VolumeMounts {
+			if m.Name == rules.Name {
+				require.Equal(t, rulesMountPath, m.MountPath, name)
+				require.False(t, m.ReadOnly, "%s writes the rules", name)
+			}
+			if dir, ok := strings.CutPrefix(m.MountPath, ruleConfigMapsMountPath+"/"); ok {
+				require.True(t, *volumes[m.Name].ConfigMap.Optional, m.Name)
+				require.Equal(t, ruleShardName(server, len(inputs)), volumes[m.Name].ConfigMap.Name, m.Name)
+				require.Equal(t, ruleShardName(server, len(inputs)), dir, m.Name)
+				inputs = append(inputs, m.MountPath)
+			}
+		}
+		require.Len(t, inputs, ruleVolumes(shards), "%s: rule volumes", name)
+		var args []string
+		for _, a := range c.Args {
+			if dir, ok := strings.CutPrefix(a, "--rules-input-dir="); ok {
+				args = append(args, dir)
+			}
+			require.False(t, strings.HasPrefix(a, "--config-secret") || strings.HasPrefix(a, "--rules-configmap-selector") || strings.HasPrefix(a, "--watched-dir"), "%s: %s", name, a)
+		}
+		require.Equal(t, inputs, args, name)
+		require.Subset(t, c.Args, []string{"--config-file=" + configMountPath + "/" + ConfigSecretKey, "--rules-dir=" + rulesMountPath}, name)
+		for i, dir := range inputs {
+			// The reloaders write the volume's files under its base name.
+			glob := filepath.Join(configOutMountPath, globs[i])
+			out := filepath.Join(rulesMountPath, filepath.Base(dir))
+			ok, err := filepath.Match(glob, out+"/apps-api-uid.yaml")
+			require.NoError(t, err)
+			require.True(t, ok, "%s does not find the files of %s", glob, dir)
+			ok, err = filepath.Match(glob, out+"/..data")
+			require.NoError(t, err)
+			require.False(t, ok, "%s finds the kubelet's ..data", glob)
 		}
 	}
 }

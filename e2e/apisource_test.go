@@ -99,8 +99,39 @@ func ruleFile(group string, names ...string) string {
 
 func (p *apiPod) setConfigMap(name string, data map[string]string) {
 	p.t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns,
-		Labels: map[string]string{"podreload.dev/rulefiles": "prom"}}, Data: data}
+	p.putConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns,
+		Labels: map[string]string{"podreload.dev/rulefiles": "prom"}}, Data: data})
+}
+
+// setGzipped sets the rule ConfigMap name to hold files gzipped, as the
+// controller writes them: the binaryData key X.gz for the file X.
+func (p *apiPod) setGzipped(name string, files map[string]string) {
+	p.t.Helper()
+	binary := map[string][]byte{}
+	for file, content := range files {
+		binary[file+".gz"] = gzipped(p.t, content)
+	}
+	p.setBinary(name, binary)
+}
+
+func (p *apiPod) setBinary(name string, binary map[string][]byte) {
+	p.t.Helper()
+	p.putConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns,
+		Labels: map[string]string{"podreload.dev/rulefiles": "prom"}}, BinaryData: binary})
+}
+
+func gzipped(t testing.TB, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, err := zw.Write([]byte(s))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+func (p *apiPod) putConfigMap(cm *corev1.ConfigMap) {
+	p.t.Helper()
 	_, err := p.kube.CoreV1().ConfigMaps(p.ns).Update(p.t.Context(), cm, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = p.kube.CoreV1().ConfigMaps(p.ns).Create(p.t.Context(), cm, metav1.CreateOptions{})
@@ -225,6 +256,26 @@ func TestAPISource(t *testing.T) {
 		p.setConfigMap("prom-rulefiles-0", map[string]string{"a.yaml": ruleFile("a", "a4"), "b.yaml": ruleFile("b", "b1")})
 		p.serves("3", map[string][]string{"a": {"a4"}, "b": {"b1"}})
 		require.Equal(t, 1.0, p.metric("reloader_last_reload_successful"))
+	})
+	t.Run("gzipped rule files", func(t *testing.T) {
+		p.setGzipped("prom-rulefiles-1", map[string]string{"c.yaml": ruleFile("c", "c1")})
+		p.serves("3", map[string][]string{"a": {"a4"}, "b": {"b1"}, "c": {"c1"}})
+		file := filepath.Join(p.rulesDir, "prom-rulefiles-1", "c.yaml")
+		require.Equal(t, ruleFile("c", "c1"), readString(t, file))
+		require.NoFileExists(t, file+".gz")
+
+		// A key that does not gunzip: its last good file stays, nothing
+		// is reloaded.
+		reloads, failed := p.metric("reloader_reloads_total"), p.metric("reloader_config_apply_operations_failed_total")
+		p.setBinary("prom-rulefiles-1", map[string][]byte{"c.yaml.gz": gzipped(t, ruleFile("c", "c2"))[:20]})
+		logged(t, p.sidecar, regexp.QuoteMeta(`configmap api/prom-rulefiles-1 key c.yaml.gz: gunzip: unexpected EOF (keeping the last good file)`))
+		require.Greater(t, p.metric("reloader_config_apply_operations_failed_total"), failed)
+		require.Equal(t, ruleFile("c", "c1"), readString(t, file))
+		require.Equal(t, reloads, p.metric("reloader_reloads_total"))
+		p.setGzipped("prom-rulefiles-1", map[string]string{"c.yaml": ruleFile("c", "c2")})
+		p.serves("3", map[string][]string{"a": {"a4"}, "b": {"b1"}, "c": {"c2"}})
+		require.NoError(t, p.kube.CoreV1().ConfigMaps(p.ns).Delete(t.Context(), "prom-rulefiles-1", metav1.DeleteOptions{}))
+		p.serves("3", map[string][]string{"a": {"a4"}, "b": {"b1"}})
 	})
 	t.Run("burst of 50 edits", func(t *testing.T) {
 		before := p.metric("reloader_reloads_total")

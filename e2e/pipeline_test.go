@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -36,9 +43,18 @@ type examplePipeline struct {
 // startExample applies deploy/example and starts the pod the controller
 // renders for its PrometheusServer.
 func startExample(t testing.TB) *examplePipeline {
+	return startExampleWith(t, nil)
+}
+
+// startExampleWith is startExample with prepare, if not nil, run before
+// the pod starts; it returns once the StatefulSet is the one to run.
+func startExampleWith(t testing.TB, prepare func(cl *cluster)) *examplePipeline {
 	t.Helper()
 	cl := startCluster(t)
 	cl.apply(t, "../deploy/example")
+	if prepare != nil {
+		prepare(cl)
+	}
 	sts := cl.statefulSet(t, client.ObjectKey{Namespace: "default", Name: "example"})
 	prom, err := toolbin.Path("prometheus")
 	require.NoError(t, err)
@@ -241,6 +257,34 @@ func record(name, expr string) monitoringv1.Rule {
 // TestPipeline creates, changes and breaks custom resources and checks
 // what the real Prometheus serves after they went through the controller,
 // the kubelet's atomic writer and the config-reloader.
+// noise is n random letters and digits, the same for the same seed, which
+// gzip compresses to about 0.75 bytes a letter.
+func noise(seed, n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// ruleFiles returns the rule files of a rule ConfigMap the controller
+// wrote, by name, as the reloaders write them: each binaryData key X.gz
+// gunzipped into X.
+func ruleFiles(t testing.TB, cm corev1.ConfigMap) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for key, gz := range cm.BinaryData {
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		require.NoError(t, err, key)
+		b, err := io.ReadAll(zr)
+		require.NoError(t, err, key)
+		files[strings.TrimSuffix(key, ".gz")] = string(b)
+	}
+	return files
+}
+
 func TestPipeline(t *testing.T) {
 	e := startExample(t)
 	team := map[string]string{"team": "example"}
@@ -292,14 +336,15 @@ func TestPipeline(t *testing.T) {
 		require.NoError(t, e.cl.c.Delete(t.Context(), &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-rules"}}))
 	}, map[string][]string{"second": {"job:scrape:max"}})
 
-	// Past one ConfigMap shard: a new shard, mounted all along, no restart.
+	// Past one ConfigMap shard, 512 KiB of files gzipped: a new shard,
+	// mounted all along, no restart.
 	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	want := map[string][]string{"second": {"job:scrape:max"}}
 	for i := range 4 {
 		name := fmt.Sprintf("big-%d", i)
 		r := exampleRule(name, name, team, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
-		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": strings.Repeat("x", 150<<10)}
+		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": noise(i, 200<<10)} // 150 KiB gzipped
 		require.NoError(t, e.cl.c.Create(t.Context(), r))
 		want[name] = []string{strings.ReplaceAll(name, "-", "_") + ":up"}
 	}
@@ -345,7 +390,7 @@ func TestPipeline(t *testing.T) {
 			return err
 		}
 		for _, cm := range cms.Items {
-			for key, content := range cm.Data {
+			for key, content := range ruleFiles(t, cm) {
 				if strings.HasPrefix(key, "default-second-") && strings.Contains(content, "job:scrape:min") {
 					return nil
 				}
@@ -358,4 +403,65 @@ func TestPipeline(t *testing.T) {
 	e.waitGroups(t, "the change made while the config-reloader was down", want)
 
 	t.Run("Probe and ScrapeConfig targets scraped", func(t *testing.T) { testScrapeKinds(t, e) })
+}
+
+// TestPipelineVolumeSource runs the example with spec.reloader.source
+// volume: the kubelet projects the rule ConfigMaps, gzipped, into the
+// config-reloaders only, which write them gunzipped where Prometheus reads
+// them; a rule change arrives, the pod reports the content hash the
+// controller wrote, and a second shard, within the padded volumes,
+// arrives without a restart.
+func TestPipelineVolumeSource(t *testing.T) {
+	e := startExampleWith(t, func(cl *cluster) {
+		cl.kubectl(t, "patch", "promsrv", "example", "--type=merge", "-p", `{"spec":{"reloader":{"source":"volume"}}}`)
+		eventually(t, "the StatefulSet of the volume source", func() error {
+			sts := cl.statefulSet(t, client.ObjectKey{Namespace: "default", Name: "example"})
+			if !slices.ContainsFunc(sts.Spec.Template.Spec.Containers[1].Args, func(a string) bool { return strings.HasPrefix(a, "--rules-input-dir=") }) {
+				return fmt.Errorf("config-reloader args %q", sts.Spec.Template.Spec.Containers[1].Args)
+			}
+			return nil
+		})
+	})
+	t.Cleanup(func() {
+		if t.Failed() { // What the kubelet projected, and what the config-reloader wrote.
+			for _, dir := range []string{"/etc/prometheus/rule-configmaps", "/etc/prometheus/rules"} {
+				_ = filepath.WalkDir(e.pod.root+dir, func(path string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						fi, _ := os.Stat(path)
+						t.Logf("%s (%d bytes)", strings.TrimPrefix(path, e.pod.root), fi.Size())
+					}
+					return nil
+				})
+			}
+		}
+	})
+	e.waitGroups(t, "example rules", map[string][]string{"example": {"job:up:sum", "ExampleTargetDown"}})
+	applied := e.waitApplied(t, "the example", "")
+
+	before := e.reloads(t)
+	e.editRule(t, "example-rules", func(r *monitoringv1.PrometheusRule) {
+		r.Spec.Groups[0].Rules = append(r.Spec.Groups[0].Rules, record("job:up:count", "count by (job) (up)"))
+	})
+	want := map[string][]string{"example": {"job:up:sum", "ExampleTargetDown", "job:up:count"}}
+	e.waitGroups(t, "the rule edited", want)
+	require.Equal(t, before+1, e.reloads(t), "one reload")
+	e.waitApplied(t, "the rule edited", applied)
+
+	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
+	require.NoError(t, err)
+	team := map[string]string{"team": "example"}
+	for i := range 4 {
+		name := fmt.Sprintf("big-%d", i)
+		r := exampleRule(name, name, team, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
+		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": noise(i, 200<<10)} // 150 KiB gzipped
+		require.NoError(t, e.cl.c.Create(t.Context(), r))
+		want[name] = []string{strings.ReplaceAll(name, "-", "_") + ":up"}
+	}
+	e.waitGroups(t, "rules in two shards", want)
+	var cms corev1.ConfigMapList
+	require.NoError(t, e.cl.c.List(t.Context(), &cms, client.InNamespace("default"), client.MatchingLabels{"podreload.dev/rulefiles": "example"}))
+	require.Len(t, cms.Items, 2)
+	again, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
+	require.NoError(t, err)
+	require.Equal(t, started, again, "Prometheus was not restarted")
 }

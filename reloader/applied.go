@@ -1,11 +1,8 @@
 package reloader
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
 	"time"
 
 	"github.com/podreload/podreload/contenthash"
@@ -40,18 +37,32 @@ func (r *Reloader) reportApplied(hash string, at time.Time, rejection *Rejection
 	}
 }
 
+// reportUnchanged reports, after an apply that found what the process
+// runs, the content hash of st when it is not the one reported: back to
+// what the process runs after a rejection, or the same content stored
+// otherwise (rule files now gzipped, as a newer controller stores them).
+func (r *Reloader) reportUnchanged(st state) {
+	if r.opts.OnApplied == nil {
+		return
+	}
+	if hash := r.contentHash(st); hash != r.report.Hash || r.report.Rejection != nil {
+		r.reportApplied(hash, r.report.Time, nil)
+	}
+}
+
 // contentHash returns the content hash of st, what is about to be applied,
-// when OnApplied wants it: from the Source's files, or from the watched
-// directories as the volumes present them. A failure to read them is
-// logged and leaves the hash empty: the reload goes on.
+// when OnApplied wants it: from the files as stored, the Source's or those
+// of RulesInputDirs, and those of the watched directories as the volumes
+// present them. A failure to read them is logged and leaves the hash
+// empty: the reload goes on.
 func (r *Reloader) contentHash(st state) string {
 	if r.opts.OnApplied == nil {
 		return ""
 	}
 	if r.opts.Source != nil {
-		return contenthash.Sum(st.raw, st.files)
+		return contenthash.Sum(st.raw, st.stored)
 	}
-	sum, err := volumeContentHash(st.raw, r.opts.WatchedDirs, r.opts.MaxConfigSize)
+	sum, err := volumeContentHash(st.raw, st.stored, r.opts.WatchedDirs, r.opts.MaxConfigSize)
 	if err != nil {
 		r.logger.Warn("hash the content to apply: its hash is reported empty", "err", err)
 	}
@@ -59,36 +70,15 @@ func (r *Reloader) contentHash(st state) string {
 }
 
 // volumeContentHash returns the content hash (package contenthash) of a
-// configuration read from a volume, raw as stored, and of the files in
-// dirs, each a ConfigMap's volume: the files a reader of dir sees at its top
-// level (symlinks followed, kubelet bookkeeping left out) named
-// "<base name of dir>/<file>", as the API source names a ConfigMap's keys.
-func volumeContentHash(raw []byte, dirs []string, limit int64) (string, error) {
-	files := map[string]string{}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("hash watched dir: %w", err)
-		}
-		group := filepath.Base(dir)
-		for _, e := range entries {
-			if hidden(e.Name()) {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			fi, err := os.Stat(path)
-			if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
-				continue // A dangling link, a file removed since, a directory: not content.
-			}
-			b, err := readRegular(path, limit)
-			if err != nil {
-				return "", fmt.Errorf("hash watched dir: %w", err)
-			}
-			files[group+"/"+e.Name()] = string(b)
-		}
+// configuration read from a volume, raw as stored, of stored, the files
+// of RulesInputDirs as stored, and of the files in dirs, each a
+// ConfigMap's volume, named as readInputDirs names them, as the API
+// source names a ConfigMap's keys.
+func volumeContentHash(raw []byte, stored map[string]string, dirs []string, limit int64) (string, error) {
+	files, err := readInputDirs(dirs, limit)
+	if err != nil {
+		return "", fmt.Errorf("hash watched dir: %w", err)
 	}
+	maps.Copy(files, stored)
 	return contenthash.Sum(raw, files), nil
 }

@@ -30,12 +30,12 @@ func TestVolumeContentHashAgreesWithSource(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dirs[1], "sub"), 0o755))
 
 	want := contenthash.Sum([]byte(config), files)
-	got, err := volumeContentHash([]byte(config), dirs, DefaultMaxConfigSize)
+	got, err := volumeContentHash([]byte(config), nil, dirs, DefaultMaxConfigSize)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 
 	second.Set(t, map[string]string{"c.yaml": "changed"})
-	got, err = volumeContentHash([]byte(config), dirs, DefaultMaxConfigSize)
+	got, err = volumeContentHash([]byte(config), nil, dirs, DefaultMaxConfigSize)
 	require.NoError(t, err)
 	require.NotEqual(t, want, got)
 }
@@ -43,12 +43,12 @@ func TestVolumeContentHashAgreesWithSource(t *testing.T) {
 func TestVolumeContentHashErrors(t *testing.T) {
 	dir := t.TempDir()
 	unreadable(t, filepath.Join(dir, "x.yaml"))
-	_, err := volumeContentHash(nil, []string{dir}, DefaultMaxConfigSize)
+	_, err := volumeContentHash(nil, nil, []string{dir}, DefaultMaxConfigSize)
 	require.ErrorContains(t, err, "hash watched dir: open "+filepath.Join(dir, "x.yaml")+": ")
 
 	big := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(big, "big.yaml"), make([]byte, 11), 0o644))
-	_, err = volumeContentHash(nil, []string{big}, 10)
+	_, err = volumeContentHash(nil, nil, []string{big}, 10)
 	require.EqualError(t, err, "hash watched dir: read "+filepath.Join(big, "big.yaml")+": larger than 10 bytes")
 }
 

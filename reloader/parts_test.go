@@ -84,7 +84,7 @@ func TestParts(t *testing.T) {
 
 func contentHashOf(t *testing.T, raw string) string {
 	t.Helper()
-	sum, err := volumeContentHash([]byte(raw), nil, DefaultMaxConfigSize)
+	sum, err := volumeContentHash([]byte(raw), nil, nil, DefaultMaxConfigSize)
 	require.NoError(t, err)
 	return sum
 }

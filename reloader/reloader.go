@@ -101,9 +101,17 @@ type Options struct {
 	// Source, when set, supplies the configuration (instead of ConfigFile)
 	// and files written into RulesDir; Run applies after each of its changes.
 	Source Source
-	// RulesDir receives the Source's files. It belongs to the Reloader:
-	// files it does not hold are removed from it.
+	// RulesDir receives the files of the Source or of RulesInputDirs,
+	// each file X.gz gunzipped into X (see GzipSuffix), at most
+	// MaxConfigSize bytes. It belongs to the Reloader: files it does not
+	// hold are removed from it. A gzipped file that cannot be gunzipped
+	// is an apply failure, the file's last good version staying.
 	RulesDir string
+	// RulesInputDirs are directories of rule files, each a ConfigMap's
+	// volume, written into RulesDir as a Source's files are: the file F of
+	// the directory D is "<base name of D>/F". They are watched as
+	// WatchedDirs are. Not with a Source.
+	RulesInputDirs []string
 	// KeepAccepted handles a reload the process rejects (RejectedError):
 	// the last accepted configuration and rule files are written back
 	// (the process still runs them, and reads them again if it restarts),
@@ -139,6 +147,7 @@ type Reloader struct {
 	accepted      state                   // what the process last accepted, when KeepAccepted
 	rejected      uint64                  // hash of the state the process last rejected, 0 if none since
 	files         filesWriter             // RulesDir
+	fileRenderer  fileRenderer            // the files written into RulesDir
 	renderedRaw   []byte                  // the configuration as stored rendered into rendered, when OnApplied is set
 	undefined     int                     // references rendered left unexpanded
 	parts         []part                  // the parts rendered names
@@ -151,7 +160,8 @@ type Reloader struct {
 type state struct {
 	config []byte            // the rendered configuration, nil without one
 	dirs   []uint64          // the content of the watched directories
-	files  map[string]string // the Source's files, written into RulesDir
+	files  map[string]string // the files written into RulesDir
+	stored map[string]string // the files as stored (the Source's, or RulesInputDirs') that files are rendered from
 	parts  map[string][]byte // the rendered parts of the configuration, by name
 	raw    []byte            // the configuration as stored that config was rendered from, when OnApplied is set
 }
@@ -228,16 +238,20 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 		logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
-	case opts.ConfigFile == "" && len(opts.WatchedDirs) == 0 && opts.Source == nil:
-		return nil, errors.New("nothing to watch: give a config file, a watched directory or a source")
+	case opts.ConfigFile == "" && len(opts.WatchedDirs) == 0 && len(opts.RulesInputDirs) == 0 && opts.Source == nil:
+		return nil, errors.New("nothing to watch: give a config file, a watched directory, a rules input directory or a source")
 	case opts.ConfigFile != "" && opts.Source != nil:
 		return nil, errors.New("give a config file or a source, not both")
 	case opts.ConfigOutput != "" && opts.ConfigFile == "" && opts.Source == nil:
 		return nil, errors.New("a config output needs a config file or a source")
 	case opts.Source != nil && opts.ConfigOutput == "":
 		return nil, errors.New("a source needs a config output")
-	case opts.RulesDir != "" && opts.Source == nil:
-		return nil, errors.New("a rules dir is written from a source")
+	case opts.RulesDir != "" && opts.Source == nil && len(opts.RulesInputDirs) == 0:
+		return nil, errors.New("a rules dir is written from a source or from rules input dirs")
+	case len(opts.RulesInputDirs) > 0 && opts.Source != nil:
+		return nil, errors.New("give a source or rules input dirs, not both")
+	case len(opts.RulesInputDirs) > 0 && opts.RulesDir == "":
+		return nil, errors.New("rules input dirs are written into a rules dir")
 	case opts.PartsDir != "" && opts.ConfigFile == "":
 		return nil, errors.New("a parts dir goes with a config file")
 	case opts.PartsDir != "" && opts.ConfigOutput == "":
@@ -252,8 +266,11 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if opts.MaxConfigSize <= 0 {
 		opts.MaxConfigSize = DefaultMaxConfigSize
 	}
+	if err := checkInputDirs(opts.RulesInputDirs); err != nil {
+		return nil, err
+	}
 	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter,
-		files: filesWriter{dir: opts.RulesDir}}, nil
+		files: filesWriter{dir: opts.RulesDir}, fileRenderer: fileRenderer{limit: opts.MaxConfigSize}}, nil
 }
 
 func (r *Reloader) watchError() {
@@ -286,19 +303,21 @@ func (r *Reloader) Render() error {
 		out rendered
 		err error
 	)
-	if r.opts.Source != nil {
-		snap, serr := r.opts.Source.Snapshot()
-		if serr != nil {
-			return serr
-		}
-		st.files = snap.Files
-		out, _, err = r.render(snap.Config, snap.ConfigName, nil)
-	} else {
-		raw, rerr := readRegular(r.opts.ConfigFile, r.opts.MaxConfigSize)
-		out, _, err = r.render(raw, r.opts.ConfigFile, rerr)
-	}
+	src, err := r.readInput()
 	if err != nil {
 		return err
+	}
+	if src.config {
+		if out, _, err = r.render(src.raw, src.name, src.readErr); err != nil {
+			return err
+		}
+	}
+	// A rule file that cannot be rendered is left out: the process starts
+	// with the others.
+	st.files, _, err = r.fileRenderer.render(src.files, src.describe)
+	if err != nil {
+		r.m.appliesFailed.Inc()
+		r.logger.Error("rule files left out", "err", err)
 	}
 	st.config, st.parts = out.config, out.out
 	return r.write(st)
@@ -424,7 +443,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	r.removeTemps()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
-		"dirs", strings.Join(r.opts.WatchedDirs, ","), "rules_dir", r.opts.RulesDir, "trigger", r.opts.Trigger.String())
+		"dirs", strings.Join(r.opts.WatchedDirs, ","), "rules_input_dirs", strings.Join(r.opts.RulesInputDirs, ","), "rules_dir", r.opts.RulesDir, "trigger", r.opts.Trigger.String())
 	var sourceChanged <-chan struct{}
 	if r.opts.Source != nil {
 		sourceChanged = r.opts.Source.Changed()
@@ -539,10 +558,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 	sum := r.sum(st)
 	switch {
 	case r.synced && sum == r.applied:
-		if r.report.Rejection != nil {
-			// Back to what the process runs: nothing rejected is pending.
-			r.reportApplied(r.report.Hash, r.report.Time, nil)
-		}
+		r.reportUnchanged(st)
 		return resultUnchanged, input, errors.Join(kept, r.write(st))
 	case r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected:
 		// Rejected as it is: what the process runs stays on disk.
@@ -595,10 +611,10 @@ func (r *Reloader) restore() error {
 
 // read returns what the process would read now and a hash of the input it
 // comes from. kept is a failed render of a new configuration, the previous
-// one being in st; err leaves nothing to apply.
+// one being in st, or of rule files, the last good version of each being
+// in st; err leaves nothing to apply.
 func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool, kept, err error) {
-	if consistent && (r.opts.ConfigFile != "" && settlingDir(filepath.Dir(r.opts.ConfigFile)) ||
-		r.opts.PartsDir != "" && settlingDir(r.opts.PartsDir)) {
+	if consistent && r.settling() {
 		return st, 0, true, nil, nil
 	}
 	in := xxhash.New()
@@ -616,29 +632,22 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 		st.dirs[i] = sum
 		writeUint64(in, sum)
 	}
-	var (
-		raw     []byte
-		name    string
-		readErr error
-	)
-	switch {
-	case r.opts.Source != nil:
-		snap, err := r.opts.Source.Snapshot()
-		if err != nil {
-			if !errors.Is(err, ErrNotRead) {
-				r.m.appliesFailed.Inc()
-			}
-			return st, in.Sum64(), false, nil, err
+	src, err := r.readInput()
+	if err != nil {
+		if !errors.Is(err, ErrNotRead) {
+			r.m.appliesFailed.Inc()
 		}
-		writeUint64(in, snap.hash())
-		raw, name, st.files = snap.Config, snap.ConfigName, snap.Files
-	case r.opts.ConfigFile != "":
-		name = r.opts.ConfigFile
-		raw, readErr = readRegular(name, r.opts.MaxConfigSize)
-	default:
-		return st, in.Sum64(), false, nil, nil
+		return st, in.Sum64(), false, nil, err
 	}
-	out, from, err := r.render(raw, name, readErr)
+	writeUint64(in, Snapshot{Files: src.files}.hash())
+	var filesErr error
+	if st.files, st.stored, filesErr = r.fileRenderer.render(src.files, src.describe); filesErr != nil {
+		r.m.appliesFailed.Inc()
+	}
+	if !src.config {
+		return st, in.Sum64(), false, filesErr, nil
+	}
+	out, from, err := r.render(src.raw, src.name, src.readErr)
 	writeUint64(in, from)
 	switch {
 	case err != nil && (r.rendered == nil || errors.Is(err, ErrPartsPending)):
@@ -649,13 +658,68 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 		// reload. The error still makes Run retry.
 		kept = fmt.Errorf("%w (keeping the previous config)", err)
 	default:
-		r.rendered, r.renderedFrom, r.parts, r.partsOut = out.config, xxhash.Sum64(raw), out.parts, out.out
+		r.rendered, r.renderedFrom, r.parts, r.partsOut = out.config, xxhash.Sum64(src.raw), out.parts, out.out
 		if r.opts.OnApplied != nil {
-			r.renderedRaw = raw
+			r.renderedRaw = src.raw
 		}
 	}
 	st.config, st.raw, st.parts = r.rendered, r.renderedRaw, r.partsOut
-	return st, in.Sum64(), false, kept, nil
+	return st, in.Sum64(), false, errors.Join(kept, filesErr), nil
+}
+
+// settling reports whether a kubelet volume the configuration or the rule
+// files are read from is half-updated (see hashDir).
+func (r *Reloader) settling() bool {
+	if r.opts.ConfigFile != "" && settlingDir(filepath.Dir(r.opts.ConfigFile)) ||
+		r.opts.PartsDir != "" && settlingDir(r.opts.PartsDir) {
+		return true
+	}
+	return slices.ContainsFunc(r.opts.RulesInputDirs, settlingDir)
+}
+
+// input is the configuration and the rule files as stored.
+type input struct {
+	config   bool   // whether there is a configuration
+	raw      []byte // the configuration as stored
+	name     string // names where raw comes from
+	readErr  error  // the error reading raw, if any
+	files    map[string]string
+	describe func(string) string // names a file of files
+}
+
+// readInput reads the configuration and the rule files as stored, from
+// the Source, or from ConfigFile and RulesInputDirs.
+func (r *Reloader) readInput() (input, error) {
+	if r.opts.Source != nil {
+		snap, err := r.opts.Source.Snapshot()
+		if err != nil {
+			return input{}, err
+		}
+		return input{config: true, raw: snap.Config, name: snap.ConfigName, files: snap.Files, describe: snap.describe}, nil
+	}
+	var in input
+	if r.opts.ConfigFile != "" {
+		in.config, in.name = true, r.opts.ConfigFile
+		in.raw, in.readErr = readRegular(in.name, r.opts.MaxConfigSize)
+	}
+	files, err := readInputDirs(r.opts.RulesInputDirs, r.opts.MaxConfigSize)
+	if err != nil {
+		return input{}, fmt.Errorf("read rules input dir: %w", err)
+	}
+	in.files, in.describe = files, r.describeInput
+	return in, nil
+}
+
+// describeInput names a file of RulesInputDirs, "<base name of dir>/<file>",
+// by its path.
+func (r *Reloader) describeInput(name string) string {
+	group, file, _ := strings.Cut(name, "/")
+	for _, dir := range r.opts.RulesInputDirs {
+		if filepath.Base(filepath.Clean(dir)) == group {
+			return filepath.Join(dir, file)
+		}
+	}
+	return name
 }
 
 // sum hashes what the process reads in st.
@@ -690,7 +754,7 @@ func targets(opts Options) []string {
 	if opts.ConfigFile != "" {
 		dirs = append(dirs, filepath.Dir(filepath.Clean(opts.ConfigFile)))
 	}
-	for _, d := range opts.WatchedDirs {
+	for _, d := range slices.Concat(opts.WatchedDirs, opts.RulesInputDirs) {
 		dirs = append(dirs, filepath.Clean(d))
 	}
 	if opts.PartsDir != "" {
@@ -744,7 +808,7 @@ func (r *Reloader) relevant(ev fsnotify.Event) bool {
 	if hidden(base) && base != dataDir {
 		return false
 	}
-	for _, d := range r.opts.WatchedDirs {
+	for _, d := range slices.Concat(r.opts.WatchedDirs, r.opts.RulesInputDirs) {
 		if filepath.Clean(d) == dir {
 			return true
 		}

@@ -38,8 +38,20 @@ type Snapshot struct {
 	// Files are written into Options.RulesDir, by path relative to it:
 	// "<group>/<name>", such as a ConfigMap's name and one of its keys.
 	// Files the Source no longer has are removed after the others are
-	// written.
+	// written. A file "<group>/X.gz" is written gunzipped as
+	// "<group>/X" (see Options.RulesDir).
 	Files map[string]string
+	// Describe names a file of Files in errors and logs, such as the
+	// ConfigMap and key it comes from; nil names it by its path.
+	Describe func(name string) string
+}
+
+// describe names a file of Files.
+func (s Snapshot) describe(name string) string {
+	if s.Describe == nil {
+		return name
+	}
+	return s.Describe(name)
 }
 
 // hash sums up the snapshot's input: the configuration as stored and every

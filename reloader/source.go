@@ -344,20 +344,28 @@ func readAll(r io.Reader, hint, limit int64) ([]byte, error) {
 // gunzip returns b, the content of path, gunzipped when it starts with the
 // gzip magic bytes; more than limit bytes gunzipped is an error.
 func gunzip(path string, b []byte, limit int64) ([]byte, error) {
-	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+	if !gzipped(b) {
 		return b, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("gunzip %s: %w", path, err)
-	}
-	// The gzip trailer holds the size modulo 4 GiB: a hint, not a promise.
-	hint := int64(binary.LittleEndian.Uint32(b[len(b)-4:]))
-	out, err := readAll(zr, min(hint, limit), limit)
+	out, err := gunzipAll(b, limit)
 	if err != nil {
 		return nil, fmt.Errorf("gunzip %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// gzipped reports whether b starts with the gzip magic bytes.
+func gzipped(b []byte) bool { return bytes.HasPrefix(b, []byte{0x1f, 0x8b}) }
+
+// gunzipAll returns b gunzipped, at most limit bytes.
+func gunzipAll(b []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	// The gzip trailer holds the size modulo 4 GiB: a hint, not a promise.
+	hint := int64(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	return readAll(zr, min(hint, limit), limit)
 }
 
 // writeAtomic replaces path with b so that a reader sees either the old or the

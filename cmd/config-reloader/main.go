@@ -38,7 +38,7 @@ const program = "config-reloader"
 type config struct {
 	configFile, output, webConfig, listen string
 	partsDir                              string
-	watchedDirs                           []string
+	watchedDirs, rulesInputDirs           []string
 	watchInterval, delayInterval          time.Duration
 	retryInterval, reloadTimeout          time.Duration
 	reloadURL                             *url.URL
@@ -190,7 +190,8 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("config-secret-name", "Same as --config-secret (VictoriaMetrics' config-reloader spelling).").StringVar(&cfg.api.secret)
 	a.Flag("config-secret-key", "Key of --config-secret holding the configuration, plain or gzipped.").Default("config.yaml.gz").StringVar(&cfg.api.secretKey)
 	a.Flag("rules-configmap-selector", "With --config-secret: also read the ConfigMaps of the pod's namespace that match this label selector, each key written to --rules-dir/CONFIGMAP/KEY.").StringVar(&cfg.api.rulesSelector)
-	a.Flag("rules-dir", "Directory the rule ConfigMaps are written into; files of ConfigMaps that no longer match are removed from it.").StringVar(&cfg.api.rulesDir)
+	a.Flag("rules-dir", "Directory the rule ConfigMaps (--rules-configmap-selector or --rules-input-dir) are written into, a key X.gz gunzipped into the file X; files of ConfigMaps that no longer match are removed from it.").StringVar(&cfg.api.rulesDir)
+	a.Flag("rules-input-dir", "Directory of rule files, a ConfigMap's volume, watched and written into --rules-dir/BASENAME/, a file X.gz gunzipped into X (at most --config-max-size), any other copied (repeatable): for a process that cannot read gzipped files, where --watched-dir hands it the volume itself.").StringsVar(&cfg.rulesInputDirs)
 	a.Flag("api-server", "URL of the Kubernetes API server; by default the in-cluster one ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).").StringVar(&cfg.api.Server)
 	a.Flag("api-token-file", "Bearer token for the API server, read again for each request (a rotated token is used at once).").Default(apisource.DefaultTokenFile).StringVar(&cfg.api.TokenFile)
 	a.Flag("api-ca-file", "Certificates that verify the API server.").Default(apisource.DefaultCAFile).StringVar(&cfg.api.CAFile)
@@ -223,6 +224,9 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 	if src != nil {
 		opts.Source, opts.RulesDir = src, cfg.api.rulesDir
 	}
+	if len(cfg.rulesInputDirs) > 0 {
+		opts.RulesInputDirs, opts.RulesDir = cfg.rulesInputDirs, cfg.api.rulesDir
+	}
 	if reporter != nil {
 		opts.OnApplied = reporter.Report
 	}
@@ -249,8 +253,14 @@ func readiness(rel *reloader.Reloader, src *apisource.Source) func() error {
 func newSource(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*apisource.Source, error) {
 	api := cfg.api
 	switch {
+	case len(cfg.rulesInputDirs) > 0 && api.secret != "":
+		return nil, errors.New("--rules-input-dir reads rule files from volumes; with --config-secret they are ConfigMaps")
+	case len(cfg.rulesInputDirs) > 0 && api.rulesDir == "":
+		return nil, errors.New("--rules-input-dir needs --rules-dir")
+	case len(cfg.rulesInputDirs) > 0:
+		return nil, nil
 	case api.secret == "" && (api.rulesSelector != "" || api.rulesDir != ""):
-		return nil, errors.New("--rules-configmap-selector and --rules-dir need --config-secret")
+		return nil, errors.New("--rules-configmap-selector and --rules-dir need --config-secret (or --rules-dir, --rules-input-dir)")
 	case api.secret == "":
 		return nil, nil
 	case cfg.partsDir != "":

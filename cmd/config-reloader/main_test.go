@@ -462,3 +462,52 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 		t.Fatalf("run has not returned 10s after being told to stop")
 	}
 }
+
+// TestRulesInputDirFlags renders rule file volumes into --rules-dir once
+// (the init container of the volume source): gzipped files gunzipped, one
+// that cannot be left out with an error naming its path; and refuses the
+// combinations that make no sense.
+func TestRulesInputDirFlags(t *testing.T) {
+	dir := t.TempDir()
+	in, out, rules := filepath.Join(dir, "prometheus.yaml"), filepath.Join(dir, "out", "prometheus.env.yaml"), filepath.Join(dir, "rules")
+	cm0, cm1 := filepath.Join(dir, "in", "cm-0"), filepath.Join(dir, "in", "cm-1")
+	require.NoError(t, os.MkdirAll(cm0, 0o755))
+	require.NoError(t, os.WriteFile(in, []byte("a: 1\n"), 0o644))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write([]byte("groups: []\n"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(cm0, "a.yaml.gz"), gz.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cm0, "bad.yaml.gz"), []byte("junk"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cm0, "plain.yaml"), []byte("p"), 0o644))
+
+	base := []string{"--config-file=" + in, "--config-envsubst-file=" + out, "--watch-interval=0", "--log-format=json"}
+	var stderr bytes.Buffer
+	args := append(base, "--rules-dir="+rules, "--rules-input-dir="+cm0, "--rules-input-dir="+cm1)
+	require.Equal(t, 0, run(t.Context(), args, io.Discard, &stderr), stderr.String())
+	require.Contains(t, stderr.String(), `"msg":"rule files left out","component":"reloader","err":"`+filepath.Join(cm0, "bad.yaml.gz")+`: gunzip: not gzipped (no gzip magic bytes) (left out: no good version yet)"`)
+	for name, want := range map[string]string{"cm-0/a.yaml": "groups: []\n", "cm-0/plain.yaml": "p"} {
+		b, err := os.ReadFile(filepath.Join(rules, name))
+		require.NoError(t, err)
+		require.Equal(t, want, string(b))
+	}
+	entries, err := os.ReadDir(filepath.Join(rules, "cm-0"))
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	require.NoDirExists(t, filepath.Join(rules, "cm-1"))
+
+	for _, tc := range []struct {
+		extra []string
+		err   string
+	}{
+		{[]string{"--rules-input-dir=" + cm0}, "config-reloader: --rules-input-dir needs --rules-dir\n"},
+		{[]string{"--rules-input-dir=" + cm0, "--rules-dir=" + rules, "--config-secret=ns/cfg"},
+			"config-reloader: --rules-input-dir reads rule files from volumes; with --config-secret they are ConfigMaps\n"},
+		{[]string{"--rules-dir=" + rules}, "config-reloader: --rules-configmap-selector and --rules-dir need --config-secret (or --rules-dir, --rules-input-dir)\n"},
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, 2, run(t.Context(), append(base, tc.extra...), io.Discard, &stderr))
+		require.Equal(t, tc.err, stderr.String())
+	}
+}

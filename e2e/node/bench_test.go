@@ -2,7 +2,9 @@ package node
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,8 +84,12 @@ func runEdits(b *testing.B, source string, sync time.Duration) []edit {
 			if err != nil {
 				return err
 			}
-			for _, v := range cm.Data {
-				if strings.Contains(v, record) {
+			for _, gz := range cm.BinaryData {
+				zr, err := gzip.NewReader(bytes.NewReader(gz))
+				if err != nil {
+					return err
+				}
+				if b, err := io.ReadAll(zr); err == nil && bytes.Contains(b, []byte(record)) {
 					return nil
 				}
 			}
@@ -91,7 +97,7 @@ func runEdits(b *testing.B, source string, sync time.Duration) []edit {
 		})
 		e.controller = time.Since(start)
 		eventuallyEvery(b, projectionTimeout, 10*time.Millisecond, "rule file of "+record+" in the pod", func() error {
-			return inPod(cl.node, pod, source, record)
+			return inPod(cl.node, pod, record)
 		})
 		e.projected = time.Since(start)
 		eventuallyEvery(b, time.Minute, 20*time.Millisecond, "Prometheus reloaded after "+record, func() error {
@@ -131,14 +137,13 @@ func (cl *cluster) lastReload(b *testing.B, pod string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("no %sin /metrics", metric)
 }
 
-// inPod returns nil once a rule file of the pod holds s: in its ConfigMap
-// volumes (the kubelet's projection) or, with the API source, in the
-// emptyDir config-reloader writes the rules into.
-func inPod(n *node.Node, pod *corev1.Pod, source, s string) error {
-	pattern := filepath.Join(n.VolumeDir(string(pod.UID), "kubernetes.io~configmap", "*"), "..data", "*")
-	if source == v1alpha1.SourceAPI {
-		pattern = filepath.Join(n.VolumeDir(string(pod.UID), "kubernetes.io~empty-dir", "rules"), "*", "*")
-	}
+// inPod returns nil once a rule file of the pod holds s, in the emptyDir
+// config-reloader writes the rules into, from the ConfigMap volumes (the
+// kubelet's projection) or from the API.
+func inPod(n *node.Node, pod *corev1.Pod, s string) error {
+	// Whatever the source, the config-reloader writes the rule files
+	// there, gunzipped.
+	pattern := filepath.Join(n.VolumeDir(string(pod.UID), "kubernetes.io~empty-dir", "rules"), "*", "*")
 	files, err := filepath.Glob(pattern)
 	if err != nil {
 		return err
@@ -171,7 +176,7 @@ func report(name string, edits []edit) string {
 		f    func(edit) time.Duration
 	}{
 		{"API write → controller wrote the rule ConfigMap", func(e edit) time.Duration { return e.controller }},
-		{"→ the rule file written in the pod (the kubelet's projection, or config-reloader from the API)", func(e edit) time.Duration { return e.projected }},
+		{"→ the rule file written in the pod (by config-reloader, from the kubelet's projection or from the API)", func(e edit) time.Duration { return e.projected }},
 		{"→ Prometheus reloaded (its prometheus_config_last_reload_success_timestamp_seconds)", func(e edit) time.Duration { return e.reloaded }},
 		{"→ Prometheus serves the rule", func(e edit) time.Duration { return e.served }},
 	}

@@ -1,0 +1,140 @@
+package reloader
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// GzipSuffix ends the name of a stored rule file that is gzipped: the file
+// X.gz of a Source or of Options.RulesInputDirs is written into RulesDir
+// as X, gunzipped.
+const GzipSuffix = ".gz"
+
+// storedFile is a file as stored and as rendered for RulesDir.
+type storedFile struct {
+	stored  string // the content as stored
+	content string // the content rendered
+}
+
+// fileRenderer renders the files of a Source or of RulesInputDirs: a
+// file named X.gz is gunzipped into X, at most limit bytes, and any other
+// file is written as it is. It keeps the last good rendering of each
+// gzipped file: a file that fails to gunzip leaves it in place, the rest
+// going on.
+type fileRenderer struct {
+	limit int64
+	good  map[string]storedFile // by stored name: the last good rendering
+}
+
+// render returns the files to write into RulesDir, by path, and the files
+// as stored they come from: the stored files, with the last good version of
+// each gzipped file that failed (or without the file, if it has none yet).
+// err joins the failures, each named by describe.
+func (fr *fileRenderer) render(stored map[string]string, describe func(string) string) (out, from map[string]string, err error) {
+	out, from = make(map[string]string, len(stored)), make(map[string]string, len(stored))
+	good := make(map[string]storedFile, len(fr.good))
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(stored)) {
+		content := stored[name]
+		target, gzipped := strings.CutSuffix(name, GzipSuffix)
+		if !gzipped {
+			out[name], from[name] = content, content
+			continue
+		}
+		f, ferr := fr.gunzip(name, target, stored)
+		if ferr != nil {
+			f, ok := fr.good[name]
+			how := "left out: no good version yet"
+			if ok {
+				how = "keeping the last good file"
+				out[target], from[name], good[name] = f.content, f.stored, f
+			}
+			errs = append(errs, fmt.Errorf("%s: %w (%s)", describe(name), ferr, how))
+			continue
+		}
+		out[target], from[name], good[name] = f.content, content, f
+	}
+	fr.good = good
+	return out, from, errors.Join(errs...)
+}
+
+// gunzip renders the gzipped file name of stored into target.
+func (fr *fileRenderer) gunzip(name, target string, stored map[string]string) (storedFile, error) {
+	content := stored[name]
+	if f, ok := fr.good[name]; ok && f.stored == content {
+		return f, nil // Gunzipped already.
+	}
+	_, base, _ := strings.Cut(target, "/")
+	if !validElem(base) {
+		return storedFile{}, errors.New("no file name is left without " + GzipSuffix)
+	}
+	if _, plain := stored[target]; plain {
+		return storedFile{}, fmt.Errorf("%s is also stored as it is, which is kept", base)
+	}
+	if !gzipped([]byte(content)) {
+		return storedFile{}, errors.New("gunzip: not gzipped (no gzip magic bytes)")
+	}
+	b, err := gunzipAll([]byte(content), fr.limit)
+	if err != nil {
+		return storedFile{}, fmt.Errorf("gunzip: %w", err)
+	}
+	return storedFile{stored: content, content: string(b)}, nil
+}
+
+// readInputDirs returns the files of dirs, each a ConfigMap's volume,
+// named "<base name of dir>/<file>" as a Source names a ConfigMap's keys:
+// the files a reader of dir sees at its top level (symlinks followed,
+// kubelet bookkeeping, directories and dangling links left out), each at
+// most limit bytes. A missing dir holds no files.
+func readInputDirs(dirs []string, limit int64) (map[string]string, error) {
+	files := map[string]string{}
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		group := filepath.Base(dir)
+		for _, e := range entries {
+			if hidden(e.Name()) {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			fi, err := os.Stat(path)
+			if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
+				continue // A dangling link, a file removed since, a directory: not content.
+			}
+			b, err := readRegular(path, limit)
+			if err != nil {
+				return nil, err
+			}
+			files[group+"/"+e.Name()] = string(b)
+		}
+	}
+	return files, nil
+}
+
+// checkInputDirs refuses rules input dirs that RulesDir could not hold
+// apart: two of the same base name, or a base name no group may have.
+func checkInputDirs(dirs []string) error {
+	seen := map[string]string{}
+	for _, dir := range dirs {
+		base := filepath.Base(filepath.Clean(dir))
+		if !validElem(base) {
+			return fmt.Errorf("rules input dir %s: its base name cannot name a directory of the rules dir", dir)
+		}
+		if other, ok := seen[base]; ok {
+			return fmt.Errorf("rules input dirs %s and %s: both would be written into the rules dir's %s", other, dir, base)
+		}
+		seen[base] = dir
+	}
+	return nil
+}
