@@ -69,9 +69,13 @@ func TestParts(t *testing.T) {
 	parts.Set(t, map[string]string{"cfg-1": p1b})
 	eventually(t, "second reload", func() bool { return len(s.ep.reloads()) == 2 })
 	require.Equal(t, splitConfig("main: 2\n", [2]string{"cfg-1", p1b})+"|cfg-1.yaml=jobs: 1b\n;", s.ep.reloads()[1])
-	mu.Lock()
-	require.Equal(t, contentHashOf(t, main2), applied, "the hash of the main configuration names the parts")
-	mu.Unlock()
+	// The endpoint records the reload before its request returns, and the
+	// reloader reports it after: wait for the report.
+	eventually(t, "the hash of the main configuration names the parts", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return applied == contentHashOf(t, main2)
+	})
 
 	// No parts: their directory empties.
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "main: 3\n")})
