@@ -208,6 +208,34 @@ func (e *examplePipeline) reloads(t testing.TB) float64 {
 	return n
 }
 
+// waitOneReload waits until config-reloader has counted a reload since it
+// counted before, and requires exactly one. Prometheus serves new content
+// as its reload returns, a moment before config-reloader counts it (a
+// cold CI run read the count in between).
+func (e *examplePipeline) waitOneReload(t testing.TB, what string, before float64) {
+	t.Helper()
+	eventually(t, what+": the reload counted", func() error {
+		if n := e.reloads(t); n <= before {
+			return fmt.Errorf("%v reloads, %v before the change", n, before)
+		}
+		return nil
+	})
+	require.Equal(t, before+1, e.reloads(t), "%s: one reload", what)
+}
+
+// createBigRules creates 4 PrometheusRules of 150 KiB gzipped each, more
+// than one rule ConfigMap holds, and adds their groups to want.
+func (e *examplePipeline) createBigRules(t testing.TB, labels map[string]string, want map[string][]string) {
+	t.Helper()
+	for i := range 4 {
+		name := fmt.Sprintf("big-%d", i)
+		r := exampleRule(name, name, labels, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
+		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": noise(i, 200<<10)} // 150 KiB gzipped
+		require.NoError(t, e.cl.c.Create(t.Context(), r))
+		want[name] = []string{strings.ReplaceAll(name, "-", "_") + ":up"}
+	}
+}
+
 // editRule changes a PrometheusRule, again when someone wrote it in
 // between.
 func (e *examplePipeline) editRule(t testing.TB, name string, fn func(*monitoringv1.PrometheusRule)) {
@@ -313,16 +341,7 @@ func TestPipeline(t *testing.T) {
 		change()
 		e.waitGroups(t, what, want)
 		applied = e.waitApplied(t, what, applied)
-		// Prometheus serves the new rules as its reload returns, a moment
-		// before the config-reloader counts it (a cold CI run read the
-		// count in between).
-		eventually(t, what+": the reload counted", func() error {
-			if n := e.reloads(t); n <= before {
-				return fmt.Errorf("%v reloads, %v before the change", n, before)
-			}
-			return nil
-		})
-		require.Equal(t, before+1, e.reloads(t), "%s: one reload", what)
+		e.waitOneReload(t, what, before)
 	}
 	step("edit the rule", func() {
 		e.editRule(t, "example-rules", func(r *monitoringv1.PrometheusRule) {
@@ -341,13 +360,7 @@ func TestPipeline(t *testing.T) {
 	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	want := map[string][]string{"second": {"job:scrape:max"}}
-	for i := range 4 {
-		name := fmt.Sprintf("big-%d", i)
-		r := exampleRule(name, name, team, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
-		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": noise(i, 200<<10)} // 150 KiB gzipped
-		require.NoError(t, e.cl.c.Create(t.Context(), r))
-		want[name] = []string{strings.ReplaceAll(name, "-", "_") + ":up"}
-	}
+	e.createBigRules(t, team, want)
 	e.waitGroups(t, "rules in two shards", want)
 	var shards int
 	eventually(t, "two rule shards", func() error {
@@ -444,19 +457,13 @@ func TestPipelineVolumeSource(t *testing.T) {
 	})
 	want := map[string][]string{"example": {"job:up:sum", "ExampleTargetDown", "job:up:count"}}
 	e.waitGroups(t, "the rule edited", want)
-	require.Equal(t, before+1, e.reloads(t), "one reload")
 	e.waitApplied(t, "the rule edited", applied)
+	e.waitOneReload(t, "the rule edited", before)
 
 	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	team := map[string]string{"team": "example"}
-	for i := range 4 {
-		name := fmt.Sprintf("big-%d", i)
-		r := exampleRule(name, name, team, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
-		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": noise(i, 200<<10)} // 150 KiB gzipped
-		require.NoError(t, e.cl.c.Create(t.Context(), r))
-		want[name] = []string{strings.ReplaceAll(name, "-", "_") + ":up"}
-	}
+	e.createBigRules(t, team, want)
 	e.waitGroups(t, "rules in two shards", want)
 	var cms corev1.ConfigMapList
 	require.NoError(t, e.cl.c.List(t.Context(), &cms, client.InNamespace("default"), client.MatchingLabels{"podreload.dev/rulefiles": "example"}))
