@@ -190,20 +190,21 @@ func TestSchedule(t *testing.T) {
 			want: ms(0, 1000, 5000, 7000, 10000),
 		},
 		{
-			name:          "a change just after a failed request waits for a quiet window: no two requests in the same instant",
+			name:          "a change seen during a failed request waits for a quiet window after it: no two requests in the same instant",
 			retryInterval: time.Second,
 			retries:       -1,
-			changes:       ms(1001, 1002, 1500),
+			changes:       ms(1000, 1100),
 			end: func(n, _ int, _, _ bool) (result, error) {
-				if n == 1 || n == 2 {
+				if n == 1 {
+					time.Sleep(200 * time.Millisecond) // The request takes its time.
 					return resultFailed, errors.New("status 503")
 				}
 				return resultReloaded, nil
 			},
-			// 0 reloaded; 1001 failed; the change at 1002 waits for a
-			// window after that request, and fails; the one at 1500
-			// comes after the window of the request before.
-			want: ms(0, 1001, 1052, 1500),
+			// Offsets at the end of each apply: 0 reloaded; 1000 to
+			// 1200 failed; the change seen at 1100 is applied a
+			// window after the failed request, not as it ends.
+			want: ms(0, 1200, 1250),
 		},
 		{
 			name: "a half-updated volume: applied as it is once it has looked so for a second",
