@@ -204,6 +204,14 @@ func newSetup(t *testing.T) *setup {
 	return s
 }
 
+// startStoppable runs a new reloader of s until stop is called or the test
+// ends.
+func (s *setup) startStoppable(t *testing.T) (stop func()) {
+	r, err := New(nil, s.reg, s.opts)
+	require.NoError(t, err)
+	return runUntilStopped(t, r)
+}
+
 func (s *setup) start(t *testing.T) *Reloader {
 	r, err := New(nil, s.reg, s.opts)
 	require.NoError(t, err)
