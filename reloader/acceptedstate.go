@@ -91,7 +91,7 @@ func (r *Reloader) loadState() {
 
 func (r *Reloader) stateError(action string, err error) {
 	r.m.stateErrors.Inc()
-	r.logger.Warn(action, "dir", r.state.dir, "err", err)
+	r.logger.Warn("state dir", "action", action, "dir", r.state.dir, "err", err)
 }
 
 // resumeRejected handles the first apply that reads a state after a start:
@@ -114,6 +114,20 @@ func (r *Reloader) resumeRejected(st state, sum uint64) (res result, err error, 
 	r.reportApplied(r.report.Hash, r.report.Time, &Rejection{Message: rej.Message, Time: rej.Time})
 	err = fmt.Errorf("rejected at %s: %s", rej.Time.Format(time.RFC3339), rej.Message)
 	return resultRestored, errors.Join(err, r.restore()), true
+}
+
+// acceptedInstead returns, for Render, the last accepted state when st is
+// the content StateDir records as rejected, and st otherwise.
+func (r *Reloader) acceptedInstead(st state) state {
+	rej := r.startRejected
+	if rej == nil || !r.hasAccepted {
+		return st
+	}
+	if key, err := r.rejectedKey(st); err != nil || strconv.FormatUint(key, 16) != rej.Key {
+		return st
+	}
+	r.logger.Warn("the current content was rejected: writing the last accepted state instead", "rejected_at", rej.Time, "message", rej.Message)
+	return r.accepted
 }
 
 // rejectedNow records that the process rejected st, and reports it.
@@ -240,7 +254,7 @@ func (s *stateStore) loadAccepted() (st state, applied savedApplied, found bool,
 	seenApplied := false
 	for {
 		hdr, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -258,8 +272,6 @@ func (s *stateStore) loadAccepted() (st state, applied savedApplied, found bool,
 			seenApplied = true
 		case name == configEntry:
 			st.config = b
-		default:
-			return state{}, applied, false, fmt.Errorf("read %s: unexpected entry %q", path, name)
 		case strings.HasPrefix(name, partsPrefix) && validElem(strings.TrimPrefix(name, partsPrefix)):
 			if st.parts == nil {
 				st.parts = map[string][]byte{}
@@ -270,6 +282,8 @@ func (s *stateStore) loadAccepted() (st state, applied savedApplied, found bool,
 				st.files = map[string]string{}
 			}
 			st.files[strings.TrimPrefix(name, rulesPrefix)] = string(b)
+		default:
+			return state{}, applied, false, fmt.Errorf("read %s: unexpected entry %q", path, name)
 		}
 	}
 	if !seenApplied {

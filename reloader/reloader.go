@@ -24,7 +24,6 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -371,13 +370,7 @@ func (r *Reloader) Render() error {
 	}
 	r.noteLeftOut(append(src.left, left...))
 	st.config, st.parts = out.config, out.out
-	if rej := r.startRejected; rej != nil && r.hasAccepted {
-		if key, err := r.rejectedKey(st); err == nil && strconv.FormatUint(key, 16) == rej.Key {
-			r.logger.Warn("the current content was rejected: writing the last accepted state instead", "rejected_at", rej.Time, "message", rej.Message)
-			st = r.accepted
-		}
-	}
-	return r.write(st)
+	return r.write(r.acceptedInstead(st))
 }
 
 // removeTemps removes the temporary files a write of ConfigOutput
@@ -548,15 +541,16 @@ func (r *Reloader) afterApply(ctx context.Context, s *schedule, res result, inpu
 		// Tried again, slowly: the process may have refused it for
 		// something not there yet (a file from a Secret mounted later).
 		attempt, wait := s.applyFailed(input, res)
-		msg := "reload rejected: the last accepted state is kept"
-		if res == resultRestored {
-			msg = "the current content was rejected before this start: the last accepted state is written instead"
+		switch {
+		case res == resultRestored && attempt == 0:
+			r.logger.Error("the current content was rejected before this start: the last accepted state is written instead, waiting for the next change", "err", err)
+		case res == resultRestored:
+			r.logger.Error("the current content was rejected before this start: the last accepted state is written instead, trying again later", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
+		case attempt == 0:
+			r.logger.Error("reload rejected: the last accepted state is kept, waiting for the next change", "err", err)
+		default:
+			r.logger.Error("reload rejected: the last accepted state is kept, trying again later", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
 		}
-		if attempt == 0 {
-			r.logger.Error(msg+", waiting for the next change", "err", err)
-			break
-		}
-		r.logger.Error(msg+", trying again later", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
 	case err == nil:
 		s.applied(input, res)
 	default:
