@@ -653,6 +653,11 @@ func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, u
 			return resultRejected, input, errors.Join(kept, err, r.restore())
 		}
 		r.synced = false
+		if r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected {
+			// The retry of content the process rejected, not answered:
+			// what it accepted goes back on disk until the next try.
+			return resultFailed, input, errors.Join(kept, err, r.restore())
+		}
 		return resultFailed, input, errors.Join(kept, err)
 	}
 	r.m.lastSuccess.Set(1)

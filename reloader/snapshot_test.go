@@ -333,6 +333,26 @@ func TestRejectedRetried(t *testing.T) {
 	})
 }
 
+// TestRejectedRetryNotAnswered: a retry of rejected content that the
+// process does not answer (503: starting) leaves the accepted state on
+// disk, not the rejected content.
+func TestRejectedRetryNotAnswered(t *testing.T) {
+	h, src := sourceHarness(t)
+	h.opts.RetryInterval = 50 * time.Millisecond
+	statuses := []int{200, 500}
+	for range 1000 {
+		statuses = append(statuses, http.StatusServiceUnavailable)
+	}
+	ep := newSequenceEndpoint(t, func() string { return "" }, statuses...)
+	h.opts.Trigger = &HTTPTrigger{URL: mustURL(t, ep.URL+"/-/reload"), Timeout: time.Second}
+	src.set("v: 1\n", map[string]string{"cm/a.yaml": "a1"}, nil)
+	h.start(t)
+	eventually(t, "accepted", func() bool { n, _ := ep.counts(); return n == 1 })
+	src.set("v: 2\n", map[string]string{"cm/a.yaml": "a2"}, nil)
+	eventually(t, "a retry not answered", func() bool { n, _ := ep.counts(); return n >= 3 })
+	eventually(t, "the accepted state on disk", func() bool { return readFile(h.out)+"|"+readTree(h.rulesDir) == "v: 1\n|cm/a.yaml=a1;" })
+}
+
 func TestRejectedWithoutKeepAcceptedIsRetried(t *testing.T) {
 	h, src := sourceHarness(t)
 	h.opts.KeepAccepted = false
