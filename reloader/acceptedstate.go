@@ -42,6 +42,7 @@ type stateStore struct {
 	dir   string
 	limit int64  // bound on each file read back
 	saved uint64 // acceptedKey of the state last saved; 0 when unknown
+	read  bool   // whether the accepted state was read (or tried)
 }
 
 // savedApplied is Applied without its rejection, as saved.
@@ -58,9 +59,11 @@ type savedRejection struct {
 	Time    time.Time `json:"time"`
 }
 
-// loadState reads what StateDir keeps: the last accepted state becomes the
-// one restored after a rejection, and the rejection recorded is checked by
-// the first apply (resumeRejected). A state that cannot be read is logged,
+// loadState reads the rejection StateDir records, which the first apply
+// checks (resumeRejected), and then the last accepted state. Without a
+// rejection, the accepted state is read only when the process rejects
+// something before it accepts anything (loadAccepted): a start holds one
+// state in memory, not two. A state that cannot be read is logged,
 // counted and ignored.
 func (r *Reloader) loadState() {
 	if r.state == nil {
@@ -75,18 +78,33 @@ func (r *Reloader) loadState() {
 	if err != nil {
 		r.stateError("read the rejection recorded", err)
 	}
+	if rej != nil && r.loadAccepted() {
+		r.startRejected = rej
+	}
+}
+
+// loadAccepted makes the last accepted state StateDir keeps the one
+// restored after a rejection, unless the process accepted one since the
+// start; it reports whether there is one.
+func (r *Reloader) loadAccepted() bool {
+	if r.hasAccepted || r.state == nil || r.state.read {
+		return r.hasAccepted
+	}
+	r.state.read = true
 	st, applied, found, err := r.state.loadAccepted()
 	switch {
 	case err != nil:
 		r.stateError("read the last accepted state", err)
-		return
+		return false
 	case !found:
-		return
+		return false
 	}
 	r.accepted, r.hasAccepted = st, true
-	r.report = Applied{Hash: applied.Hash, Time: applied.Time}
-	r.startRejected = rej
-	r.logger.Info("last accepted state read", "dir", r.state.dir, "hash", applied.Hash, "accepted_at", applied.Time, "rejected_since", rej != nil)
+	if r.report == (Applied{}) {
+		r.report = Applied{Hash: applied.Hash, Time: applied.Time}
+	}
+	r.logger.Info("last accepted state read", "dir", r.state.dir, "hash", applied.Hash, "accepted_at", applied.Time)
+	return true
 }
 
 func (r *Reloader) stateError(action string, err error) {
@@ -132,6 +150,7 @@ func (r *Reloader) acceptedInstead(st state) state {
 
 // rejectedNow records that the process rejected st, and reports it.
 func (r *Reloader) rejectedNow(st state, rejected *RejectedError) {
+	r.loadAccepted()
 	msg := rejected.Err.Error()
 	if r.report.Rejection == nil || r.report.Rejection.Message != msg {
 		r.reportApplied(r.report.Hash, r.report.Time, &Rejection{Message: msg, Time: time.Now()})

@@ -125,6 +125,25 @@ func TestRestartKeepsAccepted(t *testing.T) {
 	})
 }
 
+// TestRestartOtherRejected: after a restart, the process rejects other
+// content than the one recorded: what it accepted before the restart is
+// read from the state dir and written back.
+func TestRestartOtherRejected(t *testing.T) {
+	h, src := sourceHarness(t)
+	h.opts.StateDir = filepath.Join(filepath.Dir(h.cfgDir), "data", "reloader")
+	r, l, log := rejectThenRestart(t, h, src, func() {
+		require.NoError(t, os.RemoveAll(filepath.Dir(h.out)))
+		require.NoError(t, os.RemoveAll(h.rulesDir))
+		src.set("v: {\n", map[string]string{"cm/a.yaml": "worse"}, nil)
+	})
+	l.waitErr(t, regexp.QuoteMeta(`reload `+h.ep.URL+`/-/reload: status 500: `+prometheusRejects))
+	eventually(t, "the accepted state written back", func() bool { return readFile(h.out)+"|"+readTree(h.rulesDir) == "v: 1\n|cm/a.yaml=a1;" })
+	report := log.wait(t, 1)
+	require.Equal(t, contenthash.Sum([]byte("v: 1\n"), map[string]string{"cm/a.yaml": "a1"}), report.Hash)
+	require.NotNil(t, report.Rejection)
+	require.Equal(t, 1.0, testutil.ToFloat64(r.m.rejected))
+}
+
 // rejectThenRestartRender: the init container of a restarted pod renders
 // the last accepted state, not the content rejected.
 func rejectThenRestartRender(t *testing.T, h *harness, src *memSource) {
