@@ -75,7 +75,7 @@ func (r *Reloader) contentHash(st state) string {
 // ConfigMap's volume, named as readInputDirs names them, as the API
 // source names a ConfigMap's keys.
 func volumeContentHash(raw []byte, stored map[string]string, dirs []string, limit int64) (string, error) {
-	files, err := readInputDirs(dirs, limit)
+	files, _, err := readInputDirs(dirs, limit)
 	if err != nil {
 		return "", fmt.Errorf("hash watched dir: %w", err)
 	}

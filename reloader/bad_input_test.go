@@ -145,41 +145,6 @@ func TestBadInput(t *testing.T) {
 		h.reloaded(t, 1, "a: 1\n|")
 	})
 
-	t.Run("unreadable file", func(t *testing.T) {
-		h := newHarness(t)
-		require.NoError(t, os.MkdirAll(h.rulesDir, 0o755))
-		projector.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
-		h.start(t)
-		h.reloaded(t, 1, "a: 1\n|")
-
-		path := filepath.Join(h.rulesDir, "x.yaml")
-		unreadable(t, path)
-		h.logs.waitErr(t, regexp.QuoteMeta(`read watched dir `+h.rulesDir+`: open `+path+`: permission denied`))
-		require.Len(t, h.ep.reloads(), 1)
-		require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
-
-		require.NoError(t, os.Remove(path))
-		require.NoError(t, os.WriteFile(path, []byte("x1"), 0o644))
-		h.reloaded(t, 2, "a: 1\n|x.yaml=x1;")
-	})
-
-	t.Run("symlink loop", func(t *testing.T) {
-		h := newHarness(t)
-		require.NoError(t, os.MkdirAll(h.rulesDir, 0o755))
-		projector.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": "a: 1\n"})
-		h.start(t)
-		h.reloaded(t, 1, "a: 1\n|")
-
-		path := filepath.Join(h.rulesDir, "loop.yaml")
-		require.NoError(t, os.Symlink("loop.yaml", path))
-		h.logs.waitErr(t, regexp.QuoteMeta(`read watched dir `+h.rulesDir+`: stat `+path+`: too many levels of symbolic links`))
-		require.Len(t, h.ep.reloads(), 1)
-
-		require.NoError(t, os.Remove(path))
-		require.NoError(t, os.WriteFile(path, []byte("l"), 0o644))
-		h.reloaded(t, 2, "a: 1\n|loop.yaml=l;")
-	})
-
 	t.Run("read-only output dir", func(t *testing.T) {
 		h := newHarness(t)
 		cfg := projector.Open(t, h.cfgDir)

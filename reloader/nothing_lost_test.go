@@ -3,7 +3,6 @@ package reloader
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -65,40 +64,6 @@ func TestNotRegularFiles(t *testing.T) {
 		require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte("a: 2\n")))
 		lastReload(t, h, "a: 2\n|a.yaml=a1;")
 	})
-
-	for _, tc := range []struct {
-		name  string
-		make  func(t *testing.T, path string)
-		cause string
-	}{
-		{"named pipe", mkfifo, "not a regular file (named pipe)"},
-		{"socket", func(t *testing.T, path string) {
-			l, err := net.Listen("unix", path)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = l.Close() })
-		}, "not a regular file (socket)"},
-		{"link to a device", func(t *testing.T, path string) {
-			require.NoError(t, os.Symlink("/dev/null", path))
-		}, "not a regular file (character device)"},
-	} {
-		t.Run(tc.name+" in a watched dir", func(t *testing.T) {
-			h := newHarness(t)
-			plainFiles(t, h, "a: 1\n")
-			h.start(t)
-			h.reloaded(t, 1, "a: 1\n|")
-
-			path := filepath.Join(h.rulesDir, "x.yaml")
-			tc.make(t, path)
-			h.logs.waitErr(t, regexp.QuoteMeta(`read watched dir `+h.rulesDir+`: open `+path+`: `+tc.cause))
-			// Prometheus would block reading it too: no reload while it is there.
-			require.Len(t, h.ep.reloads(), 1)
-			require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
-
-			require.NoError(t, os.Remove(path))
-			require.NoError(t, writeAtomic(path, []byte("x1")))
-			lastReload(t, h, "a: 1\n|x.yaml=x1;")
-		})
-	}
 
 	t.Run("named pipe in place of a watched dir", func(t *testing.T) {
 		h := newHarness(t)

@@ -115,9 +115,28 @@ type Options struct {
 	// KeepAccepted handles a reload the process rejects (RejectedError):
 	// the last accepted configuration and rule files are written back
 	// (the process still runs them, and reads them again if it restarts),
-	// and the rejected content is not tried again until it changes.
-	// Without it, a rejected reload is retried as any failed one.
+	// and the rejected content is sent again only with the retries'
+	// backoff (the process may have refused it for something not there
+	// yet), a change being applied at once. Without it, a rejected reload
+	// is retried as any failed one, its content staying on disk.
 	KeepAccepted bool
+	// StateDir, with KeepAccepted, keeps the last state the process
+	// accepted (the rendered configuration, its parts, the files of
+	// RulesDir) and the content it rejected after it, so that no restart
+	// starts the process on content it rejected while it accepted other:
+	// at start, content recorded as rejected is not rendered, the accepted
+	// state is written instead and reported with the rejection. Empty
+	// means DefaultStateDir beside ConfigOutput, which outlives a restart
+	// of the Reloader's container; a directory on a disk that outlives
+	// the pod (the process' data volume) also outlives a restart of the
+	// pod.
+	StateDir string
+	// AllowEmptyConfig applies an empty configuration (0 bytes, plain or
+	// gunzipped) where the last one rendered, or the output, has content.
+	// By default it is held back (Degraded says so) and the previous
+	// output kept: a writer that truncates before it writes, or a Secret
+	// emptied by mistake, would make the process drop everything.
+	AllowEmptyConfig bool
 	// OnApplied, when set, is called by Run with what the process runs
 	// each time that changes: after each reload it accepted, after each
 	// one it rejected, and when the content goes back to what it runs
@@ -133,6 +152,7 @@ type Reloader struct {
 	targets   []string
 	m         metrics
 	ready     atomic.Bool
+	degraded  atomic.Pointer[error] // see Degraded
 	watchErrs atomic.Uint64
 	applying  atomic.Int64  // when the apply in progress started (Unix ns), 0 between applies
 	stuck     time.Duration // see stuckAfter
@@ -145,6 +165,12 @@ type Reloader struct {
 	applied       uint64                  // hash of the state the process last accepted
 	synced        bool                    // applied is valid and nothing failed since
 	accepted      state                   // what the process last accepted, when KeepAccepted
+	hasAccepted   bool                    // whether accepted holds a state
+	disk          written                 // what the outputs hold
+	state         *stateStore             // the accepted state kept in StateDir, nil without one
+	startRejected *savedRejection         // the rejection StateDir recorded, until the first apply that reads a state
+	leftOut       leftOut                 // input files left out
+	emptyHeld     error                   // an empty configuration held back, nil if none
 	rejected      uint64                  // hash of the state the process last rejected, 0 if none since
 	files         filesWriter             // RulesDir
 	fileRenderer  fileRenderer            // the files written into RulesDir
@@ -175,6 +201,8 @@ type metrics struct {
 	watches                         prometheus.Gauge
 	events, watchErrors             prometheus.Counter
 	duration                        prometheus.Histogram
+	leftOut                         *prometheus.GaugeVec
+	stateErrors                     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -229,6 +257,14 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Help:    "Duration of reload requests, successful or not.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reloader_files_left_out",
+			Help: "Number of input files the last apply left out, by reason: unreadable (a symlink loop, a named pipe, a socket, a device, no read permission) or invalid_name (a ConfigMap key the rules dir cannot hold, such as one starting with a dot); the rest applied without them.",
+		}, []string{"reason"}),
+		stateErrors: f.NewCounter(prometheus.CounterOpts{
+			Name: "reloader_state_errors_total",
+			Help: "Total number of failed reads and writes of the last accepted state kept in the state directory.",
+		}),
 	}
 }
 
@@ -269,8 +305,18 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if err := checkInputDirs(opts.RulesInputDirs); err != nil {
 		return nil, err
 	}
-	return &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter,
-		files: filesWriter{dir: opts.RulesDir}, fileRenderer: fileRenderer{limit: opts.MaxConfigSize}}, nil
+	r := &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter,
+		files: filesWriter{dir: opts.RulesDir}, fileRenderer: fileRenderer{limit: opts.MaxConfigSize}}
+	for _, reason := range []string{reasonUnreadable, reasonInvalidName} {
+		r.m.leftOut.WithLabelValues(reason)
+	}
+	if opts.KeepAccepted && opts.StateDir == "" && opts.ConfigOutput != "" {
+		opts.StateDir = filepath.Join(filepath.Dir(opts.ConfigOutput), DefaultStateDir)
+	}
+	if opts.KeepAccepted && opts.StateDir != "" {
+		r.state = &stateStore{dir: opts.StateDir, limit: opts.MaxConfigSize}
+	}
+	return r, nil
 }
 
 func (r *Reloader) watchError() {
@@ -295,9 +341,11 @@ func (r *Reloader) Ready() error {
 }
 
 // Render writes ConfigOutput (and RulesDir, from a Source) once, without
-// reloading: the init-container mode.
+// reloading: the init-container mode. Content StateDir records as rejected
+// is not written: the last accepted state is, instead.
 func (r *Reloader) Render() error {
 	r.removeTemps()
+	r.loadState()
 	var (
 		st  state
 		out rendered
@@ -314,13 +362,15 @@ func (r *Reloader) Render() error {
 	}
 	// A rule file that cannot be rendered is left out: the process starts
 	// with the others.
-	st.files, _, err = r.fileRenderer.render(src.files, src.describe)
+	var left []skipped
+	st.files, _, left, err = r.fileRenderer.render(src.files, src.describe)
 	if err != nil {
 		r.m.appliesFailed.Inc()
 		r.logger.Error("rule files left out", "err", err)
 	}
+	r.noteLeftOut(append(src.left, left...))
 	st.config, st.parts = out.config, out.out
-	return r.write(st)
+	return r.write(r.acceptedInstead(st))
 }
 
 // removeTemps removes the temporary files a write of ConfigOutput
@@ -390,6 +440,9 @@ func (r *Reloader) renderConfig(raw []byte, name string, readErr error) ([]byte,
 	if err != nil {
 		return nil, nil, from, fmt.Errorf("read config: %w", err)
 	}
+	if err := r.checkEmpty(name, b); err != nil {
+		return nil, nil, from, err
+	}
 	parts, err := parseParts(b)
 	if err != nil {
 		return nil, nil, from, fmt.Errorf("read config %s: %w", name, err)
@@ -406,28 +459,6 @@ func (r *Reloader) renderConfig(raw []byte, name string, readErr error) ([]byte,
 	return b, parts, from, nil
 }
 
-// write writes st's configuration into ConfigOutput and its files into
-// RulesDir; what is already there is not rewritten.
-func (r *Reloader) write(st state) error {
-	if r.opts.ConfigOutput != "" && st.config != nil {
-		// The parts first, so that the configuration never names a
-		// part that is not there.
-		if err := r.writeParts(st.parts); err != nil {
-			return fmt.Errorf("%w (keeping the previous config)", err)
-		}
-		if err := writeAtomic(r.opts.ConfigOutput, st.config); err != nil {
-			return fmt.Errorf("%w (keeping the previous config)", err)
-		}
-		if err := r.removeParts(st.parts); err != nil {
-			return err
-		}
-	}
-	if r.opts.RulesDir != "" {
-		return r.files.write(st.files)
-	}
-	return nil
-}
-
 // Run watches until ctx is done. Watches are in place before the first
 // apply, so nothing changed during start-up is missed.
 func (r *Reloader) Run(ctx context.Context) error {
@@ -441,6 +472,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	r.watcher, r.missing = w, map[string]bool{}
 	defer closeWatcher(w)
 	r.removeTemps()
+	r.loadState()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
 		"dirs", strings.Join(r.opts.WatchedDirs, ","), "rules_input_dirs", strings.Join(r.opts.RulesInputDirs, ","), "rules_dir", r.opts.RulesDir, "trigger", r.opts.Trigger.String())
@@ -476,44 +508,62 @@ func (r *Reloader) Run(ctx context.Context) error {
 		case <-safetyTick:
 			s.tick()
 		case <-s.C():
-			consistent := s.applying()
+			consistent, retry := s.applying()
 			r.applying.Store(time.Now().UnixNano())
-			res, input, err := r.apply(ctx, consistent)
+			res, input, err := r.apply(ctx, consistent, retry)
 			r.applying.Store(0)
 			if r.opts.AfterApply != nil {
 				r.opts.AfterApply()
 			}
-			switch {
-			case res == resultSettling:
-				s.unsettled()
-			case errors.Is(err, ErrNotRead) && !errors.Is(err, ErrPartsPending):
-				// The source announces its first content.
-				s.applied(input, false)
-				r.logger.Debug("waiting for the source's first content", "err", err)
-			case errors.Is(err, ErrPartsPending):
-				// The source or the volume announces the parts: what
-				// the process runs stays until they are all there.
-				s.applied(input, false)
-				r.logger.Info("waiting for the configuration's parts", "err", err)
-			case res == resultRejected:
-				// Nothing to retry until the content changes.
-				s.applied(input, true)
-				r.logger.Error("reload rejected: the last accepted state is kept until the content changes", "err", err)
-			case err == nil:
-				s.applied(input, res == resultReloaded)
-			default:
-				attempt, wait := s.applyFailed(input, res == resultReloaded)
-				if attempt == 0 {
-					r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
-					break
-				}
-				level := slog.LevelError
-				if !r.ready.Load() {
-					level = slog.LevelWarn // The process may still be starting.
-				}
-				r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
-			}
+			r.afterApply(ctx, s, res, input, err)
 		}
+	}
+}
+
+// afterApply tells s how the apply that read input ended, and logs it.
+func (r *Reloader) afterApply(ctx context.Context, s *schedule, res result, input uint64, err error) {
+	switch {
+	case res == resultSettling:
+		s.unsettled()
+	case errors.Is(err, ErrNotRead) && !errors.Is(err, ErrPartsPending):
+		// The source announces its first content.
+		s.applied(input, res)
+		r.logger.Debug("waiting for the source's first content", "err", err)
+	case errors.Is(err, ErrPartsPending):
+		// The source or the volume announces the parts: what
+		// the process runs stays until they are all there.
+		s.applied(input, res)
+		r.logger.Info("waiting for the configuration's parts", "err", err)
+	case res == resultHeld:
+		// The rejected content again: its retry stays when it was.
+		s.held()
+	case res == resultRejected || res == resultRestored:
+		// Tried again, slowly: the process may have refused it for
+		// something not there yet (a file from a Secret mounted later).
+		attempt, wait := s.applyFailed(input, res)
+		switch {
+		case res == resultRestored && attempt == 0:
+			r.logger.Error("the current content was rejected before this start: the last accepted state is written instead, waiting for the next change", "err", err)
+		case res == resultRestored:
+			r.logger.Error("the current content was rejected before this start: the last accepted state is written instead, trying again later", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
+		case attempt == 0:
+			r.logger.Error("reload rejected: the last accepted state is kept, waiting for the next change", "err", err)
+		default:
+			r.logger.Error("reload rejected: the last accepted state is kept, trying again later", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
+		}
+	case err == nil:
+		s.applied(input, res)
+	default:
+		attempt, wait := s.applyFailed(input, res)
+		if attempt == 0 {
+			r.logger.Error("apply failed, waiting for the next change", "err", err, "retries", r.opts.Retries)
+			break
+		}
+		level := slog.LevelError
+		if !r.ready.Load() {
+			level = slog.LevelWarn // The process may still be starting.
+		}
+		r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
 	}
 }
 
@@ -541,13 +591,22 @@ const (
 	resultSettling
 	resultReloaded
 	resultRejected // reloaded, and the process refused the new content
+	resultFailed   // a reload requested, and not answered, or refused otherwise
+	resultHeld     // the content the process rejected, not sent again before its retry
+	resultRestored // the content the process rejected before a restart: the accepted state written instead
 )
+
+// requested reports whether the apply sent the process a reload request.
+func (res result) requested() bool {
+	return res == resultReloaded || res == resultRejected || res == resultFailed
+}
 
 // apply renders the configuration, hashes what the process would read and,
 // when that differs from what it last accepted, writes the outputs and
-// reloads it. It also returns a hash of its input, what it read, whatever
-// its fate.
-func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, error) {
+// reloads it. Content the process rejected is sent again only when retry
+// says its retry is due. apply also returns a hash of its input, what it
+// read, whatever its fate.
+func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, uint64, error) {
 	st, input, settling, kept, err := r.read(consistent)
 	switch {
 	case settling:
@@ -556,18 +615,29 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 		return resultUnchanged, input, err
 	}
 	sum := r.sum(st)
+	if res, err, ok := r.resumeRejected(st, sum); ok {
+		return res, input, errors.Join(kept, err)
+	}
 	switch {
 	case r.synced && sum == r.applied:
 		r.reportUnchanged(st)
 		return resultUnchanged, input, errors.Join(kept, r.write(st))
-	case r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected:
-		// Rejected as it is: what the process runs stays on disk.
-		return resultUnchanged, input, errors.Join(kept, r.restore())
-	}
-	if err := r.write(st); err != nil {
-		return resultUnchanged, input, errors.Join(kept, err)
+	case r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected && !retry:
+		// Rejected as it is, its retry not due: what the process runs
+		// stays on disk.
+		return resultHeld, input, errors.Join(kept, r.restore())
 	}
 	content := r.contentHash(st)
+	if err := r.write(st); err != nil {
+		// Each output is written on its own: the process is reloaded
+		// with what they hold, if that is new to it.
+		r.m.appliesFailed.Inc()
+		kept = errors.Join(kept, err)
+		st, content = r.onDisk(st), ""
+		if sum = r.sum(st); r.synced && sum == r.applied {
+			return resultUnchanged, input, kept
+		}
+	}
 	start := time.Now()
 	err = r.opts.Trigger.Reload(ctx)
 	r.m.duration.Observe(time.Since(start).Seconds())
@@ -579,20 +649,26 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 		if r.opts.KeepAccepted && errors.As(err, &rejected) {
 			r.m.rejected.Inc()
 			r.rejected = sum
-			r.reportApplied(r.report.Hash, r.report.Time, &Rejection{Message: rejected.Err.Error(), Time: time.Now()})
+			r.rejectedNow(st, rejected)
 			return resultRejected, input, errors.Join(kept, err, r.restore())
 		}
 		r.synced = false
-		return resultUnchanged, input, errors.Join(kept, err)
+		if r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected {
+			// The retry of content the process rejected, not answered:
+			// what it accepted goes back on disk until the next try.
+			return resultFailed, input, errors.Join(kept, err, r.restore())
+		}
+		return resultFailed, input, errors.Join(kept, err)
 	}
 	r.m.lastSuccess.Set(1)
 	r.m.lastSuccessSeconds.SetToCurrentTime()
 	r.applied, r.synced, r.rejected = sum, true, 0
-	if r.opts.KeepAccepted {
-		r.accepted = st
-	}
 	r.ready.Store(true)
 	r.reportApplied(content, time.Now(), nil)
+	if r.opts.KeepAccepted {
+		r.accepted, r.hasAccepted = st, true
+		r.saveAccepted()
+	}
 	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))
 	return resultReloaded, input, kept
 }
@@ -600,7 +676,7 @@ func (r *Reloader) apply(ctx context.Context, consistent bool) (result, uint64, 
 // restore writes back what the process last accepted, after it rejected
 // newer content; nothing before it accepted anything.
 func (r *Reloader) restore() error {
-	if !r.synced {
+	if !r.hasAccepted {
 		return nil
 	}
 	if err := r.write(r.accepted); err != nil {
@@ -619,8 +695,9 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 	}
 	in := xxhash.New()
 	st.dirs = make([]uint64, len(r.opts.WatchedDirs))
+	var left []skipped
 	for i, dir := range r.opts.WatchedDirs {
-		sum, settling, err := hashDir(dir, consistent)
+		sum, dirLeft, settling, err := hashDir(dir, consistent)
 		if settling {
 			return st, 0, true, nil, nil
 		}
@@ -631,6 +708,7 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 		}
 		st.dirs[i] = sum
 		writeUint64(in, sum)
+		left = append(left, dirLeft...)
 	}
 	src, err := r.readInput()
 	if err != nil {
@@ -639,16 +717,24 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 		}
 		return st, in.Sum64(), false, nil, err
 	}
+	left = append(left, src.left...)
 	writeUint64(in, Snapshot{Files: src.files}.hash())
+	var filesLeft []skipped
 	var filesErr error
-	if st.files, st.stored, filesErr = r.fileRenderer.render(src.files, src.describe); filesErr != nil {
+	if st.files, st.stored, filesLeft, filesErr = r.fileRenderer.render(src.files, src.describe); filesErr != nil {
 		r.m.appliesFailed.Inc()
 	}
+	left = append(left, filesLeft...)
 	if !src.config {
+		r.noteLeftOut(left)
 		return st, in.Sum64(), false, filesErr, nil
 	}
 	out, from, err := r.render(src.raw, src.name, src.readErr)
 	writeUint64(in, from)
+	if r.emptyHeld = nil; errors.As(err, new(emptyConfigError)) {
+		r.emptyHeld = err
+	}
+	r.noteLeftOut(left)
 	switch {
 	case err != nil && (r.rendered == nil || errors.Is(err, ErrPartsPending)):
 		// Nothing new to apply: what the process runs stays.
@@ -685,6 +771,7 @@ type input struct {
 	readErr  error  // the error reading raw, if any
 	files    map[string]string
 	describe func(string) string // names a file of files
+	left     []skipped           // files that could not be read
 }
 
 // readInput reads the configuration and the rule files as stored, from
@@ -702,11 +789,11 @@ func (r *Reloader) readInput() (input, error) {
 		in.config, in.name = true, r.opts.ConfigFile
 		in.raw, in.readErr = readRegular(in.name, r.opts.MaxConfigSize)
 	}
-	files, err := readInputDirs(r.opts.RulesInputDirs, r.opts.MaxConfigSize)
+	files, left, err := readInputDirs(r.opts.RulesInputDirs, r.opts.MaxConfigSize)
 	if err != nil {
 		return input{}, fmt.Errorf("read rules input dir: %w", err)
 	}
-	in.files, in.describe = files, r.describeInput
+	in.files, in.describe, in.left = files, r.describeInput, left
 	return in, nil
 }
 

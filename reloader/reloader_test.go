@@ -138,7 +138,8 @@ func gz(t *testing.T, s string) string {
 	return b.String()
 }
 
-// readDir renders a directory's visible files as "name=content;" pairs.
+// readDir renders a directory's visible files as "name=content;" pairs; a
+// file that is not regular is not waited on.
 func readDir(dir string) string {
 	entries, _ := os.ReadDir(dir)
 	var b strings.Builder
@@ -146,7 +147,7 @@ func readDir(dir string) string {
 		if hidden(e.Name()) {
 			continue
 		}
-		c, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		c, err := readRegular(filepath.Join(dir, e.Name()), 1<<20)
 		if err != nil {
 			c = []byte("<" + err.Error() + ">")
 		}
@@ -201,6 +202,14 @@ func newSetup(t *testing.T) *setup {
 		Retries:       -1,
 	}
 	return s
+}
+
+// startStoppable runs a new reloader of s until stop is called or the test
+// ends.
+func (s *setup) startStoppable(t *testing.T) (stop func()) {
+	r, err := New(nil, s.reg, s.opts)
+	require.NoError(t, err)
+	return runUntilStopped(t, r)
 }
 
 func (s *setup) start(t *testing.T) *Reloader {

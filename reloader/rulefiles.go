@@ -35,14 +35,20 @@ type fileRenderer struct {
 // render returns the files to write into RulesDir, by path, and the files
 // as stored they come from: the stored files, with the last good version of
 // each gzipped file that failed (or without the file, if it has none yet).
-// err joins the failures, each named by describe.
-func (fr *fileRenderer) render(stored map[string]string, describe func(string) string) (out, from map[string]string, err error) {
+// A file whose name RulesDir cannot hold (group/name, no element starting
+// with a dot: a ConfigMap key such as .hidden) is left out, and returned in
+// left. err joins the failures, each named by describe.
+func (fr *fileRenderer) render(stored map[string]string, describe func(string) string) (out, from map[string]string, left []skipped, err error) {
 	out, from = make(map[string]string, len(stored)), make(map[string]string, len(stored))
 	good := make(map[string]storedFile, len(fr.good))
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(stored)) {
 		content := stored[name]
 		target, gzipped := strings.CutSuffix(name, GzipSuffix)
+		if !validFile(target) || !validFile(name) {
+			left = append(left, skipped{name: describe(name), reason: reasonInvalidName, err: errors.New(invalidName)})
+			continue
+		}
 		if !gzipped {
 			out[name], from[name] = content, content
 			continue
@@ -61,8 +67,11 @@ func (fr *fileRenderer) render(stored map[string]string, describe func(string) s
 		out[target], from[name], good[name] = f.content, content, f
 	}
 	fr.good = good
-	return out, from, errors.Join(errs...)
+	return out, from, left, errors.Join(errs...)
 }
+
+// invalidName is why a file whose name RulesDir cannot hold is left out.
+const invalidName = "not a file name the rules dir can hold (group/name, neither starting with a dot)"
 
 // gunzip renders the gzipped file name of stored into target.
 func (fr *fileRenderer) gunzip(name, target string, stored map[string]string) (storedFile, error) {
@@ -71,9 +80,6 @@ func (fr *fileRenderer) gunzip(name, target string, stored map[string]string) (s
 		return f, nil // Gunzipped already.
 	}
 	_, base, _ := strings.Cut(target, "/")
-	if !validElem(base) {
-		return storedFile{}, errors.New("no file name is left without " + GzipSuffix)
-	}
 	if _, plain := stored[target]; plain {
 		return storedFile{}, fmt.Errorf("%s is also stored as it is, which is kept", base)
 	}
@@ -91,16 +97,18 @@ func (fr *fileRenderer) gunzip(name, target string, stored map[string]string) (s
 // named "<base name of dir>/<file>" as a Source names a ConfigMap's keys:
 // the files a reader of dir sees at its top level (symlinks followed,
 // kubelet bookkeeping, directories and dangling links left out), each at
-// most limit bytes. A missing dir holds no files.
-func readInputDirs(dirs []string, limit int64) (map[string]string, error) {
-	files := map[string]string{}
+// most limit bytes. A missing dir holds no files. A file that cannot be
+// read (a symlink loop, a named pipe, no read permission, too large) is
+// left out, and returned in left.
+func readInputDirs(dirs []string, limit int64) (files map[string]string, left []skipped, err error) {
+	files = map[string]string{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		group := filepath.Base(dir)
 		for _, e := range entries {
@@ -112,14 +120,21 @@ func readInputDirs(dirs []string, limit int64) (map[string]string, error) {
 			if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
 				continue // A dangling link, a file removed since, a directory: not content.
 			}
-			b, err := readRegular(path, limit)
+			var b []byte
+			if err == nil {
+				b, err = readRegular(path, limit)
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if err != nil {
-				return nil, err
+				left = append(left, skipped{name: path, reason: reasonUnreadable, err: err})
+				continue
 			}
 			files[group+"/"+e.Name()] = string(b)
 		}
 	}
-	return files, nil
+	return files, left, nil
 }
 
 // checkInputDirs refuses rules input dirs that RulesDir could not hold

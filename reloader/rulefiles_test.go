@@ -25,6 +25,7 @@ func TestFileRenderer(t *testing.T) {
 		stored  map[string]string
 		out     map[string]string
 		from    map[string]string
+		left    []string // the files left out, as "name: cause"
 		wantErr string
 	}{
 		{
@@ -69,21 +70,37 @@ func TestFileRenderer(t *testing.T) {
 			wantErr: "file cm/a.yaml.gz: a.yaml is also stored as it is, which is kept (left out: no good version yet)",
 		},
 		{
-			name:    "no name left",
-			stored:  map[string]string{"cm/.gz": a1},
-			out:     map[string]string{},
-			from:    map[string]string{},
-			wantErr: "file cm/.gz: no file name is left without .gz (left out: no good version yet)",
+			name:   "no name left: left out, the rest rendered",
+			stored: map[string]string{"cm/.gz": a1, "cm/b.yaml": "b1"},
+			out:    map[string]string{"cm/b.yaml": "b1"},
+			from:   map[string]string{"cm/b.yaml": "b1"},
+			left:   []string{"file cm/.gz: " + invalidName},
+		},
+		{
+			name:   "keys the rules dir cannot hold: left out, the rest rendered",
+			stored: map[string]string{"cm/.hidden": "h", "cm/..data": "d", "cm/.x.yaml.gz": a1, "../escape.yaml": "e", "cm/a.yaml": "a1", "nogroup": "n"},
+			out:    map[string]string{"cm/a.yaml": "a1"},
+			from:   map[string]string{"cm/a.yaml": "a1"},
+			left: []string{
+				"file ../escape.yaml: " + invalidName, "file cm/..data: " + invalidName, "file cm/.hidden: " + invalidName,
+				"file cm/.x.yaml.gz: " + invalidName, "file nogroup: " + invalidName,
+			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fr := fileRenderer{limit: 10}
 			if tc.good != nil {
-				_, _, err := fr.render(tc.good, describe)
+				_, _, _, err := fr.render(tc.good, describe)
 				require.NoError(t, err)
 			}
-			out, from, err := fr.render(tc.stored, describe)
+			out, from, left, err := fr.render(tc.stored, describe)
 			require.Equal(t, tc.out, out)
+			var gotLeft []string
+			for _, l := range left {
+				require.Equal(t, reasonInvalidName, l.reason)
+				gotLeft = append(gotLeft, l.name+": "+l.err.Error())
+			}
+			require.Equal(t, tc.left, gotLeft)
 			if tc.from == nil {
 				tc.from = tc.stored
 			}
@@ -244,13 +261,28 @@ func TestReadInputDirs(t *testing.T) {
 	projector.Open(t, dirs[0]).Set(t, map[string]string{"a.yaml.gz": "gz", "b.yaml": "b"})
 	require.NoError(t, os.Mkdir(filepath.Join(dirs[0], "sub"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(root, "nowhere"), filepath.Join(dirs[0], "dangling")))
-	files, err := readInputDirs(dirs, 10)
+	files, left, err := readInputDirs(dirs, 10)
 	require.NoError(t, err)
+	require.Empty(t, left)
 	require.Equal(t, map[string]string{"cm-0/a.yaml.gz": "gz", "cm-0/b.yaml": "b"}, files)
 
+	// Files that cannot be read are left out, the rest read.
 	require.NoError(t, os.WriteFile(filepath.Join(dirs[0], "sub", "x"), nil, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "big"), make([]byte, 11), 0o644))
 	require.NoError(t, os.Symlink(filepath.Join(root, "big"), filepath.Join(dirs[0], "big.yaml")))
-	_, err = readInputDirs(dirs, 10)
-	require.EqualError(t, err, "read "+filepath.Join(dirs[0], "big.yaml")+": larger than 10 bytes")
+	require.NoError(t, os.Symlink("loop.yaml", filepath.Join(dirs[0], "loop.yaml")))
+	mkfifo(t, filepath.Join(dirs[0], "fifo.yaml"))
+	files, left, err = readInputDirs(dirs, 10)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"cm-0/a.yaml.gz": "gz", "cm-0/b.yaml": "b"}, files)
+	var got []string
+	for _, l := range left {
+		require.Equal(t, reasonUnreadable, l.reason)
+		got = append(got, l.err.Error())
+	}
+	require.Equal(t, []string{
+		"read " + filepath.Join(dirs[0], "big.yaml") + ": larger than 10 bytes",
+		"open " + filepath.Join(dirs[0], "fifo.yaml") + ": not a regular file (named pipe)",
+		"stat " + filepath.Join(dirs[0], "loop.yaml") + ": too many levels of symbolic links",
+	}, got)
 }

@@ -17,6 +17,7 @@ type schedule struct {
 	windowEnd time.Time // changes before this coalesce into a trailing apply
 	settling  time.Time // when a half-updated volume was first seen
 	pending   time.Time // when the first change not yet applied was seen
+	retryAt   time.Time // when the pending retry is due; zero without one
 	attempt   int       // consecutive failures of the same input
 	lastInput uint64    // the input of the last apply
 }
@@ -63,11 +64,16 @@ func (s *schedule) tick() {
 }
 
 // applying records that the apply C announced starts. It returns whether
-// the apply waits for half-updated volumes to settle: not once they have
-// looked half-updated for settleTimeout.
-func (s *schedule) applying() (consistent bool) {
+// the apply waits for half-updated volumes to settle (not once they have
+// looked half-updated for settleTimeout), and whether it is the retry a
+// failure scheduled: content the process rejected is sent again only then.
+func (s *schedule) applying() (consistent, retry bool) {
+	now := time.Now()
 	s.due = time.Time{}
-	return s.settling.IsZero() || time.Since(s.settling) < settleTimeout
+	if retry = !s.retryAt.IsZero() && !now.Before(s.retryAt); retry {
+		s.retryAt = time.Time{}
+	}
+	return s.settling.IsZero() || now.Sub(s.settling) < settleTimeout, retry
 }
 
 // unsettled records that the apply found a volume half-updated: it runs
@@ -80,40 +86,57 @@ func (s *schedule) unsettled() {
 	s.dueAt(now.Add(s.quietWindow))
 }
 
-// applied records that the apply of input succeeded, reloading the process
-// or finding nothing to reload.
-func (s *schedule) applied(input uint64, reloaded bool) {
-	s.finished(time.Now(), input, reloaded)
-	s.attempt = 0
+// applied records that the apply of input, which ended as res, succeeded:
+// it reloaded the process or found nothing to reload.
+func (s *schedule) applied(input uint64, res result) {
+	s.finished(time.Now(), input, res)
+	s.attempt, s.retryAt = 0, time.Time{}
 }
 
-// applyFailed records that the apply of input failed, whether or not it
-// reloaded the process, and schedules a retry. It returns the retry's
-// number and the wait before it, or 0 and 0 once the retries are used up:
-// then only the next change or safety tick applies again.
-func (s *schedule) applyFailed(input uint64, reloaded bool) (attempt int, wait time.Duration) {
+// applyFailed records that the apply of input, which ended as res (a
+// reload the process accepted, refused or did not answer, or none),
+// failed, and schedules a retry. It returns the retry's number and the
+// wait before it, or 0 and 0 once the retries are used up: then only the
+// next change or safety tick applies again.
+func (s *schedule) applyFailed(input uint64, res result) (attempt int, wait time.Duration) {
 	now := time.Now()
-	s.finished(now, input, reloaded)
+	s.finished(now, input, res)
+	s.retryAt = time.Time{}
 	if s.retries >= 0 && s.attempt >= s.retries {
 		s.attempt = 0
 		return 0, 0
 	}
 	wait = backoff(s.retryInterval, s.attempt, s.randN)
 	s.attempt++
-	s.dueAt(now.Add(wait))
+	s.retryAt = now.Add(wait)
+	s.dueAt(s.retryAt)
 	return s.attempt, wait
 }
 
-// finished records the end, at now, of an apply that read input.
-func (s *schedule) finished(now time.Time, input uint64, reloaded bool) {
+// held records that an apply other than the retry found the content the
+// process rejected, still waiting for its retry: the retry stays due when
+// it was.
+func (s *schedule) held() {
 	s.pending, s.settling = time.Time{}, time.Time{}
-	if reloaded || input != s.lastInput {
+	if !s.retryAt.IsZero() {
+		s.dueAt(s.retryAt)
+	}
+}
+
+// finished records the end, at now, of an apply that read input and ended
+// as res.
+func (s *schedule) finished(now time.Time, input uint64, res result) {
+	s.pending, s.settling = time.Time{}, time.Time{}
+	if res == resultReloaded || input != s.lastInput {
 		// A success, or new content: tried again from the first
 		// interval, whatever failed before.
 		s.attempt = 0
 	}
 	s.lastInput = input
-	if reloaded {
+	if res.requested() {
+		// The next request waits for a quiet window, whatever the
+		// answer to this one: a change seen while it was under way
+		// is not sent in the same instant.
 		s.windowEnd = now.Add(s.quietWindow)
 	}
 }

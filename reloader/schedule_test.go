@@ -15,10 +15,10 @@ func noJitter(n int64) int64 { return n / 2 }
 
 // drive runs s as Run does, inside a synctest bubble: a change is seen at
 // each of the offsets from now in changes, and each apply ends as end says,
-// given the apply's number, how many changes were seen before it and
-// whether it waits for volumes to settle. Once nothing has happened for an
+// given the apply's number, how many changes were seen before it, whether
+// it waits for volumes to settle and whether it is a retry. Once nothing has happened for an
 // hour, drive returns the offsets at which applies started.
-func drive(s *schedule, changes []time.Duration, end func(n, seen int, consistent bool) (result, error)) []time.Duration {
+func drive(s *schedule, changes []time.Duration, end func(n, seen int, consistent, retry bool) (result, error)) []time.Duration {
 	start := time.Now()
 	var applies []time.Duration
 	seen := 0
@@ -32,17 +32,19 @@ func drive(s *schedule, changes []time.Duration, end func(n, seen int, consisten
 			seen++
 			s.changeSeen()
 		case <-s.C():
-			consistent := s.applying()
-			res, err := end(len(applies), seen, consistent)
+			consistent, retry := s.applying()
+			res, err := end(len(applies), seen, consistent, retry)
 			applies = append(applies, time.Since(start))
 			input := uint64(seen) // The input changes with every change.
 			switch {
 			case res == resultSettling:
 				s.unsettled()
-			case err == nil:
-				s.applied(input, res == resultReloaded)
+			case res == resultHeld:
+				s.held()
+			case err == nil && res != resultRejected:
+				s.applied(input, res)
 			default:
-				s.applyFailed(input, res == resultReloaded)
+				s.applyFailed(input, res)
 			}
 		case <-time.After(time.Hour):
 			if seen == len(changes) {
@@ -70,7 +72,7 @@ func every(first, step, last int) []time.Duration {
 	return d
 }
 
-func reload(int, int, bool) (result, error) { return resultReloaded, nil }
+func reload(int, int, bool, bool) (result, error) { return resultReloaded, nil }
 
 func TestSchedule(t *testing.T) {
 	for _, tc := range []struct {
@@ -78,7 +80,7 @@ func TestSchedule(t *testing.T) {
 		quietWindow, delay, retryInterval time.Duration
 		retries                           int
 		changes                           []time.Duration
-		end                               func(n, seen int, consistent bool) (result, error)
+		end                               func(n, seen int, consistent, retry bool) (result, error)
 		want                              []time.Duration
 	}{
 		{
@@ -89,7 +91,7 @@ func TestSchedule(t *testing.T) {
 		{
 			name:    "a kubelet swap: applied at once, then a trailing apply that finds nothing new, then nothing",
 			changes: ms(1000, 1001, 1002),
-			end: func(n, _ int, _ bool) (result, error) {
+			end: func(n, _ int, _, _ bool) (result, error) {
 				if n == 2 {
 					return resultUnchanged, nil
 				}
@@ -122,7 +124,7 @@ func TestSchedule(t *testing.T) {
 			name:          "retries bounded: three attempts, then nothing",
 			retryInterval: 20 * time.Millisecond,
 			retries:       2,
-			end:           func(int, int, bool) (result, error) { return resultUnchanged, errors.New("apply failed") },
+			end:           func(int, int, bool, bool) (result, error) { return resultUnchanged, errors.New("apply failed") },
 			want:          ms(0, 20, 60),
 		},
 		{
@@ -130,7 +132,7 @@ func TestSchedule(t *testing.T) {
 			retryInterval: time.Second,
 			retries:       -1,
 			changes:       ms(7500),
-			end: func(n, _ int, _ bool) (result, error) {
+			end: func(n, _ int, _, _ bool) (result, error) {
 				if n < 6 {
 					return resultUnchanged, errors.New("apply failed")
 				}
@@ -142,7 +144,7 @@ func TestSchedule(t *testing.T) {
 			name:          "a reload starts the backoff again, even when the apply fails",
 			retryInterval: 20 * time.Millisecond,
 			retries:       -1,
-			end: func(n, _ int, _ bool) (result, error) {
+			end: func(n, _ int, _, _ bool) (result, error) {
 				switch {
 				case n == 3:
 					return resultReloaded, errors.New("apply failed")
@@ -154,8 +156,59 @@ func TestSchedule(t *testing.T) {
 			want: ms(0, 20, 60, 140, 160, 200),
 		},
 		{
+			name:          "rejected content: tried again with the backoff until it is accepted (500, 500, 200)",
+			retryInterval: 5 * time.Second,
+			retries:       -1,
+			end: func(n, _ int, _, retry bool) (result, error) {
+				if n > 0 && !retry {
+					return resultUnchanged, errors.New("not a retry")
+				}
+				if n < 2 {
+					return resultRejected, errors.New("rejected")
+				}
+				return resultReloaded, nil
+			},
+			want: ms(0, 5000, 15000),
+		},
+		{
+			name:          "rejected content seen again before its retry: held, the retry stays when it was",
+			retryInterval: 5 * time.Second,
+			retries:       -1,
+			changes:       ms(1000, 7000),
+			end: func(n, _ int, _, retry bool) (result, error) {
+				switch {
+				case !retry && n > 0:
+					return resultHeld, nil // The same content announced again.
+				case n < 4:
+					return resultRejected, errors.New("rejected")
+				}
+				return resultReloaded, nil
+			},
+			// 0 rejected; 1000 held; 5000 the retry, rejected (drive
+			// counts each change as new input: its backoff starts
+			// again); 7000 held; 10000 the retry, accepted.
+			want: ms(0, 1000, 5000, 7000, 10000),
+		},
+		{
+			name:          "a change seen during a failed request waits for a quiet window after it: no two requests in the same instant",
+			retryInterval: time.Second,
+			retries:       -1,
+			changes:       ms(1000, 1100),
+			end: func(n, _ int, _, _ bool) (result, error) {
+				if n == 1 {
+					time.Sleep(200 * time.Millisecond) // The request takes its time.
+					return resultFailed, errors.New("status 503")
+				}
+				return resultReloaded, nil
+			},
+			// Offsets at the end of each apply: 0 reloaded; 1000 to
+			// 1200 failed; the change seen at 1100 is applied a
+			// window after the failed request, not as it ends.
+			want: ms(0, 1200, 1250),
+		},
+		{
 			name: "a half-updated volume: applied as it is once it has looked so for a second",
-			end: func(_, _ int, consistent bool) (result, error) {
+			end: func(_, _ int, consistent, _ bool) (result, error) {
 				if consistent {
 					return resultSettling, nil
 				}
@@ -189,7 +242,7 @@ func TestScheduleSafetyTick(t *testing.T) {
 		require.Equal(t, start, s.due, "the first apply is due at once")
 		<-s.C()
 		s.applying()
-		s.applied(1, true)
+		s.applied(1, resultReloaded)
 		require.Zero(t, s.due)
 
 		time.Sleep(time.Minute) // Fake time: the bubble's clock jumps.
@@ -197,7 +250,7 @@ func TestScheduleSafetyTick(t *testing.T) {
 		require.Equal(t, start.Add(time.Minute), s.due, "nothing due: the tick applies at once")
 		<-s.C()
 		s.applying()
-		s.applyFailed(1, false)
+		s.applyFailed(1, resultUnchanged)
 		require.Equal(t, start.Add(time.Minute+time.Second), s.due)
 		s.tick()
 		require.Equal(t, start.Add(time.Minute+time.Second), s.due, "a retry due: the tick changes nothing")

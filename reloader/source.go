@@ -104,7 +104,10 @@ func settlingDir(dir string) bool {
 
 // hashDir hashes the content a reader of dir sees: every regular file at its
 // top level (symlinks followed), by name and bytes; subdirectories and
-// kubelet bookkeeping entries are not content.
+// kubelet bookkeeping entries are not content. An entry that cannot be read
+// as a regular file (a symlink loop, a named pipe, a socket, a device, a
+// file without read permission) is left out of the hash and returned in
+// left: the rest still counts.
 //
 // A kubelet volume is hashed by the name of the directory ..data points to:
 // the kubelet never changes a published directory, and publishes a new one
@@ -113,56 +116,62 @@ func settlingDir(dir string) bool {
 // update of its links, and a reader would see neither the old nor the new
 // version: hashDir then reports settling, unless told to hash the content
 // as it is.
-func hashDir(dir string, consistent bool) (sum uint64, settling bool, err error) {
+func hashDir(dir string, consistent bool) (sum uint64, left []skipped, settling bool, err error) {
 	visible, err := list(dir)
 	if err != nil {
-		return 0, false, fmt.Errorf("read dir: %w", err)
+		return 0, nil, false, fmt.Errorf("read dir: %w", err)
 	}
 	if visible.kubelet && consistent {
 		target, err := os.Readlink(filepath.Join(dir, dataDir))
 		published, _ := list(filepath.Join(dir, dataDir))
 		if err != nil || !visible.same(published) {
-			return 0, true, nil
+			return 0, nil, true, nil
 		}
 		h := xxhash.New()
 		_, _ = h.WriteString(dataDir + "=" + target)
 		_, _ = h.Write(binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, uint64(visible.n)), visible.names))
-		return h.Sum64(), false, nil
+		return h.Sum64(), nil, false, nil
 	}
-	sum, err = hashFiles(dir)
-	return sum, false, err
+	sum, left, err = hashFiles(dir)
+	return sum, left, false, err
 }
 
 // hashFiles hashes every regular file at the top level of dir on its own,
 // and sums the hashes, so that the order of the listing does not matter.
-func hashFiles(dir string) (uint64, error) {
+// The entries it cannot read are left out, and returned.
+func hashFiles(dir string) (uint64, []skipped, error) {
 	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read dir: %w", err)
+		return 0, nil, fmt.Errorf("read dir: %w", err)
 	}
 	defer f.Close()
 	h, chunk := xxhash.New(), make([]byte, 32<<10)
-	var sum uint64
+	var (
+		sum  uint64
+		left []skipped
+	)
 	for {
 		names, err := f.Readdirnames(256)
 		for _, name := range names {
 			if hidden(name) {
 				continue
 			}
-			file, err := hashFile(h, filepath.Join(dir, name), chunk)
+			path := filepath.Join(dir, name)
+			file, err := hashFile(h, path, chunk)
 			if err != nil {
-				return 0, err
+				left = append(left, skipped{name: path, reason: reasonUnreadable, err: err})
+				continue
 			}
 			sum += file
 		}
 		if err == io.EOF {
-			return sum, nil
+			return sum, left, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("read dir: %w", err)
+			return 0, nil, fmt.Errorf("read dir: %w", err)
 		}
 	}
 }
@@ -203,7 +212,7 @@ func hashFile(h *xxhash.Digest, path string, chunk []byte) (uint64, error) {
 			break
 		}
 		if err != nil {
-			return 0, err
+			return 0, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
 	}
 	_, _ = h.Write(binary.NativeEndian.AppendUint64(nil, uint64(size)))

@@ -46,6 +46,8 @@ type config struct {
 	command                               string
 	method, processName, ordinalFrom      string
 	strict, version, shortVersion         bool
+	allowEmpty                            bool
+	stateDir                              string
 	memlimitRatio                         float64
 	tls                                   reloader.TLS
 	maxSize                               units.Base2Bytes
@@ -182,6 +184,8 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("reload-command", "Command run with --reload-method=command, split on spaces (no shell); it must exist in this container.").StringVar(&cfg.command)
 	a.Flag("statefulset-ordinal-from-envvar", "Environment variable whose trailing digits give $(STATEFULSET_ORDINAL_NUMBER).").Default("POD_NAME").StringVar(&cfg.ordinalFrom)
 	a.Flag("config-envsubst-strict", "Treat a reference to an undefined variable as an error and keep the previous output; by default it is left verbatim, counted and warned about, as prometheus-config-reloader does.").BoolVar(&cfg.strict)
+	a.Flag("config-allow-empty", "Apply an empty configuration (0 bytes, plain or gunzipped) where the last one rendered had content; by default it is held back, the previous output kept, and /-/ready says so: a writer that truncates before it writes, or a Secret emptied by mistake, would make Prometheus drop every target.").BoolVar(&cfg.allowEmpty)
+	a.Flag("state-dir", "Directory keeping the last configuration and rule files Prometheus accepted, and the content it rejected after them, so that no restart starts Prometheus on content it rejected: by default "+reloader.DefaultStateDir+" beside --config-envsubst-file (it outlives a restart of this container); on Prometheus' data volume it also outlives a restart of the pod. Give the init container the same one.").StringVar(&cfg.stateDir)
 	a.Flag("config-max-size", "Largest configuration accepted, gunzipped: a larger one (a gzip bomb) is refused and the previous output kept.").Default("16MiB").BytesVar(&cfg.maxSize)
 	a.Flag("listen-address", "Address serving /metrics, /healthz and /-/ready; empty disables it.").StringVar(&cfg.listen)
 	a.Flag("web-config-file", "exporter-toolkit web configuration file enabling TLS or authentication.").StringVar(&cfg.webConfig)
@@ -213,13 +217,15 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 		Expander: envsubst.New(envsubst.Options{Strict: cfg.strict, OrdinalFromEnv: cfg.ordinalFrom, Undefined: func(refs []envsubst.Reference) {
 			logger.Warn("environment variables not set: references left verbatim", "file", cfg.configFile, "undefined", describe(refs))
 		}}),
-		Trigger:       trigger,
-		DelayInterval: cfg.delayInterval,
-		WatchInterval: cfg.watchInterval,
-		RetryInterval: cfg.retryInterval,
-		AfterApply:    trimmer.Worked,
-		Retries:       -1,
-		KeepAccepted:  true,
+		Trigger:          trigger,
+		DelayInterval:    cfg.delayInterval,
+		WatchInterval:    cfg.watchInterval,
+		RetryInterval:    cfg.retryInterval,
+		AfterApply:       trimmer.Worked,
+		Retries:          -1,
+		KeepAccepted:     true,
+		StateDir:         cfg.stateDir,
+		AllowEmptyConfig: cfg.allowEmpty,
 	}
 	if src != nil {
 		opts.Source, opts.RulesDir = src, cfg.api.rulesDir
@@ -235,15 +241,21 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 
 // readiness is /-/ready's answer: ready once Prometheus accepted a reload,
 // and degraded, not unready, while the API source cannot reach the API
-// server: Prometheus keeps serving its last state, and taking the pod out
-// of its Service would not help.
+// server, or input files are left out, or an empty configuration is held
+// back: Prometheus keeps serving its last state, and taking the pod out of
+// its Service would not help.
 func readiness(rel *reloader.Reloader, src *apisource.Source) func() error {
 	return func() error {
-		if err := rel.Ready(); err != nil || src == nil {
+		if err := rel.Ready(); err != nil {
 			return err
 		}
-		if err := src.Err(); err != nil {
-			return &app.DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
+		if src != nil {
+			if err := src.Err(); err != nil {
+				return &app.DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
+			}
+		}
+		if err := rel.Degraded(); err != nil {
+			return &app.DegradedError{Err: err}
 		}
 		return nil
 	}

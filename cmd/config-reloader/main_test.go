@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -416,7 +417,8 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	var stderr testlog.Buffer
 	go func() {
 		code <- run(ctx, []string{"--config-file=" + in, "--config-envsubst-file=" + out, "--watched-dir=" + rules,
-			"--reload-url=" + prom.URL + "/-/reload", "--listen-address=" + addr, "--retry-interval=50ms", "--log-format=json"}, io.Discard, &stderr)
+			"--reload-url=" + prom.URL + "/-/reload", "--listen-address=" + addr, "--retry-interval=50ms", "--log-format=json",
+			"--state-dir=" + filepath.Join(dir, "state")}, io.Discard, &stderr)
 	}()
 	get := func(path string) string {
 		resp, err := http.Get("http://" + addr + path)
@@ -453,6 +455,15 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, "a: 1\n", string(b))
+	require.FileExists(t, filepath.Join(dir, "state", "accepted.tar"))
+
+	// A pipe in the watched dir: left out, the pod ready but degraded.
+	pipe := filepath.Join(rules, "b.yaml")
+	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
+	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe)\n"
+	waitFor("degraded", func() bool { return get("/-/ready") == want })
+	require.NoError(t, os.Remove(pipe))
+	waitFor("ready", func() bool { return get("/-/ready") == "200 ready\n" })
 
 	cancel()
 	select {
@@ -460,6 +471,28 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 		require.Equal(t, 0, c, stderr.String())
 	case <-time.After(10 * time.Second):
 		t.Fatalf("run has not returned 10s after being told to stop")
+	}
+}
+
+// TestIssue31Flags: --config-allow-empty and --state-dir reach the
+// reloader's options; by default the state is kept beside the output.
+func TestIssue31Flags(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		allowEmpty bool
+		stateDir   string
+	}{
+		{nil, false, ""},
+		{[]string{"--config-allow-empty", "--state-dir=/prometheus/reloader"}, true, "/prometheus/reloader"},
+	} {
+		cfg := config{log: promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat()}}
+		a, _ := newApp(&cfg)
+		_, err := a.Parse(append([]string{"--config-file=in", "--config-envsubst-file=out/p.yaml"}, tc.args...))
+		require.NoError(t, err)
+		opts := reloaderOptions(cfg, nil, nil, nil, nil, nil)
+		require.Equal(t, tc.allowEmpty, opts.AllowEmptyConfig)
+		require.Equal(t, tc.stateDir, opts.StateDir)
+		require.True(t, opts.KeepAccepted)
 	}
 }
 
