@@ -234,6 +234,8 @@ func TestNewErrors(t *testing.T) {
 		{Options{SecretName: "x", SecretKey: "k"}, "the configuration's Secret needs a namespace, a name and a key"},
 		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", RulesSelector: "a=b"}, "the rule ConfigMaps need a namespace"},
 		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "ftp://x"}}, `API server "ftp://x" is not an http(s) URL`},
+		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "ftp://u:pw@x/?t=tok"}}, `API server "ftp://u:xxxxx@x/?t=xxxxx" is not an http(s) URL`},
+		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "https://u:pw@[::1?t=tok"}}, "API server URL (not shown, it may hold a secret) does not parse"},
 		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "https://x", CAFile: "/nonexistent"}},
 			"read the API server's CA: open /nonexistent: no such file or directory"},
 	} {
