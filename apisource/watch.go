@@ -72,15 +72,19 @@ type watcher struct {
 	store     store
 	m         kindMetrics
 	health    *health
-	rv        string // where the next watch starts; empty: list first
+	rv        string    // where the next watch starts; empty: list first
+	connected time.Time // when the last watch was established; zero before
 }
 
-// run lists and watches until ctx is done.
+// run lists and watches until ctx is done. Failures in a row are retried
+// with backoff; a watch that held (it received an event or lasted over a
+// second) ends an outage, so the next one is retried from the first step.
 func (w *watcher) run(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
-		start := time.Now()
+		w.connected = time.Time{}
 		events, err := w.once(ctx)
+		held := !w.connected.IsZero() && (events > 0 || time.Since(w.connected) > time.Second)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -90,12 +94,16 @@ func (w *watcher) run(ctx context.Context) {
 			w.logger.Info("watch expired, listing again", "watching", w.what, "err", err)
 			w.rv = ""
 			continue
-		case err == nil && (events > 0 || time.Since(start) > time.Second):
+		case err == nil && held:
 			// The server ended the watch: resume it.
 			failures = 0
 			continue
 		case err == nil:
 			err = errors.New("the API server ended the watch at once")
+		}
+		if held {
+			// The watch held, then broke: an outage starts.
+			failures = 0
 		}
 		failures++
 		w.m.errors.Inc()
@@ -179,6 +187,7 @@ func (w *watcher) watch(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	w.connected = time.Now()
 	w.m.connected.Set(1)
 	w.health.ok(w.healthKey)
 	dec := json.NewDecoder(resp.Body)
