@@ -34,9 +34,15 @@ type objectList struct {
 	Items []object `json:"items"`
 }
 
+// event is a watch event, its object decoded in place (not copied
+// aside to be decoded again: a Secret is up to 1 MiB): a Secret or a
+// ConfigMap, a BOOKMARK's metadata, or an ERROR's Status.
 type event struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
+	Type   string `json:"type"`
+	Object struct {
+		object
+		apiStatus
+	} `json:"object"`
 }
 
 // store receives what a watcher reads.
@@ -202,23 +208,12 @@ func (w *watcher) watch(ctx context.Context) (int, error) {
 		w.m.events.WithLabelValues(ev.Type).Inc()
 		switch ev.Type {
 		case "ADDED", "MODIFIED", "DELETED":
-			var obj object
-			if err := json.Unmarshal(ev.Object, &obj); err != nil {
-				return n, fmt.Errorf("decode %s event: %w", ev.Type, err)
-			}
-			w.store.apply(ev.Type, obj)
-			w.rv = obj.Metadata.ResourceVersion
+			w.store.apply(ev.Type, ev.Object.object)
+			w.rv = ev.Object.Metadata.ResourceVersion
 		case "BOOKMARK":
-			var obj struct {
-				Metadata metadata `json:"metadata"`
-			}
-			if err := json.Unmarshal(ev.Object, &obj); err != nil {
-				return n, fmt.Errorf("decode %s event: %w", ev.Type, err)
-			}
-			w.rv = obj.Metadata.ResourceVersion
+			w.rv = ev.Object.Metadata.ResourceVersion
 		case "ERROR":
-			var st apiStatus
-			_ = json.Unmarshal(ev.Object, &st)
+			st := ev.Object.apiStatus
 			return n, &StatusError{Code: st.Code, Reason: st.Reason, Message: st.Message}
 		}
 	}
