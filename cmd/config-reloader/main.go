@@ -143,7 +143,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return reporter.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.listen != "" { // Web server.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", readiness(rel, src))
+		// Ready once Prometheus accepted a reload; degraded, not unready,
+		// while the API source serves the last state (the API server out
+		// of reach, a Secret missing): taking the pod out of its Service
+		// would not help.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", app.Readiness(rel.Ready, src.Err))
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
@@ -231,22 +235,6 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 		opts.OnApplied = reporter.Report
 	}
 	return opts
-}
-
-// readiness is /-/ready's answer: ready once Prometheus accepted a reload,
-// and degraded, not unready, while the API source cannot reach the API
-// server: Prometheus keeps serving its last state, and taking the pod out
-// of its Service would not help.
-func readiness(rel *reloader.Reloader, src *apisource.Source) func() error {
-	return func() error {
-		if err := rel.Ready(); err != nil || src == nil {
-			return err
-		}
-		if err := src.Err(); err != nil {
-			return &app.DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
-		}
-		return nil
-	}
 }
 
 // newSource returns the API source the flags ask for, or nil.
