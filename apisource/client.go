@@ -33,6 +33,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/podreload/podreload/reloader"
 )
 
 // In-cluster defaults: where the kubelet mounts the pod's service account.
@@ -75,8 +77,12 @@ func newClient(cfg Config) (*client, error) {
 		server = "https://" + net.JoinHostPort(host, port)
 	}
 	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("API server %q is not an http(s) URL", server)
+	switch {
+	case err != nil:
+		// Its error quotes the URL, which may hold a password.
+		return nil, errors.New("API server URL (not shown, it may hold a secret) does not parse")
+	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return nil, fmt.Errorf("API server %q is not an http(s) URL", reloader.RedactURL(u))
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {

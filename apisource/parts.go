@@ -50,17 +50,9 @@ func (s *Source) Parts(names []string) (map[string][]byte, error) {
 			s.parts[name] = p
 			changed = true
 		}
-		what := "secret " + s.opts.SecretNamespace + "/" + name
-		var err error
-		switch v, ok := p.data[s.opts.SecretKey]; {
-		case !p.synced:
-			err = fmt.Errorf("%s: %w", what, reloader.ErrNotRead)
-		case p.data == nil:
-			err = fmt.Errorf("%s not found: waiting for it", what)
-		case !ok:
-			err = fmt.Errorf("%s has no key %q (it has %s): waiting for it", what, s.opts.SecretKey, keys(p.data))
-		default:
-			out[name] = v
+		err := s.partErr(name, p)
+		if err == nil {
+			out[name] = p.data[s.opts.SecretKey]
 		}
 		if first == nil {
 			first = err
@@ -131,6 +123,26 @@ func (s *Source) runParts(ctx context.Context) {
 }
 
 func partHealth(name string) string { return "secret " + name }
+
+// partErr says why the part name, in state p, has no content: not read
+// yet (and, if its watcher fails, why), missing, or without the key. s.mu
+// is held.
+func (s *Source) partErr(name string, p *partState) error {
+	what := "secret " + s.opts.SecretNamespace + "/" + name
+	_, ok := p.data[s.opts.SecretKey]
+	switch {
+	case !p.synced:
+		if cause := s.health.errOf(partHealth(name)); cause != nil {
+			return fmt.Errorf("%s: %w: %w", what, reloader.ErrNotRead, cause)
+		}
+		return fmt.Errorf("%s: %w", what, reloader.ErrNotRead)
+	case p.data == nil:
+		return fmt.Errorf("%s not found: waiting for it", what)
+	case !ok:
+		return fmt.Errorf("%s has no key %q (it has %s): waiting for it", what, s.opts.SecretKey, keys(p.data))
+	}
+	return nil
+}
 
 // setPart keeps the Secret of the part name, while p is its state.
 func (s *Source) setPart(name string, p *partState, data map[string][]byte, rv string) {

@@ -53,6 +53,7 @@ func TestParts(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"cfg", "cfg-1", "cfg-2"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
 	})
+	e.secret(t, ns, map[string][]byte{"config": []byte("main")})
 	s, reg := e.source(t, ns, nil)
 	var _ reloader.PartSource = s
 
@@ -89,7 +90,12 @@ func TestParts(t *testing.T) {
 	for s.Err() == nil && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.ErrorContains(t, s.Err(), "API server unreachable for secret cfg-9 since")
+	require.ErrorContains(t, s.Err(), "API server refuses secret cfg-9 since")
+	require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_config_secrets_unavailable", ""))
+	// The part's error says why it is not read.
+	_, err = s.Parts([]string{"cfg-9"})
+	require.ErrorIs(t, err, reloader.ErrNotRead)
+	require.ErrorContains(t, err, "secret "+ns+"/cfg-9: not read yet from the API server: list secret "+ns+`/cfg-9: API server answered 403: secrets "cfg-9" is forbidden`)
 	partsAre(t, s, nil, "")
 	deadline = time.Now().Add(20 * time.Second)
 	for s.Err() != nil && time.Now().Before(deadline) {

@@ -96,6 +96,10 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Source,
 		Name: "reloader_api_watch_events_total",
 		Help: "Total number of watch events received, by resource and type.",
 	}, []string{"resource", "type"})
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "reloader_api_config_secrets_unavailable",
+		Help: "Number of the Secrets the configuration needs (its own, and its parts') that are missing, lack the key, or cannot be read: the last configuration is kept meanwhile, and rule changes still apply.",
+	}, func() float64 { return float64(s.unavailableSecrets()) })
 	s.newWatcher = func(resource, namespace, what string, selector url.Values, st store) *watcher {
 		return &watcher{
 			c: c, logger: logger, resource: resource, healthKey: resource, selector: selector, what: what, store: st, health: &s.health,
@@ -143,12 +147,55 @@ func (s *Source) notify() {
 	}
 }
 
-// Err says, when the API server could not be reached at the last attempt,
-// since when and why: the last state read is then what is served.
-func (s *Source) Err() error { return s.health.err() }
+// Err says what keeps the last state served: the API server could not be
+// reached at the last attempt, or refused it (since when and why), or the
+// configuration's Secret, or a part's, is missing or lacks its key. A nil
+// Source has no error.
+func (s *Source) Err() error {
+	if s == nil {
+		return nil // No API source.
+	}
+	return errors.Join(s.health.err(), errors.Join(s.unavailable()...))
+}
+
+// unavailableSecrets counts the Secrets the configuration needs that are
+// missing, lack the key, or whose reading fails.
+func (s *Source) unavailableSecrets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	if _, err := s.config(); (s.secretSynced && err != nil) || s.health.errOf("secrets") != nil {
+		n++
+	}
+	for name, p := range s.parts {
+		if err := s.partErr(name, p); (err != nil && !errors.Is(err, reloader.ErrNotRead)) || s.health.errOf(partHealth(name)) != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// unavailable returns, for each Secret the configuration needs (its own,
+// and those of the parts last asked for) that was read and is missing or
+// lacks the key, why.
+func (s *Source) unavailable() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	if _, err := s.config(); s.secretSynced && err != nil {
+		errs = append(errs, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.parts)) {
+		if err := s.partErr(name, s.parts[name]); err != nil && !errors.Is(err, reloader.ErrNotRead) {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
 
 // Snapshot returns the configuration and the rule files, or says what is
-// missing: not yet listed, the Secret or its key.
+// not listed yet. While the Secret or its key is missing, the snapshot's
+// ConfigErr says so, and the rule files still apply.
 func (s *Source) Snapshot() (reloader.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,15 +203,10 @@ func (s *Source) Snapshot() (reloader.Snapshot, error) {
 	switch {
 	case !s.secretSynced:
 		return reloader.Snapshot{}, fmt.Errorf("%s: %w", name, reloader.ErrNotRead)
-	case s.secret == nil:
-		return reloader.Snapshot{}, fmt.Errorf("%s not found: waiting for it", name)
 	case s.opts.RulesSelector != "" && !s.rulesSynced:
 		return reloader.Snapshot{}, fmt.Errorf("configmaps matching %q: %w", s.opts.RulesSelector, reloader.ErrNotRead)
 	}
-	config, ok := s.secret[s.opts.SecretKey]
-	if !ok {
-		return reloader.Snapshot{}, fmt.Errorf("%s has no key %q (it has %s): waiting for it", name, s.opts.SecretKey, keys(s.secret))
-	}
+	config, configErr := s.config()
 	files := map[string]string{}
 	for cm, obj := range s.configMaps {
 		for k, v := range obj.Data {
@@ -178,7 +220,21 @@ func (s *Source) Snapshot() (reloader.Snapshot, error) {
 			files[cm+"/"+k] = string(b)
 		}
 	}
-	return reloader.Snapshot{Config: config, ConfigName: name + " key " + s.opts.SecretKey, Files: files, Describe: s.describeFile}, nil
+	return reloader.Snapshot{Config: config, ConfigName: name + " key " + s.opts.SecretKey, ConfigErr: configErr, Files: files, Describe: s.describeFile}, nil
+}
+
+// config returns the configuration's key of the Secret read, or says why
+// there is none. s.mu is held.
+func (s *Source) config() ([]byte, error) {
+	name := s.secretName()
+	if s.secret == nil {
+		return nil, fmt.Errorf("%s not found: waiting for it", name)
+	}
+	config, ok := s.secret[s.opts.SecretKey]
+	if !ok {
+		return nil, fmt.Errorf("%s has no key %q (it has %s): waiting for it", name, s.opts.SecretKey, keys(s.secret))
+	}
+	return config, nil
 }
 
 // describeFile names a file of a Snapshot, "<configmap>/<key>", by its
@@ -240,8 +296,16 @@ func (st secretStore) decode(obj *object) {
 func (s *Source) setSecret(data map[string][]byte, rv string) {
 	s.mu.Lock()
 	changed := !s.secretSynced || rv != s.secretRV
+	_, before := s.config()
 	s.secret, s.secretRV, s.secretSynced = data, rv, true
+	_, after := s.config()
 	s.mu.Unlock()
+	switch {
+	case after != nil && (before == nil || after.Error() != before.Error()):
+		s.logger.Warn("API source: no configuration, the last one is kept; rule changes still apply", "err", after)
+	case after == nil && before != nil && changed:
+		s.logger.Info("API source: configuration back", "secret", s.opts.SecretNamespace+"/"+s.opts.SecretName)
+	}
 	if changed {
 		s.notify()
 	}
@@ -311,8 +375,19 @@ func (h *health) err() error {
 	defer h.mu.Unlock()
 	var errs []error
 	for _, resource := range slices.Sorted(maps.Keys(h.errs)) {
-		errs = append(errs, fmt.Errorf("API server unreachable for %s since %s: %w",
-			resource, h.since[resource].UTC().Format(time.RFC3339), h.errs[resource]))
+		how := "API server unreachable for"
+		if errors.As(h.errs[resource], new(*StatusError)) {
+			how = "API server refuses"
+		}
+		errs = append(errs, fmt.Errorf("%s %s since %s: %w",
+			how, resource, h.since[resource].UTC().Format(time.RFC3339), h.errs[resource]))
 	}
 	return errors.Join(errs...)
+}
+
+// errOf returns the error of resource's last attempt, if it failed.
+func (h *health) errOf(resource string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.errs[resource]
 }

@@ -111,7 +111,11 @@ func render(snap reloader.Snapshot, err error) string {
 		return err.Error()
 	}
 	var b strings.Builder
-	b.WriteString(string(snap.Config) + "|")
+	if snap.ConfigErr != nil {
+		b.WriteString(snap.ConfigErr.Error() + "|")
+	} else {
+		b.WriteString(string(snap.Config) + "|")
+	}
 	for _, name := range slices.Sorted(maps.Keys(snap.Files)) {
 		b.WriteString(name + "=" + snap.Files[name] + ";")
 	}
@@ -147,7 +151,7 @@ func TestSource(t *testing.T) {
 	t.Run("content, selector, binary data", func(t *testing.T) {
 		ns := e.namespace(t)
 		s, reg := e.source(t, ns, nil)
-		snapshotIs(t, s, "secret "+ns+"/cfg not found: waiting for it")
+		snapshotIs(t, s, "secret "+ns+"/cfg not found: waiting for it|")
 		e.secret(t, ns, map[string][]byte{"config": []byte("a: 1\n")})
 		e.configMap(t, ns, "r0", selected(), map[string]string{"x.yaml": "x0"})
 		e.configMap(t, ns, "other", map[string]string{"rules": "no"}, map[string]string{"o.yaml": "o"})
@@ -164,9 +168,11 @@ func TestSource(t *testing.T) {
 		e.configMap(t, ns, "r0", map[string]string{"rules": "no"}, map[string]string{"x.yaml": "x0"})
 		snapshotIs(t, s, "a: 1\n|r1/b.yaml=\x00\x01\x02;")
 		require.NoError(t, e.kube.CoreV1().Secrets(ns).Delete(t.Context(), "cfg", metav1.DeleteOptions{}))
-		snapshotIs(t, s, "secret "+ns+"/cfg not found: waiting for it")
-		require.NoError(t, s.Err())
+		// The rule files stay: they apply without the configuration.
+		snapshotIs(t, s, "secret "+ns+"/cfg not found: waiting for it|r1/b.yaml=\x00\x01\x02;")
+		require.EqualError(t, s.Err(), "secret "+ns+"/cfg not found: waiting for it")
 		require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_watch_connected", "configmaps"))
+		require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_config_secrets_unavailable", ""))
 	})
 
 	t.Run("410: a watch too old to resume lists again", func(t *testing.T) {
@@ -210,14 +216,15 @@ func TestSource(t *testing.T) {
 	})
 }
 
-// metricValue returns the sample of name for resource.
+// metricValue returns the sample of name for resource, or of name
+// without labels for "".
 func metricValue(t *testing.T, reg *prometheus.Registry, name, resource string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			if mf.GetName() == name && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == resource {
+			if mf.GetName() == name && (resource == "" && len(m.GetLabel()) == 0 || len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == resource) {
 				return m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}
@@ -234,6 +241,8 @@ func TestNewErrors(t *testing.T) {
 		{Options{SecretName: "x", SecretKey: "k"}, "the configuration's Secret needs a namespace, a name and a key"},
 		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", RulesSelector: "a=b"}, "the rule ConfigMaps need a namespace"},
 		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "ftp://x"}}, `API server "ftp://x" is not an http(s) URL`},
+		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "ftp://u:pw@x/?t=tok"}}, `API server "ftp://u:xxxxx@x/?t=xxxxx" is not an http(s) URL`},
+		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "https://u:pw@[::1?t=tok"}}, "API server URL (not shown, it may hold a secret) does not parse"},
 		{Options{SecretNamespace: "n", SecretName: "x", SecretKey: "k", Config: Config{Server: "https://x", CAFile: "/nonexistent"}},
 			"read the API server's CA: open /nonexistent: no such file or directory"},
 	} {

@@ -34,9 +34,15 @@ type objectList struct {
 	Items []object `json:"items"`
 }
 
+// event is a watch event, its object decoded in place (not copied
+// aside to be decoded again: a Secret is up to 1 MiB): a Secret or a
+// ConfigMap, a BOOKMARK's metadata, or an ERROR's Status.
 type event struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
+	Type   string `json:"type"`
+	Object struct {
+		object
+		apiStatus
+	} `json:"object"`
 }
 
 // store receives what a watcher reads.
@@ -72,15 +78,19 @@ type watcher struct {
 	store     store
 	m         kindMetrics
 	health    *health
-	rv        string // where the next watch starts; empty: list first
+	rv        string    // where the next watch starts; empty: list first
+	connected time.Time // when the last watch was established; zero before
 }
 
-// run lists and watches until ctx is done.
+// run lists and watches until ctx is done. Failures in a row are retried
+// with backoff; a watch that held (it received an event or lasted over a
+// second) ends an outage, so the next one is retried from the first step.
 func (w *watcher) run(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
-		start := time.Now()
+		w.connected = time.Time{}
 		events, err := w.once(ctx)
+		held := !w.connected.IsZero() && (events > 0 || time.Since(w.connected) > time.Second)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -90,12 +100,16 @@ func (w *watcher) run(ctx context.Context) {
 			w.logger.Info("watch expired, listing again", "watching", w.what, "err", err)
 			w.rv = ""
 			continue
-		case err == nil && (events > 0 || time.Since(start) > time.Second):
+		case err == nil && held:
 			// The server ended the watch: resume it.
 			failures = 0
 			continue
 		case err == nil:
 			err = errors.New("the API server ended the watch at once")
+		}
+		if held {
+			// The watch held, then broke: an outage starts.
+			failures = 0
 		}
 		failures++
 		w.m.errors.Inc()
@@ -179,6 +193,7 @@ func (w *watcher) watch(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	w.connected = time.Now()
 	w.m.connected.Set(1)
 	w.health.ok(w.healthKey)
 	dec := json.NewDecoder(resp.Body)
@@ -193,23 +208,12 @@ func (w *watcher) watch(ctx context.Context) (int, error) {
 		w.m.events.WithLabelValues(ev.Type).Inc()
 		switch ev.Type {
 		case "ADDED", "MODIFIED", "DELETED":
-			var obj object
-			if err := json.Unmarshal(ev.Object, &obj); err != nil {
-				return n, fmt.Errorf("decode %s event: %w", ev.Type, err)
-			}
-			w.store.apply(ev.Type, obj)
-			w.rv = obj.Metadata.ResourceVersion
+			w.store.apply(ev.Type, ev.Object.object)
+			w.rv = ev.Object.Metadata.ResourceVersion
 		case "BOOKMARK":
-			var obj struct {
-				Metadata metadata `json:"metadata"`
-			}
-			if err := json.Unmarshal(ev.Object, &obj); err != nil {
-				return n, fmt.Errorf("decode %s event: %w", ev.Type, err)
-			}
-			w.rv = obj.Metadata.ResourceVersion
+			w.rv = ev.Object.Metadata.ResourceVersion
 		case "ERROR":
-			var st apiStatus
-			_ = json.Unmarshal(ev.Object, &st)
+			st := ev.Object.apiStatus
 			return n, &StatusError{Code: st.Code, Reason: st.Reason, Message: st.Message}
 		}
 	}

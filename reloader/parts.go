@@ -113,11 +113,15 @@ func partNames(parts []part) []string {
 // readParts returns the parts named, as stored, from the Source or from
 // PartsDir, each checked against the hash the configuration names.
 func (r *Reloader) readParts(parts []part) (map[string][]byte, error) {
+	ps, fromSource := r.opts.Source.(PartSource)
 	if len(parts) == 0 {
+		if fromSource {
+			_, _ = ps.Parts(nil) // Those of an earlier configuration are no longer read.
+		}
 		return nil, nil
 	}
 	var raw map[string][]byte
-	if ps, ok := r.opts.Source.(PartSource); ok {
+	if fromSource {
 		var err error
 		if raw, err = ps.Parts(partNames(parts)); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrPartsPending, err)

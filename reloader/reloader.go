@@ -408,7 +408,7 @@ func (r *Reloader) render(raw []byte, name string, readErr error) (rendered, uin
 		err  error
 	)
 	out.config, out.parts, from, err = r.renderConfig(raw, name, readErr)
-	if err == nil && len(out.parts) > 0 {
+	if err == nil {
 		var partsRaw map[string][]byte
 		if partsRaw, err = r.readParts(out.parts); err == nil {
 			var partsFrom uint64
@@ -736,12 +736,14 @@ func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool,
 	}
 	r.noteLeftOut(left)
 	switch {
-	case err != nil && (r.rendered == nil || errors.Is(err, ErrPartsPending)):
+	case err != nil && r.rendered == nil:
 		// Nothing new to apply: what the process runs stays.
 		return st, in.Sum64(), false, nil, err
 	case err != nil:
-		// Keep the last good configuration: the rest may still need a
-		// reload. The error still makes Run retry.
+		// Keep the last good configuration, and its parts, while the
+		// new one cannot be rendered or waits for its parts: the rest
+		// may still need a reload. The error still makes Run retry (or
+		// wait for the parts).
 		kept = fmt.Errorf("%w (keeping the previous config)", err)
 	default:
 		r.rendered, r.renderedFrom, r.parts, r.partsOut = out.config, xxhash.Sum64(src.raw), out.parts, out.out
@@ -782,7 +784,7 @@ func (r *Reloader) readInput() (input, error) {
 		if err != nil {
 			return input{}, err
 		}
-		return input{config: true, raw: snap.Config, name: snap.ConfigName, files: snap.Files, describe: snap.describe}, nil
+		return input{config: true, raw: snap.Config, name: snap.ConfigName, readErr: snap.ConfigErr, files: snap.Files, describe: snap.describe}, nil
 	}
 	var in input
 	if r.opts.ConfigFile != "" {

@@ -35,6 +35,12 @@ type Snapshot struct {
 	Config []byte
 	// ConfigName names where Config comes from in errors and logs.
 	ConfigName string
+	// ConfigErr, when set, says why the configuration cannot be read now
+	// (its Secret is missing, or lacks its key): Config is ignored, the
+	// last good configuration is kept, and Files still apply. Rules and
+	// configuration are independent inputs: one missing does not hold
+	// back the other.
+	ConfigErr error
 	// Files are written into Options.RulesDir, by path relative to it:
 	// "<group>/<name>", such as a ConfigMap's name and one of its keys.
 	// Files the Source no longer has are removed after the others are

@@ -366,7 +366,8 @@ func gunzip(path string, b []byte, limit int64) ([]byte, error) {
 // gzipped reports whether b starts with the gzip magic bytes.
 func gzipped(b []byte) bool { return bytes.HasPrefix(b, []byte{0x1f, 0x8b}) }
 
-// gunzipAll returns b gunzipped, at most limit bytes.
+// gunzipAll returns b gunzipped, at most limit bytes. Content over the
+// limit (a gzip bomb) is never held: only what is within it is.
 func gunzipAll(b []byte, limit int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -374,6 +375,20 @@ func gunzipAll(b []byte, limit int64) ([]byte, error) {
 	}
 	// The gzip trailer holds the size modulo 4 GiB: a hint, not a promise.
 	hint := int64(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	if hint > limit {
+		// Too large, if the trailer is right: counted, not held,
+		// to tell a bomb from a corrupt trailer.
+		n, err := io.Copy(io.Discard, io.LimitReader(zr, limit+1))
+		switch {
+		case err != nil:
+			return nil, err
+		case n > limit:
+			return nil, tooLargeError{limit}
+		}
+		if err := zr.Reset(bytes.NewReader(b)); err != nil {
+			return nil, err
+		}
+	}
 	return readAll(zr, min(hint, limit), limit)
 }
 

@@ -65,7 +65,7 @@ func (c TLS) Client(u *url.URL) (*http.Client, string, error) {
 	}
 	tlsConfig, err := config.NewTLSConfig(&cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("tls for %s: %w", u.Redacted(), err)
+		return nil, "", fmt.Errorf("tls for %s: %w", RedactURL(u), err)
 	}
 	if c.CAFile != "" && !cfg.InsecureSkipVerify {
 		// The roots NewTLSConfig read (checking the file) are replaced by

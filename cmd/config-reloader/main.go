@@ -41,8 +41,8 @@ type config struct {
 	watchedDirs, rulesInputDirs           []string
 	watchInterval, delayInterval          time.Duration
 	retryInterval, reloadTimeout          time.Duration
-	reloadURL                             *url.URL
-	runtimeInfoURL, pidFile, signal       string
+	reloadURL, runtimeInfoURL             *url.URL
+	pidFile, signal                       string
 	command                               string
 	method, processName, ordinalFrom      string
 	strict, version, shortVersion         bool
@@ -145,7 +145,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return reporter.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.listen != "" { // Web server.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", readiness(rel, src))
+		// Ready once Prometheus accepted a reload; degraded, not unready,
+		// while the API source serves the last state (the API server out
+		// of reach, a Secret missing), input files are left out or an
+		// empty configuration is held back: taking the pod out of its
+		// Service would not help.
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", app.Readiness(rel.Ready, src.Err, rel.Degraded))
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
@@ -170,12 +175,12 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("delay-interval", "Wait this long after the last change before reloading; 0 reloads the first change at once and coalesces a burst into one trailing reload.").Default("0s").DurationVar(&cfg.delayInterval)
 	a.Flag("retry-interval", "First wait before retrying a failed reload; it doubles, with jitter, up to 2m.").Default("5s").DurationVar(&cfg.retryInterval)
 	a.Flag("reload-timeout", "How long a reload request (or its confirmation) may take.").Default("30s").DurationVar(&cfg.reloadTimeout)
-	a.Flag("reload-url", "URL called with POST to reload.").Default("http://127.0.0.1:9090/-/reload").URLVar(&cfg.reloadURL)
+	a.Flag("reload-url", "URL called with POST to reload.").Default("http://127.0.0.1:9090/-/reload").SetValue(app.URLValue{Flag: "reload-url", URL: &cfg.reloadURL})
 	a.Flag("reload-method", "How to reload: http (POST --reload-url), signal (--reload-signal to --pid-file's process or else to --process-executable-name, confirmed through --runtimeinfo-url) or command (run --reload-command).").Default("http").EnumVar(&cfg.method, "http", "signal", "command")
 	a.Flag("process-executable-name", "Executable name of the process to signal with --reload-method=signal (needs a shared process namespace).").Default("prometheus").StringVar(&cfg.processName)
 	a.Flag("pid-file", "File holding the PID of the process to signal, instead of --process-executable-name.").StringVar(&cfg.pidFile)
 	a.Flag("reload-signal", "Signal sent with --reload-method=signal.").Default("HUP").StringVar(&cfg.signal)
-	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").StringVar(&cfg.runtimeInfoURL)
+	a.Flag("runtimeinfo-url", "Prometheus runtime information URL that confirms a reload by signal; empty sends the signal without confirmation (for other apps).").Default("http://127.0.0.1:9090/api/v1/status/runtimeinfo").SetValue(app.URLValue{Flag: "runtimeinfo-url", URL: &cfg.runtimeInfoURL})
 	a.Flag("reload-tls-ca-file", "CA certificates that verify an https --reload-url's or --runtimeinfo-url's server, read at each connection; by default the system's roots, and no verification for a loopback host (localhost, 127.0.0.0/8, ::1) without a CA file or server name.").StringVar(&cfg.tls.CAFile)
 	a.Flag("reload-tls-cert-file", "Client certificate presented to an https --reload-url or --runtimeinfo-url (read at each connection).").StringVar(&cfg.tls.CertFile)
 	a.Flag("reload-tls-key-file", "Key of --reload-tls-cert-file.").StringVar(&cfg.tls.KeyFile)
@@ -196,7 +201,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("rules-configmap-selector", "With --config-secret: also read the ConfigMaps of the pod's namespace that match this label selector, each key written to --rules-dir/CONFIGMAP/KEY.").StringVar(&cfg.api.rulesSelector)
 	a.Flag("rules-dir", "Directory the rule ConfigMaps (--rules-configmap-selector or --rules-input-dir) are written into, a key X.gz gunzipped into the file X; files of ConfigMaps that no longer match are removed from it.").StringVar(&cfg.api.rulesDir)
 	a.Flag("rules-input-dir", "Directory of rule files, a ConfigMap's volume, watched and written into --rules-dir/BASENAME/, a file X.gz gunzipped into X (at most --config-max-size), any other copied (repeatable): for a process that cannot read gzipped files, where --watched-dir hands it the volume itself.").StringsVar(&cfg.rulesInputDirs)
-	a.Flag("api-server", "URL of the Kubernetes API server; by default the in-cluster one ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).").StringVar(&cfg.api.Server)
+	a.Flag("api-server", "URL of the Kubernetes API server; by default the in-cluster one ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).").SetValue(app.URLValue{Flag: "api-server", Raw: &cfg.api.Server})
 	a.Flag("api-token-file", "Bearer token for the API server, read again for each request (a rotated token is used at once).").Default(apisource.DefaultTokenFile).StringVar(&cfg.api.TokenFile)
 	a.Flag("api-ca-file", "Certificates that verify the API server.").Default(apisource.DefaultCAFile).StringVar(&cfg.api.CAFile)
 	a.Flag("report-pod", "Write what Prometheus runs (the content hash of what it last accepted, and its last rejection) into this pod's "+apisource.AppliedAnnotation+" annotation, NAMESPACE/NAME, through the API server (--api-server, --api-token-file, --api-ca-file); empty reports nothing.").StringVar(&cfg.reportPod)
@@ -237,28 +242,6 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 		opts.OnApplied = reporter.Report
 	}
 	return opts
-}
-
-// readiness is /-/ready's answer: ready once Prometheus accepted a reload,
-// and degraded, not unready, while the API source cannot reach the API
-// server, or input files are left out, or an empty configuration is held
-// back: Prometheus keeps serving its last state, and taking the pod out of
-// its Service would not help.
-func readiness(rel *reloader.Reloader, src *apisource.Source) func() error {
-	return func() error {
-		if err := rel.Ready(); err != nil {
-			return err
-		}
-		if src != nil {
-			if err := src.Err(); err != nil {
-				return &app.DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
-			}
-		}
-		if err := rel.Degraded(); err != nil {
-			return &app.DegradedError{Err: err}
-		}
-		return nil
-	}
 }
 
 // newSource returns the API source the flags ask for, or nil.
@@ -366,16 +349,11 @@ func newTrigger(cfg config) (reloader.Trigger, string, error) {
 			return nil, "", fmt.Errorf("--reload-signal: %w", err)
 		}
 		t := &reloader.SignalTrigger{ProcessName: cfg.processName, PIDFile: cfg.pidFile, Signal: sig, Timeout: cfg.reloadTimeout}
-		if cfg.runtimeInfoURL == "" {
+		if cfg.runtimeInfoURL == nil {
 			return t, "", nil
 		}
-		u, err := url.Parse(cfg.runtimeInfoURL)
-		if err != nil {
-			return nil, "", fmt.Errorf("--runtimeinfo-url: %w", err)
-		}
-		t.RuntimeInfoURL = u
-		var mode string
-		t.Client, mode, err = cfg.tls.Client(u)
+		client, mode, err := cfg.tls.Client(cfg.runtimeInfoURL)
+		t.RuntimeInfoURL, t.Client = cfg.runtimeInfoURL, client
 		return t, mode, err
 	case "command":
 		args := strings.Fields(cfg.command)
@@ -384,6 +362,9 @@ func newTrigger(cfg config) (reloader.Trigger, string, error) {
 		}
 		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, "", nil
 	default:
+		if cfg.reloadURL == nil {
+			return nil, "", errors.New("--reload-method=http needs --reload-url")
+		}
 		client, mode, err := cfg.tls.Client(cfg.reloadURL)
 		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout, Client: client}, mode, err
 	}

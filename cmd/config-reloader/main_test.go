@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -275,6 +276,8 @@ func TestReloadTLS(t *testing.T) {
 	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600))
 	reloadURL, err := url.Parse(srv.URL + "/-/reload")
 	require.NoError(t, err)
+	runtimeInfoURL, err := url.Parse(srv.URL + "/api/v1/status/runtimeinfo")
+	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		name   string
@@ -294,7 +297,7 @@ func TestReloadTLS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trigger, mode, err := newTrigger(config{
-				method: tc.method, reloadURL: reloadURL, runtimeInfoURL: srv.URL + "/api/v1/status/runtimeinfo",
+				method: tc.method, reloadURL: reloadURL, runtimeInfoURL: runtimeInfoURL,
 				pidFile: pidFile, signal: "CONT", reloadTimeout: 5 * time.Second, tls: tc.tls,
 			})
 			require.NoError(t, err)
@@ -305,6 +308,62 @@ func TestReloadTLS(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+		})
+	}
+}
+
+// TestURLFlagsHideSecrets starts config-reloader with each URL flag holding
+// a password and a query token, where the flag cannot be used: the error
+// says which flag and what is wrong, and shows neither secret, nor the
+// piece of a password that url.Parse quotes (a password with a "/" makes
+// the part before it the port).
+func TestURLFlagsHideSecrets(t *testing.T) {
+	const (
+		password = "pa55w0rd"
+		token    = "t0ken"
+		slashed  = "s3cr/et" // url.Parse quotes ":s3cr" as the port
+	)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.yaml")
+	secret := "--config-secret=ns/cfg"
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"reload URL does not parse", []string{"--reload-url=http://admin:" + password + "@[::1/-/reload?t=" + token},
+			"config-reloader: --reload-url (not shown, it may hold a secret): missing ']' in host\n"},
+		{"reload URL with a slashed password", []string{"--reload-url=http://admin:" + slashed + "@prometheus:9090/-/reload?t=" + token},
+			"config-reloader: --reload-url (not shown, it may hold a secret): invalid port after host\n"},
+		{"reload URL not http", []string{"--reload-url=ftp://admin:" + password + "@prometheus/?t=" + token},
+			`config-reloader: --reload-url "ftp://admin:xxxxx@prometheus/?t=xxxxx": want an http or https URL with a host` + "\n"},
+		{"reload URL whose TLS setup fails", []string{"--reload-url=https://admin:" + password + "@prometheus:9090/-/reload?t=" + token,
+			"--reload-tls-ca-file=" + filepath.Join(dir, "missing.crt")},
+			"config-reloader: tls for https://admin:xxxxx@prometheus:9090/-/reload?t=xxxxx: unable to read CA cert: unable to read file " + filepath.Join(dir, "missing.crt")},
+		{"runtime info URL does not parse", []string{"--reload-method=signal", "--runtimeinfo-url=http://admin:" + password + "@[::1/api?t=" + token},
+			"config-reloader: --runtimeinfo-url (not shown, it may hold a secret): missing ']' in host\n"},
+		{"runtime info URL with a slashed password", []string{"--reload-method=signal", "--runtimeinfo-url=http://admin:" + slashed + "@prometheus/api?t=" + token},
+			"config-reloader: --runtimeinfo-url (not shown, it may hold a secret): invalid port after host\n"},
+		{"runtime info URL whose TLS setup fails", []string{"--reload-method=signal",
+			"--runtimeinfo-url=https://admin:" + password + "@prometheus:9090/api?t=" + token, "--reload-tls-ca-file=" + filepath.Join(dir, "missing.crt")},
+			"config-reloader: tls for https://admin:xxxxx@prometheus:9090/api?t=xxxxx: unable to read CA cert: unable to read file " + filepath.Join(dir, "missing.crt")},
+		{"API server does not parse", []string{secret, "--api-server=https://admin:" + password + "@[::1?t=" + token},
+			"config-reloader: --api-server (not shown, it may hold a secret): missing ']' in host\n"},
+		{"API server not http", []string{secret, "--api-server=ftp://admin:" + password + "@kubernetes/?t=" + token},
+			`config-reloader: --api-server "ftp://admin:xxxxx@kubernetes/?t=xxxxx": want an http or https URL with a host` + "\n"},
+		{"no reload URL", []string{"--reload-url="}, "config-reloader: --reload-method=http needs --reload-url\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := append([]string{"--config-envsubst-file=" + out, "--watch-interval=0", "--api-ca-file=", "--api-token-file="}, tc.args...)
+			if !slices.Contains(args, secret) {
+				args = append(args, "--config-file="+filepath.Join(dir, "in.yaml"))
+			}
+			require.Equal(t, 2, run(t.Context(), args, io.Discard, &stderr), stderr.String())
+			require.Contains(t, stderr.String(), tc.err)
+			for _, s := range []string{password, token, "s3cr", "et@"} {
+				require.NotContains(t, stderr.String(), s)
+			}
 		})
 	}
 }
@@ -460,7 +519,7 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	// A pipe in the watched dir: left out, the pod ready but degraded.
 	pipe := filepath.Join(rules, "b.yaml")
 	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
-	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe)\n"
+	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe); serving the last state\n"
 	waitFor("degraded", func() bool { return get("/-/ready") == want })
 	require.NoError(t, os.Remove(pipe))
 	waitFor("ready", func() bool { return get("/-/ready") == "200 ready\n" })

@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.listen != "" { // Web server.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, rel.Ready)
+		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, app.Readiness(rel.Ready, rel.Degraded))
 		g.Add(srv.Run, func(error) { srv.Close() })
 	}
 	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
@@ -156,13 +156,9 @@ func triggers(cfg config, reg prometheus.Registerer) (reloader.Triggers, error) 
 	var ts reloader.Triggers
 	m := newWebhookMetrics(reg)
 	for _, raw := range cfg.webhooks {
-		u, err := url.Parse(raw)
+		u, err := app.ParseURL("webhook-url", raw)
 		if err != nil {
-			// The error of url.Parse quotes the URL: keep only its reason.
-			return nil, fmt.Errorf("--webhook-url (not shown, it may hold a secret): %w", errors.Unwrap(err))
-		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--webhook-url %q: want an http or https URL with a host", reloader.RedactURL(u))
+			return nil, err
 		}
 		client, err := webhookClient(cfg, u)
 		if err != nil {

@@ -160,6 +160,8 @@ func TestUsage(t *testing.T) {
 			`rules-reloader: --webhook-url "ftp://admin:xxxxx@127.0.0.1/?token=xxxxx": want an http or https URL with a host` + "\n"},
 		{"url does not parse, secrets hidden", []string{"--webhook-url=http://admin:pa55@[::1/?token=t0ken"},
 			"rules-reloader: --webhook-url (not shown, it may hold a secret): missing ']' in host\n"},
+		{"url with a slashed password, no piece of it shown", []string{"--webhook-url=http://admin:s3cr/et@127.0.0.1/?token=t0ken"},
+			"rules-reloader: --webhook-url (not shown, it may hold a secret): invalid port after host\n"},
 		{"password file, query hidden", []string{"--webhook-url=http://127.0.0.1/?token=t0ken", "--webhook-password-file=/p"},
 			"rules-reloader: --webhook-password-file needs a user name in --webhook-url http://127.0.0.1/?token=xxxxx\n"},
 	} {

@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -101,6 +102,25 @@ func (s *Server) Run() error {
 
 // Close stops the server.
 func (s *Server) Close() { _ = s.srv.Shutdown(context.Background()) }
+
+// Readiness returns a server's ready function: ready's error, if any
+// (503); else a DegradedError joining those of degraded (200, saying why,
+// while the last state is served); else nil.
+func Readiness(ready func() error, degraded ...func() error) func() error {
+	return func() error {
+		if err := ready(); err != nil {
+			return err
+		}
+		var errs []error
+		for _, f := range degraded {
+			errs = append(errs, f())
+		}
+		if err := errors.Join(errs...); err != nil {
+			return &DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
+		}
+		return nil
+	}
+}
 
 // Run adds to g an actor that ends it on SIGINT or SIGTERM, runs it until
 // ctx is done or an actor ends, and returns the exit code: 0 for a

@@ -110,3 +110,33 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+func TestReadiness(t *testing.T) {
+	notReady := errors.New("not ready: no reload has succeeded yet")
+	missing := errors.New("secret ns/cfg not found: waiting for it")
+	unreachable := errors.New("API server unreachable for configmaps since T: connection refused")
+	none := func() error { return nil }
+	is := func(err error) func() error { return func() error { return err } }
+	for _, tc := range []struct {
+		name     string
+		ready    func() error
+		degraded []func() error
+		want     string
+		isDegr   bool
+	}{
+		{"ready", none, []func() error{none}, "", false},
+		{"not ready wins", is(notReady), []func() error{is(missing)}, notReady.Error(), false},
+		{"degraded, every cause", none, []func() error{is(missing), none, is(unreachable)},
+			"degraded: " + missing.Error() + "\n" + unreachable.Error() + "; serving the last state", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Readiness(tc.ready, tc.degraded...)()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+			require.Equal(t, tc.isDegr, errors.As(err, new(*DegradedError)))
+		})
+	}
+}
