@@ -1,0 +1,99 @@
+package prometheus
+
+import (
+	"cmp"
+	"strconv"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+// accessName is the name of the Role, and of its RoleBinding, that let the
+// reloaders of server report what Prometheus runs in their pods and, with
+// the API source, read its config Secret and rule ConfigMaps.
+func accessName(server *v1alpha1.PrometheusServer) string {
+	return server.Name + "-config-reloader"
+}
+
+// renderAccess renders what the reloaders of server need: a Role, in the
+// server's namespace, and its RoleBinding to the pods' service account.
+// Owner references are not set.
+//
+// With either source, the reloaders patch their own pod to report what
+// Prometheus runs (the podreload.dev/applied annotation): the Role grants
+// patch on the names of the StatefulSets' pods, <name>-0 to
+// <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
+// resourceNames would grant every pod).
+//
+// With the API source, the Secret is granted by name, and so are the part
+// Secrets of a split configuration (partSlots of them, so that the Role
+// changes less often than the count of parts): Kubernetes checks a
+// list or watch that selects the field metadata.name=<name> against
+// resourceNames, so the reloaders can watch it and nothing else. A list or
+// watch by label selector cannot be limited that way: the ConfigMaps rule
+// grants list and watch on every ConfigMap of the namespace (not get: the
+// reloaders never read one by name).
+func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	meta := metav1.ObjectMeta{Name: accessName(server), Namespace: server.Namespace, Labels: selectorLabels(server)}
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: meta,
+		Rules:      []rbacv1.PolicyRule{},
+	}
+	if apiSource(server) {
+		role.Rules = append(role.Rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...), Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
+		)
+	}
+	if pods := podNames(server); len(pods) > 0 {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"patch"}})
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: *meta.DeepCopy(),
+		Subjects: []rbacv1.Subject{{
+			Kind:      rbacv1.ServiceAccountKind,
+			Name:      cmp.Or(server.Spec.ServiceAccountName, "default"),
+			Namespace: server.Namespace,
+		}},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+	}
+	return role, binding
+}
+
+// podNames are the names of the pods of server's StatefulSets, every
+// shard's.
+func podNames(server *v1alpha1.PrometheusServer) []string {
+	replicas := int(ptr.Deref(server.Spec.Replicas, 1))
+	names := make([]string, 0, replicas*shardCount(server))
+	for shard := range shardCount(server) {
+		for i := range replicas {
+			names = append(names, shardName(server, shard)+"-"+strconv.Itoa(i))
+		}
+	}
+	return names
+}
+
+func syncRole(live, desired *rbacv1.Role) bool {
+	if equality.Semantic.DeepEqual(live.Rules, desired.Rules) {
+		return false
+	}
+	live.Rules = desired.Rules
+	return true
+}
+
+// syncRoleBinding copies the subjects and the role reference; the API
+// server refuses a change of the latter, which never changes for a
+// binding the controller created.
+func syncRoleBinding(live, desired *rbacv1.RoleBinding) bool {
+	if equality.Semantic.DeepEqual(live.Subjects, desired.Subjects) && live.RoleRef == desired.RoleRef {
+		return false
+	}
+	live.Subjects, live.RoleRef = desired.Subjects, desired.RoleRef
+	return true
+}
