@@ -65,7 +65,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		mo.Names = append(mo.Names, k.name)
 		mo.AddToScheme = append(mo.AddToScheme, k.addToScheme)
 	}
-	mgr, err := kube.NewManager(logger, mo)
+	mgr, err := kube.NewManager(logger, reg, mo)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -69,11 +70,12 @@ type Options struct {
 type Manager struct {
 	manager.Manager
 	configMaps cache.Cache
+	writer     *Writer
 	synced     atomic.Bool
 }
 
 // NewManager returns a Manager; nothing runs before Run.
-func NewManager(logger *slog.Logger, opts Options) (*Manager, error) {
+func NewManager(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Manager, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -110,8 +112,12 @@ func NewManager(logger *slog.Logger, opts Options) (*Manager, error) {
 	if err := mgr.Add(configMaps); err != nil {
 		return nil, fmt.Errorf("new controller: %w", err)
 	}
-	return &Manager{Manager: mgr, configMaps: configMaps}, nil
+	w := newWriter(logger, reg, mgr.GetClient(), mgr.GetAPIReader(), scheme)
+	return &Manager{Manager: mgr, configMaps: configMaps, writer: w}, nil
 }
+
+// Writer is the Writer of every kind.
+func (m *Manager) Writer() *Writer { return m.writer }
 
 // ConfigMaps is the cache of the metadata of every ConfigMap (of the
 // namespaces watched), for the watches of the ConfigMaps a kind

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -77,23 +76,4 @@ func podNames(server *v1alpha1.PrometheusServer) []string {
 		}
 	}
 	return names
-}
-
-func syncRole(live, desired *rbacv1.Role) bool {
-	if equality.Semantic.DeepEqual(live.Rules, desired.Rules) {
-		return false
-	}
-	live.Rules = desired.Rules
-	return true
-}
-
-// syncRoleBinding copies the subjects and the role reference; the API
-// server refuses a change of the latter, which never changes for a
-// binding the controller created.
-func syncRoleBinding(live, desired *rbacv1.RoleBinding) bool {
-	if equality.Semantic.DeepEqual(live.Subjects, desired.Subjects) && live.RoleRef == desired.RoleRef {
-		return false
-	}
-	live.Subjects, live.RoleRef = desired.Subjects, desired.RoleRef
-	return true
 }

@@ -165,7 +165,7 @@ func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 	opts.Config = cfg
 	opts.Names, opts.AddToScheme = []string{App}, []func(*runtime.Scheme) error{AddToScheme}
 	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c, err := kube.NewManager(logger, opts)
+	c, err := kube.NewManager(logger, r.reg, opts)
 	require.NoError(t, err)
 	// As controller.New sets the kind up.
 	require.NoError(t, Setup(c, logger, r.reg, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}))

@@ -509,3 +509,48 @@ func pemCertificates(ders [][]byte) []byte {
 	}
 	return b.Bytes()
 }
+
+// webPodParts is what spec.web puts into the pods.
+type webPodParts struct {
+	// scheme and host of Prometheus' URL in the pod, for the reloader.
+	scheme, host string
+	// volumes of the web config Secret and the TLS files.
+	volumes []corev1.Volume
+	// prometheusMounts are the mounts of the web configuration and of the
+	// files it names; reloaderMounts, of the CA file the config-reloader
+	// verifies Prometheus' certificate with.
+	prometheusMounts, reloaderMounts []corev1.VolumeMount
+	// reloaderArgs verify Prometheus' certificate.
+	reloaderArgs []string
+}
+
+// webPod renders what spec.web puts into the pods: with tlsConfig or
+// httpConfig, the web config Secret mounted in Prometheus' container;
+// with tlsConfig, the certificate, its key and the client CA mounted
+// there, and the CA that verifies the certificate (reload) mounted in the
+// config-reloader's, which reloads over HTTPS, verifying the certificate.
+func webPod(server *v1alpha1.PrometheusServer, reload reloadTLS) webPodParts {
+	spec := server.Spec
+	w := webPodParts{scheme: "http", host: "127.0.0.1"}
+	if !webConfigFile(spec) {
+		return w
+	}
+	w.volumes = []corev1.Volume{{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(server)}}}}
+	w.prometheusMounts = []corev1.VolumeMount{{Name: "web-config", MountPath: webConfigMountPath, ReadOnly: true}}
+	if !webTLS(spec) {
+		return w
+	}
+	files, ca := webFiles(spec, reload)
+	for _, f := range files {
+		w.volumes = append(w.volumes, f.volume())
+		w.prometheusMounts = append(w.prometheusMounts, f.mount())
+	}
+	w.volumes = append(w.volumes, ca.volume())
+	w.reloaderMounts = []corev1.VolumeMount{ca.mount()}
+	w.scheme, w.host = "https", cmp.Or(reload.Host, "localhost")
+	w.reloaderArgs = []string{"--reload-tls-ca-file=" + ca.path()}
+	if reload.ServerName != "" {
+		w.reloaderArgs = append(w.reloaderArgs, "--reload-tls-server-name="+reload.ServerName)
+	}
+	return w
+}
