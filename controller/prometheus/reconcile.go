@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,31 +160,11 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 	for _, ns := range nss.Items {
 		in.Namespaces[ns.Name] = ns.Labels
 	}
-	var sms monitoringv1.ServiceMonitorList
-	if err := r.client.List(ctx, &sms, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("list ServiceMonitors: %w", err)
+	for _, k := range selectedKinds() {
+		if err := k.list(ctx, r.client, &in); err != nil {
+			return in, err
+		}
 	}
-	in.ServiceMonitors = pointers(sms.Items)
-	var pms monitoringv1.PodMonitorList
-	if err := r.client.List(ctx, &pms, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("list PodMonitors: %w", err)
-	}
-	in.PodMonitors = pointers(pms.Items)
-	var probes monitoringv1.ProbeList
-	if err := r.client.List(ctx, &probes, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("list Probes: %w", err)
-	}
-	in.Probes = pointers(probes.Items)
-	var scs monitoringv1alpha1.ScrapeConfigList
-	if err := r.client.List(ctx, &scs, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("list ScrapeConfigs: %w", err)
-	}
-	in.ScrapeConfigs = pointers(scs.Items)
-	var rules monitoringv1.PrometheusRuleList
-	if err := r.client.List(ctx, &rules, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("list PrometheusRules: %w", err)
-	}
-	in.Rules = pointers(rules.Items)
 	return in, nil
 }
 
@@ -271,9 +249,9 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	delete(r.warned, key)
 	delete(r.written, key)
 	r.mu.Unlock()
-	for _, kind := range selectedKinds() {
-		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, kind)
-		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, kind)
+	for _, k := range selectedKinds() {
+		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, k.kind)
+		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, k.kind)
 	}
 	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
 }
@@ -315,27 +293,9 @@ func (r *reconciler) event(regarding, related runtime.Object, reason, note strin
 
 // rejectedObject returns the candidate of in that rej names.
 func rejectedObject(in inputs, rej rejection) runtime.Object {
-	match := func(o metav1.Object) bool { return o.GetNamespace() == rej.Namespace && o.GetName() == rej.Name }
-	switch rej.Kind {
-	case monitoringv1.ServiceMonitorsKind:
-		if i := slices.IndexFunc(in.ServiceMonitors, func(o *monitoringv1.ServiceMonitor) bool { return match(o) }); i >= 0 {
-			return in.ServiceMonitors[i]
-		}
-	case monitoringv1.PodMonitorsKind:
-		if i := slices.IndexFunc(in.PodMonitors, func(o *monitoringv1.PodMonitor) bool { return match(o) }); i >= 0 {
-			return in.PodMonitors[i]
-		}
-	case monitoringv1.ProbesKind:
-		if i := slices.IndexFunc(in.Probes, func(o *monitoringv1.Probe) bool { return match(o) }); i >= 0 {
-			return in.Probes[i]
-		}
-	case monitoringv1alpha1.ScrapeConfigsKind:
-		if i := slices.IndexFunc(in.ScrapeConfigs, func(o *monitoringv1alpha1.ScrapeConfig) bool { return match(o) }); i >= 0 {
-			return in.ScrapeConfigs[i]
-		}
-	case kindPrometheusRule:
-		if i := slices.IndexFunc(in.Rules, func(o *monitoringv1.PrometheusRule) bool { return match(o) }); i >= 0 {
-			return in.Rules[i]
+	if k, ok := selectedKindOf(rej.Kind); ok {
+		if obj := k.find(in, rej.Namespace, rej.Name); obj != nil {
+			return obj
 		}
 	}
 	return nil
@@ -358,12 +318,4 @@ func ownerServer(obj metav1.Object) *types.NamespacedName {
 func containsSorted(s []string, v string) bool {
 	_, ok := slices.BinarySearch(s, v)
 	return ok
-}
-
-func pointers[T any](items []T) []*T {
-	p := make([]*T, len(items))
-	for i := range items {
-		p[i] = &items[i]
-	}
-	return p
 }

@@ -90,9 +90,9 @@ type objects struct {
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
 	Rejected []rejection
-	// Selected counts the objects of each kind the server selected, the
-	// rejected ones included.
-	Selected counts
+	// Selected counts the objects of each kind (selectedKinds) the server
+	// selected, the rejected ones included, by kind.
+	Selected map[string]int
 	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml
 	// (which names its parts with their hashes, when it is split); empty
 	// with no ConfigSecret.
@@ -125,20 +125,6 @@ type specError struct {
 func (e *specError) Error() string { return e.Err.Error() }
 
 func (e *specError) Unwrap() error { return e.Err }
-
-// counts are numbers of objects of each kind a PrometheusServer selects.
-type counts struct {
-	// ServiceMonitors is the number of ServiceMonitors.
-	ServiceMonitors int
-	// PodMonitors is the number of PodMonitors.
-	PodMonitors int
-	// Probes is the number of Probes.
-	Probes int
-	// ScrapeConfigs is the number of ScrapeConfigs.
-	ScrapeConfigs int
-	// Rules is the number of PrometheusRules.
-	Rules int
-}
 
 // render renders the objects of in.Server: it selects the monitors and
 // rules with isSelected, renders the rules into ConfigMaps (ruleCache.render,
@@ -224,8 +210,10 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	cfg.Role, cfg.RoleBinding = role, binding
 	cfg.RuleShards, cfg.Service, cfg.StatefulSets = shards, svc, sets
 	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
-	cfg.Selected = counts{ServiceMonitors: len(sel.serviceMonitors), PodMonitors: len(sel.podMonitors),
-		Probes: len(sel.probes), ScrapeConfigs: len(sel.scrapeConfigs), Rules: len(sel.rules)}
+	cfg.Selected = map[string]int{}
+	for _, k := range selectedKinds() {
+		cfg.Selected[k.kind] = k.count(sel)
+	}
 	cfg.WebConfigSecret, cfg.SecretRefs = web.Secret, refs
 	return cfg, nil
 }
@@ -295,23 +283,11 @@ type selected struct {
 // selectAll returns the monitors, probes, scrape configurations and rules
 // of in that in.Server selects.
 func selectAll(in inputs) (selected, error) {
-	server, spec := in.Server, &in.Server.Spec
 	var s selected
-	var err error
-	if s.serviceMonitors, err = selectObjects(server, monitoringv1.ServiceMonitorsKind, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces); err != nil {
-		return selected{}, err
-	}
-	if s.podMonitors, err = selectObjects(server, monitoringv1.PodMonitorsKind, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces); err != nil {
-		return selected{}, err
-	}
-	if s.probes, err = selectObjects(server, monitoringv1.ProbesKind, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces); err != nil {
-		return selected{}, err
-	}
-	if s.scrapeConfigs, err = selectObjects(server, monitoringv1alpha1.ScrapeConfigsKind, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces); err != nil {
-		return selected{}, err
-	}
-	if s.rules, err = selectObjects(server, kindPrometheusRule, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces); err != nil {
-		return selected{}, err
+	for _, k := range selectedKinds() {
+		if err := k.choose(in, &s); err != nil {
+			return selected{}, err
+		}
 	}
 	// renderConfigParts refuses duplicate monitors; a duplicate rule would
 	// give a duplicate rule file.
@@ -319,12 +295,6 @@ func selectAll(in inputs) (selected, error) {
 		return selected{}, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
 	}
 	return s, nil
-}
-
-// selectedKinds are the kinds of the objects a server selects.
-func selectedKinds() []string {
-	return []string{monitoringv1.ServiceMonitorsKind, monitoringv1.PodMonitorsKind, monitoringv1.ProbesKind,
-		monitoringv1alpha1.ScrapeConfigsKind, kindPrometheusRule}
 }
 
 // oversizedError is a configuration too big for a Secret even without

@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
@@ -97,9 +99,9 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 		return b.Bytes()
 	}
 	fmt.Fprintf(&b, "# selected: %d ServiceMonitors, %d PodMonitors, %d PrometheusRules\n",
-		out.Selected.ServiceMonitors, out.Selected.PodMonitors, out.Selected.Rules)
-	if out.Selected.Probes > 0 || out.Selected.ScrapeConfigs > 0 {
-		fmt.Fprintf(&b, "# selected: %d Probes, %d ScrapeConfigs\n", out.Selected.Probes, out.Selected.ScrapeConfigs)
+		out.Selected[monitoringv1.ServiceMonitorsKind], out.Selected[monitoringv1.PodMonitorsKind], out.Selected[kindPrometheusRule])
+	if out.Selected[monitoringv1.ProbesKind] > 0 || out.Selected[monitoringv1alpha1.ScrapeConfigsKind] > 0 {
+		fmt.Fprintf(&b, "# selected: %d Probes, %d ScrapeConfigs\n", out.Selected[monitoringv1.ProbesKind], out.Selected[monitoringv1alpha1.ScrapeConfigsKind])
 	}
 	for _, r := range out.Rejected {
 		fmt.Fprintf(&b, "# rejected %s %s/%s: %s\n", r.Kind, r.Namespace, r.Name, r.Reason)
@@ -167,7 +169,8 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	probes := selectedIn(t, server, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
 	scs := selectedIn(t, server, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces)
 	rules := selectedIn(t, server, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
-	require.Equal(t, counts{ServiceMonitors: len(sms), PodMonitors: len(pms), Probes: len(probes), ScrapeConfigs: len(scs), Rules: len(rules)}, out.Selected)
+	require.Equal(t, map[string]int{monitoringv1.ServiceMonitorsKind: len(sms), monitoringv1.PodMonitorsKind: len(pms), monitoringv1.ProbesKind: len(probes),
+		monitoringv1alpha1.ScrapeConfigsKind: len(scs), kindPrometheusRule: len(rules)}, out.Selected)
 
 	// The rules, as a new ruleCache renders them.
 	shards, rejectedRules := new(ruleCache).render(server, rules)
@@ -491,7 +494,8 @@ func BenchmarkRender(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(out.Rejected) > 0 || out.Selected != (counts{ServiceMonitors: 1000, Rules: 1000}) || len(out.RuleShards) == 0 {
+		if len(out.Rejected) > 0 || !maps.Equal(out.Selected, map[string]int{monitoringv1.ServiceMonitorsKind: 1000, monitoringv1.PodMonitorsKind: 0,
+			monitoringv1.ProbesKind: 0, monitoringv1alpha1.ScrapeConfigsKind: 0, kindPrometheusRule: 1000}) || len(out.RuleShards) == 0 {
 			b.Fatalf("selected %+v, %d shards, rejected %v", out.Selected, len(out.RuleShards), out.Rejected)
 		}
 		size = len(out.ConfigSecret.Data[ConfigSecretKey])
@@ -539,16 +543,6 @@ func loadInputs(t *testing.T, path string) inputs {
 		case "Namespace":
 			ns := decodeDocument[corev1.Namespace](t, doc)
 			in.Namespaces[ns.Name] = labels.Set(ns.Labels)
-		case monitoringv1.ServiceMonitorsKind:
-			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
-		case monitoringv1.PodMonitorsKind:
-			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
-		case monitoringv1.ProbesKind:
-			in.Probes = append(in.Probes, decodeDocument[monitoringv1.Probe](t, doc))
-		case monitoringv1alpha1.ScrapeConfigsKind:
-			in.ScrapeConfigs = append(in.ScrapeConfigs, decodeDocument[monitoringv1alpha1.ScrapeConfig](t, doc))
-		case kindPrometheusRule:
-			in.Rules = append(in.Rules, decodeDocument[monitoringv1.PrometheusRule](t, doc))
 		case "Secret":
 			s := decodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
@@ -556,7 +550,11 @@ func loadInputs(t *testing.T, path string) inputs {
 			cm := decodeDocument[corev1.ConfigMap](t, doc)
 			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		default:
-			t.Fatalf("unknown kind %q in %s", kind, path)
+			k, ok := selectedKindOf(kind)
+			require.True(t, ok, "unknown kind %q in %s", kind, path)
+			obj := k.object.DeepCopyObject().(client.Object)
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, obj))
+			k.add(&in, obj)
 		}
 	})
 	return in

@@ -6,8 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -132,17 +130,11 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 			status.ConfigHash = objs.ConfigHash
 			status.ContentHash = objs.ContentHash
 		}
-		status.ServiceMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.ServiceMonitors)}
-		status.PodMonitors = v1alpha1.Selection{Selected: int32(objs.Selected.PodMonitors)}
-		status.Probes = v1alpha1.Selection{Selected: int32(objs.Selected.Probes)}
-		status.ScrapeConfigs = v1alpha1.Selection{Selected: int32(objs.Selected.ScrapeConfigs)}
-		status.Rules = v1alpha1.Selection{Selected: int32(objs.Selected.Rules)}
-		counts := map[string]*v1alpha1.Selection{
-			monitoringv1.ServiceMonitorsKind:     &status.ServiceMonitors,
-			monitoringv1.PodMonitorsKind:         &status.PodMonitors,
-			monitoringv1.ProbesKind:              &status.Probes,
-			monitoringv1alpha1.ScrapeConfigsKind: &status.ScrapeConfigs,
-			kindPrometheusRule:                   &status.Rules,
+		counts := map[string]*v1alpha1.Selection{}
+		for _, k := range selectedKinds() {
+			c := k.status(&status)
+			*c = v1alpha1.Selection{Selected: int32(objs.Selected[k.kind])}
+			counts[k.kind] = c
 		}
 		status.LeftOut, status.LeftOutCount = nil, int32(len(objs.Rejected))
 		for i, rej := range objs.Rejected {

@@ -63,7 +63,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	// Monitors and rules matter when they are created or deleted, or when
 	// their spec or labels change.
 	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
-	return builder.ControllerManagedBy(m).
+	b := builder.ControllerManagedBy(m).
 		Named("prometheusserver").
 		// Status writes change no generation: they do not come back here.
 		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
@@ -74,12 +74,11 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		Owns(&rbacv1.RoleBinding{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
 		WatchesRawSource(source.Kind(m.ConfigMaps(), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
-			handler.TypedEnqueueRequestsFromMapFunc(r.configMapServers))).
-		Watches(&monitoringv1.ServiceMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ServiceMonitorsKind)), changed).
-		Watches(&monitoringv1.PodMonitor{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.PodMonitorsKind)), changed).
-		Watches(&monitoringv1.Probe{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1.ProbesKind)), changed).
-		Watches(&monitoringv1alpha1.ScrapeConfig{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(monitoringv1alpha1.ScrapeConfigsKind)), changed).
-		Watches(&monitoringv1.PrometheusRule{}, handler.EnqueueRequestsFromMapFunc(r.selectingServers(kindPrometheusRule)), changed).
+			handler.TypedEnqueueRequestsFromMapFunc(r.configMapServers)))
+	for _, k := range selectedKinds() {
+		b = b.Watches(k.object, handler.EnqueueRequestsFromMapFunc(r.selectingServers(k)), changed)
+	}
+	return b.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
 		Complete(r)
@@ -110,9 +109,9 @@ func (r *reconciler) requests(kind string, servers []types.NamespacedName) []ctr
 }
 
 // selectingServers maps a monitor or rule to the PrometheusServers whose
-// selectors for kind select it. Updates are mapped for the old and the new
+// selectors for k select it. Updates are mapped for the old and the new
 // object, so a server that stops selecting one is told too.
-func (r *reconciler) selectingServers(kind string) handler.MapFunc {
+func (r *reconciler) selectingServers(k selectedKind) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []ctrl.Request {
 		var ns corev1.Namespace
 		nsLabels := map[string]labels.Set{}
@@ -121,12 +120,12 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 		}
 		var matched []types.NamespacedName
 		for _, s := range r.servers(ctx) {
-			sel, nsSel := selectorsFor(&s, kind)
+			sel, nsSel := k.selectors(&s.Spec)
 			if ok, err := isSelected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
 				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
 			}
 		}
-		return r.requests(kind, matched)
+		return r.requests(k.kind, matched)
 	}
 }
 
@@ -135,8 +134,8 @@ func (r *reconciler) selectingServers(kind string) handler.MapFunc {
 func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var matched []types.NamespacedName
 	for _, s := range r.servers(ctx) {
-		for _, kind := range selectedKinds() {
-			_, nsSel := selectorsFor(&s, kind)
+		for _, k := range selectedKinds() {
+			_, nsSel := k.selectors(&s.Spec)
 			if nsSel == nil {
 				continue
 			}
@@ -191,19 +190,4 @@ func (r *reconciler) configMapServers(_ context.Context, obj *metav1.PartialObje
 	}
 	r.mu.Unlock()
 	return r.requests("ConfigMap", matched)
-}
-
-func selectorsFor(s *v1alpha1.PrometheusServer, kind string) (selector, nsSelector *metav1.LabelSelector) {
-	switch kind {
-	case monitoringv1.ServiceMonitorsKind:
-		return s.Spec.ServiceMonitorSelector, s.Spec.ServiceMonitorNamespaceSelector
-	case monitoringv1.PodMonitorsKind:
-		return s.Spec.PodMonitorSelector, s.Spec.PodMonitorNamespaceSelector
-	case monitoringv1.ProbesKind:
-		return s.Spec.ProbeSelector, s.Spec.ProbeNamespaceSelector
-	case monitoringv1alpha1.ScrapeConfigsKind:
-		return s.Spec.ScrapeConfigSelector, s.Spec.ScrapeConfigNamespaceSelector
-	default:
-		return s.Spec.RuleSelector, s.Spec.RuleNamespaceSelector
-	}
 }
