@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/store"
 )
 
 // ruleFilePattern is Prometheus' rule for rule_files: one wildcard at
@@ -71,7 +71,7 @@ type configParts struct {
 	// rest are the sections after scrape_configs, encoded.
 	rest []byte
 	// secrets are the Secrets the configuration references, found or not.
-	secrets []string
+	secrets []store.Ref
 }
 
 // body returns the body of the configuration, in pieces (gzipConfig and
@@ -112,7 +112,7 @@ func (p configParts) body() [][]byte {
 func renderConfigParts(in configInput) (configParts, []rejection, error) {
 	r := newRenderer(in)
 	parts, rejected, err := r.config(in)
-	parts.secrets = slices.Sorted(maps.Keys(r.secretRefs))
+	parts.secrets = r.lookup.Refs()
 	if err != nil {
 		// The Secrets looked up before the error go with it: one of them
 		// may be what the server is waiting for.
@@ -136,17 +136,16 @@ func (p configParts) head(ruleFiles []string) ([]byte, error) {
 }
 
 func newRenderer(in configInput) *renderer {
-	return &renderer{secrets: in.Secrets, srv: in.Server, secretRefs: map[string]struct{}{}}
+	return &renderer{lookup: store.NewLookup(store.Objects{Secrets: in.Secrets}), srv: in.Server}
 }
 
 // renderer renders one configuration: it holds the inputs and what it
 // has looked up and compiled so far.
 type renderer struct {
-	secrets map[string]*corev1.Secret
-	// secretRefs are the Secrets looked up so far, "namespace/name", found
-	// or not: a change to any of them can change the configuration.
-	secretRefs map[string]struct{}
-	srv        *v1alpha1.PrometheusServer
+	// lookup reads the Secrets of in and records those looked up so far,
+	// found or not: a change to any of them can change the configuration.
+	lookup *store.Lookup
+	srv    *v1alpha1.PrometheusServer
 	// scratch is the buffer jobs are encoded into (addJobs).
 	scratch []byte
 	// interval is the global scrape interval, the default of every job, as

@@ -39,23 +39,17 @@ func checkAuthMethods(h *monitoringv1.HTTPConfigWithoutTLS, bearerTokenFile stri
 	return nil
 }
 
-// secret returns the value of a key of a Secret in namespace ns.
+// secret returns the value of a key of a Secret in namespace ns, text.
 func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, error) {
 	if sel.Name == "" {
 		return "", errors.New("secret name is empty")
 	}
-	id := ns + "/" + sel.Name
-	r.secretRefs[id] = struct{}{}
-	s := r.secrets[id]
-	if s == nil {
-		return "", fmt.Errorf("secret %q not found (looking for key %q)", id, sel.Key)
-	}
-	v, ok := s.Data[sel.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %q has no key %q", id, sel.Key)
+	v, err := r.lookup.Secret(ns, sel)
+	if err != nil {
+		return "", err
 	}
 	if !utf8.Valid(v) {
-		return "", fmt.Errorf("secret %q: the value of key %q is not UTF-8 text", id, sel.Key)
+		return "", fmt.Errorf("secret %q: the value of key %q is not UTF-8 text", ns+"/"+sel.Name, sel.Key)
 	}
 	return string(v), nil
 }

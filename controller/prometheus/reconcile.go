@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/store"
 )
 
 const (
@@ -51,8 +50,9 @@ type reconciler struct {
 	mu sync.Mutex
 	// caches are the rule caches, by server.
 	caches map[types.NamespacedName]*ruleCache
-	// secretRefs are the Secrets each server's last render referenced.
-	secretRefs map[types.NamespacedName][]string
+	// refs are the Secrets and ConfigMaps each server's last render
+	// referenced.
+	refs *store.Tracker
 	// warned are the rejections of each server already told in an Event.
 	warned map[types.NamespacedName]map[rejection]struct{}
 	// written is the content each server's status last showed written.
@@ -92,31 +92,33 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	// render references others, even one that failed on them, it is done
 	// again with them.
 	var objs *objects
-	refs := r.refs(key)
+	refs := r.refs.Refs(key)
 	for {
-		if in.Secrets, in.ConfigMaps, err = r.readRefs(ctx, refs); err != nil {
+		var read store.Objects
+		if read, err = store.Read(ctx, r.reader, refs); err != nil {
 			return err
 		}
+		in.Secrets, in.ConfigMaps = read.Secrets, read.ConfigMaps
 		objs, err = render(in, r.workload, r.ruleCache(key))
 		var specErr *specError
-		var seen []string
+		var seen []store.Ref
 		switch {
 		case err == nil:
 			seen = objs.SecretRefs
 		case errors.As(err, &specErr):
 			seen = specErr.SecretRefs
 		}
-		if isSubset(seen, refs) {
+		if store.Subset(seen, refs) {
 			break
 		}
-		refs = sortedUnique(append(refs, seen...))
+		refs = store.Union(refs, seen)
 	}
 	if err != nil {
 		// Nothing changes until the server, or a Secret it references,
 		// does: its spec is at fault, and what was written last stays.
 		// The Secrets are remembered, so that creating or fixing one
 		// brings the server back here.
-		r.remember(key, refs)
+		r.refs.Remember(key, refs)
 		r.metrics.errors.Inc()
 		r.logger.Error("render", "server", key, "err", err)
 		r.event(&server, nil, "InvalidSpec", err.Error())
@@ -124,7 +126,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
 		})
 	}
-	r.remember(key, objs.SecretRefs)
+	r.refs.Remember(key, objs.SecretRefs)
 	r.warn(&server, in, objs.Rejected)
 
 	sets, err := r.write(ctx, &server, objs)
@@ -180,75 +182,14 @@ func (r *reconciler) ruleCache(key types.NamespacedName) *ruleCache {
 	return c
 }
 
-// readRefs reads the Secrets, "namespace/name", and the ConfigMaps,
-// configMapRefPrefix+"namespace/name", ids names from the API server, by
-// "namespace/name"; the missing ones are left out.
-func (r *reconciler) readRefs(ctx context.Context, ids []string) (map[string]*corev1.Secret, map[string]*corev1.ConfigMap, error) {
-	secrets := make(map[string]*corev1.Secret, len(ids))
-	configMaps := map[string]*corev1.ConfigMap{}
-	for _, id := range ids {
-		id, isConfigMap := strings.CutPrefix(id, configMapRefPrefix)
-		ns, name, _ := strings.Cut(id, "/")
-		key := types.NamespacedName{Namespace: ns, Name: name}
-		if isConfigMap {
-			// Read from the API server: the cache holds the controller's
-			// own ConfigMaps only.
-			var cm corev1.ConfigMap
-			err := r.reader.Get(ctx, key, &cm)
-			switch {
-			case err == nil:
-				configMaps[id] = &cm
-			case !apierrors.IsNotFound(err):
-				return nil, nil, fmt.Errorf("get ConfigMap %s: %w", id, err)
-			}
-			continue
-		}
-		var s corev1.Secret
-		err := r.reader.Get(ctx, key, &s)
-		switch {
-		case err == nil:
-			secrets[id] = &s
-		case !apierrors.IsNotFound(err):
-			return nil, nil, fmt.Errorf("get Secret %s: %w", id, err)
-		}
-	}
-	return secrets, configMaps, nil
-}
-
-// refs returns the Secrets a server's last render referenced.
-func (r *reconciler) refs(key types.NamespacedName) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.secretRefs[key])
-}
-
-// isSubset reports whether every element of the sorted a is in the
-// sorted b.
-func isSubset(a, b []string) bool {
-	for _, v := range a {
-		if !containsSorted(b, v) {
-			return false
-		}
-	}
-	return true
-}
-
-// remember keeps the Secrets, sorted "namespace/name", a server's render
-// referenced.
-func (r *reconciler) remember(key types.NamespacedName, secrets []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.secretRefs[key] = secrets
-}
-
 // forget drops what is kept about a deleted server.
 func (r *reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.caches, key)
-	delete(r.secretRefs, key)
 	delete(r.warned, key)
 	delete(r.written, key)
 	r.mu.Unlock()
+	r.refs.Forget(key)
 	for _, k := range selectedKinds() {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, k.kind)
 		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, k.kind)
@@ -313,9 +254,4 @@ func ownerServer(obj metav1.Object) *types.NamespacedName {
 		return nil
 	}
 	return &types.NamespacedName{Namespace: obj.GetNamespace(), Name: c.Name}
-}
-
-func containsSorted(s []string, v string) bool {
-	_, ok := slices.BinarySearch(s, v)
-	return ok
 }

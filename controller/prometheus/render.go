@@ -21,6 +21,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/controller/store"
 )
 
 // labelConfig marks the config Secret of a server; its value is the server
@@ -103,11 +104,11 @@ type objects struct {
 	// the config-reloaders report once Prometheus runs them; empty with no
 	// ConfigSecret.
 	ContentHash string
-	// SecretRefs are the Secrets, "namespace/name", that the server and
-	// the selected monitors reference, and the ConfigMaps the server
-	// references, configMapRefPrefix+"namespace/name", whether they exist
-	// or not: a change to one of them may change the objects. Sorted.
-	SecretRefs []string
+	// SecretRefs are the Secrets that the server and the selected
+	// monitors reference, and the ConfigMaps the server references,
+	// whether they exist or not: a change to one of them may change the
+	// objects. Sorted.
+	SecretRefs []store.Ref
 }
 
 // specError is the error of render for a PrometheusServer whose own spec
@@ -116,10 +117,9 @@ type objects struct {
 type specError struct {
 	// Err is the cause.
 	Err error
-	// SecretRefs are the Secrets, "namespace/name", and ConfigMaps,
-	// configMapRefPrefix+"namespace/name", looked up before Err, found or
-	// not. Sorted.
-	SecretRefs []string
+	// SecretRefs are the Secrets and ConfigMaps looked up before Err,
+	// found or not. Sorted.
+	SecretRefs []store.Ref
 }
 
 func (e *specError) Error() string { return e.Err.Error() }
@@ -186,7 +186,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Secrets:         in.Secrets,
 	})
 	wg.Wait()
-	refs := sortedUnique(slices.Concat(parts.secrets, web.Refs))
+	refs := store.Union(parts.secrets, web.Refs)
 	if err != nil {
 		return nil, &specError{Err: err, SecretRefs: refs}
 	}

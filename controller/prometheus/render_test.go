@@ -26,6 +26,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -421,7 +422,7 @@ func TestRenderSpecErrorSecretRefs(t *testing.T) {
 			require.EqualError(t, err, tc.want)
 			var specErr *specError
 			require.ErrorAs(t, err, &specErr)
-			require.Equal(t, []string{"monitoring/rw"}, specErr.SecretRefs)
+			require.Equal(t, []store.Ref{{Kind: store.Secret, Namespace: "monitoring", Name: "rw"}}, specErr.SecretRefs)
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/store"
 )
 
 // AddToScheme adds the types PrometheusServers are rendered from: the
@@ -47,18 +48,18 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		logger = slog.New(slog.DiscardHandler)
 	}
 	r := &reconciler{
-		client:     m.GetClient(),
-		reader:     m.GetAPIReader(),
-		metadata:   m.GetCache(),
-		recorder:   m.GetEventRecorder(kube.Name),
-		logger:     logger,
-		metrics:    newMetrics(reg),
-		workload:   opts,
-		writer:     m.Writer(),
-		caches:     map[types.NamespacedName]*ruleCache{},
-		secretRefs: map[types.NamespacedName][]string{},
-		warned:     map[types.NamespacedName]map[rejection]struct{}{},
-		written:    map[types.NamespacedName]written{},
+		client:   m.GetClient(),
+		reader:   m.GetAPIReader(),
+		metadata: m.GetCache(),
+		recorder: m.GetEventRecorder(kube.Name),
+		logger:   logger,
+		metrics:  newMetrics(reg),
+		workload: opts,
+		writer:   m.Writer(),
+		caches:   map[types.NamespacedName]*ruleCache{},
+		refs:     store.NewTracker(),
+		warned:   map[types.NamespacedName]map[rejection]struct{}{},
+		written:  map[types.NamespacedName]written{},
 	}
 	// Monitors and rules matter when they are created or deleted, or when
 	// their spec or labels change.
@@ -164,30 +165,12 @@ func (r *reconciler) secretServers(_ context.Context, obj client.Object) []ctrl.
 	if owner := ownerServer(obj); owner != nil {
 		return []ctrl.Request{{NamespacedName: *owner}}
 	}
-	id := obj.GetNamespace() + "/" + obj.GetName()
-	r.mu.Lock()
-	var matched []types.NamespacedName
-	for server, refs := range r.secretRefs {
-		if containsSorted(refs, id) {
-			matched = append(matched, server)
-		}
-	}
-	r.mu.Unlock()
-	return r.requests("Secret", matched)
+	return r.requests("Secret", r.refs.Owners(store.Ref{Kind: store.Secret, Namespace: obj.GetNamespace(), Name: obj.GetName()}))
 }
 
 // configMapServers maps a ConfigMap to the PrometheusServers whose last
 // render referenced it; the controller's own ConfigMaps come through
 // Owns.
 func (r *reconciler) configMapServers(_ context.Context, obj *metav1.PartialObjectMetadata) []ctrl.Request {
-	id := configMapRefPrefix + obj.GetNamespace() + "/" + obj.GetName()
-	r.mu.Lock()
-	var matched []types.NamespacedName
-	for server, refs := range r.secretRefs {
-		if containsSorted(refs, id) {
-			matched = append(matched, server)
-		}
-	}
-	r.mu.Unlock()
-	return r.requests("ConfigMap", matched)
+	return r.requests("ConfigMap", r.refs.Owners(store.Ref{Kind: store.ConfigMap, Namespace: obj.GetNamespace(), Name: obj.GetName()}))
 }

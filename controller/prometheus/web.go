@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"path"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/store"
 )
 
 const (
@@ -39,9 +39,6 @@ const (
 	// caKey is the key of a CA certificate beside a certificate in a
 	// kubernetes.io/tls Secret (cert-manager's convention).
 	caKey = "ca.crt"
-	// configMapRefPrefix starts the references to ConfigMaps among the
-	// Secret references of a render ("namespace/name").
-	configMapRefPrefix = "ConfigMap "
 )
 
 // WebConfigSecretName is the name of the Secret holding the web
@@ -144,18 +141,15 @@ type webRender struct {
 	Secret *corev1.Secret
 	// Reload is how the config-reloader verifies Prometheus' certificate.
 	Reload reloadTLS
-	// Refs are the Secrets ("namespace/name") and ConfigMaps
-	// (configMapRefPrefix+"namespace/name") looked up, found or not.
-	Refs []string
+	// Refs are the Secrets and ConfigMaps looked up, found or not.
+	Refs []store.Ref
 }
 
 // webReader reads the Secrets and ConfigMaps spec.web.tlsConfig
 // references, and remembers which.
 type webReader struct {
-	ns         string
-	secrets    map[string]*corev1.Secret
-	configMaps map[string]*corev1.ConfigMap
-	refs       map[string]struct{}
+	ns     string
+	lookup *store.Lookup
 }
 
 // read returns the PEM text at ref; path is the field's, for errors.
@@ -175,15 +169,9 @@ func (r *webReader) secret(path string, sel corev1.SecretKeySelector) ([]byte, e
 	if sel.Name == "" || sel.Key == "" {
 		return nil, fmt.Errorf("%s: name and key must be set", path)
 	}
-	id := r.ns + "/" + sel.Name
-	r.refs[id] = struct{}{}
-	s := r.secrets[id]
-	if s == nil {
-		return nil, fmt.Errorf("%s: secret %q not found (looking for key %q)", path, id, sel.Key)
-	}
-	v, ok := s.Data[sel.Key]
-	if !ok {
-		return nil, fmt.Errorf("%s: secret %q has no key %q", path, id, sel.Key)
+	v, err := r.lookup.Secret(r.ns, sel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return v, nil
 }
@@ -192,19 +180,11 @@ func (r *webReader) configMap(path string, sel corev1.ConfigMapKeySelector) ([]b
 	if sel.Name == "" || sel.Key == "" {
 		return nil, fmt.Errorf("%s: name and key must be set", path)
 	}
-	id := r.ns + "/" + sel.Name
-	r.refs[configMapRefPrefix+id] = struct{}{}
-	cm := r.configMaps[id]
-	if cm == nil {
-		return nil, fmt.Errorf("%s: configmap %q not found (looking for key %q)", path, id, sel.Key)
+	v, err := r.lookup.ConfigMap(r.ns, sel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if v, ok := cm.Data[sel.Key]; ok {
-		return []byte(v), nil
-	}
-	if v, ok := cm.BinaryData[sel.Key]; ok {
-		return v, nil
-	}
-	return nil, fmt.Errorf("%s: configmap %q has no key %q", path, id, sel.Key)
+	return v, nil
 }
 
 // renderWeb renders the web configuration file of in.Server's
@@ -218,7 +198,7 @@ func renderWeb(in inputs) (webRender, error) {
 	if !webConfigFile(spec) {
 		return webRender{}, nil
 	}
-	r := &webReader{ns: server.Namespace, secrets: in.Secrets, configMaps: in.ConfigMaps, refs: map[string]struct{}{}}
+	r := &webReader{ns: server.Namespace, lookup: store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})}
 	var (
 		out webRender
 		cfg yaml.MapSlice
@@ -234,7 +214,7 @@ func renderWeb(in inputs) (webRender, error) {
 		item, err = httpServerConfig(spec.Web.HTTPConfig)
 		cfg = append(cfg, item)
 	}
-	out.Refs = slices.Sorted(maps.Keys(r.refs))
+	out.Refs = r.lookup.Refs()
 	if err != nil {
 		return webRender{Refs: out.Refs}, fmt.Errorf("render web config: %w", err)
 	}
@@ -488,12 +468,12 @@ func (r *webReader) reloadVerification(server *v1alpha1.PrometheusServer, t *mon
 func (r *webReader) caBeside(ref monitoringv1.SecretOrConfigMap) ([]byte, *monitoringv1.SecretOrConfigMap) {
 	switch {
 	case ref.Secret != nil && ref.Secret.Key != caKey:
-		if s := r.secrets[r.ns+"/"+ref.Secret.Name]; s != nil && s.Data[caKey] != nil {
+		if s, _ := r.lookup.Peek(store.Ref{Kind: store.Secret, Namespace: r.ns, Name: ref.Secret.Name}).(*corev1.Secret); s != nil && s.Data[caKey] != nil {
 			sel := corev1.SecretKeySelector{LocalObjectReference: ref.Secret.LocalObjectReference, Key: caKey}
 			return s.Data[caKey], &monitoringv1.SecretOrConfigMap{Secret: &sel}
 		}
 	case ref.ConfigMap != nil && ref.ConfigMap.Key != caKey:
-		if cm := r.configMaps[r.ns+"/"+ref.ConfigMap.Name]; cm != nil && cm.Data[caKey] != "" {
+		if cm, _ := r.lookup.Peek(store.Ref{Kind: store.ConfigMap, Namespace: r.ns, Name: ref.ConfigMap.Name}).(*corev1.ConfigMap); cm != nil && cm.Data[caKey] != "" {
 			sel := corev1.ConfigMapKeySelector{LocalObjectReference: ref.ConfigMap.LocalObjectReference, Key: caKey}
 			return []byte(cm.Data[caKey]), &monitoringv1.SecretOrConfigMap{ConfigMap: &sel}
 		}
