@@ -37,10 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/contract"
 	promserver "github.com/podreload/podreload/controller/prometheus"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
-	"github.com/podreload/podreload/reloader"
 )
 
 // scaleCase is what a BenchmarkScale run creates: monitors ServiceMonitors
@@ -487,7 +487,7 @@ func (t *tracker) verify(b *testing.B, want int) {
 	size, gzipped, jobs := len(data), len(p.secret), cfg.ScrapeConfigs
 	var files []string
 	for _, name := range slices.Sorted(maps.Keys(p.parts)) {
-		files = append(files, reloader.PartPath(name))
+		files = append(files, contract.PartPath(name))
 		part, err := gunzip(p.parts[name])
 		must(b, err)
 		cfg.ScrapeConfigs = nil

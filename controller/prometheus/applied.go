@@ -14,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/apisource"
+	"github.com/podreload/podreload/contract"
 )
 
 // conditionConfigApplied is True when every ready replica of a
 // PrometheusServer runs the content the controller last wrote, as the
-// config-reloaders report it in their pods (apisource.AppliedAnnotation,
+// config-reloaders report it in their pods (contract.AppliedAnnotation,
 // written under the Role of renderAccess): the pods are what the
 // controller watches anyway, the report needs no port to scrape and no
 // other process, and the sidecar may patch its own pod only.
@@ -85,8 +85,8 @@ func configApplied(want string, pods []corev1.Pod) ([]v1alpha1.ReplicaStatus, me
 // restarting, its last report stale), leaves the pod Unknown.
 func replicaStatus(pod corev1.Pod, want string) v1alpha1.ReplicaStatus {
 	rs := v1alpha1.ReplicaStatus{Pod: pod.Name, State: v1alpha1.ReplicaUnknown}
-	var a apisource.Applied
-	if json.Unmarshal([]byte(pod.Annotations[apisource.AppliedAnnotation]), &a) != nil {
+	var a contract.Applied
+	if json.Unmarshal([]byte(pod.Annotations[contract.AppliedAnnotation]), &a) != nil {
 		return rs
 	}
 	rs.AppliedHash, rs.AppliedTime = a.Hash, parseTime(a.Time)
@@ -149,7 +149,7 @@ func podChanged() predicate.Predicate {
 			if !ok || !okOld {
 				return true
 			}
-			return old.Annotations[apisource.AppliedAnnotation] != pod.Annotations[apisource.AppliedAnnotation] ||
+			return old.Annotations[contract.AppliedAnnotation] != pod.Annotations[contract.AppliedAnnotation] ||
 				podReady(*old) != podReady(*pod)
 		},
 	}

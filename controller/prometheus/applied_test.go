@@ -18,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/apisource"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
 )
 
 // testPod is a pod of srv's StatefulSet as its controller creates it;
 // ready when ready, reporting applied unless nil.
-func testPod(srv *v1alpha1.PrometheusServer, name string, ready bool, applied *apisource.Applied) corev1.Pod {
+func testPod(srv *v1alpha1.PrometheusServer, name string, ready bool, applied *contract.Applied) corev1.Pod {
 	pod := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: srv.Namespace, Name: name, Labels: selectorLabels(srv)},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}},
@@ -34,7 +34,7 @@ func testPod(srv *v1alpha1.PrometheusServer, name string, ready bool, applied *a
 	}
 	if applied != nil {
 		b, _ := json.Marshal(applied)
-		pod.Annotations = map[string]string{apisource.AppliedAnnotation: string(b)}
+		pod.Annotations = map[string]string{contract.AppliedAnnotation: string(b)}
 	}
 	return pod
 }
@@ -43,9 +43,9 @@ func TestConfigApplied(t *testing.T) {
 	srv := testServer()
 	at := "2026-11-25T10:00:00Z"
 	atTime := &metav1.Time{Time: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
-	good := &apisource.Applied{Hash: "aaaaaaaaaaaaaaaa", Time: at}
-	old := &apisource.Applied{Hash: "bbbbbbbbbbbbbbbb", Time: at}
-	rejected := &apisource.Applied{Hash: "bbbbbbbbbbbbbbbb", Time: at, Rejection: &apisource.Rejection{Message: "status 500: bad", Time: at}}
+	good := &contract.Applied{Hash: "aaaaaaaaaaaaaaaa", Time: at}
+	old := &contract.Applied{Hash: "bbbbbbbbbbbbbbbb", Time: at}
+	rejected := &contract.Applied{Hash: "bbbbbbbbbbbbbbbb", Time: at, Rejection: &contract.Rejection{Message: "status 500: bad", Time: at}}
 	for _, tc := range []struct {
 		name    string
 		want    string
@@ -81,7 +81,7 @@ func TestConfigApplied(t *testing.T) {
 		{Pod: "main-4", State: v1alpha1.ReplicaUnknown, AppliedHash: good.Hash, AppliedTime: atTime},
 	}, replicas, "a pod not ready is unknown, whatever it last reported")
 	unreadable := testPod(srv, "main-0", true, nil)
-	unreadable.Annotations = map[string]string{apisource.AppliedAnnotation: "{"}
+	unreadable.Annotations = map[string]string{contract.AppliedAnnotation: "{"}
 	replicas, _ = configApplied(good.Hash, []corev1.Pod{unreadable})
 	require.Equal(t, []v1alpha1.ReplicaStatus{{Pod: "main-0", State: v1alpha1.ReplicaUnknown}}, replicas, "unknown, never stale")
 
@@ -130,20 +130,20 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 		assert.Equal(c, []v1alpha1.ReplicaStatus{{Pod: "main-0", State: v1alpha1.ReplicaUnknown}, {Pod: "main-1", State: v1alpha1.ReplicaUnknown}}, st.ReplicaStatuses)
 	})
 
-	report := func(name string, a apisource.Applied) {
+	report := func(name string, a contract.Applied) {
 		b, err := json.Marshal(a)
 		require.NoError(t, err)
 		edit(t, cp.c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(p *corev1.Pod) {
-			p.Annotations = map[string]string{apisource.AppliedAnnotation: string(b)}
+			p.Annotations = map[string]string{contract.AppliedAnnotation: string(b)}
 		})
 	}
 	at := time.Now().UTC().Truncate(time.Second)
-	report("main-0", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
+	report("main-0", contract.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
 		condition(c, metav1.ConditionFalse, "Pending", "pod main-1 not reporting what it runs")
 	})
 	assert.Equal(t, 0.0, metricValue(t, run.reg, "podreload_controller_config_apply_seconds"), "not applied yet")
-	report("main-1", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
+	report("main-1", contract.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
 		st := condition(c, metav1.ConditionTrue, "Applied", "every ready replica runs "+want[:12])
 		assert.Equal(c, 1.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
@@ -157,8 +157,8 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 	})
 
 	msg := `status 500: failed to reload config: couldn't load configuration (--config.file="x"): parsing YAML file x`
-	report("main-1", apisource.Applied{Hash: strings.Repeat("b", 64), Time: at.Format(time.RFC3339),
-		Rejection: &apisource.Rejection{Message: msg, Time: at.Format(time.RFC3339)}})
+	report("main-1", contract.Applied{Hash: strings.Repeat("b", 64), Time: at.Format(time.RFC3339),
+		Rejection: &contract.Rejection{Message: msg, Time: at.Format(time.RFC3339)}})
 	eventually(t, func(c *assert.CollectT) {
 		st := condition(c, metav1.ConditionFalse, "Rejected", "Rejected: "+msg+" (pod main-1)")
 		assert.Equal(c, 0.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
@@ -171,7 +171,7 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 	// Back to what it runs: one status write for the report, and none
 	// while nothing changes.
 	settled := len(run.settle(t))
-	report("main-1", apisource.Applied{Hash: want, Time: at.Format(time.RFC3339)})
+	report("main-1", contract.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
 		condition(c, metav1.ConditionTrue, "Applied", "every ready replica runs "+want[:12])
 	})
@@ -217,13 +217,13 @@ func (cp *controlPlane) testReportStorm(t *testing.T) {
 	})
 	settled := len(run.settle(t))
 
-	report, err := json.Marshal(apisource.Applied{Hash: want, Time: time.Now().UTC().Format(time.RFC3339)})
+	report, err := json.Marshal(contract.Applied{Hash: want, Time: time.Now().UTC().Format(time.RFC3339)})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for _, name := range names {
 		wg.Go(func() {
 			assert.NoError(t, cp.c.Patch(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-				client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, apisource.AppliedAnnotation, report))))
+				client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AppliedAnnotation, report))))
 		})
 	}
 	wg.Wait()
@@ -251,6 +251,6 @@ func (cp *controlPlane) testReportStorm(t *testing.T) {
 		}
 	})
 	require.NoError(t, cp.c.Patch(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-4"}},
-		client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, apisource.AppliedAnnotation, report))))
+		client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AppliedAnnotation, report))))
 	eventually(t, applied)
 }

@@ -10,14 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/reloader"
+	"github.com/podreload/podreload/contract"
 )
 
 // A configuration too large for the config Secret is split (prometheus-
 // operator issue #4702): the config Secret keeps global, rule_files,
 // alerting, remote_write and the scrape jobs that fit, and names the
 // others' Secrets, <secret>-1, <secret>-2..., in its scrape_config_files
-// and on its leading reloader.PartDirective lines, with the SHA-256 of
+// and on its leading contract.PartDirective lines, with the SHA-256 of
 // each, so that the reloaders apply nothing before every part of one
 // generation is there, and the content hash of the config Secret's key
 // covers the whole.
@@ -298,14 +298,14 @@ func mainConfig(server *v1alpha1.PrometheusServer, head, rest []byte, first []jo
 	for held := min(1, len(gzipped)); held >= 0; held-- {
 		var b []byte
 		for i, gz := range gzipped[held:] {
-			b = reloader.AppendPartDirective(b, ConfigPartName(server, i+1), gz)
+			b = contract.AppendPartDirective(b, ConfigPartName(server, i+1), gz)
 		}
 		b = append(b, head...)
 		if n := len(gzipped) - held; n > 0 {
 			b = append(b, "scrape_config_files:\n"...)
 			for i := range n {
 				b = append(b, "- "...)
-				b = appendYAMLString(b, reloader.PartPath(ConfigPartName(server, i+1)))
+				b = appendYAMLString(b, contract.PartPath(ConfigPartName(server, i+1)))
 				b = append(b, '\n')
 			}
 		}

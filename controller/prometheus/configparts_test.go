@@ -32,6 +32,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/apisource"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
@@ -101,7 +102,7 @@ func renderSplit(t *testing.T, main *corev1.Secret, parts []*corev1.Secret) []st
 
 	files := []string{out}
 	for _, p := range parts {
-		files = append(files, filepath.Join(outDir, reloader.PartPath(p.Name)))
+		files = append(files, filepath.Join(outDir, contract.PartPath(p.Name)))
 	}
 	var names []string
 	for _, f := range files {
@@ -155,7 +156,7 @@ func TestRenderSplit(t *testing.T) {
 	main := gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey])
 	var directives []byte
 	for _, p := range objs.ConfigParts {
-		directives = reloader.AppendPartDirective(directives, p.Name, p.Data[ConfigSecretKey])
+		directives = contract.AppendPartDirective(directives, p.Name, p.Data[ConfigSecretKey])
 	}
 	require.True(t, bytes.HasPrefix(main, directives), "the config names its parts and their hashes first:\n%.300s", main)
 	sum := sha256.Sum256(main)
@@ -377,7 +378,7 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 
 	b, err := exec.CommandContext(t.Context(), promtool, "check", "config", out).CombinedOutput()
 	require.NoError(t, err, "promtool check config:\n%s", b)
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(out), reloader.PartsOutDir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(out), contract.PartsOutDir, "*.yaml"))
 	require.NoError(t, err)
 	require.Len(t, files, len(cp.configParts(t, s)))
 	var names []string

@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/testlog"
@@ -380,7 +380,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 			for k, v := range shard.BinaryData {
 				files[shard.Name+"/"+k] = string(v)
 			}
-			assert.Equal(c, contenthash.Sum(secret.Data[ConfigSecretKey], files), st.ContentHash)
+			assert.Equal(c, contract.Sum(secret.Data[ConfigSecretKey], files), st.ContentHash)
 		}
 		assert.Equal(c, srv.Generation, st.ObservedGeneration)
 		cond := meta.FindStatusCondition(st.Conditions, conditionReconciled)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -98,7 +98,7 @@ type objects struct {
 	// (which names its parts with their hashes, when it is split); empty
 	// with no ConfigSecret.
 	ConfigHash string
-	// ContentHash is the content hash (package contenthash) of the
+	// ContentHash is the content hash (package contract) of the
 	// ConfigSecret's key as stored (which names its parts with their
 	// hashes, so it covers them) and of the RuleShards' files, the hash
 	// the config-reloaders report once Prometheus runs them; empty with no
@@ -406,5 +406,5 @@ func contentHash(config []byte, shards []*corev1.ConfigMap) string {
 			files[cm.Name+"/"+key] = string(content)
 		}
 	}
-	return contenthash.Sum(config, files)
+	return contract.Sum(config, files)
 }

@@ -13,7 +13,7 @@ import (
 // sidecarArgs are the flags of the config-reloader sidecar: where it reads
 // (src), how it reloads Prometheus, over HTTPS with the verification of web
 // when Prometheus serves HTTPS, and, under renderAccess' Role, the pod
-// whose annotation (apisource.AppliedAnnotation) it reports what Prometheus
+// whose annotation (contract.AppliedAnnotation) it reports what Prometheus
 // runs in.
 func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webPodParts) []string {
 	args := append(slices.Clone(src.args), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")

@@ -1,4 +1,4 @@
-package contenthash
+package contract
 
 import (
 	"testing"

@@ -1,12 +1,9 @@
-// Package contenthash names the content a Prometheus server is given: its
-// configuration as stored and its rule files. A configuration split into
-// parts names each with its SHA-256 (reloader.PartDirective), so the hash
-// of the configuration as stored covers its parts. The controller computes it
-// from what it writes into the config Secret and the rule ConfigMaps; the
-// config-reloader computes it from what Prometheus accepted, read from the
-// API server or from the kubelet's volumes. Both compute it here, so equal
-// hashes mean the same content, whatever the path it took.
-package contenthash
+// Package contract is what the controller and the config-reloader agree
+// on, the one package both import (the controller links neither the
+// reloader engine nor fsnotify): the content hash (hash.go), the report
+// of what Prometheus runs in the pod's annotation (applied.go), and the
+// lines that name the parts of a split configuration (parts.go).
+package contract
 
 import (
 	"crypto/sha256"
@@ -16,6 +13,15 @@ import (
 	"maps"
 	"slices"
 )
+
+// The content hash names the content a Prometheus server is given: its
+// configuration as stored and its rule files. A configuration split into
+// parts names each with its SHA-256 (PartDirective), so the hash
+// of the configuration as stored covers its parts. The controller computes it
+// from what it writes into the config Secret and the rule ConfigMaps; the
+// config-reloader computes it from what Prometheus accepted, read from the
+// API server or from the kubelet's volumes. Both compute it here, so equal
+// hashes mean the same content, whatever the path it took.
 
 // version starts every hash: a change in what is hashed changes it.
 const version = "podreload.dev/content-hash/v1\x00"
