@@ -2,10 +2,20 @@
 // (package kube) and sets up, from the table of kinds (kinds.go), the
 // reconciler of each; cmd/controller runs the Controller it returns.
 //
-// Where things are:
+// The packages below it, and the direction of their imports (checked by
+// depguard, .golangci.yml):
 //
-//	controller.go   New, Options, Controller
-//	kinds.go        the table of managed kinds
-//	kube/           kind-neutral: the manager and its caches, writing objects
-//	prometheus/     the PrometheusServer kind: render, reconcile, status
+//	controller/           Options, New, the table of managed kinds
+//	controller/prometheus the PrometheusServer kind: render, reconcile, status
+//	controller/kube       kind-neutral: the manager and its caches; writing
+//	                      objects (create or update, server-side apply of
+//	                      StatefulSets with recreate, delete), owner any object
+//	controller/store      kind-neutral: the referenced Secrets and ConfigMaps,
+//	                      typed references, one resolver, who references what
+//	contract/             what the controller and the config-reloader agree on:
+//	                      the content hash, the applied report, the part lines
+//
+// A kind imports kube, store and contract, never another kind nor this
+// package; kube and store know no kind. docs/adding-a-kind.md says where a
+// new kind goes, step by step.
 package controller

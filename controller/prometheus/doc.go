@@ -1,20 +1,31 @@
-// Package prometheus renders and reconciles the objects of a PrometheusServer:
-// the gzipped configuration Secret (and its part Secrets when it is too
-// large for one), the sharded rules ConfigMaps, a headless
-// Service and the StatefulSet whose pods run Prometheus with the
-// config-reloader sidecar. Setup sets its reconciler up with the
-// controller's manager (package controller's table of kinds).
+// Package prometheus is the PrometheusServer kind: it renders and
+// reconciles the objects of a PrometheusServer: the gzipped configuration
+// Secret (and its part Secrets when it is too large for one), the sharded
+// rules ConfigMaps, a headless Service and the StatefulSets whose pods run
+// Prometheus with the config-reloader sidecar. Setup sets its reconciler up
+// with the controller's manager (package controller's table of kinds). It
+// writes through package kube and reads the Secrets and ConfigMaps it
+// references through package store; it imports no other kind.
 //
 // Where things are:
 //
-//	watches.go      Setup: the watches and what each triggers
+//	watches.go      Setup, AddToScheme: the watches and what each triggers
 //	reconcile.go    one reconciliation: read the inputs, render, write, status
+//	write.go        the order of the writes; the objects no longer wanted deleted
+//	status.go       the status: conditions, counts, replicas, apply timing
+//	metrics.go      the reconciler's metrics
+//	applied.go      ConfigApplied from the pods' reports (package contract)
+//	selected.go     the table of the kinds a server selects (ServiceMonitor...)
+//	select.go       how a pair of selectors selects
 //	render.go       render: every object of a server from one snapshot of inputs
-//	select.go       which monitors, probes, scrape configs and rules a server's selectors select
 //	config.go       the configuration: its inputs, sections, order, rejections
 //	server.go       the sections from the server: global, alerting, remote_write
+//	additional.go   the additional scrape configurations
 //	configparts.go  a configuration too large for a Secret, split into part Secrets
 //	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
+//	scrapefields.go the fields of a scrape job: intervals, scheme, limits, auth
+//	scrapeclass.go  scrape classes
+//	enforce.go      spec.enforcedNamespaceLabel on scrape jobs and rules
 //	probe.go        the scrape job of a Probe
 //	scrapeconfig.go the scrape job of a ScrapeConfig and its service discoveries
 //	credentials.go  basic auth, authorization, OAuth2, TLS, proxy, from Secrets
@@ -22,5 +33,8 @@
 //	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
 //	rulecheck.go    rule files checked with Prometheus' rulefmt
 //	yaml.go         the one YAML writer, of the configuration and rule files
-//	workload.go     the Service and the StatefulSet
+//	web.go          the web configuration file (spec.web) and its pod parts
+//	workload.go     the Service and the StatefulSets
+//	sidecar.go      the config-reloader's flags and sources, volume or API
+//	access.go       the Role and RoleBinding of the config-reloaders
 package prometheus
