@@ -12,10 +12,12 @@
 //	                      StatefulSets with recreate, delete), owner any object
 //	controller/store      kind-neutral: the referenced Secrets and ConfigMaps,
 //	                      typed references, one resolver, who references what
+//	controller/webconfig  kind-neutral: the web configuration file of spec.web
+//	                      (exporter-toolkit's), its checks and pod parts
 //	contract/             what the controller and the config-reloader agree on:
 //	                      the content hash, the applied report, the part lines
 //
-// A kind imports kube, store and contract, never another kind nor this
-// package; kube and store know no kind. docs/adding-a-kind.md says where a
+// A kind imports kube, store, webconfig and contract, never another kind
+// nor this package; they know no kind. docs/adding-a-kind.md says where a
 // new kind goes, step by step.
 package controller

@@ -33,7 +33,7 @@
 //	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
 //	rulecheck.go    rule files checked with Prometheus' rulefmt
 //	yaml.go         the one YAML writer, of the configuration and rule files
-//	web.go          the web configuration file (spec.web) and its pod parts
+//	web.go          the web config Secret (package webconfig renders it)
 //	workload.go     the Service and the StatefulSets
 //	sidecar.go      the config-reloader's flags and sources, volume or API
 //	access.go       the Role and RoleBinding of the config-reloaders

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 // sidecarArgs are the flags of the config-reloader sidecar: where it reads
@@ -15,9 +16,9 @@ import (
 // when Prometheus serves HTTPS, and, under renderAccess' Role, the pod
 // whose annotation (contract.AppliedAnnotation) it reports what Prometheus
 // runs in.
-func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webPodParts) []string {
+func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webconfig.Pod) []string {
 	args := append(slices.Clone(src.args), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
-	local := web.scheme + "://" + web.host + ":" + strconv.Itoa(webPort)
+	local := web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort)
 	switch {
 	// The flag's default is http://127.0.0.1:9090/...
 	case spec.Reloader.ReloadMethod == "signal" && (spec.RoutePrefix != "" || webTLS(spec)):
@@ -27,7 +28,7 @@ func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webPodPa
 	default:
 		args = append(args, "--reload-url="+local+webPath(spec, "/-/reload"))
 	}
-	args = append(args, web.reloaderArgs...)
+	args = append(args, web.ReloaderArgs...)
 	return append(args, "--listen-address=:"+strconv.Itoa(reloaderPort))
 }
 

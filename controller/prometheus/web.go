@@ -1,45 +1,33 @@
 package prometheus
 
 import (
-	"bytes"
-	"cmp"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
-	"fmt"
-	"net"
-	"path"
-	"slices"
-	"strings"
-	"time"
-
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/webconfig"
 )
+
+// The web configuration of a server: package webconfig renders it; here,
+// where its Secret is and what it is named.
 
 const (
 	// webConfigMountPath is where the web config Secret is mounted in the
-	// Prometheus container: a directory, so that the kubelet updates the
-	// file, which Prometheus (exporter-toolkit) reads at each connection.
+	// Prometheus container.
 	webConfigMountPath = "/etc/prometheus/web_config"
 	// WebConfigSecretKey is the key of the web configuration file in the
 	// web config Secret.
-	WebConfigSecretKey = "web-config.yaml"
-	// webTLSMountPath holds a directory per file of spec.web.tlsConfig:
-	// cert, key, client_ca, and reload_ca, the CA the config-reloader
-	// verifies Prometheus' certificate with.
+	WebConfigSecretKey = webconfig.SecretKey
+	// webTLSMountPath holds a directory per file of spec.web.tlsConfig.
 	webTLSMountPath = "/etc/prometheus/web_tls"
-	// caKey is the key of a CA certificate beside a certificate in a
-	// kubernetes.io/tls Secret (cert-manager's convention).
-	caKey = "ca.crt"
 )
+
+// webDirs are where the pods mount the web configuration.
+func webDirs() webconfig.Dirs {
+	return webconfig.Dirs{Config: webConfigMountPath, TLS: webTLSMountPath}
+}
 
 // WebConfigSecretName is the name of the Secret holding the web
 // configuration file of server.
@@ -47,92 +35,21 @@ func WebConfigSecretName(server *v1alpha1.PrometheusServer) string {
 	return server.Name + "-web-config"
 }
 
-// webTLS reports whether Prometheus serves HTTPS.
-func webTLS(spec v1alpha1.PrometheusServerSpec) bool {
-	return spec.Web != nil && spec.Web.TLSConfig != nil
+// webFields are spec.web's fields of the web configuration file; nil
+// without spec.web.
+func webFields(spec v1alpha1.PrometheusServerSpec) *monitoringv1.WebConfigFileFields {
+	if spec.Web == nil {
+		return nil
+	}
+	return &spec.Web.WebConfigFileFields
 }
+
+// webTLS reports whether Prometheus serves HTTPS.
+func webTLS(spec v1alpha1.PrometheusServerSpec) bool { return webconfig.TLS(webFields(spec)) }
 
 // webConfigFile reports whether Prometheus gets a web configuration file.
 func webConfigFile(spec v1alpha1.PrometheusServerSpec) bool {
-	return spec.Web != nil && (spec.Web.TLSConfig != nil || spec.Web.HTTPConfig != nil)
-}
-
-// reloadTLS is how the config-reloader verifies Prometheus' certificate
-// when it reloads it over HTTPS; renderWeb decides it from the
-// certificate. The zero value verifies the certificate with itself, at
-// https://localhost.
-type reloadTLS struct {
-	// CA is the Secret or ConfigMap key whose certificates verify
-	// Prometheus' certificate; none means the certificate itself.
-	CA *monitoringv1.SecretOrConfigMap
-	// Host is the host of the reload URL: localhost, or 127.0.0.1 when the
-	// certificate names that address and not localhost; empty means
-	// localhost.
-	Host string
-	// ServerName is the name checked in the certificate when it is not
-	// Host (--reload-tls-server-name).
-	ServerName string
-}
-
-// webFile is a file of spec.web.tlsConfig in the pods: a key of a Secret
-// or ConfigMap, alone in a volume of its own mounted at
-// webTLSMountPath/<dir>, so that each container mounts only the keys it
-// needs (the config-reloader never sees Prometheus' private key).
-type webFile struct {
-	dir string
-	ref monitoringv1.SecretOrConfigMap
-}
-
-func (f webFile) key() string {
-	if f.ref.Secret != nil {
-		return f.ref.Secret.Key
-	}
-	return f.ref.ConfigMap.Key
-}
-
-// path is where the file is in the pods.
-func (f webFile) path() string { return webTLSMountPath + "/" + f.dir + "/" + f.key() }
-
-// configPath is the file's path relative to the directory of the web
-// configuration file, which exporter-toolkit resolves it against: the
-// configuration holds wherever the pod's volumes are mounted.
-func (f webFile) configPath() string {
-	return "../" + strings.TrimPrefix(f.path(), path.Dir(webConfigMountPath)+"/")
-}
-
-func (f webFile) volumeName() string { return "web-tls-" + strings.ReplaceAll(f.dir, "_", "-") }
-
-func (f webFile) volume() corev1.Volume {
-	items := []corev1.KeyToPath{{Key: f.key(), Path: f.key()}}
-	v := corev1.Volume{Name: f.volumeName()}
-	if f.ref.Secret != nil {
-		v.Secret = &corev1.SecretVolumeSource{SecretName: f.ref.Secret.Name, Items: items}
-	} else {
-		v.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: f.ref.ConfigMap.LocalObjectReference, Items: items}
-	}
-	return v
-}
-
-func (f webFile) mount() corev1.VolumeMount {
-	return corev1.VolumeMount{Name: f.volumeName(), MountPath: webTLSMountPath + "/" + f.dir, ReadOnly: true}
-}
-
-// webFiles are the files of spec.web.tlsConfig Prometheus reads, and the
-// CA file the config-reloader verifies Prometheus' certificate with.
-func webFiles(spec v1alpha1.PrometheusServerSpec, reload reloadTLS) (prometheus []webFile, reloader webFile) {
-	t := spec.Web.TLSConfig
-	prometheus = []webFile{
-		{dir: "cert", ref: t.Cert},
-		{dir: "key", ref: monitoringv1.SecretOrConfigMap{Secret: &t.KeySecret}},
-	}
-	if t.ClientCA != (monitoringv1.SecretOrConfigMap{}) {
-		prometheus = append(prometheus, webFile{dir: "client_ca", ref: t.ClientCA})
-	}
-	reloader = webFile{dir: "reload_ca", ref: t.Cert}
-	if reload.CA != nil {
-		reloader.ref = *reload.CA
-	}
-	return prometheus, reloader
+	return webconfig.Enabled(webFields(spec))
 }
 
 // webRender is what renderWeb makes of spec.web.
@@ -140,397 +57,31 @@ type webRender struct {
 	// Secret holds the web configuration file; nil when there is none.
 	Secret *corev1.Secret
 	// Reload is how the config-reloader verifies Prometheus' certificate.
-	Reload reloadTLS
+	Reload webconfig.Reload
 	// Refs are the Secrets and ConfigMaps looked up, found or not.
 	Refs []store.Ref
 }
 
-// webReader reads the Secrets and ConfigMaps spec.web.tlsConfig
-// references, and remembers which.
-type webReader struct {
-	ns     string
-	lookup *store.Lookup
-}
-
-// read returns the PEM text at ref; path is the field's, for errors.
-func (r *webReader) read(path string, ref monitoringv1.SecretOrConfigMap) ([]byte, error) {
-	switch {
-	case ref.Secret != nil && ref.ConfigMap != nil:
-		return nil, fmt.Errorf("%s: secret and configMap are mutually exclusive", path)
-	case ref.Secret != nil:
-		return r.secret(path, *ref.Secret)
-	case ref.ConfigMap != nil:
-		return r.configMap(path, *ref.ConfigMap)
-	}
-	return nil, fmt.Errorf("%s: must be set", path)
-}
-
-func (r *webReader) secret(path string, sel corev1.SecretKeySelector) ([]byte, error) {
-	if sel.Name == "" || sel.Key == "" {
-		return nil, fmt.Errorf("%s: name and key must be set", path)
-	}
-	v, err := r.lookup.Secret(r.ns, sel)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
-}
-
-func (r *webReader) configMap(path string, sel corev1.ConfigMapKeySelector) ([]byte, error) {
-	if sel.Name == "" || sel.Key == "" {
-		return nil, fmt.Errorf("%s: name and key must be set", path)
-	}
-	v, err := r.lookup.ConfigMap(r.ns, sel)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
-}
-
-// renderWeb renders the web configuration file of in.Server's
-// spec.web into its Secret, reading the certificate, its key and the
-// client CA to check them, and decides from the certificate how the
-// config-reloader verifies it. Its errors name the field at fault; the
-// references looked up are returned with them.
+// renderWeb renders the web configuration file of in.Server's spec.web
+// into its Secret (webconfig.Render).
 func renderWeb(in inputs) (webRender, error) {
 	server := in.Server
-	spec := server.Spec
-	if !webConfigFile(spec) {
-		return webRender{}, nil
+	r, err := webconfig.Render(webDirs(), server.Namespace, server.Name, webFields(server.Spec),
+		store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
+	out := webRender{Reload: r.Reload, Refs: r.Refs}
+	if err != nil || r.File == nil {
+		return out, err
 	}
-	r := &webReader{ns: server.Namespace, lookup: store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})}
-	var (
-		out webRender
-		cfg yaml.MapSlice
-		err error
-	)
-	if spec.Web.TLSConfig != nil {
-		var item yaml.MapItem
-		item, out.Reload, err = r.tlsServerConfig(server, spec.Web.TLSConfig)
-		cfg = append(cfg, item)
-	}
-	if err == nil && spec.Web.HTTPConfig != nil {
-		var item yaml.MapItem
-		item, err = httpServerConfig(spec.Web.HTTPConfig)
-		cfg = append(cfg, item)
-	}
-	out.Refs = r.lookup.Refs()
-	if err != nil {
-		return webRender{Refs: out.Refs}, fmt.Errorf("render web config: %w", err)
-	}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return webRender{Refs: out.Refs}, fmt.Errorf("render web config: %w", err)
-	}
-	l := selectorLabels(server)
 	out.Secret = &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: WebConfigSecretName(server), Namespace: server.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: WebConfigSecretName(server), Namespace: server.Namespace, Labels: selectorLabels(server)},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{WebConfigSecretKey: b},
+		Data:       map[string][]byte{WebConfigSecretKey: r.File},
 	}
 	return out, nil
 }
 
-// Client authentication types (exporter-toolkit's client_auth_type).
-const (
-	noClientCert               = "NoClientCert"
-	requestClientCert          = "RequestClientCert"
-	requireAnyClientCert       = "RequireAnyClientCert"
-	verifyClientCertIfGiven    = "VerifyClientCertIfGiven"
-	requireAndVerifyClientCert = "RequireAndVerifyClientCert"
-)
-
-// checkClientAuth checks clientAuthType and client_ca together. A type
-// that requires a client certificate is refused: the kubelet's HTTPS
-// probes present none, so the pods would never be ready (what
-// prometheus-operator renders then, its issue 5419). The config-reloader
-// could present one, but the API has no field for it (nor does
-// prometheus-operator's, whose reloader skips verification and presents
-// no certificate): with the types accepted it presents none, which
-// Prometheus lets through.
-func checkClientAuth(path string, t *monitoringv1.WebTLSConfig) error {
-	auth := ptr.Deref(t.ClientAuthType, "")
-	switch auth {
-	case "", noClientCert, requestClientCert, verifyClientCertIfGiven:
-	case requireAnyClientCert, "RequireClientCert", requireAndVerifyClientCert:
-		return fmt.Errorf("%s.clientAuthType: %s is not supported: the kubelet's probes and the config-reloader present no client certificate, so the pods would never be ready; use %s to verify the certificates clients present", path, auth, verifyClientCertIfGiven)
-	default:
-		return fmt.Errorf("%s.clientAuthType: unknown type %q (one of %s, %s, %s, %s, %s)", path, auth,
-			noClientCert, requestClientCert, requireAnyClientCert, verifyClientCertIfGiven, requireAndVerifyClientCert)
-	}
-	hasCA := t.ClientCA != (monitoringv1.SecretOrConfigMap{})
-	if hasCA && (auth == "" || auth == noClientCert) {
-		// exporter-toolkit refuses it at each connection: Prometheus
-		// would serve nothing.
-		return fmt.Errorf("%s.client_ca: set without a clientAuthType that asks for client certificates (%s or %s)", path, requestClientCert, verifyClientCertIfGiven)
-	}
-	return nil
-}
-
-// tlsServerConfig renders tls_server_config, and decides how the
-// config-reloader verifies the certificate.
-func (r *webReader) tlsServerConfig(server *v1alpha1.PrometheusServer, t *monitoringv1.WebTLSConfig) (yaml.MapItem, reloadTLS, error) {
-	const path = "spec.web.tlsConfig"
-	for _, f := range []struct {
-		field, use string
-		file       *string
-	}{
-		{"certFile", "cert", t.CertFile}, {"keyFile", "keySecret", t.KeyFile}, {"clientCAFile", "client_ca", t.ClientCAFile},
-	} {
-		if ptr.Deref(f.file, "") != "" {
-			return yaml.MapItem{}, reloadTLS{}, fmt.Errorf("%s.%s: files are not supported, the pods mount no volume of yours: use %s", path, f.field, f.use)
-		}
-	}
-	if err := checkClientAuth(path, t); err != nil {
-		return yaml.MapItem{}, reloadTLS{}, err
-	}
-	certPEM, err := r.read(path+".cert", t.Cert)
-	if err != nil {
-		return yaml.MapItem{}, reloadTLS{}, err
-	}
-	keyPEM, err := r.secret(path+".keySecret", t.KeySecret)
-	if err != nil {
-		return yaml.MapItem{}, reloadTLS{}, err
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		// Its errors tell what is wrong, never the key.
-		return yaml.MapItem{}, reloadTLS{}, fmt.Errorf("%s: cert and keySecret are no certificate and key: %w", path, err)
-	}
-	var clientCA []byte
-	if t.ClientCA != (monitoringv1.SecretOrConfigMap{}) {
-		if clientCA, err = r.read(path+".client_ca", t.ClientCA); err != nil {
-			return yaml.MapItem{}, reloadTLS{}, err
-		}
-		if !x509.NewCertPool().AppendCertsFromPEM(clientCA) {
-			return yaml.MapItem{}, reloadTLS{}, fmt.Errorf("%s.client_ca: holds no PEM certificate", path)
-		}
-	}
-	reload, err := r.reloadVerification(server, t, pair, clientCA)
-	if err != nil {
-		return yaml.MapItem{}, reloadTLS{}, fmt.Errorf("%s.cert: %w", path, err)
-	}
-	cfg, err := tlsSettings(path, t, reload)
-	return yaml.MapItem{Key: "tls_server_config", Value: cfg}, reload, err
-}
-
-// tlsSettings is tls_server_config: the files where the pods mount them,
-// then the settings, checked as exporter-toolkit reads them.
-func tlsSettings(path string, t *monitoringv1.WebTLSConfig, reload reloadTLS) (yaml.MapSlice, error) {
-	files, _ := webFiles(v1alpha1.PrometheusServerSpec{Web: &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: t}}}, reload)
-	cfg := yaml.MapSlice{
-		{Key: "cert_file", Value: files[0].configPath()},
-		{Key: "key_file", Value: files[1].configPath()},
-	}
-	if t.ClientAuthType != nil && *t.ClientAuthType != "" {
-		cfg = append(cfg, yaml.MapItem{Key: "client_auth_type", Value: *t.ClientAuthType})
-	}
-	if len(files) > 2 {
-		cfg = append(cfg, yaml.MapItem{Key: "client_ca_file", Value: files[2].configPath()})
-	}
-	versions := map[string]int{"TLS10": 10, "TLS11": 11, "TLS12": 12, "TLS13": 13}
-	for _, v := range []struct {
-		field, key string
-		v          *string
-	}{{"minVersion", "min_version", t.MinVersion}, {"maxVersion", "max_version", t.MaxVersion}} {
-		if ptr.Deref(v.v, "") == "" {
-			continue
-		}
-		if _, ok := versions[*v.v]; !ok {
-			return nil, fmt.Errorf("%s.%s: unknown TLS version %q (one of TLS10, TLS11, TLS12, TLS13)", path, v.field, *v.v)
-		}
-		cfg = append(cfg, yaml.MapItem{Key: v.key, Value: *v.v})
-	}
-	if minV, maxV := ptr.Deref(t.MinVersion, ""), ptr.Deref(t.MaxVersion, ""); minV != "" && maxV != "" && versions[maxV] < versions[minV] {
-		return nil, fmt.Errorf("%s: maxVersion %q is lower than minVersion %q", path, maxV, minV)
-	}
-	if len(t.CipherSuites) > 0 {
-		for i, c := range t.CipherSuites {
-			if !slices.ContainsFunc(tls.CipherSuites(), func(s *tls.CipherSuite) bool { return s.Name == c }) {
-				return nil, fmt.Errorf("%s.cipherSuites[%d]: unknown or insecure cipher suite %q", path, i, c)
-			}
-		}
-		cfg = append(cfg, yaml.MapItem{Key: "cipher_suites", Value: t.CipherSuites})
-	}
-	if t.PreferServerCipherSuites != nil {
-		cfg = append(cfg, yaml.MapItem{Key: "prefer_server_cipher_suites", Value: *t.PreferServerCipherSuites})
-	}
-	if len(t.CurvePreferences) > 0 {
-		for i, c := range t.CurvePreferences {
-			if !slices.Contains([]string{"CurveP256", "CurveP384", "CurveP521", "X25519"}, c) {
-				return nil, fmt.Errorf("%s.curvePreferences[%d]: unknown curve %q (one of CurveP256, CurveP384, CurveP521, X25519)", path, i, c)
-			}
-		}
-		cfg = append(cfg, yaml.MapItem{Key: "curve_preferences", Value: t.CurvePreferences})
-	}
-	return cfg, nil
-}
-
-// httpServerConfig renders http_server_config, with the header values
-// exporter-toolkit accepts (it wants them in lower case).
-func httpServerConfig(h *monitoringv1.WebHTTPConfig) (yaml.MapItem, error) {
-	cfg := yaml.MapSlice{}
-	if h.HTTP2 != nil {
-		cfg = append(cfg, yaml.MapItem{Key: "http2", Value: *h.HTTP2})
-	}
-	if hs := h.Headers; hs != nil {
-		headers := yaml.MapSlice{}
-		for _, hd := range []struct {
-			field, name, value string
-			allowed            []string
-		}{
-			{"contentSecurityPolicy", "Content-Security-Policy", hs.ContentSecurityPolicy, nil},
-			{"strictTransportSecurity", "Strict-Transport-Security", hs.StrictTransportSecurity, nil},
-			{"xContentTypeOptions", "X-Content-Type-Options", strings.ToLower(hs.XContentTypeOptions), []string{"nosniff"}},
-			{"xFrameOptions", "X-Frame-Options", strings.ToLower(hs.XFrameOptions), []string{"deny", "sameorigin"}},
-			{"xXSSProtection", "X-XSS-Protection", hs.XXSSProtection, nil},
-		} {
-			if hd.value == "" {
-				continue
-			}
-			if hd.allowed != nil && !slices.Contains(hd.allowed, hd.value) {
-				return yaml.MapItem{}, fmt.Errorf("spec.web.httpConfig.headers.%s: %q is not one of %s", hd.field, hd.value, strings.Join(hd.allowed, ", "))
-			}
-			headers = append(headers, yaml.MapItem{Key: hd.name, Value: hd.value})
-		}
-		cfg = append(cfg, yaml.MapItem{Key: "headers", Value: headers})
-	}
-	return yaml.MapItem{Key: "http_server_config", Value: cfg}, nil
-}
-
-// reloadVerification decides how the config-reloader verifies pair's
-// certificate at https://localhost: with the first of client_ca, the
-// ca.crt key beside the certificate, and the certificate itself that
-// verifies it (Go accepts a certificate found among the roots: a
-// certificate verifies itself, self-signed or not). A CA is preferred: it
-// verifies a renewed certificate even while the kubelet has updated
-// Prometheus' volume and not yet the reloader's (which reads its CA file
-// at each connection). The name checked is localhost, else
-// 127.0.0.1, else the first name of the certificate (a wildcard's * made
-// the server's name), else its first IP address.
-func (r *webReader) reloadVerification(server *v1alpha1.PrometheusServer, t *monitoringv1.WebTLSConfig, pair tls.Certificate, clientCA []byte) (reloadTLS, error) {
-	leaf := pair.Leaf
-	var reload reloadTLS
-	switch {
-	case slices.ContainsFunc(leaf.DNSNames, func(n string) bool { return strings.EqualFold(n, "localhost") }):
-	case slices.ContainsFunc(leaf.IPAddresses, func(ip net.IP) bool { return ip.Equal(net.IPv4(127, 0, 0, 1)) }):
-		reload.Host = "127.0.0.1"
-	case len(leaf.DNSNames) > 0:
-		reload.ServerName = leaf.DNSNames[0]
-		if i := slices.IndexFunc(leaf.DNSNames, func(n string) bool { return !strings.HasPrefix(n, "*.") }); i >= 0 {
-			reload.ServerName = leaf.DNSNames[i]
-		} else {
-			reload.ServerName = server.Name + strings.TrimPrefix(reload.ServerName, "*")
-		}
-	case len(leaf.IPAddresses) > 0:
-		reload.ServerName = leaf.IPAddresses[0].String()
-	default:
-		return reloadTLS{}, errors.New("the certificate holds no DNS name or IP address (subjectAltName): a client cannot verify it")
-	}
-	name := cmp.Or(reload.ServerName, reload.Host, "localhost")
-	intermediates := x509.NewCertPool()
-	for _, der := range pair.Certificate[1:] {
-		if c, err := x509.ParseCertificate(der); err == nil {
-			intermediates.AddCert(c)
-		}
-	}
-	verifies := func(caPEM []byte) error {
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(caPEM) {
-			return errors.New("no PEM certificate")
-		}
-		_, err := leaf.Verify(x509.VerifyOptions{
-			DNSName: name, Roots: roots, Intermediates: intermediates,
-			// Whether the certificate is valid now is not the question:
-			// the same input must render the same objects.
-			CurrentTime: leaf.NotBefore.Add(time.Second),
-			KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		})
-		return err
-	}
-	if clientCA != nil && verifies(clientCA) == nil {
-		reload.CA = &t.ClientCA
-		return reload, nil
-	}
-	if ca, ref := r.caBeside(t.Cert); ca != nil && verifies(ca) == nil {
-		reload.CA = ref
-		return reload, nil
-	}
-	if err := verifies(pemCertificates(pair.Certificate[:1])); err != nil {
-		return reloadTLS{}, fmt.Errorf("a client cannot verify the certificate, even with itself as CA: %w", err)
-	}
-	return reload, nil
-}
-
-// caBeside returns the ca.crt key of the object that holds the
-// certificate at ref, if it has one, and its reference.
-func (r *webReader) caBeside(ref monitoringv1.SecretOrConfigMap) ([]byte, *monitoringv1.SecretOrConfigMap) {
-	switch {
-	case ref.Secret != nil && ref.Secret.Key != caKey:
-		if s, _ := r.lookup.Peek(store.Ref{Kind: store.Secret, Namespace: r.ns, Name: ref.Secret.Name}).(*corev1.Secret); s != nil && s.Data[caKey] != nil {
-			sel := corev1.SecretKeySelector{LocalObjectReference: ref.Secret.LocalObjectReference, Key: caKey}
-			return s.Data[caKey], &monitoringv1.SecretOrConfigMap{Secret: &sel}
-		}
-	case ref.ConfigMap != nil && ref.ConfigMap.Key != caKey:
-		if cm, _ := r.lookup.Peek(store.Ref{Kind: store.ConfigMap, Namespace: r.ns, Name: ref.ConfigMap.Name}).(*corev1.ConfigMap); cm != nil && cm.Data[caKey] != "" {
-			sel := corev1.ConfigMapKeySelector{LocalObjectReference: ref.ConfigMap.LocalObjectReference, Key: caKey}
-			return []byte(cm.Data[caKey]), &monitoringv1.SecretOrConfigMap{ConfigMap: &sel}
-		}
-	}
-	return nil, nil
-}
-
-// pemCertificates encodes DER certificates as PEM.
-func pemCertificates(ders [][]byte) []byte {
-	var b bytes.Buffer
-	for _, der := range ders {
-		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der}) // A bytes.Buffer does not fail.
-	}
-	return b.Bytes()
-}
-
-// webPodParts is what spec.web puts into the pods.
-type webPodParts struct {
-	// scheme and host of Prometheus' URL in the pod, for the reloader.
-	scheme, host string
-	// volumes of the web config Secret and the TLS files.
-	volumes []corev1.Volume
-	// prometheusMounts are the mounts of the web configuration and of the
-	// files it names; reloaderMounts, of the CA file the config-reloader
-	// verifies Prometheus' certificate with.
-	prometheusMounts, reloaderMounts []corev1.VolumeMount
-	// reloaderArgs verify Prometheus' certificate.
-	reloaderArgs []string
-}
-
-// webPod renders what spec.web puts into the pods: with tlsConfig or
-// httpConfig, the web config Secret mounted in Prometheus' container;
-// with tlsConfig, the certificate, its key and the client CA mounted
-// there, and the CA that verifies the certificate (reload) mounted in the
-// config-reloader's, which reloads over HTTPS, verifying the certificate.
-func webPod(server *v1alpha1.PrometheusServer, reload reloadTLS) webPodParts {
-	spec := server.Spec
-	w := webPodParts{scheme: "http", host: "127.0.0.1"}
-	if !webConfigFile(spec) {
-		return w
-	}
-	w.volumes = []corev1.Volume{{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(server)}}}}
-	w.prometheusMounts = []corev1.VolumeMount{{Name: "web-config", MountPath: webConfigMountPath, ReadOnly: true}}
-	if !webTLS(spec) {
-		return w
-	}
-	files, ca := webFiles(spec, reload)
-	for _, f := range files {
-		w.volumes = append(w.volumes, f.volume())
-		w.prometheusMounts = append(w.prometheusMounts, f.mount())
-	}
-	w.volumes = append(w.volumes, ca.volume())
-	w.reloaderMounts = []corev1.VolumeMount{ca.mount()}
-	w.scheme, w.host = "https", cmp.Or(reload.Host, "localhost")
-	w.reloaderArgs = []string{"--reload-tls-ca-file=" + ca.path()}
-	if reload.ServerName != "" {
-		w.reloaderArgs = append(w.reloaderArgs, "--reload-tls-server-name="+reload.ServerName)
-	}
-	return w
+// webPod is what spec.web puts into the pods of server.
+func webPod(server *v1alpha1.PrometheusServer, reload webconfig.Reload) webconfig.Pod {
+	return webconfig.PodParts(webDirs(), WebConfigSecretName(server), webFields(server.Spec), reload)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 const (
@@ -91,7 +92,7 @@ type WorkloadOptions struct {
 	// reload is how the config-reloader verifies Prometheus' certificate,
 	// which render decides from the certificate (renderWeb); the zero
 	// value verifies it with itself.
-	reload reloadTLS
+	reload webconfig.Reload
 }
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
@@ -231,7 +232,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	}
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
 	web := webPod(server, opts.reload)
-	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.volumes)
+	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes)
 
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
@@ -239,7 +240,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		{Name: "SHARD", Value: strconv.Itoa(shard)},
 	}
 	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
-	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.prometheusMounts))
+	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
 	initReloader := corev1.Container{
 		Name:            "init-config-reloader",
 		Image:           reloaderImage,
@@ -256,7 +257,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    slices.Concat(src.reloaderMounts, web.reloaderMounts),
+		VolumeMounts:    slices.Concat(src.reloaderMounts, web.ReloaderMounts),
 		SecurityContext: containerSecurity(),
 	}
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 const (
@@ -127,7 +128,7 @@ func workloadCases() []struct {
 			name:   "web-tls",
 			server: webTLSServer,
 			opts: func(o *WorkloadOptions) {
-				o.reload = reloadTLS{CA: &monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
+				o.reload = webconfig.Reload{CA: &monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "web-client-ca"}, Key: "ca.crt",
 				}}, ServerName: "main.monitoring.svc"}
 			},
@@ -141,7 +142,7 @@ func workloadCases() []struct {
 				s.Spec.Web.TLSConfig.ClientCA = monitoringv1.SecretOrConfigMap{}
 				s.Spec.Web.TLSConfig.ClientAuthType = nil
 			},
-			opts: func(o *WorkloadOptions) { o.reload = reloadTLS{Host: "127.0.0.1"} },
+			opts: func(o *WorkloadOptions) { o.reload = webconfig.Reload{Host: "127.0.0.1"} },
 		},
 	}
 }
