@@ -14,10 +14,12 @@
 //	                      typed references, one resolver, who references what
 //	controller/webconfig  kind-neutral: the web configuration file of spec.web
 //	                      (exporter-toolkit's), its checks and pod parts
+//	controller/sidecar    kind-neutral: the config-reloader's containers and
+//	                      the Role and RoleBinding of its pods
 //	contract/             what the controller and the config-reloader agree on:
 //	                      the content hash, the applied report, the part lines
 //
-// A kind imports kube, store, webconfig and contract, never another kind
-// nor this package; they know no kind. docs/adding-a-kind.md says where a
-// new kind goes, step by step.
+// A kind imports kube, store, webconfig, sidecar and contract, never
+// another kind nor this package; they know no kind. docs/adding-a-kind.md
+// says where a new kind goes, step by step.
 package controller

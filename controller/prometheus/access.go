@@ -1,14 +1,13 @@
 package prometheus
 
 import (
-	"cmp"
 	"strconv"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/sidecar"
 )
 
 // accessName is the name of the Role, and of its RoleBinding, that let the
@@ -18,9 +17,9 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 	return server.Name + "-config-reloader"
 }
 
-// renderAccess renders what the reloaders of server need: a Role, in the
-// server's namespace, and its RoleBinding to the pods' service account.
-// Owner references are not set.
+// renderAccess renders what the reloaders of server need (sidecar.Role): a
+// Role, in the server's namespace, and its RoleBinding to the pods'
+// service account. Owner references are not set.
 //
 // With either source, the reloaders patch their own pod to report what
 // Prometheus runs (the podreload.dev/applied annotation): the Role grants
@@ -37,32 +36,16 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 // grants list and watch on every ConfigMap of the namespace (not get: the
 // reloaders never read one by name).
 func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
-	meta := metav1.ObjectMeta{Name: accessName(server), Namespace: server.Namespace, Labels: selectorLabels(server)}
-	role := &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-		ObjectMeta: meta,
-		Rules:      []rbacv1.PolicyRule{},
+	a := sidecar.Access{
+		Name: accessName(server), Namespace: server.Namespace, Labels: selectorLabels(server),
+		ServiceAccount: server.Spec.ServiceAccountName,
+		Pods:           podNames(server),
 	}
 	if apiSource(server) {
-		role.Rules = append(role.Rules,
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...), Verbs: []string{"get", "list", "watch"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
-		)
+		a.Secrets = append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...)
+		a.ConfigMaps = true
 	}
-	if pods := podNames(server); len(pods) > 0 {
-		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"patch"}})
-	}
-	binding := &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: *meta.DeepCopy(),
-		Subjects: []rbacv1.Subject{{
-			Kind:      rbacv1.ServiceAccountKind,
-			Name:      cmp.Or(server.Spec.ServiceAccountName, "default"),
-			Namespace: server.Namespace,
-		}},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-	}
-	return role, binding
+	return sidecar.Role(a)
 }
 
 // podNames are the names of the pods of server's StatefulSets, every

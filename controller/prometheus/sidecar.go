@@ -11,13 +11,11 @@ import (
 	"github.com/podreload/podreload/controller/webconfig"
 )
 
-// sidecarArgs are the flags of the config-reloader sidecar: where it reads
-// (src), how it reloads Prometheus, over HTTPS with the verification of web
-// when Prometheus serves HTTPS, and, under renderAccess' Role, the pod
-// whose annotation (contract.AppliedAnnotation) it reports what Prometheus
-// runs in.
-func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webconfig.Pod) []string {
-	args := append(slices.Clone(src.args), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+// reloadArgs are the flags that tell the config-reloader sidecar
+// (sidecar.Containers) how it reloads Prometheus, over HTTPS with the
+// verification of web when Prometheus serves HTTPS.
+func reloadArgs(spec v1alpha1.PrometheusServerSpec, web webconfig.Pod) []string {
+	var args []string
 	local := web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort)
 	switch {
 	// The flag's default is http://127.0.0.1:9090/...
@@ -28,11 +26,11 @@ func sidecarArgs(spec v1alpha1.PrometheusServerSpec, src podSource, web webconfi
 	default:
 		args = append(args, "--reload-url="+local+webPath(spec, "/-/reload"))
 	}
-	args = append(args, web.ReloaderArgs...)
-	return append(args, "--listen-address=:"+strconv.Itoa(reloaderPort))
+	return append(args, web.ReloaderArgs...)
 }
 
-// podSource is what the source of the reloaders puts into the pod.
+// podSource is what the source of the reloaders puts into the pod: where
+// they read and write.
 type podSource struct {
 	// volumes come before the storage volume, ruleVolumes after it.
 	volumes, ruleVolumes []corev1.Volume

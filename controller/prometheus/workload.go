@@ -21,6 +21,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/webconfig"
 )
 
@@ -58,7 +59,6 @@ const (
 	// the rule shard count rounded up to a multiple of it, at least one step.
 	ruleVolumeStep = 4
 	webPort        = 9090
-	reloaderPort   = 8080
 	// nobody is the user of the Prometheus image.
 	nobody           = 65534
 	fsGroup          = 2000
@@ -234,32 +234,17 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	web := webPod(server, opts.reload)
 	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes)
 
-	env := []corev1.EnvVar{
-		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
-		{Name: "SHARD", Value: strconv.Itoa(shard)},
-	}
-	reloaderImage := cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage)
 	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
-	initReloader := corev1.Container{
-		Name:            "init-config-reloader",
-		Image:           reloaderImage,
-		Args:            append([]string{"--watch-interval=0"}, src.args...),
-		Env:             env,
+	initReloader, reloader := sidecar.Containers(sidecar.Spec{
+		Image:           cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage),
 		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    src.reloaderMounts,
+		Env:             []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(shard)}},
+		SourceArgs:      src.args,
+		ReloadArgs:      reloadArgs(spec, web),
+		Mounts:          src.reloaderMounts,
+		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: containerSecurity(),
-	}
-	sidecar := corev1.Container{
-		Name:            "config-reloader",
-		Image:           reloaderImage,
-		Args:            sidecarArgs(spec, src, web),
-		Env:             env,
-		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}},
-		Resources:       spec.Reloader.Resources,
-		VolumeMounts:    slices.Concat(src.reloaderMounts, web.ReloaderMounts),
-		SecurityContext: containerSecurity(),
-	}
+	})
 
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: podMetadata(server, shard),
@@ -269,7 +254,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
 			SecurityContext:               cmp.Or(spec.SecurityContext, podSecurity()),
 			InitContainers:                []corev1.Container{initReloader},
-			Containers:                    []corev1.Container{prometheus, sidecar},
+			Containers:                    []corev1.Container{prometheus, reloader},
 			Volumes:                       volumes,
 			NodeSelector:                  spec.NodeSelector,
 			Tolerations:                   spec.Tolerations,
