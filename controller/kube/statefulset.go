@@ -27,6 +27,7 @@ const AnnotationInputHash = "podreload.dev/input-hash"
 // again.
 type RecreatingError struct{ key types.NamespacedName }
 
+// Error names the StatefulSet.
 func (e *RecreatingError) Error() string {
 	return fmt.Sprintf("StatefulSet %s is being deleted to be created again", e.key)
 }
