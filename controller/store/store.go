@@ -10,8 +10,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,26 +120,28 @@ func Read(ctx context.Context, reader client.Reader, refs []Ref) (Objects, error
 // can change what was rendered.
 type Lookup struct {
 	objs Objects
-	refs map[Ref]struct{}
+	// secrets and configMaps are the objects looked up, by
+	// "namespace/name": a render looks up thousands.
+	secrets, configMaps map[string]struct{}
 }
 
 // NewLookup returns a Lookup in objs.
 func NewLookup(objs Objects) *Lookup {
-	return &Lookup{objs: objs, refs: map[Ref]struct{}{}}
+	return &Lookup{objs: objs, secrets: map[string]struct{}{}, configMaps: map[string]struct{}{}}
 }
 
 // Secret returns the value of the key sel names in the Secret sel names
 // in namespace ns. Its errors name the Secret and the key.
 func (l *Lookup) Secret(ns string, sel corev1.SecretKeySelector) ([]byte, error) {
-	ref := Ref{Kind: Secret, Namespace: ns, Name: sel.Name}
-	l.refs[ref] = struct{}{}
-	s := l.objs.Secrets[ref.ID()]
+	id := ns + "/" + sel.Name
+	l.secrets[id] = struct{}{}
+	s := l.objs.Secrets[id]
 	if s == nil {
-		return nil, fmt.Errorf("secret %q not found (looking for key %q)", ref.ID(), sel.Key)
+		return nil, fmt.Errorf("secret %q not found (looking for key %q)", id, sel.Key)
 	}
 	v, ok := s.Data[sel.Key]
 	if !ok {
-		return nil, fmt.Errorf("secret %q has no key %q", ref.ID(), sel.Key)
+		return nil, fmt.Errorf("secret %q has no key %q", id, sel.Key)
 	}
 	return v, nil
 }
@@ -148,11 +150,11 @@ func (l *Lookup) Secret(ns string, sel corev1.SecretKeySelector) ([]byte, error)
 // binaryData, in the ConfigMap sel names in namespace ns. Its errors name
 // the ConfigMap and the key.
 func (l *Lookup) ConfigMap(ns string, sel corev1.ConfigMapKeySelector) ([]byte, error) {
-	ref := Ref{Kind: ConfigMap, Namespace: ns, Name: sel.Name}
-	l.refs[ref] = struct{}{}
-	cm := l.objs.ConfigMaps[ref.ID()]
+	id := ns + "/" + sel.Name
+	l.configMaps[id] = struct{}{}
+	cm := l.objs.ConfigMaps[id]
 	if cm == nil {
-		return nil, fmt.Errorf("configmap %q not found (looking for key %q)", ref.ID(), sel.Key)
+		return nil, fmt.Errorf("configmap %q not found (looking for key %q)", id, sel.Key)
 	}
 	if v, ok := cm.Data[sel.Key]; ok {
 		return []byte(v), nil
@@ -160,7 +162,7 @@ func (l *Lookup) ConfigMap(ns string, sel corev1.ConfigMapKeySelector) ([]byte, 
 	if v, ok := cm.BinaryData[sel.Key]; ok {
 		return v, nil
 	}
-	return nil, fmt.Errorf("configmap %q has no key %q", ref.ID(), sel.Key)
+	return nil, fmt.Errorf("configmap %q has no key %q", id, sel.Key)
 }
 
 // Peek returns the Secret (the ConfigMap, with kind ConfigMap) ns/name
@@ -181,7 +183,15 @@ func (l *Lookup) Peek(ref Ref) client.Object {
 
 // Refs returns the objects looked up so far, sorted.
 func (l *Lookup) Refs() []Ref {
-	return slices.SortedFunc(maps.Keys(l.refs), compare)
+	refs := make([]Ref, 0, len(l.secrets)+len(l.configMaps))
+	for kind, ids := range map[Kind]map[string]struct{}{Secret: l.secrets, ConfigMap: l.configMaps} {
+		for id := range ids {
+			ns, name, _ := strings.Cut(id, "/")
+			refs = append(refs, Ref{Kind: kind, Namespace: ns, Name: name})
+		}
+	}
+	slices.SortFunc(refs, compare)
+	return refs
 }
 
 // Tracker holds the references of each owner's last render.
