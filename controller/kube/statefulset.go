@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// AnnotationInputHash, on a pod template, is a hash of everything a kind
-// renders into the pods; the pods roll when it changes. What reaches the
+// AnnotationInputHash is the annotation of a pod template holding a hash
+// of everything a kind renders into the pods; the pods roll when it changes. What reaches the
 // pods through reloads is not part of it.
 const AnnotationInputHash = "podreload.dev/input-hash"
 

@@ -72,15 +72,14 @@ type Owner struct {
 	Object client.Object
 }
 
-// Delete deletes obj, of kind, if it still has its UID (a deletion that
-// finds it gone is no error), and logs msg with its name under logKey.
-func (w *Writer) Delete(ctx context.Context, owner Owner, kind string, obj client.Object, msg, logKey string, opts ...client.DeleteOption) error {
+// Delete deletes obj, of kind, if it still has its UID: a deletion that
+// finds it gone is no error. The caller logs why it deleted it.
+func (w *Writer) Delete(ctx context.Context, kind string, obj client.Object) error {
 	w.Count(kind, "delete")
 	uid := obj.GetUID()
-	if err := w.client.Delete(ctx, obj, append([]client.DeleteOption{client.Preconditions{UID: &uid}}, opts...)...); client.IgnoreNotFound(err) != nil {
+	if err := w.client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	w.logger.Info(msg, owner.Key, client.ObjectKeyFromObject(owner.Object), logKey, obj.GetName())
 	return nil
 }
 

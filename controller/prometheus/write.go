@@ -68,9 +68,10 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 	}
 	for _, cm := range extra {
-		if err := r.writer.Delete(ctx, owner(server), "ConfigMap", cm, "deleted rule file ConfigMap", "configmap"); err != nil {
+		if err := r.writer.Delete(ctx, "ConfigMap", cm); err != nil {
 			return nil, err
 		}
+		r.logger.Info("deleted rule file ConfigMap", "server", client.ObjectKeyFromObject(server), "configmap", cm.Name)
 	}
 	if len(extra) > 0 {
 		if err := writeConfig(); err != nil {
@@ -123,9 +124,10 @@ func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.Prom
 			continue
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
-		if err := r.writer.Delete(ctx, owner(server), "Secret", s, "deleted a config part Secret no longer needed", "secret"); err != nil {
+		if err := r.writer.Delete(ctx, "Secret", s); err != nil {
 			return err
 		}
+		r.logger.Info("deleted a config part Secret no longer needed", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
 	}
 	return nil
 }
@@ -144,9 +146,10 @@ func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.Pro
 			slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return s.Name == sts.Name }) {
 			continue
 		}
-		if err := r.writer.Delete(ctx, owner(server), "StatefulSet", sts, "deleted the StatefulSet of a shard no longer wanted", "statefulset"); err != nil {
+		if err := r.writer.Delete(ctx, "StatefulSet", sts); err != nil {
 			return err
 		}
+		r.logger.Info("deleted the StatefulSet of a shard no longer wanted", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name)
 	}
 	return nil
 }

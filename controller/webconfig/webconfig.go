@@ -1,5 +1,4 @@
 // Package webconfig is the web configuration file of a server that
-
 // exporter-toolkit serves (Prometheus, Alertmanager): spec.web's
 // tlsConfig and httpConfig rendered and checked (Render), how the
 // config-reloader verifies the server's certificate (Reload), and what it
