@@ -11,7 +11,7 @@ import (
 	"github.com/podreload/podreload/reloader"
 )
 
-// The parts of a split configuration (reloader.PartDirective) are Secrets
+// The parts of a split configuration (contract.PartDirective) are Secrets
 // of the configuration Secret's namespace, read by name, each with a
 // watch of its own: a list or watch by name is what a Role can grant on
 // named Secrets alone (resourceNames), where a label selector would need

@@ -13,16 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/reloader"
 )
-
-// AppliedAnnotation is the annotation of its own pod in which the
-// config-reloader reports what Prometheus runs, as an Applied in JSON. It
-// is how the controller learns it per replica: the sidecar already talks
-// to the API server, needs only "patch" on its StatefulSet's pod names, and
-// the controller reads it with the pods it watches anyway, with no port to
-// scrape and no extra process.
-const AppliedAnnotation = "podreload.dev/applied"
 
 // maxMessage bounds a rejection's message in the annotation: Prometheus'
 // explanations are a line or two, and an annotation is read with the pod.
@@ -31,35 +24,15 @@ const maxMessage = 4 << 10
 // reportTimeout bounds one write of a report.
 const reportTimeout = 30 * time.Second
 
-// Applied is the value of AppliedAnnotation.
-type Applied struct {
-	// Hash is the content hash (package contenthash) of the configuration
-	// and rule files Prometheus last accepted; empty before it accepted any.
-	Hash string `json:"hash"`
-	// Time is when it accepted them, RFC 3339 in UTC; empty with Hash.
-	Time string `json:"time,omitempty"`
-	// Rejection is Prometheus' refusal of newer content, absent when it
-	// runs the current content.
-	Rejection *Rejection `json:"rejection,omitempty"`
-}
-
-// Rejection is a reload Prometheus refused.
-type Rejection struct {
-	// Message is Prometheus' explanation, cut to 4 KiB.
-	Message string `json:"message"`
-	// Time is when it refused, RFC 3339 in UTC.
-	Time string `json:"time"`
-}
-
 // NewApplied returns the annotation's value for what the reloader reports.
-func NewApplied(a reloader.Applied) Applied {
-	out := Applied{Hash: a.Hash, Time: rfc3339(a.Time)}
+func NewApplied(a reloader.Applied) contract.Applied {
+	out := contract.Applied{Hash: a.Hash, Time: rfc3339(a.Time)}
 	if a.Rejection != nil {
 		msg := a.Rejection.Message
 		if len(msg) > maxMessage {
 			msg = msg[:maxMessage] + "..."
 		}
-		out.Rejection = &Rejection{Message: msg, Time: rfc3339(a.Rejection.Time)}
+		out.Rejection = &contract.Rejection{Message: msg, Time: rfc3339(a.Rejection.Time)}
 	}
 	return out
 }
@@ -79,7 +52,7 @@ type ReporterOptions struct {
 	Namespace, Name string
 }
 
-// Reporter writes what the reloader reports into AppliedAnnotation of a
+// Reporter writes what the reloader reports into contract.AppliedAnnotation of a
 // pod, with a JSON merge patch. Report never blocks: only the latest report
 // waits to be written, and a failed write is retried with backoff until it
 // succeeds or a newer report replaces it.
@@ -113,7 +86,7 @@ func NewReporter(logger *slog.Logger, reg prometheus.Registerer, opts ReporterOp
 		pod:  opts.Namespace + "/" + opts.Name,
 		errors: promauto.With(reg).NewCounter(prometheus.CounterOpts{
 			Name: "reloader_report_errors_total",
-			Help: "Total number of failed writes of what Prometheus runs into the pod's " + AppliedAnnotation + " annotation.",
+			Help: "Total number of failed writes of what Prometheus runs into the pod's " + contract.AppliedAnnotation + " annotation.",
 		}),
 	}, nil
 }
@@ -189,7 +162,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 
 // write sets the pod's annotation to value.
 func (r *Reporter) write(ctx context.Context, value string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AppliedAnnotation: value}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{contract.AppliedAnnotation: value}}})
 	if err != nil {
 		return err
 	}

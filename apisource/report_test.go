@@ -21,7 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/testenv/testlog"
 	"github.com/podreload/podreload/reloader"
 )
@@ -61,23 +61,23 @@ func run(t *testing.T, f func(context.Context) error) {
 	})
 }
 
-// annotationIs waits until the pod's AppliedAnnotation satisfies ok, and returns it.
-func (e *env) annotationIs(t *testing.T, ns, pod string, what string, ok func(Applied) bool) Applied {
+// annotationIs waits until the pod's contract.AppliedAnnotation satisfies ok, and returns it.
+func (e *env) annotationIs(t *testing.T, ns, pod string, what string, ok func(contract.Applied) bool) contract.Applied {
 	t.Helper()
 	var (
-		got Applied
+		got contract.Applied
 		raw string
 	)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		p, err := e.kube.CoreV1().Pods(ns).Get(t.Context(), pod, metav1.GetOptions{})
 		require.NoError(t, err)
-		raw = p.Annotations[AppliedAnnotation]
-		got = Applied{}
+		raw = p.Annotations[contract.AppliedAnnotation]
+		got = contract.Applied{}
 		if raw != "" && json.Unmarshal([]byte(raw), &got) == nil && ok(got) {
 			return got
 		}
 	}
-	t.Fatalf("annotation %s of %s/%s: want %s, have %q", AppliedAnnotation, ns, pod, what, raw)
+	t.Fatalf("annotation %s of %s/%s: want %s, have %q", contract.AppliedAnnotation, ns, pod, what, raw)
 	return got
 }
 
@@ -121,8 +121,8 @@ func TestReporter(t *testing.T) {
 	require.NoError(t, err)
 	run(t, rel.Run)
 
-	first := contenthash.Sum([]byte("v: 1\n"), map[string]string{"rules-0/a.yaml": "a1"})
-	got := e.annotationIs(t, ns, "prom-0", "hash "+first, func(a Applied) bool { return a.Hash == first })
+	first := contract.Sum([]byte("v: 1\n"), map[string]string{"rules-0/a.yaml": "a1"})
+	got := e.annotationIs(t, ns, "prom-0", "hash "+first, func(a contract.Applied) bool { return a.Hash == first })
 	require.Nil(t, got.Rejection)
 	accepted, err := time.Parse(time.RFC3339, got.Time)
 	require.NoError(t, err)
@@ -132,14 +132,14 @@ func TestReporter(t *testing.T) {
 	cm.Data["a.yaml"] = "a2"
 	_, err = e.kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	second := contenthash.Sum([]byte("v: 1\n"), map[string]string{"rules-0/a.yaml": "a2"})
-	e.annotationIs(t, ns, "prom-0", "hash "+second, func(a Applied) bool { return a.Hash == second && a.Rejection == nil })
+	second := contract.Sum([]byte("v: 1\n"), map[string]string{"rules-0/a.yaml": "a2"})
+	e.annotationIs(t, ns, "prom-0", "hash "+second, func(a contract.Applied) bool { return a.Hash == second && a.Rejection == nil })
 
 	// A rejection shows, with the hash Prometheus still runs.
 	rejecting.Store(true)
 	_, err = e.kube.CoreV1().Secrets(ns).Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string][]byte{"config": []byte("v: [\n")}}, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	got = e.annotationIs(t, ns, "prom-0", "a rejection", func(a Applied) bool { return a.Rejection != nil })
+	got = e.annotationIs(t, ns, "prom-0", "a rejection", func(a contract.Applied) bool { return a.Rejection != nil })
 	require.Equal(t, second, got.Hash)
 	require.Equal(t, "status 500: failed to reload config: parsing YAML file", got.Rejection.Message)
 	_, err = time.Parse(time.RFC3339, got.Rejection.Time)
@@ -159,7 +159,7 @@ func TestReporter(t *testing.T) {
 	require.Contains(t, otherLogs.String(), `"err":`+string(want))
 	p, err := e.kube.CoreV1().Pods(ns).Get(ctx, "other", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NotContains(t, p.Annotations, AppliedAnnotation)
+	require.NotContains(t, p.Annotations, contract.AppliedAnnotation)
 }
 
 // Report never waits for the API server, and only the latest report waits

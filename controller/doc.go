@@ -1,26 +1,25 @@
-// Package controller renders and reconciles the objects of a PrometheusServer:
-// the gzipped configuration Secret (and its part Secrets when it is too
-// large for one), the sharded rules ConfigMaps, a headless
-// Service and the StatefulSet whose pods run Prometheus with the
-// config-reloader sidecar. New returns the Controller that cmd/controller
-// runs.
+// Package controller runs the managed kinds: New builds the manager
+// (package kube) and sets up, from the table of kinds (kinds.go), the
+// reconciler of each; cmd/controller runs the Controller it returns.
 //
-// Where things are:
+// The packages below it, and the direction of their imports (checked by
+// depguard, .golangci.yml):
 //
-//	manager.go      New, Options, Controller: the watches and what each triggers
-//	reconcile.go    one reconciliation: read the inputs, render, write, status
-//	render.go       render: every object of a server from one snapshot of inputs
-//	select.go       which monitors, probes, scrape configs and rules a server's selectors select
-//	config.go       the configuration: its inputs, sections, order, rejections
-//	server.go       the sections from the server: global, alerting, remote_write
-//	configparts.go  a configuration too large for a Secret, split into part Secrets
-//	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
-//	probe.go        the scrape job of a Probe
-//	scrapeconfig.go the scrape job of a ScrapeConfig and its service discoveries
-//	credentials.go  basic auth, authorization, OAuth2, TLS, proxy, from Secrets
-//	relabel.go      built-in and user relabelings, regexps checked once
-//	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
-//	rulecheck.go    rule files checked with Prometheus' rulefmt
-//	yaml.go         the one YAML writer, of the configuration and rule files
-//	workload.go     the Service and the StatefulSet
+//	controller/           Options, New, the table of managed kinds
+//	controller/prometheus the PrometheusServer kind: render, reconcile, status
+//	controller/kube       kind-neutral: the manager and its caches; writing
+//	                      objects (create or update, server-side apply of
+//	                      StatefulSets with recreate, delete), owner any object
+//	controller/store      kind-neutral: the referenced Secrets and ConfigMaps,
+//	                      typed references, one resolver, who references what
+//	controller/webconfig  kind-neutral: the web configuration file of spec.web
+//	                      (exporter-toolkit's), its checks and pod parts
+//	controller/sidecar    kind-neutral: the config-reloader's containers and
+//	                      the Role and RoleBinding of its pods
+//	contract/             what the controller and the config-reloader agree on:
+//	                      the content hash, the applied report, the part lines
+//
+// A kind imports kube, store, webconfig, sidecar and contract, never
+// another kind nor this package; they know no kind. docs/adding-a-kind.md
+// says where a new kind goes, step by step.
 package controller

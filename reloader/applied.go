@@ -5,12 +5,12 @@ import (
 	"maps"
 	"time"
 
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 )
 
 // Applied is what the process runs, as Options.OnApplied reports it.
 type Applied struct {
-	// Hash is the content hash (package contenthash) of the configuration
+	// Hash is the content hash (package contract) of the configuration
 	// as stored and the rule files the process last accepted; empty before
 	// it accepted any, or when they could not be read to hash them.
 	Hash string
@@ -60,7 +60,7 @@ func (r *Reloader) contentHash(st state) string {
 		return ""
 	}
 	if r.opts.Source != nil {
-		return contenthash.Sum(st.raw, st.stored)
+		return contract.Sum(st.raw, st.stored)
 	}
 	sum, err := volumeContentHash(st.raw, st.stored, r.opts.WatchedDirs, r.opts.MaxConfigSize)
 	if err != nil {
@@ -69,7 +69,7 @@ func (r *Reloader) contentHash(st state) string {
 	return sum
 }
 
-// volumeContentHash returns the content hash (package contenthash) of a
+// volumeContentHash returns the content hash (package contract) of a
 // configuration read from a volume, raw as stored, of stored, the files
 // of RulesInputDirs as stored, and of the files in dirs, each a
 // ConfigMap's volume, named as readInputDirs names them, as the API
@@ -80,5 +80,5 @@ func volumeContentHash(raw []byte, stored map[string]string, dirs []string, limi
 		return "", fmt.Errorf("hash watched dir: %w", err)
 	}
 	maps.Copy(files, stored)
-	return contenthash.Sum(raw, files), nil
+	return contract.Sum(raw, files), nil
 }

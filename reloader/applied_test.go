@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
@@ -29,7 +29,7 @@ func TestVolumeContentHashAgreesWithSource(t *testing.T) {
 	// dirs[2] is missing: a ConfigMap not there yet holds no files.
 	require.NoError(t, os.Mkdir(filepath.Join(dirs[1], "sub"), 0o755))
 
-	want := contenthash.Sum([]byte(config), files)
+	want := contract.Sum([]byte(config), files)
 	got, err := volumeContentHash([]byte(config), nil, dirs, DefaultMaxConfigSize)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -94,7 +94,7 @@ func TestOnAppliedFromSource(t *testing.T) {
 	h.start(t)
 	h.reloaded(t, 1, "v: 1\n|cm/a.yaml=a1;")
 	first := log.wait(t, 1)
-	require.Equal(t, contenthash.Sum([]byte(config), good), first.Hash)
+	require.Equal(t, contract.Sum([]byte(config), good), first.Hash)
 	require.WithinRange(t, first.Time, before, time.Now())
 	require.Nil(t, first.Rejection)
 
@@ -119,7 +119,7 @@ func TestOnAppliedFromSource(t *testing.T) {
 	src.set(config, map[string]string{"cm/a.yaml": "a2"}, nil)
 	h.reloaded(t, 2, "v: 1\n|cm/a.yaml=a2;")
 	second := log.wait(t, 4)
-	require.Equal(t, contenthash.Sum([]byte(config), map[string]string{"cm/a.yaml": "a2"}), second.Hash)
+	require.Equal(t, contract.Sum([]byte(config), map[string]string{"cm/a.yaml": "a2"}), second.Hash)
 	require.Nil(t, second.Rejection)
 }
 
@@ -136,7 +136,7 @@ func TestOnAppliedFromVolume(t *testing.T) {
 	h.reloaded(t, 1, "v: 1\n|a.yaml=a1;")
 	// The rules directory's base name stands for its ConfigMap.
 	first := log.wait(t, 1)
-	require.Equal(t, contenthash.Sum([]byte(config), map[string]string{"rules/a.yaml": "a1"}), first.Hash)
+	require.Equal(t, contract.Sum([]byte(config), map[string]string{"rules/a.yaml": "a1"}), first.Hash)
 
 	h.ep.answer(http.StatusInternalServerError, prometheusRejects)
 	rules.Set(t, map[string]string{"a.yaml": "bad"})
@@ -148,6 +148,6 @@ func TestOnAppliedFromVolume(t *testing.T) {
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": "v: 2\n"})
 	h.reloaded(t, 2, "v: 2\n|a.yaml=bad;")
 	last := log.wait(t, 3)
-	require.Equal(t, contenthash.Sum([]byte("v: 2\n"), map[string]string{"rules/a.yaml": "bad"}), last.Hash)
+	require.Equal(t, contract.Sum([]byte("v: 2\n"), map[string]string{"rules/a.yaml": "bad"}), last.Hash)
 	require.Nil(t, last.Rejection)
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/podreload/podreload/contract"
 )
 
 // A configuration too large for one Secret is split into parts: the main
@@ -23,22 +25,16 @@ import (
 //	# podreload.dev/config-part: main-config-1 sha256:9f86d0...
 //
 // and loads the rendered parts with Prometheus' scrape_config_files, by
-// the paths PartPath gives (relative to the rendered configuration's
+// the paths contract.PartPath gives (relative to the rendered configuration's
 // directory, which Prometheus resolves them against). The reloader reads
 // each part from the Secret of that name (a PartSource, the API source)
 // or from the file of that name in Options.PartsDir (the kubelet's
 // projection), renders it as the main configuration (gunzip, $(VAR)
-// expansion) into PartsOutDir, and applies nothing until every part has
+// expansion) into contract.PartsOutDir, and applies nothing until every part has
 // the hash the main configuration names: Prometheus never reloads a mix
 // of two generations. The hashes make the main configuration, as stored,
-// name the whole content: its content hash covers the parts.
-const (
-	// PartDirective starts the comment line naming a part.
-	PartDirective = "# podreload.dev/config-part: "
-	// PartsOutDir is the directory, next to the rendered configuration,
-	// the rendered parts are written into; the reloader owns it.
-	PartsOutDir = "parts"
-)
+// name the whole content: its content hash covers the parts. The lines
+// and paths are package contract's, which the controller writes with.
 
 // ErrPartsPending is what a render wraps while a part the configuration
 // names is missing or still holds another generation: the previous
@@ -56,22 +52,6 @@ type PartSource interface {
 	Parts(names []string) (map[string][]byte, error)
 }
 
-// PartPath is where the rendered part name is, relative to the rendered
-// configuration's directory: the path the main configuration's
-// scrape_config_files name.
-func PartPath(name string) string { return PartsOutDir + "/" + name + ".yaml" }
-
-// AppendPartDirective appends the line naming the part name, whose
-// content as stored is stored.
-func AppendPartDirective(buf []byte, name string, stored []byte) []byte {
-	sum := sha256.Sum256(stored)
-	buf = append(buf, PartDirective...)
-	buf = append(buf, name...)
-	buf = append(buf, " sha256:"...)
-	buf = hex.AppendEncode(buf, sum[:])
-	return append(buf, '\n')
-}
-
 // part is a part named by a configuration.
 type part struct {
 	name   string
@@ -85,13 +65,13 @@ func parseParts(config []byte) ([]part, error) {
 	for rest := config; len(rest) > 0 && rest[0] == '#'; {
 		line, next, _ := bytes.Cut(rest, []byte{'\n'})
 		rest = next
-		spec, ok := bytes.CutPrefix(line, []byte(PartDirective))
+		spec, ok := bytes.CutPrefix(line, []byte(contract.PartDirective))
 		if !ok {
 			continue
 		}
 		name, sum, ok := strings.Cut(strings.TrimSpace(string(spec)), " sha256:")
 		if !ok || !validElem(name) || len(sum) != 2*sha256.Size || strings.Trim(sum, "0123456789abcdef") != "" {
-			return nil, fmt.Errorf("invalid part line %q: want %s<name> sha256:<64 hex digits>", line, PartDirective)
+			return nil, fmt.Errorf("invalid part line %q: want %s<name> sha256:<64 hex digits>", line, contract.PartDirective)
 		}
 		if slices.ContainsFunc(parts, func(p part) bool { return p.name == name }) {
 			return nil, fmt.Errorf("part %s named twice", name)
@@ -202,11 +182,11 @@ type renderedPart struct {
 	undefined int // references left unexpanded
 }
 
-// writeParts writes the rendered parts into PartsOutDir next to
+// writeParts writes the rendered parts into contract.PartsOutDir next to
 // ConfigOutput; removeParts removes the ones no longer named, once the
 // configuration naming the others is written.
 func (r *Reloader) writeParts(parts map[string][]byte) error {
-	dir := filepath.Join(filepath.Dir(r.opts.ConfigOutput), PartsOutDir)
+	dir := filepath.Join(filepath.Dir(r.opts.ConfigOutput), contract.PartsOutDir)
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		if err := writeAtomic(filepath.Join(dir, name+".yaml"), parts[name]); err != nil {
 			return err
@@ -215,10 +195,10 @@ func (r *Reloader) writeParts(parts map[string][]byte) error {
 	return nil
 }
 
-// removeParts removes from PartsOutDir the rendered parts, and the
+// removeParts removes from contract.PartsOutDir the rendered parts, and the
 // temporary files of interrupted writes, that are not among parts.
 func (r *Reloader) removeParts(parts map[string][]byte) error {
-	dir := filepath.Join(filepath.Dir(r.opts.ConfigOutput), PartsOutDir)
+	dir := filepath.Join(filepath.Dir(r.opts.ConfigOutput), contract.PartsOutDir)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
@@ -18,7 +19,7 @@ import (
 func splitConfig(main string, parts ...[2]string) string {
 	var b []byte
 	for _, p := range parts {
-		b = AppendPartDirective(b, p[0], []byte(p[1]))
+		b = contract.AppendPartDirective(b, p[0], []byte(p[1]))
 	}
 	return string(b) + main
 }
@@ -32,7 +33,7 @@ func splitConfig(main string, parts ...[2]string) string {
 func TestParts(t *testing.T) {
 	s := newSetup(t)
 	partsDir := filepath.Join(filepath.Dir(s.cfgDir), "config-parts")
-	outParts := filepath.Join(filepath.Dir(s.out), PartsOutDir)
+	outParts := filepath.Join(filepath.Dir(s.out), contract.PartsOutDir)
 	s.opts.PartsDir = partsDir
 	var (
 		mu      sync.Mutex
@@ -108,7 +109,7 @@ func TestPartErrors(t *testing.T) {
 			"waiting for the configuration's parts: part p not in PARTS yet"},
 		{"another generation", splitConfig("a: 1\n", [2]string{"p", "x"}), map[string]string{"p": "y"}, true,
 			"waiting for the configuration's parts: part p is not the one the configuration names yet (sha256 a1fce4363854, want 2d711642b726)"},
-		{"invalid line", PartDirective + "p sha256:12\na: 1\n", nil, true,
+		{"invalid line", contract.PartDirective + "p sha256:12\na: 1\n", nil, true,
 			`read config CONFIG: invalid part line "# podreload.dev/config-part: p sha256:12": want # podreload.dev/config-part: <name> sha256:<64 hex digits>`},
 		{"named twice", splitConfig("a: 1\n", [2]string{"p", "x"}, [2]string{"p", "x"}), nil, true,
 			"read config CONFIG: part p named twice"},

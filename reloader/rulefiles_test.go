@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
@@ -128,7 +128,7 @@ func TestSourceGzippedFiles(t *testing.T) {
 	src.set(config, good, nil)
 	h.start(t)
 	h.reloaded(t, 1, "v: 1\n|cm/a.yaml=a1;cm/b.yaml=b1;")
-	require.Equal(t, contenthash.Sum([]byte(config), good), log.wait(t, 1).Hash)
+	require.Equal(t, contract.Sum([]byte(config), good), log.wait(t, 1).Hash)
 
 	for i, bad := range []struct{ content, err string }{
 		{"a2", `gunzip: not gzipped \(no gzip magic bytes\)`},
@@ -146,7 +146,7 @@ func TestSourceGzippedFiles(t *testing.T) {
 	// Another file changes: reloaded, the bad file's last good version kept.
 	src.set(config, map[string]string{"cm/a.yaml.gz": "a2", "cm/b.yaml": "b2"}, nil)
 	h.reloaded(t, 2, "v: 1\n|cm/a.yaml=a1;cm/b.yaml=b2;")
-	require.Equal(t, contenthash.Sum([]byte(config), map[string]string{"cm/a.yaml.gz": good["cm/a.yaml.gz"], "cm/b.yaml": "b2"}), log.wait(t, 2).Hash)
+	require.Equal(t, contract.Sum([]byte(config), map[string]string{"cm/a.yaml.gz": good["cm/a.yaml.gz"], "cm/b.yaml": "b2"}), log.wait(t, 2).Hash)
 
 	// Fixed: applied at once.
 	src.set(config, map[string]string{"cm/a.yaml.gz": gz(t, "a3"), "cm/b.yaml": "b2"}, nil)
@@ -168,7 +168,7 @@ func TestSourcePlainToGzipped(t *testing.T) {
 	gzipped := map[string]string{"cm/a.yaml.gz": gz(t, "a1")}
 	src.set("v: 1\n", gzipped, nil)
 	second := log.wait(t, 2)
-	require.Equal(t, Applied{Hash: contenthash.Sum([]byte("v: 1\n"), gzipped), Time: first.Time}, second)
+	require.Equal(t, Applied{Hash: contract.Sum([]byte("v: 1\n"), gzipped), Time: first.Time}, second)
 	require.Len(t, h.ep.reloads(), 1)
 	require.Equal(t, "cm/a.yaml=a1;", readTree(h.rulesDir))
 }
@@ -196,7 +196,7 @@ func TestRulesInputDirs(t *testing.T) {
 	h.start(t)
 	h.reloaded(t, 1, "v: 1\n|cm-0/a.yaml=a1;cm-0/b.yaml=b1;")
 	// Named as the controller names the ConfigMaps' keys.
-	require.Equal(t, contenthash.Sum([]byte(config), map[string]string{"cm-0/a.yaml.gz": gz(t, "a1"), "cm-0/b.yaml": "b1"}), log.wait(t, 1).Hash)
+	require.Equal(t, contract.Sum([]byte(config), map[string]string{"cm-0/a.yaml.gz": gz(t, "a1"), "cm-0/b.yaml": "b1"}), log.wait(t, 1).Hash)
 
 	// A second ConfigMap appears, the first changes.
 	inputs[1].Set(t, map[string]string{"c.yaml.gz": gz(t, "c1")})

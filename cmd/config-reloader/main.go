@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/podreload/podreload/apisource"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/app"
 	"github.com/podreload/podreload/internal/tune"
@@ -169,7 +170,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.HelpFlag.Short('h')
 	a.Flag("config-file", "Configuration file to render, plain or gzipped (detected by its magic bytes).").StringVar(&cfg.configFile)
 	a.Flag("config-envsubst-file", "Output file: the configuration gunzipped and with $(VAR) expanded, written atomically.").StringVar(&cfg.output)
-	a.Flag("config-parts-dir", "Directory holding the parts a split configuration names ("+strings.TrimSpace(reloader.PartDirective)+" lines), each a file of the part's name, plain or gzipped; each is rendered as the configuration into "+reloader.PartsOutDir+"/NAME.yaml next to --config-envsubst-file. With --config-secret, the parts are the Secrets of those names instead.").StringVar(&cfg.partsDir)
+	a.Flag("config-parts-dir", "Directory holding the parts a split configuration names ("+strings.TrimSpace(contract.PartDirective)+" lines), each a file of the part's name, plain or gzipped; each is rendered as the configuration into "+contract.PartsOutDir+"/NAME.yaml next to --config-envsubst-file. With --config-secret, the parts are the Secrets of those names instead.").StringVar(&cfg.partsDir)
 	a.Flag("watched-dir", "Directory whose top-level files are watched, non-recursively (repeatable).").StringsVar(&cfg.watchedDirs)
 	a.Flag("watch-interval", "How often everything is re-read as a safety net; 0 renders the configuration once and exits (init-container mode).").Default("3m").DurationVar(&cfg.watchInterval)
 	a.Flag("delay-interval", "Wait this long after the last change before reloading; 0 reloads the first change at once and coalesces a burst into one trailing reload.").Default("0s").DurationVar(&cfg.delayInterval)
@@ -204,7 +205,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("api-server", "URL of the Kubernetes API server; by default the in-cluster one ($KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).").SetValue(app.URLValue{Flag: "api-server", Raw: &cfg.api.Server})
 	a.Flag("api-token-file", "Bearer token for the API server, read again for each request (a rotated token is used at once).").Default(apisource.DefaultTokenFile).StringVar(&cfg.api.TokenFile)
 	a.Flag("api-ca-file", "Certificates that verify the API server.").Default(apisource.DefaultCAFile).StringVar(&cfg.api.CAFile)
-	a.Flag("report-pod", "Write what Prometheus runs (the content hash of what it last accepted, and its last rejection) into this pod's "+apisource.AppliedAnnotation+" annotation, NAMESPACE/NAME, through the API server (--api-server, --api-token-file, --api-ca-file); empty reports nothing.").StringVar(&cfg.reportPod)
+	a.Flag("report-pod", "Write what Prometheus runs (the content hash of what it last accepted, and its last rejection) into this pod's "+contract.AppliedAnnotation+" annotation, NAMESPACE/NAME, through the API server (--api-server, --api-token-file, --api-ca-file); empty reports nothing.").StringVar(&cfg.reportPod)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	level := &logLevel{level: cfg.log.Level}
 	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)

@@ -30,6 +30,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/podreload/podreload/controller"
+	promserver "github.com/podreload/podreload/controller/prometheus"
 	"github.com/podreload/podreload/deploy/crds"
 	"github.com/podreload/podreload/internal/app"
 	"github.com/podreload/podreload/internal/tune"
@@ -129,7 +130,7 @@ func runController(ctx context.Context, cfg *config) int {
 	c, err := controller.New(logger.With("component", "controller"), reg, controller.Options{
 		Config:     restConfig,
 		Namespaces: cfg.namespaces,
-		Workload: controller.WorkloadOptions{
+		Prometheus: promserver.WorkloadOptions{
 			DefaultPrometheusImage: cfg.prometheusImage,
 			DefaultReloaderImage:   cfg.reloader,
 		},

@@ -37,10 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/contract"
+	promserver "github.com/podreload/podreload/controller/prometheus"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
-	"github.com/podreload/podreload/reloader"
 )
 
 // scaleCase is what a BenchmarkScale run creates: monitors ServiceMonitors
@@ -327,13 +327,13 @@ type tracker struct {
 // server until the benchmark ends.
 func watchProgress(b *testing.B, c client.WithWatch, server *v1alpha1.PrometheusServer, sc scaleCase) *tracker {
 	t := &tracker{p: progress{wantJobs: sc.jobs(), wantFiles: sc.rules, shards: map[string]int{},
-		main: controller.ConfigSecretName(server), parts: map[string][]byte{}, partJobs: map[string]int{}}}
+		main: promserver.ConfigSecretName(server), parts: map[string][]byte{}, partJobs: map[string]int{}}}
 	// The config Secret and its part Secrets, when it is split.
 	secrets, err := c.Watch(b.Context(), &corev1.SecretList{}, client.InNamespace(server.Namespace),
 		client.MatchingLabels{"podreload.dev/config": server.Name})
 	must(b, err)
 	shards, err := c.Watch(b.Context(), &corev1.ConfigMapList{}, client.InNamespace(server.Namespace),
-		client.MatchingLabels{controller.LabelRuleFiles: server.Name})
+		client.MatchingLabels{promserver.LabelRuleFiles: server.Name})
 	must(b, err)
 	done := make(chan struct{})
 	go func() {
@@ -383,16 +383,16 @@ func (t *tracker) secretEvent(ev watch.Event) {
 		delete(t.p.parts, s.Name)
 		delete(t.p.partJobs, s.Name)
 	} else {
-		jobs, err := countJobs(s.Data[controller.ConfigSecretKey])
+		jobs, err := countJobs(s.Data[promserver.ConfigSecretKey])
 		t.p.secrets++
 		if err != nil {
 			t.p.secretErr = err
 			return
 		}
 		if s.Name == t.p.main {
-			t.p.secret = s.Data[controller.ConfigSecretKey]
+			t.p.secret = s.Data[promserver.ConfigSecretKey]
 		} else {
-			t.p.parts[s.Name] = s.Data[controller.ConfigSecretKey]
+			t.p.parts[s.Name] = s.Data[promserver.ConfigSecretKey]
 		}
 		t.p.partJobs[s.Name] = jobs
 	}
@@ -401,7 +401,7 @@ func (t *tracker) secretEvent(ev watch.Event) {
 		t.p.jobs += n
 	}
 	t.event(now, fmt.Sprintf("Secret %s %s: %d jobs (%d bytes gzipped); %d in %d Secrets", s.Name, ev.Type, t.p.partJobs[s.Name],
-		len(s.Data[controller.ConfigSecretKey]), t.p.jobs, len(t.p.partJobs)))
+		len(s.Data[promserver.ConfigSecretKey]), t.p.jobs, len(t.p.partJobs)))
 	if t.p.jobs != t.p.wantJobs {
 		t.p.config, t.p.converged = time.Time{}, time.Time{}
 	} else if t.p.config.IsZero() {
@@ -487,7 +487,7 @@ func (t *tracker) verify(b *testing.B, want int) {
 	size, gzipped, jobs := len(data), len(p.secret), cfg.ScrapeConfigs
 	var files []string
 	for _, name := range slices.Sorted(maps.Keys(p.parts)) {
-		files = append(files, reloader.PartPath(name))
+		files = append(files, contract.PartPath(name))
 		part, err := gunzip(p.parts[name])
 		must(b, err)
 		cfg.ScrapeConfigs = nil

@@ -1,0 +1,62 @@
+package prometheus
+
+import (
+	"strconv"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/sidecar"
+)
+
+// accessName is the name of the Role, and of its RoleBinding, that let the
+// reloaders of server report what Prometheus runs in their pods and, with
+// the API source, read its config Secret and rule ConfigMaps.
+func accessName(server *v1alpha1.PrometheusServer) string {
+	return server.Name + "-config-reloader"
+}
+
+// renderAccess renders what the reloaders of server need (sidecar.Role): a
+// Role, in the server's namespace, and its RoleBinding to the pods'
+// service account. Owner references are not set.
+//
+// With either source, the reloaders patch their own pod to report what
+// Prometheus runs (the podreload.dev/applied annotation): the Role grants
+// patch on the names of the StatefulSets' pods, <name>-0 to
+// <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
+// resourceNames would grant every pod).
+//
+// With the API source, the Secret is granted by name, and so are the part
+// Secrets of a split configuration (partSlots of them, so that the Role
+// changes less often than the count of parts): Kubernetes checks a
+// list or watch that selects the field metadata.name=<name> against
+// resourceNames, so the reloaders can watch it and nothing else. A list or
+// watch by label selector cannot be limited that way: the ConfigMaps rule
+// grants list and watch on every ConfigMap of the namespace (not get: the
+// reloaders never read one by name).
+func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	a := sidecar.Access{
+		Name: accessName(server), Namespace: server.Namespace, Labels: selectorLabels(server),
+		ServiceAccount: server.Spec.ServiceAccountName,
+		Pods:           podNames(server),
+	}
+	if apiSource(server) {
+		a.Secrets = append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...)
+		a.ConfigMaps = true
+	}
+	return sidecar.Role(a)
+}
+
+// podNames are the names of the pods of server's StatefulSets, every
+// shard's.
+func podNames(server *v1alpha1.PrometheusServer) []string {
+	replicas := int(ptr.Deref(server.Spec.Replicas, 1))
+	names := make([]string, 0, replicas*shardCount(server))
+	for shard := range shardCount(server) {
+		for i := range replicas {
+			names = append(names, shardName(server, shard)+"-"+strconv.Itoa(i))
+		}
+	}
+	return names
+}

@@ -1,0 +1,369 @@
+package prometheus
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/contract"
+)
+
+// A configuration too large for the config Secret is split (prometheus-
+// operator issue #4702): the config Secret keeps global, rule_files,
+// alerting, remote_write and the scrape jobs that fit, and names the
+// others' Secrets, <secret>-1, <secret>-2..., in its scrape_config_files
+// and on its leading contract.PartDirective lines, with the SHA-256 of
+// each, so that the reloaders apply nothing before every part of one
+// generation is there, and the content hash of the config Secret's key
+// covers the whole.
+const (
+	// maxConfigBytes is the largest configuration file, uncompressed, a
+	// reloader renders at its default --config-max-size (16 MiB): a
+	// larger one is split, as one too large gzipped for a Secret is.
+	maxConfigBytes = 16 << 20
+	// minPartBytes and maxPartBytes bound the scrape jobs of a part,
+	// uncompressed: half maxConfigBytes at most, for margin.
+	minPartBytes = 4 << 20
+	maxPartBytes = 8 << 20
+	// maxPartGzip bounds a part gzipped: half the API server's limit on a
+	// Secret, as maxShardBytes is for a rule ConfigMap.
+	maxPartGzip = 512 << 10
+	// partBoundary makes one job name in so many end a part (once it
+	// holds minPartBytes): see chunkJobs.
+	partBoundary = 256
+	// labelConfigPart marks the part Secrets of a server with their
+	// number; they also carry labelConfig.
+	labelConfigPart = "podreload.dev/config-part"
+	// scrapeConfigsKey starts the scrape_configs section.
+	scrapeConfigsKey = "scrape_configs:\n"
+)
+
+// ConfigPartName is the name of the i-th part Secret (from 1) of server.
+func ConfigPartName(server *v1alpha1.PrometheusServer, i int) string {
+	return ConfigSecretName(server) + "-" + strconv.Itoa(i)
+}
+
+// job is one scrape job, encoded as an item of scrape_configs.
+type job struct {
+	monitor int // index in configParts.monitors, or additionalMonitor
+	name    string
+	item    []byte
+}
+
+// splitConfig is a configuration split: the main one, gzipped, and its
+// parts' Secrets.
+type splitConfig struct {
+	main, mainGzip []byte
+	parts          []*corev1.Secret
+	// rejected are the monitors left out: a job of theirs does not fit a
+	// part alone.
+	rejected []rejection
+}
+
+// split splits the configuration of p, whose global and rule_files
+// sections are head, into a main configuration and parts: the jobs are
+// cut into chunks (chunker) in the order of their monitors (namespace,
+// name), the first chunk stays in the main configuration when it fits
+// there, and each other goes into a part Secret, numbered in order. A
+// monitor with a job too large for a part alone is left out; an
+// additional scrape configuration that large is an error. It uses up
+// p.jobs: call it once.
+func split(server *v1alpha1.PrometheusServer, head []byte, p configParts) (*splitConfig, error) {
+	s := p.jobs
+	if err := s.split(); err != nil {
+		return nil, err
+	}
+	if err := s.close(); err != nil {
+		return nil, err
+	}
+	mainJobs, main, mainGzip, err := mainConfig(server, head, p.rest, s.first, s.gzipped)
+	if err != nil {
+		return nil, err
+	}
+	out := &splitConfig{main: main, mainGzip: mainGzip, rejected: s.rejected}
+	for i, gz := range s.gzipped[mainJobs:] {
+		out.parts = append(out.parts, configPart(server, i+1, gz))
+	}
+	return out, nil
+}
+
+// jobStream holds the scrape jobs of a configuration as they are
+// rendered, in order. While they may fit in the config Secret (up to
+// maxConfigBytes) it keeps them all; past that, the configuration is
+// split, and it cuts them into chunks as they come (chunker), gzips each
+// chunk as it closes, and keeps the jobs of the first one only, for the
+// main configuration. At 20,000 endpoints (47 MB of jobs, encoded) a
+// render peaked at 143 MB of heap holding every job, and at 81 MB this
+// way.
+type jobStream struct {
+	// monitors are the monitors of the jobs (job.monitor).
+	monitors []monitorRef
+	// names are the names of the jobs, in order.
+	names []string
+	// jobs are the jobs held until splitting: all of them.
+	jobs []job
+	// size is the size of jobs' items, until splitting.
+	size      int
+	splitting bool
+	chunker   chunker
+	// first are the jobs of the first gzipped chunk; gzipped, the
+	// chunks, gzipped.
+	first   []job
+	gzipped [][]byte
+	// rejected are the monitors left out: a job of theirs is too large
+	// for a part alone.
+	rejected []rejection
+}
+
+// add adds js, the jobs of one monitor, encoded, in order.
+func (s *jobStream) add(js []job) error {
+	for _, j := range js {
+		s.names = append(s.names, j.name)
+	}
+	if s.splitting {
+		return s.addSplit(js)
+	}
+	s.jobs = append(s.jobs, js...)
+	for _, j := range js {
+		s.size += len(j.item)
+	}
+	if s.size <= maxConfigBytes {
+		return nil
+	}
+	return s.split()
+}
+
+// addSplit adds js, the jobs of one monitor, to the chunks, unless one
+// of them is too large for a part alone.
+func (s *jobStream) addSplit(js []job) error {
+	if large, err := s.tooLarge(js); err != nil || large {
+		return err
+	}
+	for _, j := range js {
+		for _, c := range s.chunker.add(j) {
+			if err := s.gzip(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// split starts splitting, when not already: the jobs held are added to
+// the chunks (addSplit), monitor by monitor.
+func (s *jobStream) split() error {
+	if s.splitting {
+		return nil
+	}
+	held := s.jobs
+	s.jobs, s.size, s.splitting = nil, 0, true
+	for start := 0; start < len(held); {
+		end := start + 1
+		for end < len(held) && held[end].monitor == held[start].monitor {
+			end++
+		}
+		if err := s.addSplit(held[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// tooLarge reports whether a job of js is too large for a part alone, and
+// if so leaves out the monitor of js: it adds its rejection, or returns
+// an error for the additional scrape configurations. A job of fewer bytes
+// than maxPartGzip, but 1 KiB, fits without a try: deflate writes a block
+// that does not compress stored, 5 bytes more per 64 KiB, and gzip adds
+// 18 bytes.
+func (s *jobStream) tooLarge(js []job) (bool, error) {
+	for _, j := range js {
+		if len(scrapeConfigsKey)+len(j.item) <= maxPartGzip-1024 {
+			continue
+		}
+		_, err := gzipConfig(maxPartGzip, []byte(scrapeConfigsKey), j.item)
+		var sizeErr *sizeError
+		switch {
+		case err == nil:
+			continue
+		case !errors.As(err, &sizeErr):
+			return false, err
+		case j.monitor == additionalMonitor:
+			return true, fmt.Errorf("spec.additionalScrapeConfigs: job %q is more than the %d bytes, gzipped, a part of the configuration holds", j.name, maxPartGzip)
+		}
+		m := s.monitors[j.monitor]
+		s.rejected = append(s.rejected, rejection{Kind: m.kind, Namespace: m.namespace, Name: m.name,
+			Reason: fmt.Sprintf("a scrape job of it is more than the %d bytes, gzipped, a part of the configuration holds", maxPartGzip)})
+		return true, nil
+	}
+	return false, nil
+}
+
+// close gzips the open chunk, if any.
+func (s *jobStream) close() error {
+	if c := s.chunker.close(); len(c) > 0 {
+		return s.gzip(c)
+	}
+	return nil
+}
+
+// gzip gzips the chunk c as parts (gzipChunks) and keeps the jobs of the
+// first part of the configuration.
+func (s *jobStream) gzip(c []job) error {
+	chunks, gzipped, err := gzipChunks(c)
+	if err != nil {
+		return err
+	}
+	if len(s.gzipped) == 0 {
+		s.first = chunks[0]
+	}
+	s.gzipped = append(s.gzipped, gzipped...)
+	return nil
+}
+
+// chunker cuts jobs, added one by one, into chunks of at most
+// maxPartBytes (a job larger than that alone is a chunk alone), where
+// each chunk ends after a job whose name hashes to a boundary (one in
+// partBoundary) once it holds minPartBytes. Where a chunk ends depends on
+// its own jobs only, not on those before it, so a change to a monitor
+// moves the jobs of the chunk it is in at most: the chunks before and
+// after it keep theirs, but for the rare chunk that reaches maxPartBytes
+// without a boundary.
+type chunker struct {
+	jobs []job
+	size int
+}
+
+// add adds j and returns the chunks it closes: none, one or two.
+func (c *chunker) add(j job) [][]job {
+	var closed [][]job
+	if c.size > 0 && c.size+len(j.item) > maxPartBytes {
+		closed = append(closed, c.close())
+	}
+	c.jobs = append(c.jobs, j)
+	c.size += len(j.item)
+	if c.size >= minPartBytes && xxhash.Sum64String(j.name)%partBoundary == 0 {
+		closed = append(closed, c.close())
+	}
+	return closed
+}
+
+// close closes the open chunk and returns it.
+func (c *chunker) close() []job {
+	jobs := c.jobs
+	c.jobs, c.size = nil, 0
+	return jobs
+}
+
+// gzipChunks gzips the chunk c as a part, halving it while it is too
+// large gzipped, and returns the chunks that result, gzipped. Every job of
+// c fits a part alone (jobStream.tooLarge).
+func gzipChunks(c []job) ([][]job, [][]byte, error) {
+	var (
+		out     [][]job
+		gzipped [][]byte
+	)
+	for chunks := [][]job{c}; len(chunks) > 0; {
+		c := chunks[0]
+		chunks = chunks[1:]
+		parts := make([][]byte, 0, len(c)+1)
+		parts = append(parts, []byte(scrapeConfigsKey))
+		for _, j := range c {
+			parts = append(parts, j.item)
+		}
+		gz, err := gzipConfig(maxPartGzip, parts...)
+		var sizeErr *sizeError
+		switch {
+		case err == nil:
+			out, gzipped = append(out, c), append(gzipped, gz)
+		case !errors.As(err, &sizeErr) || len(c) == 1:
+			return nil, nil, err
+		default:
+			chunks = append([][]job{c[:len(c)/2], c[len(c)/2:]}, chunks...)
+		}
+	}
+	return out, gzipped, nil
+}
+
+// mainConfig returns how many chunks (0 or 1) the main configuration
+// holds, and that configuration, plain and gzipped: the part directives,
+// head, scrape_config_files, the jobs of the first chunk when they fit in
+// the config Secret, and rest.
+func mainConfig(server *v1alpha1.PrometheusServer, head, rest []byte, first []job, gzipped [][]byte) (int, []byte, []byte, error) {
+	for held := min(1, len(gzipped)); held >= 0; held-- {
+		var b []byte
+		for i, gz := range gzipped[held:] {
+			b = contract.AppendPartDirective(b, ConfigPartName(server, i+1), gz)
+		}
+		b = append(b, head...)
+		if n := len(gzipped) - held; n > 0 {
+			b = append(b, "scrape_config_files:\n"...)
+			for i := range n {
+				b = append(b, "- "...)
+				b = appendYAMLString(b, contract.PartPath(ConfigPartName(server, i+1)))
+				b = append(b, '\n')
+			}
+		}
+		if held == 0 {
+			b = append(b, "scrape_configs: []\n"...)
+		} else {
+			b = append(b, scrapeConfigsKey...)
+			for _, j := range first {
+				b = append(b, j.item...)
+			}
+		}
+		b = append(b, rest...)
+		gz, err := gzipConfig(corev1.MaxSecretSize, b)
+		var sizeErr *sizeError
+		switch {
+		case err == nil && len(b) <= maxConfigBytes:
+			return held, b, gz, nil
+		case err != nil && !errors.As(err, &sizeErr):
+			return 0, nil, nil, err
+		case held == 0 && err != nil:
+			return 0, nil, nil, err
+		case held == 0:
+			return 0, nil, nil, &sizeError{size: len(b), gzipped: len(gz), limit: corev1.MaxSecretSize}
+		}
+	}
+	return 0, nil, nil, errors.New("render config: no jobs") // Never: held reaches 0 and returns.
+}
+
+// configPart is the i-th part Secret of server, holding gz.
+func configPart(server *v1alpha1.PrometheusServer, i int, gz []byte) *corev1.Secret {
+	s := configSecret(server, gz)
+	s.Name = ConfigPartName(server, i)
+	s.Labels[labelConfigPart] = strconv.Itoa(i)
+	return s
+}
+
+// isConfigPart reports whether name is the name of a part Secret of
+// server.
+func isConfigPart(server *v1alpha1.PrometheusServer, name string) bool {
+	rest, ok := strings.CutPrefix(name, ConfigSecretName(server)+"-")
+	n, err := strconv.Atoi(rest)
+	return ok && err == nil && n > 0 && strconv.Itoa(n) == rest
+}
+
+// partSlots is the number of part Secrets the pods of a server can read
+// without a change for parts of them: parts rounded up to a multiple of 4
+// (none without parts). The Role of the API source names them; the
+// volume source mounts them (optional).
+func partSlots(parts int) int {
+	return (parts + ruleVolumeStep - 1) / ruleVolumeStep * ruleVolumeStep
+}
+
+// partSecretNames are the names of the part Secrets of server its pods
+// can read, slots of them.
+func partSecretNames(server *v1alpha1.PrometheusServer, slots int) []string {
+	names := make([]string, slots)
+	for i := range names {
+		names[i] = ConfigPartName(server, i+1)
+	}
+	return names
+}

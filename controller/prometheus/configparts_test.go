@@ -1,0 +1,391 @@
+package prometheus
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/apisource"
+	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/envsubst"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/reloader"
+)
+
+// bigMonitor is a ServiceMonitor whose bearer token, from a Secret of the
+// same name, is size bytes of random text: gzip makes it about a quarter
+// smaller, no more.
+func bigMonitor(ns, name string, size int) (*monitoringv1.ServiceMonitor, *corev1.Secret) {
+	rnd := rand.New(rand.NewChaCha8([32]byte([]byte(name + "-seed-of-32-bytes-padding-padding")[:32])))
+	raw := make([]byte, size*3/4)
+	for i := range raw {
+		raw[i] = byte(rnd.Uint32())
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Data: map[string][]byte{"token": []byte(base64.StdEncoding.EncodeToString(raw))}}
+	sm := serviceMonitor(ns, name, nil)
+	sm.Spec.Endpoints[0].Authorization = &monitoringv1.SafeAuthorization{Credentials: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "token",
+	}}
+	return sm, secret
+}
+
+// bigMonitors are ServiceMonitors whose configuration is too large for a
+// Secret, and big-d, whose one job is too large for a part alone.
+func bigMonitors(ns string) ([]*monitoringv1.ServiceMonitor, []*corev1.Secret) {
+	var sms []*monitoringv1.ServiceMonitor
+	var secrets []*corev1.Secret
+	for _, m := range []struct {
+		name string
+		size int
+	}{{"big-a", 450 << 10}, {"big-b", 550 << 10}, {"big-c", 500 << 10}, {"big-d", 800 << 10}} {
+		sm, s := bigMonitor(ns, m.name, m.size)
+		sms, secrets = append(sms, sm), append(secrets, s)
+	}
+	return sms, secrets
+}
+
+// renderSplit renders, with the real reloader as the volume source runs
+// it, the config Secret main and its parts into a directory, checks the
+// result with the real promtool, and returns the scrape job names of
+// every file.
+func renderSplit(t *testing.T, main *corev1.Secret, parts []*corev1.Secret) []string {
+	t.Helper()
+	promtool, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cfgDir, partsDir, outDir := filepath.Join(dir, "config"), filepath.Join(dir, "config-parts"), filepath.Join(dir, "config_out")
+	require.NoError(t, os.MkdirAll(cfgDir, 0o755))
+	require.NoError(t, os.MkdirAll(partsDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigSecretKey), main.Data[ConfigSecretKey], 0o644))
+	for _, p := range parts {
+		require.NoError(t, os.WriteFile(filepath.Join(partsDir, p.Name), p.Data[ConfigSecretKey], 0o644))
+	}
+	out := filepath.Join(outDir, configEnvsubstFile)
+	rel, err := reloader.New(nil, prometheus.NewRegistry(), reloader.Options{
+		ConfigFile: filepath.Join(cfgDir, ConfigSecretKey), ConfigOutput: out, PartsDir: partsDir,
+		Expander: envsubst.New(envsubst.Options{Lookup: func(name string) (string, bool) {
+			return map[string]string{"POD_NAME": "main-0", "SHARD": "0"}[name], name == "POD_NAME" || name == "SHARD"
+		}}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, rel.Render())
+	b, err := exec.CommandContext(t.Context(), promtool, "check", "config", out).CombinedOutput()
+	require.NoError(t, err, "promtool check config:\n%s", b)
+
+	files := []string{out}
+	for _, p := range parts {
+		files = append(files, filepath.Join(outDir, contract.PartPath(p.Name)))
+	}
+	var names []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "$(POD_NAME)", "%s expanded", f)
+		names = append(names, jobs(t, string(b))...)
+	}
+	return names
+}
+
+// TestRenderSplit renders a configuration too large for a Secret: its
+// jobs, the additional ones included, go into part Secrets that the
+// config Secret names with their hashes, the reloader renders the whole,
+// which promtool loads with every job, and a monitor whose job is too
+// large for a part alone is left out.
+func TestRenderSplit(t *testing.T) {
+	srv := server("monitoring", "main", func(s *v1alpha1.PrometheusServerSpec) {
+		s.ServiceMonitorSelector = &metav1.LabelSelector{}
+		s.RuleSelector = &metav1.LabelSelector{}
+		s.AdditionalScrapeConfigs = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}, Key: "jobs.yaml"}
+	})
+	sms, secrets := bigMonitors("monitoring")
+	in := inputs{
+		Server:          srv,
+		Namespaces:      map[string]labels.Set{"monitoring": nil},
+		ServiceMonitors: append(sms, serviceMonitor("monitoring", "small", nil)),
+		Rules:           []*monitoringv1.PrometheusRule{prometheusRule("monitoring", "rules", nil, "up")},
+		Secrets:         map[string]*corev1.Secret{},
+	}
+	for _, s := range secrets {
+		in.Secrets[s.Namespace+"/"+s.Name] = s
+	}
+	in.Secrets["monitoring/extra"] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "extra"},
+		Data: map[string][]byte{"jobs.yaml": []byte("- job_name: extra\n  static_configs:\n  - targets: [localhost:9100]\n")}}
+
+	objs, err := render(in, testOptions(), nil)
+	require.NoError(t, err)
+	require.Nil(t, objs.Oversized)
+	require.NotNil(t, objs.ConfigSecret)
+	require.Equal(t, []rejection{{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "monitoring", Name: "big-d",
+		Reason: "a scrape job of it is more than the 524288 bytes, gzipped, a part of the configuration holds"}}, objs.Rejected)
+	var names []string
+	for i, p := range objs.ConfigParts {
+		names = append(names, p.Name)
+		require.Equal(t, map[string]string{kube.LabelName: App, labelInstance: "main", labelConfig: "main", labelConfigPart: fmt.Sprint(i + 1)}, p.Labels)
+		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), maxPartGzip)
+	}
+	require.Equal(t, []string{"main-config-1", "main-config-2"}, names)
+
+	main := gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey])
+	var directives []byte
+	for _, p := range objs.ConfigParts {
+		directives = contract.AppendPartDirective(directives, p.Name, p.Data[ConfigSecretKey])
+	}
+	require.True(t, bytes.HasPrefix(main, directives), "the config names its parts and their hashes first:\n%.300s", main)
+	sum := sha256.Sum256(main)
+	require.Equal(t, hex.EncodeToString(sum[:]), objs.ConfigHash)
+	require.Equal(t, contentHash(objs.ConfigSecret.Data[ConfigSecretKey], objs.RuleShards), objs.ContentHash)
+
+	var cfg struct {
+		ScrapeConfigFiles []string `yaml:"scrape_config_files"`
+	}
+	require.NoError(t, yaml.Unmarshal(main, &cfg))
+	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml"}, cfg.ScrapeConfigFiles)
+
+	got := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
+	require.ElementsMatch(t, []string{
+		"serviceMonitor/monitoring/big-a/0", "serviceMonitor/monitoring/big-b/0",
+		"serviceMonitor/monitoring/big-c/0", "serviceMonitor/monitoring/small/0", "extra",
+	}, got)
+
+	// The same input renders the same bytes.
+	again, err := render(in, testOptions(), nil)
+	require.NoError(t, err)
+	require.Equal(t, objs.ConfigSecret, again.ConfigSecret)
+	require.Equal(t, objs.ConfigParts, again.ConfigParts)
+
+	// An additional job too large for a part alone is the server's error.
+	_, huge := bigMonitor("monitoring", "huge", 800<<10)
+	small := in.Secrets["monitoring/extra"]
+	extra := small.DeepCopy()
+	extra.Data["jobs.yaml"] = append(extra.Data["jobs.yaml"], "- job_name: huge\n  authorization:\n    credentials: "+string(huge.Data["token"])+"\n"...)
+	in.Secrets["monitoring/extra"] = extra
+	_, err = render(in, testOptions(), nil)
+	require.EqualError(t, err, `spec.additionalScrapeConfigs: job "huge" is more than the 524288 bytes, gzipped, a part of the configuration holds`)
+	in.Secrets["monitoring/extra"] = small
+
+	// Without big-d and big-b, it fits in the config Secret again.
+	in.ServiceMonitors = slices.DeleteFunc(in.ServiceMonitors, func(sm *monitoringv1.ServiceMonitor) bool { return sm.Name == "big-b" || sm.Name == "big-d" })
+	objs, err = render(in, testOptions(), nil)
+	require.NoError(t, err)
+	require.Empty(t, objs.ConfigParts)
+	require.Empty(t, objs.Rejected)
+	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
+}
+
+// chunkJobs cuts jobs into chunks with a chunker.
+func chunkJobs(jobs []job) [][]job {
+	var c chunker
+	var chunks [][]job
+	for _, j := range jobs {
+		chunks = append(chunks, c.add(j)...)
+	}
+	if last := c.close(); len(last) > 0 {
+		chunks = append(chunks, last)
+	}
+	return chunks
+}
+
+// TestChunkJobsStable changes one job among 20,000: only the chunk that
+// holds it changes, if any.
+func TestChunkJobsStable(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var all []job
+	for i := range 20000 {
+		all = append(all, job{name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: make([]byte, 1500+rnd.IntN(1000))})
+	}
+	before := chunkJobs(all)
+	require.Greater(t, len(before), 4)
+	for _, c := range before {
+		size := 0
+		for _, j := range c {
+			size += len(j.item)
+		}
+		require.LessOrEqual(t, size, maxPartBytes)
+	}
+	for _, change := range []struct {
+		name string
+		edit func([]job) []job
+		want int // chunks whose jobs change
+	}{
+		{"a job added", func(js []job) []job {
+			return slices.Insert(js, 10000, job{name: "serviceMonitor/ns/app-10000a/0", item: make([]byte, 2000)})
+		}, 1},
+		{"a job removed", func(js []job) []job { return slices.Delete(js, 10000, 10001) }, 1},
+		{"a job grown", func(js []job) []job { js[10000].item = make([]byte, 50000); return js }, 0},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			after := chunkJobs(change.edit(slices.Clone(all)))
+			require.Len(t, after, len(before))
+			changed := 0
+			for i := range before {
+				if !slices.EqualFunc(before[i], after[i], func(a, b job) bool { return a.name == b.name }) {
+					changed++
+				}
+			}
+			require.Equal(t, change.want, changed, "chunks changed")
+		})
+	}
+}
+
+// testSplit makes the configuration of a PrometheusServer too large for
+// a Secret on the real API server: its jobs go into part Secrets, which
+// the real reloader reads through the API server (the API source, with
+// the Role the controller writes) and renders into a configuration that
+// promtool loads with every job; the parts no longer needed are deleted.
+func (cp *controlPlane) testSplit(t *testing.T) {
+	ns := cp.namespace(t, "split", nil)
+	cp.start(t, kube.Options{Namespaces: []string{ns}})
+	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
+		s.ServiceMonitorSelector = &metav1.LabelSelector{}
+	})
+	cp.create(t, srv)
+	in := benchConfigInput(2000, 10)
+	var objs []client.Object
+	for _, s := range in.Secrets {
+		s = s.DeepCopy()
+		s.Namespace = ns
+		objs = append(objs, s)
+	}
+	for _, sm := range in.ServiceMonitors {
+		sm = sm.DeepCopy()
+		sm.Namespace = ns
+		objs = append(objs, sm)
+	}
+	cp.createParallel(t, objs)
+
+	// 4,000 objects to render on shared cores: longer than deadline.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, len(cp.configParts(t, srv)), 3)
+		assert.Equal(c, int32(2000), cp.status(t, srv).ServiceMonitors.Selected)
+		cond := meta.FindStatusCondition(cp.status(t, srv).Conditions, conditionReconciled)
+		assert.True(c, cond != nil && cond.Status == metav1.ConditionTrue, "Reconciled")
+	}, 5*time.Minute, 100*time.Millisecond)
+	names := cp.renderFromAPI(t, srv)
+	require.Len(t, names, 20000)
+	slices.Sort(names)
+	require.Len(t, slices.Compact(names), 20000, "every job once")
+
+	// Fewer monitors: fewer parts, the others deleted.
+	for _, sm := range in.ServiceMonitors[:1500] {
+		require.NoError(t, cp.c.Delete(t.Context(), &monitoringv1.ServiceMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sm.Name}}))
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, cp.configParts(t, srv))
+		assert.Len(c, jobs(t, cp.config(t, srv)), 5000)
+	}, 5*time.Minute, 100*time.Millisecond)
+}
+
+// createParallel creates objs with 16 clients at once.
+func (cp *controlPlane) createParallel(t *testing.T, objs []client.Object) {
+	t.Helper()
+	work := make(chan client.Object)
+	errs := make(chan error, len(objs))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for o := range work {
+				if err := cp.c.Create(t.Context(), o); err != nil {
+					errs <- fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// configParts returns the part Secrets of s, in order.
+func (cp *controlPlane) configParts(t *testing.T, s *v1alpha1.PrometheusServer) []corev1.Secret {
+	var list corev1.SecretList
+	require.NoError(t, cp.c.List(t.Context(), &list, client.InNamespace(s.Namespace), client.HasLabels{labelConfigPart}))
+	slices.SortFunc(list.Items, func(a, b corev1.Secret) int {
+		return cmp.Compare(a.Labels[labelConfigPart], b.Labels[labelConfigPart])
+	})
+	return list.Items
+}
+
+// renderFromAPI renders the configuration of s with the real reloader
+// reading it through the API server (the API source), as a service
+// account bound to the rules of the Role the controller wrote, checks it
+// with promtool and returns the scrape job names of every file.
+func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer) []string {
+	t.Helper()
+	promtool, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	var role rbacv1.Role
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: accessName(s)}, &role))
+	token, ca := cp.env.ServiceAccount(t, s.Namespace, "reader", role.Rules)
+	src, err := apisource.New(nil, prometheus.NewRegistry(), apisource.Options{
+		Config:          apisource.Config{Server: cp.cfg.Host, TokenFile: token, CAFile: ca},
+		SecretNamespace: s.Namespace, SecretName: ConfigSecretName(s), SecretKey: ConfigSecretKey,
+	})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), configEnvsubstFile)
+	rel, err := reloader.New(nil, prometheus.NewRegistry(), reloader.Options{Source: src, ConfigOutput: out})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = src.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	// As the init container does: render after each change until every
+	// part is read.
+	timeout := time.After(5 * time.Minute)
+	for err := errors.New("not rendered"); err != nil; err = rel.Render() {
+		select {
+		case <-src.Changed():
+		case <-timeout:
+			require.NoError(t, err, "render from the API server")
+		}
+	}
+
+	b, err := exec.CommandContext(t.Context(), promtool, "check", "config", out).CombinedOutput()
+	require.NoError(t, err, "promtool check config:\n%s", b)
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(out), contract.PartsOutDir, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, len(cp.configParts(t, s)))
+	var names []string
+	for _, f := range append(files, out) {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		names = append(names, jobs(t, string(b))...)
+	}
+	return names
+}

@@ -1,0 +1,40 @@
+// Package prometheus is the PrometheusServer kind: it renders and
+// reconciles the objects of a PrometheusServer: the gzipped configuration
+// Secret (and its part Secrets when it is too large for one), the sharded
+// rules ConfigMaps, a headless Service and the StatefulSets whose pods run
+// Prometheus with the config-reloader sidecar. Setup sets its reconciler up
+// with the controller's manager (package controller's table of kinds). It
+// writes through package kube and reads the Secrets and ConfigMaps it
+// references through package store; it imports no other kind.
+//
+// Where things are:
+//
+//	watches.go      Setup, AddToScheme: the watches and what each triggers
+//	reconcile.go    one reconciliation: read the inputs, render, write, status
+//	write.go        the order of the writes; the objects no longer wanted deleted
+//	status.go       the status: conditions, counts, replicas, apply timing
+//	metrics.go      the reconciler's metrics
+//	applied.go      ConfigApplied from the pods' reports (package contract)
+//	selected.go     the table of the kinds a server selects (ServiceMonitor...)
+//	select.go       how a pair of selectors selects
+//	render.go       render: every object of a server from one snapshot of inputs
+//	config.go       the configuration: its inputs, sections, order, rejections
+//	server.go       the sections from the server: global, alerting, remote_write
+//	additional.go   the additional scrape configurations
+//	configparts.go  a configuration too large for a Secret, split into part Secrets
+//	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
+//	scrapefields.go the fields of a scrape job: intervals, scheme, limits, auth
+//	scrapeclass.go  scrape classes
+//	enforce.go      spec.enforcedNamespaceLabel on scrape jobs and rules
+//	probe.go        the scrape job of a Probe
+//	scrapeconfig.go the scrape job of a ScrapeConfig and its service discoveries
+//	credentials.go  basic auth, authorization, OAuth2, TLS, proxy, from Secrets
+//	relabel.go      built-in and user relabelings, regexps checked once
+//	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
+//	rulecheck.go    rule files checked with Prometheus' rulefmt
+//	yaml.go         the one YAML writer, of the configuration and rule files
+//	web.go          the web config Secret (package webconfig renders it)
+//	workload.go     the Service and the StatefulSets
+//	sidecar.go      the config-reloader's flags and sources, volume or API
+//	access.go       the Role and RoleBinding of the config-reloaders
+package prometheus

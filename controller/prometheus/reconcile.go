@@ -1,0 +1,257 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/store"
+)
+
+const (
+	// conditionReconciled is True when the objects of a PrometheusServer
+	// match its spec and the objects it selects.
+	conditionReconciled = "Reconciled"
+	// conditionAvailable is True when every replica of a PrometheusServer
+	// is ready.
+	conditionAvailable = "Available"
+	// maxEventNote is the longest note of an events.k8s.io/v1 Event.
+	maxEventNote = 1024
+)
+
+// reconciler is the Reconciler of PrometheusServers.
+type reconciler struct {
+	client client.Client
+	reader client.Reader
+	// metadata reads the cached metadata of Secrets.
+	metadata client.Reader
+	recorder recorder.EventRecorder
+	logger   *slog.Logger
+	metrics  *metrics
+	workload WorkloadOptions
+	// writer writes the objects of the servers.
+	writer *kube.Writer
+
+	mu sync.Mutex
+	// caches are the rule caches, by server.
+	caches map[types.NamespacedName]*ruleCache
+	// refs are the Secrets and ConfigMaps each server's last render
+	// referenced.
+	refs *store.Tracker
+	// warned are the rejections of each server already told in an Event.
+	warned map[types.NamespacedName]map[rejection]struct{}
+	// written is the content each server's status last showed written.
+	written map[types.NamespacedName]written
+}
+
+// Reconcile makes the objects of the PrometheusServer req names match it.
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	r.metrics.reconciles.Inc()
+	err := r.reconcile(ctx, req.NamespacedName)
+	r.metrics.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		r.metrics.errors.Inc() // controller-runtime logs it, and retries.
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
+	var server v1alpha1.PrometheusServer
+	if err := r.client.Get(ctx, key, &server); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+			return nil
+		}
+		return fmt.Errorf("get PrometheusServer %s: %w", key, err)
+	}
+	if server.Spec.Paused {
+		r.logger.Debug("paused", "server", key)
+		return nil
+	}
+	in, err := r.inputs(ctx, &server)
+	if err != nil {
+		return err
+	}
+	// The Secrets the last render referenced are read first; when this
+	// render references others, even one that failed on them, it is done
+	// again with them.
+	var objs *objects
+	refs := r.refs.Refs(key)
+	for {
+		var read store.Objects
+		if read, err = store.Read(ctx, r.reader, refs); err != nil {
+			return err
+		}
+		in.Secrets, in.ConfigMaps = read.Secrets, read.ConfigMaps
+		objs, err = render(in, r.workload, r.ruleCache(key))
+		var specErr *specError
+		var seen []store.Ref
+		switch {
+		case err == nil:
+			seen = objs.SecretRefs
+		case errors.As(err, &specErr):
+			seen = specErr.SecretRefs
+		}
+		if store.Subset(seen, refs) {
+			break
+		}
+		refs = store.Union(refs, seen)
+	}
+	if err != nil {
+		// Nothing changes until the server, or a Secret it references,
+		// does: its spec is at fault, and what was written last stays.
+		// The Secrets are remembered, so that creating or fixing one
+		// brings the server back here.
+		r.refs.Remember(key, refs)
+		r.metrics.errors.Inc()
+		r.logger.Error("render", "server", key, "err", err)
+		r.event(&server, nil, "InvalidSpec", err.Error())
+		return r.writeStatus(ctx, &server, nil, nil, metav1.Condition{
+			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
+		})
+	}
+	r.refs.Remember(key, objs.SecretRefs)
+	r.warn(&server, in, objs.Rejected)
+
+	sets, err := r.write(ctx, &server, objs)
+	cond := metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
+		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
+	var recreating *kube.RecreatingError
+	switch {
+	case errors.As(err, &recreating):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "RecreatingStatefulSet", err.Error()
+		err = nil // The deletion's event brings the server back here.
+	case err != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "WriteFailed", err.Error()
+	case objs.Oversized != nil:
+		// The rules, Service and StatefulSet are written; the last
+		// configuration stays until a monitor changes.
+		r.metrics.errors.Inc()
+		r.logger.Error("configuration too large", "server", key, "err", objs.Oversized)
+		r.event(&server, nil, "ConfigTooLarge", objs.Oversized.Error())
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ConfigTooLarge",
+			fmt.Sprintf("%d rule file ConfigMaps written, the configuration not: %v", len(objs.RuleShards), objs.Oversized)
+	}
+	return errors.Join(err, r.writeStatus(ctx, &server, objs, sets, cond))
+}
+
+// inputs reads from the cache what server's objects are rendered from, but
+// for the Secrets.
+func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServer) (inputs, error) {
+	in := inputs{Server: server, Namespaces: map[string]labels.Set{}}
+	var nss corev1.NamespaceList
+	if err := r.client.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		in.Namespaces[ns.Name] = ns.Labels
+	}
+	for _, k := range selectedKinds() {
+		if err := k.list(ctx, r.client, &in); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// ruleCache returns the rule cache of a server.
+func (r *reconciler) ruleCache(key types.NamespacedName) *ruleCache {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.caches[key]
+	if c == nil {
+		c = new(ruleCache)
+		r.caches[key] = c
+	}
+	return c
+}
+
+// forget drops what is kept about a deleted server.
+func (r *reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.caches, key)
+	delete(r.warned, key)
+	delete(r.written, key)
+	r.mu.Unlock()
+	r.refs.Forget(key)
+	for _, k := range selectedKinds() {
+		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, k.kind)
+		r.metrics.rejected.DeleteLabelValues(key.Namespace, key.Name, k.kind)
+	}
+	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// warn emits a Warning Event on each rejected object, once per object
+// and reason for a server, and logs it.
+func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in inputs, rejected []rejection) {
+	key := client.ObjectKeyFromObject(server)
+	r.mu.Lock()
+	old := r.warned[key]
+	now := make(map[rejection]struct{}, len(rejected))
+	for _, rej := range rejected {
+		now[rej] = struct{}{}
+	}
+	r.warned[key] = now
+	r.mu.Unlock()
+	for _, rej := range rejected {
+		if _, ok := old[rej]; ok {
+			continue
+		}
+		r.logger.Warn("rejected", "server", key, "kind", rej.Kind, "namespace", rej.Namespace, "name", rej.Name, "reason", rej.Reason)
+		if obj := rejectedObject(in, rej); obj != nil {
+			r.event(obj, server, "Rejected", fmt.Sprintf("left out of PrometheusServer %s: %s", key, rej.Reason))
+		}
+	}
+}
+
+// event emits a Warning Event about regarding.
+func (r *reconciler) event(regarding, related runtime.Object, reason, note string) {
+	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", truncate(note, maxEventNote))
+}
+
+// rejectedObject returns the candidate of in that rej names.
+func rejectedObject(in inputs, rej rejection) runtime.Object {
+	if k, ok := selectedKindOf(rej.Kind); ok {
+		if obj := k.find(in, rej.Namespace, rej.Name); obj != nil {
+			return obj
+		}
+	}
+	return nil
+}
+
+// owner is server as the owner of the objects the writer writes.
+func owner(server *v1alpha1.PrometheusServer) kube.Owner {
+	return kube.Owner{Key: "server", Object: server}
+}
+
+// ownerServer returns the PrometheusServer controlling obj, if any.
+func ownerServer(obj metav1.Object) *types.NamespacedName {
+	c := metav1.GetControllerOf(obj)
+	if c == nil || c.Kind != v1alpha1.Kind || c.APIVersion != v1alpha1.GroupVersion().String() {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: obj.GetNamespace(), Name: c.Name}
+}

@@ -1,0 +1,410 @@
+package prometheus
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/store"
+)
+
+// labelConfig marks the config Secret of a server; its value is the server
+// name.
+const labelConfig = "podreload.dev/config"
+
+// inputs is a snapshot of everything a PrometheusServer's objects are
+// rendered from.
+type inputs struct {
+	// Server is the PrometheusServer to render.
+	Server *v1alpha1.PrometheusServer
+	// Namespaces holds the labels of the namespaces, by name, for the
+	// namespace selectors of Server.
+	Namespaces map[string]labels.Set
+	// ServiceMonitors are all the candidates; render selects among them.
+	ServiceMonitors []*monitoringv1.ServiceMonitor
+	// PodMonitors are all the candidates; render selects among them.
+	PodMonitors []*monitoringv1.PodMonitor
+	// Probes are all the candidates; render selects among them.
+	Probes []*monitoringv1.Probe
+	// ScrapeConfigs are all the candidates; render selects among them.
+	ScrapeConfigs []*monitoringv1alpha1.ScrapeConfig
+	// Rules are all the candidate PrometheusRules; render selects among
+	// them.
+	Rules []*monitoringv1.PrometheusRule
+	// Secrets holds the Secrets that Server and the monitors reference, by
+	// "namespace/name".
+	Secrets map[string]*corev1.Secret
+	// ConfigMaps holds the ConfigMaps that Server references (in
+	// spec.web.tlsConfig), by "namespace/name".
+	ConfigMaps map[string]*corev1.ConfigMap
+}
+
+// objects are the objects rendered for a PrometheusServer, and what was
+// left out of them. Owner references are not set.
+type objects struct {
+	// ConfigSecret, named ConfigSecretName, holds prometheus.yaml gzipped
+	// under ConfigSecretKey. The same configuration gives the same bytes.
+	// It is nil when the configuration is too large (Oversized).
+	ConfigSecret *corev1.Secret
+	// ConfigParts, named ConfigPartName, hold the scrape jobs that do not
+	// fit in ConfigSecret (split), in order; none when it holds all.
+	ConfigParts []*corev1.Secret
+	// Oversized, when not nil, is why there is no ConfigSecret: the
+	// configuration is too large for a Secret. The other objects are
+	// rendered all the same.
+	Oversized *oversizedError
+	// WebConfigSecret, named WebConfigSecretName, holds the web
+	// configuration file of spec.web under WebConfigSecretKey; nil when
+	// there is none.
+	WebConfigSecret *corev1.Secret
+	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
+	// when no rule is rendered.
+	RuleShards []*corev1.ConfigMap
+	// Role and RoleBinding let the reloaders of a server report in their
+	// pods and, with the API source, read its config Secret and rule
+	// ConfigMaps (renderAccess).
+	Role        *rbacv1.Role
+	RoleBinding *rbacv1.RoleBinding
+	// Service is the headless Service of the StatefulSet.
+	Service *corev1.Service
+	// StatefulSets run Prometheus and the config-reloader, one per shard,
+	// shard 0 first. Their pod templates' annotationInputHash covers
+	// neither the configuration nor the rules, which reach Prometheus
+	// through reloads.
+	StatefulSets []*appsv1.StatefulSet
+	// Rejected lists the selected objects left out, and why, sorted by
+	// kind, namespace and name.
+	Rejected []rejection
+	// Selected counts the objects of each kind (selectedKinds) the server
+	// selected, the rejected ones included, by kind.
+	Selected map[string]int
+	// ConfigHash is the hex SHA-256 of the uncompressed prometheus.yaml
+	// (which names its parts with their hashes, when it is split); empty
+	// with no ConfigSecret.
+	ConfigHash string
+	// ContentHash is the content hash (package contract) of the
+	// ConfigSecret's key as stored (which names its parts with their
+	// hashes, so it covers them) and of the RuleShards' files, the hash
+	// the config-reloaders report once Prometheus runs them; empty with no
+	// ConfigSecret.
+	ContentHash string
+	// SecretRefs are the Secrets that the server and the selected
+	// monitors reference, and the ConfigMaps the server references,
+	// whether they exist or not: a change to one of them may change the
+	// objects. Sorted.
+	SecretRefs []store.Ref
+}
+
+// specError is the error of render for a PrometheusServer whose own spec
+// cannot be rendered into a configuration, with the Secrets looked up
+// before it: creating or fixing one of them may be what it takes.
+type specError struct {
+	// Err is the cause.
+	Err error
+	// SecretRefs are the Secrets and ConfigMaps looked up before Err,
+	// found or not. Sorted.
+	SecretRefs []store.Ref
+}
+
+func (e *specError) Error() string { return e.Err.Error() }
+
+func (e *specError) Unwrap() error { return e.Err }
+
+// render renders the objects of in.Server: it selects the monitors and
+// rules with isSelected, renders the rules into ConfigMaps (ruleCache.render,
+// through cache when it is not nil), the configuration with the rule_files
+// of as many shards (renderConfigParts, then configParts.head with
+// ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
+// (renderAccess), and the Service and the StatefulSet of each shard
+// (renderWorkload and renderShard, with opts.RuleShards set to the rule
+// shard count; the caller's value is ignored). The rules are rendered on
+// other goroutines while this one renders the configuration; render
+// returns when they are done. The output is deterministic: the order of the
+// candidates does not matter.
+//
+// A selected object that cannot be rendered is left out and listed in
+// objects.Rejected, and the rest is rendered. An error means the server
+// itself cannot be rendered: an invalid selector or field of the server, or
+// a nil or duplicate candidate. A configuration too large for a Secret is
+// split into part Secrets (split, objects.ConfigParts); one too large even
+// without its scrape jobs is no error: the other objects are rendered, and
+// objects.Oversized says so. An error of the server's configuration (a
+// Secret it references is missing, say) is a *specError, which tells the
+// Secrets looked up.
+func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error) {
+	server := in.Server
+	if server == nil {
+		return nil, errors.New("render: no PrometheusServer")
+	}
+	spec := &server.Spec
+	if err := validateArgs(*spec); err != nil {
+		return nil, err
+	}
+	web, err := renderWeb(in)
+	if err != nil {
+		return nil, &specError{Err: err, SecretRefs: web.Refs}
+	}
+	sel, err := selectAll(in)
+	if err != nil {
+		return nil, err
+	}
+
+	if cache == nil {
+		cache = new(ruleCache)
+	}
+	// The rules, and the configuration but for its rule_files (which
+	// depend on the shard count), do not depend on each other: render
+	// them at the same time.
+	var (
+		wg            sync.WaitGroup
+		shards        []*corev1.ConfigMap
+		rejectedRules []rejection
+	)
+	wg.Go(func() { shards, rejectedRules = cache.render(server, sel.rules) })
+	parts, rejected, err := renderConfigParts(configInput{
+		Server:          server,
+		ServiceMonitors: sel.serviceMonitors,
+		PodMonitors:     sel.podMonitors,
+		Probes:          sel.probes,
+		ScrapeConfigs:   sel.scrapeConfigs,
+		Secrets:         in.Secrets,
+	})
+	wg.Wait()
+	refs := store.Union(parts.secrets, web.Refs)
+	if err != nil {
+		return nil, &specError{Err: err, SecretRefs: refs}
+	}
+	head, err := parts.head(ruleFilesGlobs(server, len(shards)))
+	if err != nil {
+		return nil, err
+	}
+	rejected = sortRejections(append(rejected, rejectedRules...))
+
+	cfg, err := renderConfigSecrets(server, head, parts, shards)
+	if err != nil {
+		return nil, err
+	}
+	opts.RuleShards, opts.ConfigParts, opts.reload = len(shards), len(cfg.ConfigParts), web.Reload
+	svc, sts := renderWorkload(server, opts)
+	sets := []*appsv1.StatefulSet{sts}
+	for shard := 1; shard < shardCount(server); shard++ {
+		sets = append(sets, renderShard(server, opts, shard))
+	}
+	role, binding := renderAccess(server, len(cfg.ConfigParts))
+	cfg.Role, cfg.RoleBinding = role, binding
+	cfg.RuleShards, cfg.Service, cfg.StatefulSets = shards, svc, sets
+	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
+	cfg.Selected = map[string]int{}
+	for _, k := range selectedKinds() {
+		cfg.Selected[k.kind] = k.count(sel)
+	}
+	cfg.WebConfigSecret, cfg.SecretRefs = web.Secret, refs
+	return cfg, nil
+}
+
+// renderConfigSecrets renders the config Secret of the configuration
+// made of head and parts.body, split into parts when it is too large
+// (split), and its hashes with the rule ConfigMaps shards: the objects
+// of the configuration, with the monitors left out.
+func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts configParts, shards []*corev1.ConfigMap) (*objects, error) {
+	objs := &objects{}
+	whole := append([][]byte{head}, parts.body()...)
+	size := 0
+	for _, b := range whole {
+		size += len(b)
+	}
+	var (
+		gz  []byte
+		err error
+	)
+	fits := !parts.jobs.splitting && size <= maxConfigBytes
+	if fits {
+		gz, err = gzipConfig(corev1.MaxSecretSize, whole...)
+	}
+	var tooLarge *sizeError
+	switch {
+	case fits && err == nil:
+		sum := sha256.New()
+		for _, b := range whole {
+			sum.Write(b)
+		}
+		objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
+	case err == nil || errors.As(err, &tooLarge):
+		split, err := split(server, head, parts)
+		if errors.As(err, &tooLarge) {
+			objs.Oversized = &oversizedError{Err: err}
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(split.main)
+		gz, objs.ConfigParts, objs.ConfigHash, objs.Rejected = split.mainGzip, split.parts, hex.EncodeToString(sum[:]), split.rejected
+	default:
+		return nil, err
+	}
+	objs.ConfigSecret = configSecret(server, gz)
+	objs.ContentHash = contentHash(gz, shards)
+	return objs, nil
+}
+
+func sortRejections(rejected []rejection) []rejection {
+	slices.SortFunc(rejected, func(a, b rejection) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return rejected
+}
+
+// selected are the objects of each kind a server selects.
+type selected struct {
+	serviceMonitors []*monitoringv1.ServiceMonitor
+	podMonitors     []*monitoringv1.PodMonitor
+	probes          []*monitoringv1.Probe
+	scrapeConfigs   []*monitoringv1alpha1.ScrapeConfig
+	rules           []*monitoringv1.PrometheusRule
+}
+
+// selectAll returns the monitors, probes, scrape configurations and rules
+// of in that in.Server selects.
+func selectAll(in inputs) (selected, error) {
+	var s selected
+	for _, k := range selectedKinds() {
+		if err := k.choose(in, &s); err != nil {
+			return selected{}, err
+		}
+	}
+	// renderConfigParts refuses duplicate monitors; a duplicate rule would
+	// give a duplicate rule file.
+	if _, err := sortedObjects(s.rules, kindPrometheusRule); err != nil {
+		return selected{}, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
+	}
+	return s, nil
+}
+
+// oversizedError is a configuration too big for a Secret even without
+// any scrape job, all of them in parts (split).
+type oversizedError struct {
+	// Err tells the sizes.
+	Err error
+}
+
+func (e *oversizedError) Error() string {
+	return e.Err.Error() + " without any scrape job"
+}
+
+func (e *oversizedError) Unwrap() error { return e.Err }
+
+// selectObjects returns the objects of objs that the selectors of server
+// select, in their order. The selectors are checked even when there is no
+// candidate, so that an invalid one is an error whatever the cluster holds.
+func selectObjects[T interface {
+	comparable
+	metav1.Object
+}](server *v1alpha1.PrometheusServer, kind string, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) ([]T, error) {
+	s, err := newSelection(server, selector, nsSelector)
+	if err != nil {
+		return nil, fmt.Errorf("select %ss: %w", kind, err)
+	}
+	var nilObject T
+	var selected []T
+	for _, o := range objs {
+		if o == nilObject {
+			return nil, fmt.Errorf("select %ss: nil %s", kind, kind)
+		}
+		if s.selects(o, namespaces) {
+			selected = append(selected, o)
+		}
+	}
+	return selected, nil
+}
+
+// gzipConfig compresses the configuration made of parts deterministically:
+// the gzip header has no file name and no modification time, so the same
+// configuration gives the same bytes (as long as compress/flate, which may
+// change between Go releases, does). It compresses at the best speed,
+// which is four times as fast as the default level and makes a
+// configuration of scrape jobs about 40 times smaller, and again at the
+// best compression, about 130 times smaller, when that is more than limit
+// bytes.
+func gzipConfig(limit int, parts ...[]byte) ([]byte, error) {
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	var gz []byte
+	for _, level := range []int{gzip.BestSpeed, gzip.BestCompression} {
+		var buf bytes.Buffer
+		buf.Grow(size/32 + 512)
+		w, err := gzip.NewWriterLevel(&buf, level)
+		if err != nil {
+			return nil, fmt.Errorf("gzip config: %w", err)
+		}
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return nil, fmt.Errorf("gzip config: %w", err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			return nil, fmt.Errorf("gzip config: %w", err)
+		}
+		if gz = buf.Bytes(); len(gz) <= limit {
+			return gz, nil
+		}
+	}
+	return nil, &sizeError{size: size, gzipped: len(gz), limit: limit}
+}
+
+// sizeError is a configuration of size bytes, gzipped bytes compressed,
+// more than limit.
+type sizeError struct{ size, gzipped, limit int }
+
+func (e *sizeError) Error() string {
+	return fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", e.size, e.gzipped, e.limit)
+}
+
+func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
+	l := selectorLabels(server)
+	l[labelConfig] = server.Name
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ConfigSecretName(server),
+			Namespace: server.Namespace,
+			Labels:    l,
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{ConfigSecretKey: gz},
+	}
+}
+
+// contentHash is the content hash of config, as stored in the config
+// Secret, and of the files of the rule ConfigMaps shards, named as the
+// config-reloaders name them: <configmap>/<key>.
+func contentHash(config []byte, shards []*corev1.ConfigMap) string {
+	files := map[string]string{}
+	for _, cm := range shards {
+		for key, content := range cm.Data {
+			files[cm.Name+"/"+key] = content
+		}
+		for key, content := range cm.BinaryData {
+			files[cm.Name+"/"+key] = string(content)
+		}
+	}
+	return contract.Sum(config, files)
+}

@@ -1,0 +1,562 @@
+package prometheus
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
+)
+
+// renderCases returns the inputs under testdata/render: <case>.yaml, with
+// the expected output in <case>.golden.
+//
+// A case named error-* must fail, reject* must leave objects out, any
+// other must render every object it selects, whatever its golden file
+// says.
+func renderCases(t *testing.T) []string {
+	t.Helper()
+	cases, err := filepath.Glob(filepath.Join("testdata", "render", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	goldens, err := filepath.Glob(filepath.Join("testdata", "render", "*.golden"))
+	require.NoError(t, err)
+	for _, g := range goldens {
+		require.FileExists(t, strings.TrimSuffix(g, ".golden")+".yaml", "golden file without an input")
+	}
+	return cases
+}
+
+// TestRender renders each case, compares the result with its golden file,
+// checks the objects against each other and against the functions Render
+// ties together, and checks the configuration and every rule file with
+// the real promtool.
+func TestRender(t *testing.T) {
+	promtool, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	for _, path := range renderCases(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			in := loadInputs(t, path)
+			out, err := render(in, testOptions(), nil)
+			switch {
+			case strings.HasPrefix(name, "error-"):
+				require.Error(t, err)
+				require.Nil(t, out)
+			case strings.HasPrefix(name, "reject"):
+				require.NoError(t, err)
+				require.NotEmpty(t, out.Rejected)
+			default:
+				require.NoError(t, err)
+				require.Empty(t, out.Rejected)
+			}
+
+			// golden, and -update, are in golden_test.go.
+			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderGolden(t, out, err))
+
+			if err == nil {
+				config := checkObjects(t, in, testOptions(), out)
+				checkConfig(t, promtool, config)
+				checkRules(t, out.RuleShards)
+				checkWeb(t, promtool, in, out)
+			}
+		})
+	}
+}
+
+// renderGolden is the content of a golden file: the error, or the counts
+// of selected objects, the rejections, the rule shards with their file
+// names, the Role with its rules and the RoleBinding with its subjects,
+// and the config Secret with its keys as comments, followed by the
+// configuration, gunzipped.
+func renderGolden(t *testing.T, out *objects, err error) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err != nil {
+		fmt.Fprintf(&b, "# error: %v\n", err)
+		return b.Bytes()
+	}
+	fmt.Fprintf(&b, "# selected: %d ServiceMonitors, %d PodMonitors, %d PrometheusRules\n",
+		out.Selected[monitoringv1.ServiceMonitorsKind], out.Selected[monitoringv1.PodMonitorsKind], out.Selected[kindPrometheusRule])
+	if out.Selected[monitoringv1.ProbesKind] > 0 || out.Selected[monitoringv1alpha1.ScrapeConfigsKind] > 0 {
+		fmt.Fprintf(&b, "# selected: %d Probes, %d ScrapeConfigs\n", out.Selected[monitoringv1.ProbesKind], out.Selected[monitoringv1alpha1.ScrapeConfigsKind])
+	}
+	for _, r := range out.Rejected {
+		fmt.Fprintf(&b, "# rejected %s %s/%s: %s\n", r.Kind, r.Namespace, r.Name, r.Reason)
+	}
+	if len(out.RuleShards) == 0 {
+		fmt.Fprintf(&b, "# rule shards: none\n")
+	}
+	for _, cm := range out.RuleShards {
+		fmt.Fprintf(&b, "# configmap %s/%s: %s\n", cm.Namespace, cm.Name, strings.Join(slices.Sorted(maps.Keys(cm.BinaryData)), ", "))
+	}
+	if out.Role == nil {
+		fmt.Fprintf(&b, "# role: none\n")
+	} else {
+		var rules []string
+		for _, rule := range out.Role.Rules {
+			rules = append(rules, strings.TrimSpace(strings.Join(rule.Verbs, ",")+" "+strings.Join(rule.Resources, ",")+" "+strings.Join(rule.ResourceNames, ",")))
+		}
+		fmt.Fprintf(&b, "# role %s/%s: %s\n", out.Role.Namespace, out.Role.Name, strings.Join(rules, "; "))
+		rb := out.RoleBinding
+		for _, sub := range rb.Subjects {
+			fmt.Fprintf(&b, "# rolebinding %s/%s: %s %s to %s %s/%s\n", rb.Namespace, rb.Name, rb.RoleRef.Kind, rb.RoleRef.Name, sub.Kind, sub.Namespace, sub.Name)
+		}
+	}
+	if len(out.StatefulSets) > 1 {
+		var names []string
+		for _, sts := range out.StatefulSets {
+			names = append(names, sts.Name)
+		}
+		fmt.Fprintf(&b, "# statefulsets: %s\n", strings.Join(names, ", "))
+	}
+	webGolden(&b, out)
+	s := out.ConfigSecret
+	fmt.Fprintf(&b, "# secret %s/%s: %s\n", s.Namespace, s.Name, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
+	b.Write(gunzip(t, s.Data[ConfigSecretKey]))
+	return b.Bytes()
+}
+
+// gunzip decompresses a gzip stream of one member whose header has no
+// name, comment, extra field or modification time.
+func gunzip(t *testing.T, gz []byte) []byte {
+	t.Helper()
+	r := bytes.NewReader(gz)
+	zr, err := gzip.NewReader(r)
+	require.NoError(t, err)
+	// compress/gzip writes 255, unknown, as the operating system.
+	require.Equal(t, gzip.Header{OS: 255}, zr.Header, "gzip header")
+	zr.Multistream(false)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.NoError(t, zr.Close())
+	require.Zero(t, r.Len(), "bytes after the gzip member")
+	return b
+}
+
+// checkObjects checks out, rendered from in and opts, for what the golden
+// file does not show, and returns the configuration it holds.
+func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) []byte {
+	t.Helper()
+	server := in.Server
+	spec := &server.Spec
+
+	// The selection, as isSelected makes it.
+	sms := selectedIn(t, server, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
+	pms := selectedIn(t, server, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
+	probes := selectedIn(t, server, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
+	scs := selectedIn(t, server, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces)
+	rules := selectedIn(t, server, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
+	require.Equal(t, map[string]int{monitoringv1.ServiceMonitorsKind: len(sms), monitoringv1.PodMonitorsKind: len(pms), monitoringv1.ProbesKind: len(probes),
+		monitoringv1alpha1.ScrapeConfigsKind: len(scs), kindPrometheusRule: len(rules)}, out.Selected)
+
+	// The rules, as a new ruleCache renders them.
+	shards, rejectedRules := new(ruleCache).render(server, rules)
+	require.Empty(t, cmp.Diff(shards, out.RuleShards))
+
+	// The configuration, as renderConfig renders it, in the Secret.
+	want, rejectedMonitors, err := renderConfig(configInput{
+		Server:          server,
+		ServiceMonitors: sms,
+		PodMonitors:     pms,
+		Probes:          probes,
+		ScrapeConfigs:   scs,
+		Secrets:         in.Secrets,
+	}, ruleFilesGlobs(server, len(shards)))
+	require.NoError(t, err)
+	require.ElementsMatch(t, slices.Concat(rejectedRules, rejectedMonitors), out.Rejected)
+	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b rejection) int {
+		return strings.Compare(a.Kind+"\x00"+a.Namespace+"\x00"+a.Name, b.Kind+"\x00"+b.Namespace+"\x00"+b.Name)
+	}), "rejections sorted by kind, namespace and name")
+	s := out.ConfigSecret
+	require.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, s.TypeMeta)
+	require.Equal(t, server.Name+"-config", s.Name)
+	require.Equal(t, server.Namespace, s.Namespace)
+	require.Equal(t, server.Name, s.Labels[labelConfig])
+	require.Equal(t, corev1.SecretTypeOpaque, s.Type)
+	require.Equal(t, []string{"prometheus.yaml.gz"}, slices.Collect(maps.Keys(s.Data)))
+	require.Empty(t, s.StringData)
+	config := gunzip(t, s.Data[ConfigSecretKey])
+	require.Equal(t, string(want), string(config))
+	sum := sha256.Sum256(config)
+	require.Equal(t, hex.EncodeToString(sum[:]), out.ConfigHash)
+
+	// The workload, as renderWorkload and renderShard render it for as
+	// many rule shards, a StatefulSet per shard, and reading the Secret:
+	// through the API server, or mounting it.
+	web, err := renderWeb(in)
+	require.NoError(t, err)
+	require.Equal(t, web.Secret, out.WebConfigSecret)
+	require.Subset(t, out.SecretRefs, web.Refs)
+	opts.RuleShards, opts.reload = len(shards), web.Reload
+	svc, sts := renderWorkload(server, opts)
+	require.Equal(t, svc, out.Service)
+	require.Len(t, out.StatefulSets, shardCount(server))
+	require.Equal(t, sts, out.StatefulSets[0])
+	for i, sts := range out.StatefulSets {
+		require.Equal(t, renderShard(server, opts, i), sts)
+	}
+	role, binding := renderAccess(server, 0)
+	require.Equal(t, role, out.Role)
+	require.Equal(t, binding, out.RoleBinding)
+	if apiSource(server) {
+		require.Contains(t, out.StatefulSets[0].Spec.Template.Spec.Containers[1].Args, "--config-secret="+s.Namespace+"/"+s.Name)
+	} else {
+		require.Contains(t, out.StatefulSets[0].Spec.Template.Spec.Volumes, corev1.Volume{
+			Name:         "config",
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}},
+		})
+	}
+	return config
+}
+
+// selectedIn returns the objects of objs that Selected selects.
+func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) []T {
+	t.Helper()
+	var selected []T
+	for _, o := range objs {
+		ok, err := isSelected(server, selector, nsSelector, o, namespaces)
+		require.NoError(t, err)
+		if ok {
+			selected = append(selected, o)
+		}
+	}
+	return selected
+}
+
+// TestRenderDeterministic renders each case, and many objects, again with
+// the candidates shuffled, through a new ruleCache and through one that
+// rendered them before, and checks that the objects are the same, to the
+// byte of the gzipped configuration, and that the input is left untouched.
+func TestRenderDeterministic(t *testing.T) {
+	cases := map[string]func(*testing.T) inputs{"many": func(*testing.T) inputs { return benchInputs(60, 60) }}
+	for _, path := range renderCases(t) {
+		if name := strings.TrimSuffix(filepath.Base(path), ".yaml"); !strings.HasPrefix(name, "error-") {
+			cases[name] = func(t *testing.T) inputs { return loadInputs(t, path) }
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for name, load := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := load(t)
+			want, err := render(in, testOptions(), nil)
+			require.NoError(t, err)
+			var cache ruleCache
+			for i := range 4 {
+				shuffled := in
+				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
+				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
+				shuffled.Probes = shuffle(rng, in.Probes)
+				shuffled.ScrapeConfigs = shuffle(rng, in.ScrapeConfigs)
+				shuffled.Rules = shuffle(rng, in.Rules)
+				got, err := render(shuffled, testOptions(), &cache)
+				require.NoError(t, err)
+				require.Empty(t, cmp.Diff(want, got), "render %d", i)
+			}
+			require.Empty(t, cmp.Diff(load(t), in), "render changed its input")
+		})
+	}
+}
+
+// TestRenderRollsPodsOnlyForThePods changes one input at a time and checks
+// what changes: a change of the monitors or of the server's scrape settings
+// reaches the configuration, its hash and its Secret but not the pods'
+// input hash (the config-reloader applies it); a change of the rules
+// reaches the rule shards only; a change of the pods rolls them and leaves
+// the configuration alone.
+func TestRenderRollsPodsOnlyForThePods(t *testing.T) {
+	path := filepath.Join("testdata", "render", "basic.yaml")
+	base, err := render(loadInputs(t, path), testOptions(), nil)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name                string
+		change              func(*inputs, *WorkloadOptions)
+		config, rules, pods bool
+	}{
+		{name: "nothing", change: func(*inputs, *WorkloadOptions) {}},
+		{name: "service monitor interval", config: true, change: func(in *inputs, _ *WorkloadOptions) {
+			find(t, in.ServiceMonitors, "monitoring", "node-exporter").Spec.Endpoints[0].Interval = "10s"
+		}},
+		{name: "service monitor selected", config: true, change: func(in *inputs, _ *WorkloadOptions) {
+			find(t, in.ServiceMonitors, "monitoring", "unlabelled").Labels = map[string]string{"team": "platform"}
+		}},
+		{name: "service monitor not selected", change: func(in *inputs, _ *WorkloadOptions) {
+			find(t, in.ServiceMonitors, "apps", "api").Spec.Endpoints[0].Port = "web"
+		}},
+		{name: "credentials in a Secret", config: true, change: func(in *inputs, _ *WorkloadOptions) {
+			in.Secrets["monitoring/scrape-creds"].Data["password"] = []byte("rotated")
+		}},
+		{name: "server scrape interval", config: true, change: func(in *inputs, _ *WorkloadOptions) {
+			in.Server.Spec.ScrapeInterval = "30s"
+		}},
+		{name: "server external labels", config: true, change: func(in *inputs, _ *WorkloadOptions) {
+			in.Server.Spec.ExternalLabels["region"] = "eu"
+		}},
+		{name: "rule expression", rules: true, change: func(in *inputs, _ *WorkloadOptions) {
+			find(t, in.Rules, "apps", "api").Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(1)")
+		}},
+		{name: "rule left out", rules: true, change: func(in *inputs, _ *WorkloadOptions) {
+			find(t, in.Rules, "apps", "api").Labels = map[string]string{"x": "y"}
+			in.Server.Spec.RuleSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+		}},
+		{name: "replicas", change: func(in *inputs, _ *WorkloadOptions) {
+			in.Server.Spec.Replicas = new(int32(3))
+		}},
+		{name: "prometheus image", pods: true, change: func(in *inputs, _ *WorkloadOptions) {
+			in.Server.Spec.Image = "quay.io/prometheus/prometheus:v3.11.0"
+		}},
+		{name: "default reloader image", pods: true, change: func(_ *inputs, opts *WorkloadOptions) {
+			opts.DefaultReloaderImage = "ghcr.io/podreload/config-reloader:v0.2.0"
+		}},
+		{name: "retention", pods: true, change: func(in *inputs, _ *WorkloadOptions) {
+			in.Server.Spec.Retention = "30d"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, opts := loadInputs(t, path), testOptions()
+			tc.change(&in, &opts)
+			got, err := render(in, opts, nil)
+			require.NoError(t, err)
+			require.Empty(t, got.Rejected)
+
+			require.Equal(t, tc.config, got.ConfigHash != base.ConfigHash, "config hash")
+			require.Equal(t, tc.config, !bytes.Equal(base.ConfigSecret.Data[ConfigSecretKey], got.ConfigSecret.Data[ConfigSecretKey]), "config Secret")
+			require.Equal(t, tc.rules, !slices.EqualFunc(base.RuleShards, got.RuleShards, func(a, b *corev1.ConfigMap) bool {
+				return a.Name == b.Name && maps.EqualFunc(a.BinaryData, b.BinaryData, bytes.Equal)
+			}), "rule shards")
+			annotation := func(o *objects) string { return o.StatefulSets[0].Spec.Template.Annotations[annotationInputHash] }
+			require.Equal(t, tc.pods, annotation(got) != annotation(base), "input hash")
+			if !tc.pods {
+				require.Equal(t, base.StatefulSets[0].Spec.Template, got.StatefulSets[0].Spec.Template)
+			}
+		})
+	}
+}
+
+// find returns the object of objs with that namespace and name.
+func find[T metav1.Object](t *testing.T, objs []T, namespace, name string) T {
+	t.Helper()
+	i := slices.IndexFunc(objs, func(o T) bool { return o.GetNamespace() == namespace && o.GetName() == name })
+	require.GreaterOrEqual(t, i, 0, "no %s/%s", namespace, name)
+	return objs[i]
+}
+
+// TestRenderNil covers the errors no fixture can hold.
+func TestRenderNil(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   func(*inputs)
+		want string
+	}{
+		{name: "server", in: func(in *inputs) { in.Server = nil }, want: "render: no PrometheusServer"},
+		{name: "service monitor", in: func(in *inputs) { in.ServiceMonitors = append(in.ServiceMonitors, nil) }, want: "select ServiceMonitors: nil ServiceMonitor"},
+		{name: "pod monitor", in: func(in *inputs) { in.PodMonitors = append(in.PodMonitors, nil) }, want: "select PodMonitors: nil PodMonitor"},
+		{name: "rule", in: func(in *inputs) { in.Rules = append(in.Rules, nil) }, want: "select PrometheusRules: nil PrometheusRule"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadInputs(t, filepath.Join("testdata", "render", "basic.yaml"))
+			tc.in(&in)
+			out, err := render(in, testOptions(), nil)
+			require.EqualError(t, err, tc.want)
+			require.Nil(t, out)
+		})
+	}
+}
+
+// TestRenderSpecErrorSecretRefs checks that an error of the server's own
+// configuration tells the Secrets looked up before it, so that the caller
+// can read them and render again, or wait for them.
+func TestRenderSpecErrorSecretRefs(t *testing.T) {
+	ref := func(name, key string) corev1.SecretKeySelector {
+		return corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+	}
+	for _, tc := range []struct {
+		name    string
+		secrets map[string]*corev1.Secret
+		want    string
+	}{
+		{
+			name: "missing Secret",
+			want: `render config: spec.remoteWrite[0].basicAuth: secret "monitoring/rw" not found (looking for key "user")`,
+		},
+		{
+			name:    "missing key",
+			secrets: map[string]*corev1.Secret{"monitoring/rw": {Data: map[string][]byte{"user": []byte("u")}}},
+			want:    `render config: spec.remoteWrite[0].basicAuth: secret "monitoring/rw" has no key "password"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadInputs(t, filepath.Join("testdata", "render", "basic.yaml"))
+			in.Server = in.Server.DeepCopy()
+			in.Server.Spec.RemoteWrite = []v1alpha1.RemoteWriteSpec{{
+				URL:       "https://metrics.example.com/api/v1/write",
+				BasicAuth: &monitoringv1.BasicAuth{Username: ref("rw", "user"), Password: ref("rw", "password")},
+			}}
+			in.Secrets = tc.secrets
+			out, err := render(in, testOptions(), nil)
+			require.Nil(t, out)
+			require.EqualError(t, err, tc.want)
+			var specErr *specError
+			require.ErrorAs(t, err, &specErr)
+			require.Equal(t, []store.Ref{{Kind: store.Secret, Namespace: "monitoring", Name: "rw"}}, specErr.SecretRefs)
+		})
+	}
+}
+
+// TestGzipConfig checks the choice of compression level against the
+// size limit, and that the result does not depend on how the
+// configuration is split.
+func TestGzipConfig(t *testing.T) {
+	config, _, err := renderConfig(benchConfigInput(30, 3), []string{benchRuleFile})
+	require.NoError(t, err)
+	size := func(level int) int {
+		var b bytes.Buffer
+		w, err := gzip.NewWriterLevel(&b, level)
+		require.NoError(t, err)
+		_, err = w.Write(config)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		return b.Len()
+	}
+	fast, best := size(gzip.BestSpeed), size(gzip.BestCompression)
+	require.Less(t, best, fast)
+
+	// The XFL byte of the gzip header says which level compressed.
+	const xflBestCompression, xflBestSpeed = 2, 4
+	for _, tc := range []struct {
+		name    string
+		limit   int
+		wantXFL byte
+		wantErr string
+	}{
+		{name: "fast fits", limit: corev1.MaxSecretSize, wantXFL: xflBestSpeed},
+		{name: "fast fits exactly", limit: fast, wantXFL: xflBestSpeed},
+		{name: "best fits", limit: fast - 1, wantXFL: xflBestCompression},
+		{name: "best fits exactly", limit: best, wantXFL: xflBestCompression},
+		{
+			name:    "nothing fits",
+			limit:   best - 1,
+			wantErr: fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", len(config), best, best-1),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gz, err := gzipConfig(tc.limit, config)
+			if tc.wantErr != "" {
+				require.EqualError(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(gz), tc.limit)
+			require.Equal(t, tc.wantXFL, gz[8])
+			require.Equal(t, string(config), string(gunzip(t, gz)))
+			for _, at := range []int{0, 1, len(config) / 3, len(config) - 1} {
+				split, err := gzipConfig(tc.limit, config[:at], config[at:])
+				require.NoError(t, err)
+				require.Equal(t, gz, split, "split at %d", at)
+			}
+		})
+	}
+}
+
+// BenchmarkRender renders 1,000 ServiceMonitors of 3 endpoints each and
+// 1,000 PrometheusRules of 10 rules each for one server, with a new
+// ruleCache each time: everything is rendered and validated.
+func BenchmarkRender(b *testing.B) {
+	in := benchInputs(1000, 1000)
+	opts := testOptions()
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := render(in, opts, new(ruleCache))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(out.Rejected) > 0 || !maps.Equal(out.Selected, map[string]int{monitoringv1.ServiceMonitorsKind: 1000, monitoringv1.PodMonitorsKind: 0,
+			monitoringv1.ProbesKind: 0, monitoringv1alpha1.ScrapeConfigsKind: 0, kindPrometheusRule: 1000}) || len(out.RuleShards) == 0 {
+			b.Fatalf("selected %+v, %d shards, rejected %v", out.Selected, len(out.RuleShards), out.Rejected)
+		}
+		size = len(out.ConfigSecret.Data[ConfigSecretKey])
+	}
+	b.ReportMetric(float64(size), "secret-bytes")
+}
+
+// benchInputs selects, from every namespace, the monitors of
+// benchConfigInput (monitors ServiceMonitors of 3 endpoints) and rules
+// PrometheusRules of benchRules.
+func benchInputs(monitors, rules int) inputs {
+	cfg := benchConfigInput(monitors, 3)
+	server := cfg.Server
+	all := &metav1.LabelSelector{}
+	server.Spec.ServiceMonitorSelector, server.Spec.ServiceMonitorNamespaceSelector = all, all
+	server.Spec.RuleSelector, server.Spec.RuleNamespaceSelector = all, all
+	in := inputs{
+		Server:          server,
+		Namespaces:      map[string]labels.Set{},
+		ServiceMonitors: cfg.ServiceMonitors,
+		Rules:           benchRules(rules),
+		Secrets:         cfg.Secrets,
+	}
+	for _, o := range in.ServiceMonitors {
+		in.Namespaces[o.Namespace] = labels.Set{"kubernetes.io/metadata.name": o.Namespace}
+	}
+	for _, o := range in.Rules {
+		in.Namespaces[o.Namespace] = labels.Set{"kubernetes.io/metadata.name": o.Namespace}
+	}
+	return in
+}
+
+// loadInputs reads a bundle of YAML documents: at most one
+// PrometheusServer, Namespaces, ServiceMonitors, PodMonitors, Probes,
+// ScrapeConfigs, PrometheusRules and Secrets. Unknown fields are errors, so a typo in a
+// fixture cannot go unnoticed.
+func loadInputs(t *testing.T, path string) inputs {
+	t.Helper()
+	in := inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
+	readDocuments(t, path, func(kind string, doc []byte) {
+		switch kind {
+		case v1alpha1.Kind:
+			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
+			in.Server = decodeDocument[v1alpha1.PrometheusServer](t, doc)
+		case "Namespace":
+			ns := decodeDocument[corev1.Namespace](t, doc)
+			in.Namespaces[ns.Name] = labels.Set(ns.Labels)
+		case "Secret":
+			s := decodeSecret(t, doc)
+			in.Secrets[s.Namespace+"/"+s.Name] = s
+		case "ConfigMap":
+			cm := decodeDocument[corev1.ConfigMap](t, doc)
+			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
+		default:
+			k, ok := selectedKindOf(kind)
+			require.True(t, ok, "unknown kind %q in %s", kind, path)
+			obj := k.object.DeepCopyObject().(client.Object)
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, obj))
+			k.add(&in, obj)
+		}
+	})
+	return in
+}

@@ -1,0 +1,225 @@
+package prometheus
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/common/model"
+	yaml "go.yaml.in/yaml/v2"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+const (
+	// defaultInterval is the scrape and evaluation interval of a
+	// PrometheusServer that sets none (the CRD default).
+	defaultInterval = "30s"
+	// defaultRemoteTimeout is prometheus-operator's remote_timeout.
+	defaultRemoteTimeout = "30s"
+	// replicaLabel is the external label that tells replicas apart; its
+	// value is left for the config-reloader sidecar to expand.
+	replicaLabel = "prometheus_replica"
+	// serverLabel is the external label naming the PrometheusServer.
+	serverLabel = "prometheus"
+	// podNameRef is expanded by the config-reloader sidecar.
+	podNameRef = "$(POD_NAME)"
+)
+
+// serverConfig holds the sections that come from the PrometheusServer:
+// global goes first, rest after scrape_configs.
+type serverConfig struct {
+	global yaml.MapItem
+	rest   yaml.MapSlice
+}
+
+func (r *renderer) renderServer() (serverConfig, error) {
+	spec := &r.srv.Spec
+	scrape := string(spec.ScrapeInterval)
+	if scrape == "" {
+		scrape = defaultInterval
+	}
+	d, err := positiveDuration(scrape)
+	if err != nil {
+		return serverConfig{}, fmt.Errorf("spec.scrapeInterval: %w", err)
+	}
+	r.interval, r.intervalText = d, scrape
+	eval := string(spec.EvaluationInterval)
+	if eval == "" {
+		eval = defaultInterval
+	}
+	if _, err := positiveDuration(eval); err != nil {
+		return serverConfig{}, fmt.Errorf("spec.evaluationInterval: %w", err)
+	}
+
+	// The labels the controller sets win over the user's, as in
+	// prometheus-operator.
+	labels := map[string]string{
+		serverLabel:  r.srv.Namespace + "/" + r.srv.Name,
+		replicaLabel: podNameRef,
+	}
+	for k, v := range spec.ExternalLabels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	globals := yaml.MapSlice{
+		{Key: "evaluation_interval", Value: eval},
+		{Key: "scrape_interval", Value: scrape},
+	}
+	if timeout := string(spec.ScrapeTimeout); timeout != "" {
+		t, err := positiveDuration(timeout)
+		if err != nil {
+			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %w", err)
+		}
+		if t > d {
+			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %q is greater than the scrape interval %q", timeout, scrape)
+		}
+		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
+	}
+	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
+	global := yaml.MapItem{Key: "global", Value: globals}
+
+	var rest yaml.MapSlice
+	if spec.Alerting != nil && len(spec.Alerting.Alertmanagers) > 0 {
+		ams, err := r.alertmanagers(spec.Alerting.Alertmanagers)
+		if err != nil {
+			return serverConfig{}, err
+		}
+		rest = append(rest, yaml.MapItem{Key: "alerting", Value: yaml.MapSlice{
+			// Replicas send the same alerts: drop the label that tells
+			// them apart so that Alertmanager deduplicates them.
+			{Key: "alert_relabel_configs", Value: []yaml.MapSlice{{
+				{Key: "action", Value: "labeldrop"},
+				{Key: "regex", Value: replicaLabel},
+			}}},
+			{Key: "alertmanagers", Value: ams},
+		}})
+	}
+	if len(spec.RemoteWrite) > 0 {
+		rws, err := r.remoteWrites(spec.RemoteWrite)
+		if err != nil {
+			return serverConfig{}, err
+		}
+		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
+	}
+	return serverConfig{global: global, rest: rest}, nil
+}
+
+func positiveDuration(s string) (model.Duration, error) {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q is not positive", s)
+	}
+	return d, nil
+}
+
+func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.MapSlice, error) {
+	out := make([]yaml.MapSlice, 0, len(ams))
+	for i, am := range ams {
+		path := fmt.Sprintf("spec.alerting.alertmanagers[%d]", i)
+		if am.Name == "" {
+			return nil, fmt.Errorf("%s.name: must not be empty", path)
+		}
+		ns := am.Namespace
+		if ns == "" {
+			ns = r.srv.Namespace
+		}
+		scheme := strings.ToLower(am.Scheme)
+		switch scheme {
+		case "":
+			scheme = "http"
+		case "http", "https":
+		default:
+			return nil, fmt.Errorf("%s.scheme: %q is not http or https", path, am.Scheme)
+		}
+		prefix := am.PathPrefix
+		if prefix == "" {
+			prefix = "/"
+		}
+		switch am.APIVersion {
+		case "", "v2", "V2":
+		default:
+			return nil, fmt.Errorf("%s.apiVersion: %q is not supported, only v2 is", path, am.APIVersion)
+		}
+		if _, err := r.regexp(am.Name); err != nil {
+			return nil, fmt.Errorf("%s.name: %w", path, err)
+		}
+		relabelings := []yaml.MapSlice{keep([]string{"__meta_kubernetes_service_name"}, am.Name)}
+		switch {
+		case am.Port.Type == intstr.String && am.Port.StrVal != "":
+			if _, err := r.regexp(am.Port.StrVal); err != nil {
+				return nil, fmt.Errorf("%s.port: %w", path, err)
+			}
+			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_endpoint_port_name"}, am.Port.StrVal))
+		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
+			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
+		}
+		out = append(out, yaml.MapSlice{
+			{Key: "path_prefix", Value: prefix},
+			{Key: "scheme", Value: scheme},
+			{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
+				{Key: "role", Value: "endpoints"},
+				{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
+			}}},
+			{Key: "api_version", Value: "v2"},
+			{Key: "relabel_configs", Value: relabelings},
+		})
+	}
+	return out, nil
+}
+
+func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
+	out := make([]yaml.MapSlice, 0, len(rws))
+	names := map[string]bool{}
+	ns := r.srv.Namespace
+	for i, rw := range rws {
+		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
+		u, err := parseURL(rw.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s.url: %w", path, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, shownURL(u))
+		}
+		cfg := yaml.MapSlice{
+			{Key: "url", Value: rw.URL},
+			{Key: "remote_timeout", Value: defaultRemoteTimeout},
+		}
+		if rw.Name != "" {
+			if names[rw.Name] {
+				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
+			}
+			names[rw.Name] = true
+			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
+		}
+		if rw.BasicAuth != nil && rw.Authorization != nil {
+			return nil, fmt.Errorf("%s: basicAuth and authorization are mutually exclusive", path)
+		}
+		if rw.BasicAuth != nil {
+			ba, err := r.basicAuth(ns, path+".basicAuth", rw.BasicAuth)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, ba)
+		}
+		if a := rw.Authorization; a != nil {
+			if a.Credentials != nil && a.CredentialsFile != "" {
+				return nil, fmt.Errorf("%s.authorization: credentials and credentialsFile are mutually exclusive", path)
+			}
+			auth, err := r.authorization(ns, path+".authorization", &a.SafeAuthorization, a.CredentialsFile != "")
+			if err != nil {
+				return nil, err
+			}
+			if a.CredentialsFile != "" {
+				auth.Value = append(auth.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: a.CredentialsFile})
+			}
+			cfg = append(cfg, auth)
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
+}

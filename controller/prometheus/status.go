@@ -1,0 +1,175 @@
+package prometheus
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+// written is content the controller wrote, for the time every replica
+// takes to apply it.
+type written struct {
+	hash  string
+	at    time.Time
+	timed bool // applied and timed, or not to be timed
+}
+
+// writeStatus writes the status of server, with cond, from objs and sts
+// when they are not nil; nothing is written when the status is the same.
+// The status is patched, with the resourceVersion it was computed from: a
+// conflict (the cache is behind the controller's own last write) is
+// retried on the server read from the API server.
+func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) error {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
+		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
+	key := client.ObjectKeyFromObject(server)
+	before := server.Status.ContentHash
+	fresh := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fresh {
+			if err := r.reader.Get(ctx, key, server); err != nil {
+				return err
+			}
+		}
+		fresh = true
+		status := r.status(server, objs, sets, cond)
+		var applied metav1.Condition
+		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
+		applied.ObservedGeneration = server.Generation
+		if cond.Status != metav1.ConditionTrue {
+			// This generation is not all written: ConfigApplied does not
+			// speak for it, so that `kubectl wait
+			// --for=condition=ConfigApplied` (which compares the
+			// condition's observedGeneration with the generation) waits
+			// instead of returning for a change that is not live.
+			applied.ObservedGeneration = 0
+			if was := meta.FindStatusCondition(server.Status.Conditions, conditionConfigApplied); was != nil {
+				applied.ObservedGeneration = was.ObservedGeneration
+			}
+		}
+		meta.SetStatusCondition(&status.Conditions, applied)
+		r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
+		if equality.Semantic.DeepEqual(status, server.Status) {
+			return nil
+		}
+		base := server.DeepCopy()
+		server.Status = status
+		r.writer.Count(v1alpha1.Kind, "patch-status")
+		return r.client.Status().Patch(ctx, server, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
+		return fmt.Errorf("update status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
+	r.observeApplied(key, before, server.Status)
+	return nil
+}
+
+// observeApplied times the content of status from its write to every
+// ready replica running it; before is the content hash the status showed
+// until now. Only what this controller wrote is timed: content seen first
+// in the status, written by an earlier controller, is not.
+func (r *reconciler) observeApplied(key types.NamespacedName, before string, status v1alpha1.PrometheusServerStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.written[key]
+	switch {
+	case status.ContentHash != before:
+		w = written{hash: status.ContentHash, at: time.Now()}
+	case !ok || w.hash != status.ContentHash:
+		w = written{hash: status.ContentHash, timed: true}
+	}
+	if !w.timed && meta.IsStatusConditionTrue(status.Conditions, conditionConfigApplied) {
+		r.metrics.applySeconds.Observe(time.Since(w.at).Seconds())
+		w.timed = true
+	}
+	r.written[key] = w
+}
+
+// maxLeftOut bounds the objects status.leftOut lists; each one's reason
+// is cut as an Event's note is (maxEventNote): 50 KiB at most.
+const maxLeftOut = 50
+
+// truncate shortens s to at most n bytes, marking the cut, on a rune
+// boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// status is the status of server with cond, from objs when it is not nil
+// and from the live StatefulSets of its shards, sets. It sets the gauges of
+// selected and rejected objects.
+func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
+	status := *server.Status.DeepCopy()
+	status.ObservedGeneration = server.Generation
+	cond.ObservedGeneration = server.Generation
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if objs != nil {
+		if objs.ConfigSecret != nil {
+			status.ConfigHash = objs.ConfigHash
+			status.ContentHash = objs.ContentHash
+		}
+		counts := map[string]*v1alpha1.Selection{}
+		for _, k := range selectedKinds() {
+			c := k.status(&status)
+			*c = v1alpha1.Selection{Selected: int32(objs.Selected[k.kind])}
+			counts[k.kind] = c
+		}
+		status.LeftOut, status.LeftOutCount = nil, int32(len(objs.Rejected))
+		for i, rej := range objs.Rejected {
+			counts[rej.Kind].Rejected++
+			if i < maxLeftOut {
+				status.LeftOut = append(status.LeftOut, v1alpha1.LeftOutObject{Kind: rej.Kind, Namespace: rej.Namespace, Name: rej.Name, Reason: truncate(rej.Reason, maxEventNote)})
+			}
+		}
+		for kind, c := range counts {
+			r.metrics.selected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Selected))
+			r.metrics.rejected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Rejected))
+		}
+	}
+	if objs == nil && len(sets) == 0 && meta.FindStatusCondition(status.Conditions, conditionAvailable) != nil {
+		return status // Nothing known about the pods: keep what was.
+	}
+	want, shards := ptr.Deref(server.Spec.Replicas, 1), shardCount(server)
+	available := metav1.Condition{Type: conditionAvailable, Status: metav1.ConditionFalse, Reason: "NoStatefulSet",
+		Message: "the StatefulSet does not exist yet", ObservedGeneration: server.Generation}
+	if len(sets) > 0 {
+		status.Replicas, status.ReadyReplicas, status.Shards = 0, 0, int32(len(sets))
+		ready := want > 0 && len(sets) >= shards
+		for _, sts := range sets {
+			status.Replicas += sts.Status.Replicas
+			status.ReadyReplicas += sts.Status.ReadyReplicas
+			ready = ready && sts.Status.ReadyReplicas >= want
+		}
+		available.Reason, available.Message = "ReplicasNotReady", fmt.Sprintf("%d of %d replicas ready", status.ReadyReplicas, want*int32(shards))
+		if shards > 1 {
+			available.Message += fmt.Sprintf(" (%d shards of %d, %d StatefulSets)", shards, want, len(sets))
+		}
+		if ready {
+			available.Status, available.Reason = metav1.ConditionTrue, "ReplicasReady"
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, available)
+	return status
+}

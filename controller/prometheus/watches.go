@@ -1,0 +1,176 @@
+package prometheus
+
+import (
+	"context"
+	"log/slog"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/store"
+)
+
+// AddToScheme adds the types PrometheusServers are rendered from: the
+// kind itself and prometheus-operator's monitors and rules.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, monitoringv1.AddToScheme, monitoringv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Setup sets up the reconciler of PrometheusServers with m: it watches
+// them, the monitors, rules, Secrets and Namespaces they select or
+// reference and the objects it writes for them, and makes those objects
+// match what render gives. opts are the controller-wide inputs of the
+// rendered workloads (default images); RuleShards is ignored. A nil logger
+// discards the logs.
+func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	r := &reconciler{
+		client:   m.GetClient(),
+		reader:   m.GetAPIReader(),
+		metadata: m.GetCache(),
+		recorder: m.GetEventRecorder(kube.Name),
+		logger:   logger,
+		metrics:  newMetrics(reg),
+		workload: opts,
+		writer:   m.Writer(),
+		caches:   map[types.NamespacedName]*ruleCache{},
+		refs:     store.NewTracker(),
+		warned:   map[types.NamespacedName]map[rejection]struct{}{},
+		written:  map[types.NamespacedName]written{},
+	}
+	// Monitors and rules matter when they are created or deleted, or when
+	// their spec or labels change.
+	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	b := builder.ControllerManagedBy(m).
+		Named("prometheusserver").
+		// Status writes change no generation: they do not come back here.
+		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers)).
+		WatchesRawSource(source.Kind(m.ConfigMaps(), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
+			handler.TypedEnqueueRequestsFromMapFunc(r.configMapServers)))
+	for _, k := range selectedKinds() {
+		b = b.Watches(k.object, handler.EnqueueRequestsFromMapFunc(r.selectingServers(k)), changed)
+	}
+	return b.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
+		Complete(r)
+}
+
+// servers returns the cached PrometheusServers.
+func (r *reconciler) servers(ctx context.Context) []v1alpha1.PrometheusServer {
+	var list v1alpha1.PrometheusServerList
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		r.logger.Error("list PrometheusServers", "err", err)
+		return nil
+	}
+	return list.Items
+}
+
+// requests turns servers into reconcile requests, counted as triggered by
+// an object of kind.
+func (r *reconciler) requests(kind string, servers []types.NamespacedName) []ctrl.Request {
+	if len(servers) == 0 {
+		return nil
+	}
+	r.metrics.triggers.WithLabelValues(kind).Add(float64(len(servers)))
+	reqs := make([]ctrl.Request, len(servers))
+	for i, s := range servers {
+		reqs[i] = ctrl.Request{NamespacedName: s}
+	}
+	return reqs
+}
+
+// selectingServers maps a monitor or rule to the PrometheusServers whose
+// selectors for k select it. Updates are mapped for the old and the new
+// object, so a server that stops selecting one is told too.
+func (r *reconciler) selectingServers(k selectedKind) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []ctrl.Request {
+		var ns corev1.Namespace
+		nsLabels := map[string]labels.Set{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, &ns); err == nil {
+			nsLabels[ns.Name] = ns.Labels
+		}
+		var matched []types.NamespacedName
+		for _, s := range r.servers(ctx) {
+			sel, nsSel := k.selectors(&s.Spec)
+			if ok, err := isSelected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
+				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+			}
+		}
+		return r.requests(k.kind, matched)
+	}
+}
+
+// namespaceServers maps a Namespace to the PrometheusServers with a
+// namespace selector that matches its labels.
+func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []ctrl.Request {
+	var matched []types.NamespacedName
+	for _, s := range r.servers(ctx) {
+		for _, k := range selectedKinds() {
+			_, nsSel := k.selectors(&s.Spec)
+			if nsSel == nil {
+				continue
+			}
+			if sel, err := metav1.LabelSelectorAsSelector(nsSel); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+				break
+			}
+		}
+	}
+	return r.requests("Namespace", matched)
+}
+
+// podServer maps a pod to the PrometheusServer whose StatefulSet runs it,
+// named by its labelInstance label.
+func (r *reconciler) podServer(_ context.Context, obj client.Object) []ctrl.Request {
+	name := obj.GetLabels()[labelInstance]
+	if name == "" {
+		return nil
+	}
+	return r.requests("Pod", []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: name}})
+}
+
+// secretServers maps a Secret to the PrometheusServer that owns it, or to
+// the PrometheusServers whose last render referenced it.
+func (r *reconciler) secretServers(_ context.Context, obj client.Object) []ctrl.Request {
+	if owner := ownerServer(obj); owner != nil {
+		return []ctrl.Request{{NamespacedName: *owner}}
+	}
+	return r.requests("Secret", r.refs.Owners(store.Ref{Kind: store.Secret, Namespace: obj.GetNamespace(), Name: obj.GetName()}))
+}
+
+// configMapServers maps a ConfigMap to the PrometheusServers whose last
+// render referenced it; the controller's own ConfigMaps come through
+// Owns.
+func (r *reconciler) configMapServers(_ context.Context, obj *metav1.PartialObjectMetadata) []ctrl.Request {
+	return r.requests("ConfigMap", r.refs.Owners(store.Ref{Kind: store.ConfigMap, Namespace: obj.GetNamespace(), Name: obj.GetName()}))
+}

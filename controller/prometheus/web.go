@@ -1,0 +1,87 @@
+package prometheus
+
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/webconfig"
+)
+
+// The web configuration of a server: package webconfig renders it; here,
+// where its Secret is and what it is named.
+
+const (
+	// webConfigMountPath is where the web config Secret is mounted in the
+	// Prometheus container.
+	webConfigMountPath = "/etc/prometheus/web_config"
+	// WebConfigSecretKey is the key of the web configuration file in the
+	// web config Secret.
+	WebConfigSecretKey = webconfig.SecretKey
+	// webTLSMountPath holds a directory per file of spec.web.tlsConfig.
+	webTLSMountPath = "/etc/prometheus/web_tls"
+)
+
+// webDirs are where the pods mount the web configuration.
+func webDirs() webconfig.Dirs {
+	return webconfig.Dirs{Config: webConfigMountPath, TLS: webTLSMountPath}
+}
+
+// WebConfigSecretName is the name of the Secret holding the web
+// configuration file of server.
+func WebConfigSecretName(server *v1alpha1.PrometheusServer) string {
+	return server.Name + "-web-config"
+}
+
+// webFields are spec.web's fields of the web configuration file; nil
+// without spec.web.
+func webFields(spec v1alpha1.PrometheusServerSpec) *monitoringv1.WebConfigFileFields {
+	if spec.Web == nil {
+		return nil
+	}
+	return &spec.Web.WebConfigFileFields
+}
+
+// webTLS reports whether Prometheus serves HTTPS.
+func webTLS(spec v1alpha1.PrometheusServerSpec) bool { return webconfig.TLS(webFields(spec)) }
+
+// webConfigFile reports whether Prometheus gets a web configuration file.
+func webConfigFile(spec v1alpha1.PrometheusServerSpec) bool {
+	return webconfig.Enabled(webFields(spec))
+}
+
+// webRender is what renderWeb makes of spec.web.
+type webRender struct {
+	// Secret holds the web configuration file; nil when there is none.
+	Secret *corev1.Secret
+	// Reload is how the config-reloader verifies Prometheus' certificate.
+	Reload webconfig.Reload
+	// Refs are the Secrets and ConfigMaps looked up, found or not.
+	Refs []store.Ref
+}
+
+// renderWeb renders the web configuration file of in.Server's spec.web
+// into its Secret (webconfig.Render).
+func renderWeb(in inputs) (webRender, error) {
+	server := in.Server
+	r, err := webconfig.Render(webDirs(), server.Namespace, server.Name, webFields(server.Spec),
+		store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
+	out := webRender{Reload: r.Reload, Refs: r.Refs}
+	if err != nil || r.File == nil {
+		return out, err
+	}
+	out.Secret = &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: WebConfigSecretName(server), Namespace: server.Namespace, Labels: selectorLabels(server)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{WebConfigSecretKey: r.File},
+	}
+	return out, nil
+}
+
+// webPod is what spec.web puts into the pods of server.
+func webPod(server *v1alpha1.PrometheusServer, reload webconfig.Reload) webconfig.Pod {
+	return webconfig.PodParts(webDirs(), WebConfigSecretName(server), webFields(server.Spec), reload)
+}

@@ -1,0 +1,172 @@
+package prometheus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// write makes the live objects of server match objs, and returns the live
+// StatefulSet (nil while there is none). Without a config Secret in objs,
+// the last one written stays; with one, its part Secrets are written
+// before it, and those it no longer names deleted after it. No rule file disappears from the pods
+// between two states: rule shards are created or updated before the extra
+// ones are deleted, and the configuration, whose rule_files name the
+// shards, is written before them, or after the deletions when shards go.
+// The Role and RoleBinding of the reloaders are written before the
+// StatefulSets, so that their pods find them; the StatefulSets of shards
+// no longer wanted are deleted last, once the configuration with the new
+// shard count is written. It returns the live StatefulSets, by shard, but
+// for those being created again: a *kube.RecreatingError says which.
+func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) ([]*appsv1.StatefulSet, error) {
+	extra, err := r.extraShards(ctx, server, objs.RuleShards)
+	if err != nil {
+		return nil, err
+	}
+	// The Role first: with the API source, it names the part Secrets
+	// the reloaders are about to read.
+	if err := kube.Write(ctx, r.writer, owner(server), objs.Role, kube.SyncRole); err != nil {
+		return nil, err
+	}
+	if err := kube.Write(ctx, r.writer, owner(server), objs.RoleBinding, kube.SyncRoleBinding); err != nil {
+		return nil, err
+	}
+	writeConfig := func() error {
+		if objs.ConfigSecret == nil {
+			return nil
+		}
+		// The parts first: the config Secret names them, and the
+		// reloaders wait for every part it names.
+		for _, s := range objs.ConfigParts {
+			if err := kube.Write(ctx, r.writer, owner(server), s, kube.SyncSecret); err != nil {
+				return err
+			}
+		}
+		if err := kube.Write(ctx, r.writer, owner(server), objs.ConfigSecret, kube.SyncSecret); err != nil {
+			return err
+		}
+		return r.deleteExtraParts(ctx, server, objs.ConfigParts)
+	}
+	if len(extra) == 0 {
+		if err := writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	for _, cm := range objs.RuleShards {
+		if err := kube.Write(ctx, r.writer, owner(server), cm, kube.SyncConfigMap); err != nil {
+			return nil, err
+		}
+	}
+	for _, cm := range extra {
+		if err := r.writer.Delete(ctx, "ConfigMap", cm); err != nil {
+			return nil, err
+		}
+		r.logger.Info("deleted rule file ConfigMap", "server", client.ObjectKeyFromObject(server), "configmap", cm.Name)
+	}
+	if len(extra) > 0 {
+		if err := writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	// The pods mount the web configuration: written before them. A server
+	// that no longer has one keeps the Secret, which goes with it.
+	if objs.WebConfigSecret != nil {
+		if err := kube.Write(ctx, r.writer, owner(server), objs.WebConfigSecret, kube.SyncSecret); err != nil {
+			return nil, err
+		}
+	}
+	if err := kube.Write(ctx, r.writer, owner(server), objs.Service, kube.SyncService); err != nil {
+		return nil, err
+	}
+	var (
+		live       []*appsv1.StatefulSet
+		recreating error
+	)
+	for _, desired := range objs.StatefulSets {
+		sts, err := r.writer.ApplyStatefulSet(ctx, owner(server), desired)
+		var rec *kube.RecreatingError
+		switch {
+		case errors.As(err, &rec):
+			// The other shards are written all the same.
+			recreating = cmp.Or(recreating, err)
+		case err != nil:
+			return nil, err
+		default:
+			live = append(live, sts)
+		}
+	}
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets))
+}
+
+// deleteExtraParts deletes the part Secrets of the configuration that
+// server controls and parts does not hold: once the config Secret no
+// longer names them.
+func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.PrometheusServer, parts []*corev1.Secret) error {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.metadata.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels{labelConfig: server.Name}); err != nil {
+		return fmt.Errorf("list config part Secrets: %w", err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !isConfigPart(server, m.Name) ||
+			slices.ContainsFunc(parts, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
+			continue
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
+		if err := r.writer.Delete(ctx, "Secret", s); err != nil {
+			return err
+		}
+		r.logger.Info("deleted a config part Secret no longer needed", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
+	}
+	return nil
+}
+
+// deleteExtraShards deletes the StatefulSets server controls that are not
+// among sets: those of the shards it no longer has. Their pods go with
+// them; their volume claims stay, as a StatefulSet's always do.
+func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) error {
+	var list appsv1.StatefulSetList
+	if err := r.client.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
+		return fmt.Errorf("list StatefulSets: %w", err)
+	}
+	for i := range list.Items {
+		sts := &list.Items[i]
+		if !metav1.IsControlledBy(sts, server) || sts.DeletionTimestamp != nil ||
+			slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return s.Name == sts.Name }) {
+			continue
+		}
+		if err := r.writer.Delete(ctx, "StatefulSet", sts); err != nil {
+			return err
+		}
+		r.logger.Info("deleted the StatefulSet of a shard no longer wanted", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name)
+	}
+	return nil
+}
+
+// extraShards returns the rule file ConfigMaps server controls that are
+// not among shards.
+func (r *reconciler) extraShards(ctx context.Context, server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap) ([]*corev1.ConfigMap, error) {
+	var cms corev1.ConfigMapList
+	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels{LabelRuleFiles: server.Name}); err != nil {
+		return nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
+	}
+	var extra []*corev1.ConfigMap
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if metav1.IsControlledBy(cm, server) && !slices.ContainsFunc(shards, func(s *corev1.ConfigMap) bool { return s.Name == cm.Name }) {
+			extra = append(extra, cm)
+		}
+	}
+	return extra, nil
+}

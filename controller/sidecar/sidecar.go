@@ -1,0 +1,70 @@
+// Package sidecar is the config-reloader in the pods of a kind: its two
+// containers (the init container that renders once before the server
+// starts, and the sidecar that keeps the server converged), the flags
+// every kind gives it, and the Role and RoleBinding its pods need. It
+// knows no kind: the kind says where the reloader reads and writes, and
+// how it reloads the server.
+package sidecar
+
+import (
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Port is where the sidecar serves its metrics and health endpoints.
+const Port = 8080
+
+// Spec is a kind's config-reloader.
+type Spec struct {
+	// Image of both containers.
+	Image string
+	// Resources of both containers.
+	Resources corev1.ResourceRequirements
+	// Env of both containers, after POD_NAME and POD_NAMESPACE (which
+	// the reloaders need to report in their pod).
+	Env []corev1.EnvVar
+	// SourceArgs tell both containers where to read and write.
+	SourceArgs []string
+	// ReloadArgs tell the sidecar how to reload the server, and verify it.
+	ReloadArgs []string
+	// Mounts are both containers' volume mounts; SidecarMounts, the
+	// sidecar's only, after them.
+	Mounts, SidecarMounts []corev1.VolumeMount
+	// SecurityContext of both containers.
+	SecurityContext *corev1.SecurityContext
+}
+
+// Containers renders the init container, which renders the
+// configuration once (--watch-interval=0) so that the server starts with
+// it, and the sidecar, which reports what the server runs in its pod
+// (--report-pod, under Role's grant) and serves on Port.
+func Containers(s Spec) (initContainer, sidecar corev1.Container) {
+	env := append([]corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
+	}, s.Env...)
+	initContainer = corev1.Container{
+		Name:            "init-config-reloader",
+		Image:           s.Image,
+		Args:            append([]string{"--watch-interval=0"}, s.SourceArgs...),
+		Env:             env,
+		Resources:       s.Resources,
+		VolumeMounts:    s.Mounts,
+		SecurityContext: s.SecurityContext,
+	}
+	args := append(slices.Clone(s.SourceArgs), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+	args = append(args, s.ReloadArgs...)
+	sidecar = corev1.Container{
+		Name:            "config-reloader",
+		Image:           s.Image,
+		Args:            append(args, "--listen-address=:"+strconv.Itoa(Port)),
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		Resources:       s.Resources,
+		VolumeMounts:    slices.Concat(s.Mounts, s.SidecarMounts),
+		SecurityContext: s.SecurityContext,
+	}
+	return initContainer, sidecar
+}
