@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/app"
 	"github.com/podreload/podreload/reloader"
 )
@@ -121,7 +122,7 @@ func TestRulesIndependentOfConfig(t *testing.T) {
 	// Back, naming a part the Role does not grant: the configuration
 	// waits for it, and a rule change still reloads.
 	var main []byte
-	main = reloader.AppendPartDirective(main, "cfg-9", []byte("jobs: 9\n"))
+	main = contract.AppendPartDirective(main, "cfg-9", []byte("jobs: 9\n"))
 	e.secret(t, ns, map[string][]byte{"config": append(main, "v: 2\n"...)})
 	deadline := time.Now().Add(20 * time.Second)
 	for (s.Err() == nil || !strings.Contains(s.Err().Error(), "API server refuses secret cfg-9 since")) && time.Now().Before(deadline) {

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 )
 
 func jsonLogger(l *logs) *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
@@ -94,7 +94,7 @@ func TestRestartKeepsAccepted(t *testing.T) {
 			require.Contains(t, l.String(), `"msg":"the current content was rejected before this start: the last accepted state is written instead, trying again later"`)
 			require.Equal(t, "v: 1\n|cm/a.yaml=a1;", readFile(h.out)+"|"+readTree(h.rulesDir))
 			report := log.wait(t, 1)
-			require.Equal(t, contenthash.Sum([]byte("v: 1\n"), map[string]string{"cm/a.yaml": "a1"}), report.Hash)
+			require.Equal(t, contract.Sum([]byte("v: 1\n"), map[string]string{"cm/a.yaml": "a1"}), report.Hash)
 			require.NotNil(t, report.Rejection)
 			require.Equal(t, "status 500: "+prometheusRejects, report.Rejection.Message)
 			require.Zero(t, testutil.ToFloat64(r.m.reloads))
@@ -139,7 +139,7 @@ func TestRestartOtherRejected(t *testing.T) {
 	l.waitErr(t, regexp.QuoteMeta(`reload `+h.ep.URL+`/-/reload: status 500: `+prometheusRejects))
 	eventually(t, "the accepted state written back", func() bool { return readFile(h.out)+"|"+readTree(h.rulesDir) == "v: 1\n|cm/a.yaml=a1;" })
 	report := log.wait(t, 1)
-	require.Equal(t, contenthash.Sum([]byte("v: 1\n"), map[string]string{"cm/a.yaml": "a1"}), report.Hash)
+	require.Equal(t, contract.Sum([]byte("v: 1\n"), map[string]string{"cm/a.yaml": "a1"}), report.Hash)
 	require.NotNil(t, report.Rejection)
 	require.Equal(t, 1.0, testutil.ToFloat64(r.m.rejected))
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/podreload/podreload/contenthash"
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/testenv/projector"
 )
 
@@ -325,7 +325,7 @@ func TestRejectedRetried(t *testing.T) {
 		require.Equal(t, "v: 2\n|cm/a.yaml=a2;", seen[1])
 		accepted := log.wait(t, 3)
 		require.Nil(t, accepted.Rejection)
-		require.Equal(t, contenthash.Sum([]byte("v: 2\n"), map[string]string{"cm/a.yaml": "a2"}), accepted.Hash)
+		require.Equal(t, contract.Sum([]byte("v: 2\n"), map[string]string{"cm/a.yaml": "a2"}), accepted.Hash)
 		// Reported once per rejection message, not at every retry.
 		log.mu.Lock()
 		defer log.mu.Unlock()
