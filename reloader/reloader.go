@@ -19,7 +19,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -31,7 +30,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/podreload/podreload/envsubst"
 )
@@ -192,82 +190,6 @@ type state struct {
 	raw    []byte            // the configuration as stored that config was rendered from, when OnApplied is set
 }
 
-type metrics struct {
-	reloads, reloadsFailed          prometheus.Counter
-	lastSuccess, lastSuccessSeconds prometheus.Gauge
-	applies, appliesFailed          prometheus.Counter
-	rejected                        prometheus.Counter
-	expansionErrors                 prometheus.Gauge
-	watches                         prometheus.Gauge
-	events, watchErrors             prometheus.Counter
-	duration                        prometheus.Histogram
-	leftOut                         *prometheus.GaugeVec
-	stateErrors                     prometheus.Counter
-}
-
-func newMetrics(reg prometheus.Registerer) metrics {
-	f := promauto.With(reg)
-	return metrics{
-		reloads: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_reloads_total",
-			Help: "Total number of reload requests.",
-		}),
-		reloadsFailed: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_reloads_failed_total",
-			Help: "Total number of reload requests that failed.",
-		}),
-		lastSuccess: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_last_reload_successful",
-			Help: "Whether the last reload attempt was successful.",
-		}),
-		lastSuccessSeconds: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_last_reload_success_timestamp_seconds",
-			Help: "Timestamp of the last successful reload.",
-		}),
-		rejected: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_reloads_rejected_total",
-			Help: "Total number of reload requests the process answered by refusing the new configuration (a subset of reloader_reloads_failed_total).",
-		}),
-		applies: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_config_apply_operations_total",
-			Help: "Total number of times the watched files were read and the configuration rendered.",
-		}),
-		appliesFailed: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_config_apply_operations_failed_total",
-			Help: "Total number of times reading the watched files or rendering the configuration failed.",
-		}),
-		expansionErrors: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_config_environment_variable_expansion_errors",
-			Help: "Number of environment variable references that could not be expanded in the last render.",
-		}),
-		watches: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_watches",
-			Help: "Number of directories watched.",
-		}),
-		events: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_watch_events_total",
-			Help: "Total number of file system events received.",
-		}),
-		watchErrors: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_watch_errors_total",
-			Help: "Total number of errors from the file system watcher.",
-		}),
-		duration: f.NewHistogram(prometheus.HistogramOpts{
-			Name:    "reloader_reload_duration_seconds",
-			Help:    "Duration of reload requests, successful or not.",
-			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}),
-		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "reloader_files_left_out",
-			Help: "Number of input files the last apply left out, by reason: unreadable (a symlink loop, a named pipe, a socket, a device, no read permission) or invalid_name (a ConfigMap key the rules dir cannot hold, such as one starting with a dot); the rest applied without them.",
-		}, []string{"reason"}),
-		stateErrors: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_state_errors_total",
-			Help: "Total number of failed reads and writes of the last accepted state kept in the state directory.",
-		}),
-	}
-}
-
 // New returns a Reloader. A nil logger discards logs.
 func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloader, error) {
 	if logger == nil {
@@ -318,14 +240,6 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	}
 	return r, nil
 }
-
-func (r *Reloader) watchError() {
-	r.m.watchErrors.Inc()
-	r.watchErrs.Add(1)
-}
-
-// WatchErrors returns how many errors the file system watcher reported.
-func (r *Reloader) WatchErrors() uint64 { return r.watchErrs.Load() }
 
 // Ready returns nil once the process has accepted the current state once,
 // and an error while no reload has succeeded yet or when an apply has been
@@ -565,23 +479,6 @@ func (r *Reloader) afterApply(ctx context.Context, s *schedule, res result, inpu
 		}
 		r.logger.Log(ctx, level, "apply failed", "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
 	}
-}
-
-// closeWatcher closes w while draining its channels, so its goroutine never
-// blocks on a send.
-func closeWatcher(w *fsnotify.Watcher) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range w.Events {
-		}
-	}()
-	go func() {
-		for range w.Errors {
-		}
-	}()
-	_ = w.Close()
-	<-done
 }
 
 type result int
@@ -834,77 +731,4 @@ func writeUint64(d *xxhash.Digest, v uint64) {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], v)
 	_, _ = d.Write(b[:])
-}
-
-// targets returns the directories whose entries matter: the config file's
-// directory and every watched directory.
-func targets(opts Options) []string {
-	var dirs []string
-	if opts.ConfigFile != "" {
-		dirs = append(dirs, filepath.Dir(filepath.Clean(opts.ConfigFile)))
-	}
-	for _, d := range slices.Concat(opts.WatchedDirs, opts.RulesInputDirs) {
-		dirs = append(dirs, filepath.Clean(d))
-	}
-	if opts.PartsDir != "" {
-		dirs = append(dirs, filepath.Clean(opts.PartsDir))
-	}
-	slices.Sort(dirs)
-	return slices.Compact(dirs)
-}
-
-// syncWatches watches every target directory, or, while one is missing, its
-// nearest existing ancestor so that its creation is seen.
-func (r *Reloader) syncWatches() {
-	for _, dir := range r.targets {
-		for d := dir; ; d = filepath.Dir(d) {
-			err := r.watcher.Add(d)
-			if err == nil {
-				switch {
-				case d != dir && !r.missing[dir]:
-					r.missing[dir] = true
-					r.logger.Warn("watched dir is missing, waiting for it", "dir", dir, "watching", d)
-				case d == dir && r.missing[dir]:
-					delete(r.missing, dir)
-					r.logger.Info("watched dir appeared", "dir", dir)
-				}
-				break
-			}
-			if !errors.Is(err, fs.ErrNotExist) {
-				r.watchError()
-				r.logger.Warn("watch dir", "dir", d, "err", err)
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
-		}
-	}
-	r.m.watches.Set(float64(len(r.watcher.WatchList())))
-}
-
-// relevant reports whether an event may change what the process reads.
-// Kubelet bookkeeping (..<timestamp> dirs, ..data_tmp) is not.
-func (r *Reloader) relevant(ev fsnotify.Event) bool {
-	name := filepath.Clean(ev.Name)
-	for _, t := range r.targets {
-		if t == name || strings.HasPrefix(t, name+string(filepath.Separator)) {
-			// A target or one of its ancestors appeared or vanished.
-			r.syncWatches()
-			return true
-		}
-	}
-	dir, base := filepath.Dir(name), filepath.Base(name)
-	if hidden(base) && base != dataDir {
-		return false
-	}
-	for _, d := range slices.Concat(r.opts.WatchedDirs, r.opts.RulesInputDirs) {
-		if filepath.Clean(d) == dir {
-			return true
-		}
-	}
-	if r.opts.PartsDir != "" && filepath.Clean(r.opts.PartsDir) == dir {
-		return true
-	}
-	cfg := filepath.Clean(r.opts.ConfigFile)
-	return r.opts.ConfigFile != "" && dir == filepath.Dir(cfg) && (base == filepath.Base(cfg) || base == dataDir)
 }
