@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -38,6 +39,40 @@ func (r *Reloader) Render() error {
 	r.noteLeftOut(append(src.left, left...))
 	st.config, st.parts = out.config, out.out
 	return r.write(r.acceptedInstead(st))
+}
+
+// RenderOnce is the init-container mode: it writes the outputs once, as
+// Render does, and logs the outcome. From a Source, which must be running,
+// it waits until ctx is done for what Render needs and the Source does not
+// hold yet (its first content, a Secret created later, the configuration's
+// parts), saying what it waits for.
+func (r *Reloader) RenderOnce(ctx context.Context) error {
+	if r.opts.Source == nil {
+		if err := r.Render(); err != nil {
+			r.logger.Error("render config", "err", err)
+			return err
+		}
+		r.logger.Info("config rendered", "output", r.opts.ConfigOutput)
+		return nil
+	}
+	var last string
+	for {
+		select {
+		case <-ctx.Done():
+			r.logger.Error("render config: stopped before the configuration could be read", "waiting_for", last)
+			return fmt.Errorf("render config: %w", context.Cause(ctx))
+		case <-r.opts.Source.Changed():
+		}
+		err := r.Render()
+		if err == nil {
+			r.logger.Info("config rendered", "output", r.opts.ConfigOutput)
+			return nil
+		}
+		if err.Error() != last {
+			last = err.Error()
+			r.logger.Warn("render config: waiting", "err", err)
+		}
+	}
 }
 
 // removeTemps removes the temporary files a write of ConfigOutput
