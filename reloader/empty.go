@@ -34,8 +34,8 @@ func (r *Reloader) checkEmpty(name string, b []byte) error {
 // container), else in the last accepted state kept.
 func (r *Reloader) lastRenderedSize() int64 {
 	switch {
-	case r.rendered != nil:
-		return int64(len(r.rendered))
+	case r.cache.last.config != nil:
+		return int64(len(r.cache.last.config))
 	case r.opts.ConfigOutput != "":
 		if fi, err := os.Stat(r.opts.ConfigOutput); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 			return fi.Size()

@@ -67,6 +67,7 @@ func TestRulesApplyWithoutConfig(t *testing.T) {
 		mem.set(splitConfig("main: 2\n", [2]string{"cfg-2", "jobs: 2\n"}), map[string]string{"cm/a.yaml": "a2"}, nil)
 		h.reloaded(t, 2, main+"|cm/a.yaml=a2;")
 		require.Equal(t, main, readFile(h.out), "the previous configuration stays")
-		require.Contains(t, h.logs.String(), `secrets \"cfg-2\" is forbidden (keeping the previous config)`)
+		// Logged once the apply that reloaded returns: waited for.
+		h.logs.waitErr(t, "(?s).*"+regexp.QuoteMeta(`secrets "cfg-2" is forbidden (keeping the previous config)`)+".*")
 	})
 }

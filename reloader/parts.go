@@ -145,7 +145,7 @@ func (r *Reloader) renderParts(raw map[string][]byte) (map[string][]byte, uint64
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		sum := xxhash.Sum64(raw[name])
 		from += fileHash(name, string(raw[name]))
-		if c, ok := r.renderedParts[name]; ok && c.from == sum {
+		if c, ok := r.cache.parts[name]; ok && c.from == sum {
 			out[name], cache[name] = c.out, c
 			continue
 		}
@@ -165,8 +165,8 @@ func (r *Reloader) renderParts(raw map[string][]byte) (map[string][]byte, uint64
 		}
 		out[name] = b
 	}
-	r.renderedParts = cache
-	undefined := r.undefined
+	r.cache.parts = cache
+	undefined := r.cache.undefined
 	for _, c := range cache {
 		undefined += c.undefined
 	}

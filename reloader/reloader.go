@@ -19,7 +19,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -31,7 +30,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/podreload/podreload/envsubst"
 )
@@ -159,27 +157,21 @@ type Reloader struct {
 
 	// Owned by Run.
 	watcher       *fsnotify.Watcher
-	missing       map[string]bool         // target dirs seen missing
-	rendered      []byte                  // last good rendered configuration
-	renderedFrom  uint64                  // hash of the config file rendered into it
-	applied       uint64                  // hash of the state the process last accepted
-	synced        bool                    // applied is valid and nothing failed since
-	accepted      state                   // what the process last accepted, when KeepAccepted
-	hasAccepted   bool                    // whether accepted holds a state
-	disk          written                 // what the outputs hold
-	state         *stateStore             // the accepted state kept in StateDir, nil without one
-	startRejected *savedRejection         // the rejection StateDir recorded, until the first apply that reads a state
-	leftOut       leftOut                 // input files left out
-	emptyHeld     error                   // an empty configuration held back, nil if none
-	rejected      uint64                  // hash of the state the process last rejected, 0 if none since
-	files         filesWriter             // RulesDir
-	fileRenderer  fileRenderer            // the files written into RulesDir
-	renderedRaw   []byte                  // the configuration as stored rendered into rendered, when OnApplied is set
-	undefined     int                     // references rendered left unexpanded
-	parts         []part                  // the parts rendered names
-	partsOut      map[string][]byte       // the parts rendered with rendered, by name
-	renderedParts map[string]renderedPart // each part as last rendered
-	report        Applied                 // what OnApplied was last given
+	missing       map[string]bool // target dirs seen missing
+	applied       uint64          // hash of the state the process last accepted
+	synced        bool            // applied is valid and nothing failed since
+	accepted      state           // what the process last accepted, when KeepAccepted
+	hasAccepted   bool            // whether accepted holds a state
+	disk          written         // what the outputs hold
+	state         *stateStore     // the accepted state kept in StateDir, nil without one
+	startRejected *savedRejection // the rejection StateDir recorded, until the first apply that reads a state
+	leftOut       leftOut         // input files left out
+	emptyHeld     error           // an empty configuration held back, nil if none
+	rejected      uint64          // hash of the state the process last rejected, 0 if none since
+	files         filesWriter     // RulesDir
+	fileRenderer  fileRenderer    // the files written into RulesDir
+	cache         renderCache     // what the last renders left
+	report        Applied         // what OnApplied was last given
 }
 
 // state is what the process reads after an apply.
@@ -190,82 +182,6 @@ type state struct {
 	stored map[string]string // the files as stored (the Source's, or RulesInputDirs') that files are rendered from
 	parts  map[string][]byte // the rendered parts of the configuration, by name
 	raw    []byte            // the configuration as stored that config was rendered from, when OnApplied is set
-}
-
-type metrics struct {
-	reloads, reloadsFailed          prometheus.Counter
-	lastSuccess, lastSuccessSeconds prometheus.Gauge
-	applies, appliesFailed          prometheus.Counter
-	rejected                        prometheus.Counter
-	expansionErrors                 prometheus.Gauge
-	watches                         prometheus.Gauge
-	events, watchErrors             prometheus.Counter
-	duration                        prometheus.Histogram
-	leftOut                         *prometheus.GaugeVec
-	stateErrors                     prometheus.Counter
-}
-
-func newMetrics(reg prometheus.Registerer) metrics {
-	f := promauto.With(reg)
-	return metrics{
-		reloads: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_reloads_total",
-			Help: "Total number of reload requests.",
-		}),
-		reloadsFailed: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_reloads_failed_total",
-			Help: "Total number of reload requests that failed.",
-		}),
-		lastSuccess: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_last_reload_successful",
-			Help: "Whether the last reload attempt was successful.",
-		}),
-		lastSuccessSeconds: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_last_reload_success_timestamp_seconds",
-			Help: "Timestamp of the last successful reload.",
-		}),
-		rejected: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_reloads_rejected_total",
-			Help: "Total number of reload requests the process answered by refusing the new configuration (a subset of reloader_reloads_failed_total).",
-		}),
-		applies: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_config_apply_operations_total",
-			Help: "Total number of times the watched files were read and the configuration rendered.",
-		}),
-		appliesFailed: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_config_apply_operations_failed_total",
-			Help: "Total number of times reading the watched files or rendering the configuration failed.",
-		}),
-		expansionErrors: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_config_environment_variable_expansion_errors",
-			Help: "Number of environment variable references that could not be expanded in the last render.",
-		}),
-		watches: f.NewGauge(prometheus.GaugeOpts{
-			Name: "reloader_watches",
-			Help: "Number of directories watched.",
-		}),
-		events: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_watch_events_total",
-			Help: "Total number of file system events received.",
-		}),
-		watchErrors: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_watch_errors_total",
-			Help: "Total number of errors from the file system watcher.",
-		}),
-		duration: f.NewHistogram(prometheus.HistogramOpts{
-			Name:    "reloader_reload_duration_seconds",
-			Help:    "Duration of reload requests, successful or not.",
-			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}),
-		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "reloader_files_left_out",
-			Help: "Number of input files the last apply left out, by reason: unreadable (a symlink loop, a named pipe, a socket, a device, no read permission) or invalid_name (a ConfigMap key the rules dir cannot hold, such as one starting with a dot); the rest applied without them.",
-		}, []string{"reason"}),
-		stateErrors: f.NewCounter(prometheus.CounterOpts{
-			Name: "reloader_state_errors_total",
-			Help: "Total number of failed reads and writes of the last accepted state kept in the state directory.",
-		}),
-	}
 }
 
 // New returns a Reloader. A nil logger discards logs.
@@ -319,14 +235,6 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	return r, nil
 }
 
-func (r *Reloader) watchError() {
-	r.m.watchErrors.Inc()
-	r.watchErrs.Add(1)
-}
-
-// WatchErrors returns how many errors the file system watcher reported.
-func (r *Reloader) WatchErrors() uint64 { return r.watchErrs.Load() }
-
 // Ready returns nil once the process has accepted the current state once,
 // and an error while no reload has succeeded yet or when an apply has been
 // running for too long (a stuck reload endpoint or file system).
@@ -338,125 +246,6 @@ func (r *Reloader) Ready() error {
 		return errors.New("not ready: no reload has succeeded yet")
 	}
 	return nil
-}
-
-// Render writes ConfigOutput (and RulesDir, from a Source) once, without
-// reloading: the init-container mode. Content StateDir records as rejected
-// is not written: the last accepted state is, instead.
-func (r *Reloader) Render() error {
-	r.removeTemps()
-	r.loadState()
-	var (
-		st  state
-		out rendered
-		err error
-	)
-	src, err := r.readInput()
-	if err != nil {
-		return err
-	}
-	if src.config {
-		if out, _, err = r.render(src.raw, src.name, src.readErr); err != nil {
-			return err
-		}
-	}
-	// A rule file that cannot be rendered is left out: the process starts
-	// with the others.
-	var left []skipped
-	st.files, _, left, err = r.fileRenderer.render(src.files, src.describe)
-	if err != nil {
-		r.m.appliesFailed.Inc()
-		r.logger.Error("rule files left out", "err", err)
-	}
-	r.noteLeftOut(append(src.left, left...))
-	st.config, st.parts = out.config, out.out
-	return r.write(r.acceptedInstead(st))
-}
-
-// removeTemps removes the temporary files a write of ConfigOutput
-// interrupted by a kill left behind.
-func (r *Reloader) removeTemps() {
-	if r.opts.ConfigOutput == "" {
-		return
-	}
-	removed, err := removeTemps(r.opts.ConfigOutput)
-	for _, name := range removed {
-		r.logger.Info("removed a temporary file left by an interrupted write", "file", name)
-	}
-	if err != nil {
-		r.logger.Warn("remove temporary files", "err", err)
-	}
-}
-
-// rendered is a configuration rendered, and its parts.
-type rendered struct {
-	config []byte
-	parts  []part            // the parts config names
-	out    map[string][]byte // the parts rendered, by name
-}
-
-// render gunzips and expands raw, the configuration read from name (with
-// readErr, the error reading it, if any), and the parts it names,
-// returning them rendered and a hash of raw and of the parts as stored
-// (also on error, once raw is read; 0 before). An error wrapping
-// ErrPartsPending is no failure: a part is not there yet.
-func (r *Reloader) render(raw []byte, name string, readErr error) (rendered, uint64, error) {
-	r.m.applies.Inc()
-	var (
-		out  rendered
-		from uint64
-		err  error
-	)
-	out.config, out.parts, from, err = r.renderConfig(raw, name, readErr)
-	if err == nil {
-		var partsRaw map[string][]byte
-		if partsRaw, err = r.readParts(out.parts); err == nil {
-			var partsFrom uint64
-			out.out, partsFrom, err = r.renderParts(partsRaw)
-			from += partsFrom
-		}
-	}
-	if err != nil {
-		if !errors.Is(err, ErrPartsPending) {
-			r.m.appliesFailed.Inc()
-		}
-		return rendered{}, from, err
-	}
-	return out, from, nil
-}
-
-func (r *Reloader) renderConfig(raw []byte, name string, readErr error) ([]byte, []part, uint64, error) {
-	if readErr != nil {
-		return nil, nil, 0, fmt.Errorf("read config: %w", readErr)
-	}
-	from := xxhash.Sum64(raw)
-	// The bytes of the last good render render the same again: a change
-	// in a watched directory does not gunzip and expand them once more (a
-	// gzip reader alone is some 40 KB of garbage).
-	if r.rendered != nil && from == r.renderedFrom {
-		return r.rendered, r.parts, from, nil
-	}
-	b, err := gunzip(name, raw, r.opts.MaxConfigSize)
-	if err != nil {
-		return nil, nil, from, fmt.Errorf("read config: %w", err)
-	}
-	if err := r.checkEmpty(name, b); err != nil {
-		return nil, nil, from, err
-	}
-	parts, err := parseParts(b)
-	if err != nil {
-		return nil, nil, from, fmt.Errorf("read config %s: %w", name, err)
-	}
-	if r.opts.Expander != nil {
-		var undefined int
-		b, undefined, err = r.opts.Expander.Expand(b)
-		r.m.expansionErrors.Set(float64(undefined))
-		if err != nil {
-			return nil, nil, from, fmt.Errorf("expand %s: %w", name, err)
-		}
-		r.undefined = undefined
-	}
-	return b, parts, from, nil
 }
 
 // Run watches until ctx is done. Watches are in place before the first
@@ -567,23 +356,6 @@ func (r *Reloader) afterApply(ctx context.Context, s *schedule, res result, inpu
 	}
 }
 
-// closeWatcher closes w while draining its channels, so its goroutine never
-// blocks on a send.
-func closeWatcher(w *fsnotify.Watcher) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range w.Events {
-		}
-	}()
-	go func() {
-		for range w.Errors {
-		}
-	}()
-	_ = w.Close()
-	<-done
-}
-
 type result int
 
 const (
@@ -607,13 +379,14 @@ func (res result) requested() bool {
 // says its retry is due. apply also returns a hash of its input, what it
 // read, whatever its fate.
 func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, uint64, error) {
-	st, input, settling, kept, err := r.read(consistent)
+	rd, err := r.read(consistent)
 	switch {
-	case settling:
+	case rd.settling:
 		return resultSettling, 0, nil
 	case err != nil:
-		return resultUnchanged, input, err
+		return resultUnchanged, rd.input, err
 	}
+	st, input, kept := rd.st, rd.input, rd.kept
 	sum := r.sum(st)
 	if res, err, ok := r.resumeRejected(st, sum); ok {
 		return res, input, errors.Join(kept, err)
@@ -685,132 +458,6 @@ func (r *Reloader) restore() error {
 	return nil
 }
 
-// read returns what the process would read now and a hash of the input it
-// comes from. kept is a failed render of a new configuration, the previous
-// one being in st, or of rule files, the last good version of each being
-// in st; err leaves nothing to apply.
-func (r *Reloader) read(consistent bool) (st state, input uint64, settling bool, kept, err error) {
-	if consistent && r.settling() {
-		return st, 0, true, nil, nil
-	}
-	in := xxhash.New()
-	st.dirs = make([]uint64, len(r.opts.WatchedDirs))
-	var left []skipped
-	for i, dir := range r.opts.WatchedDirs {
-		sum, dirLeft, settling, err := hashDir(dir, consistent)
-		if settling {
-			return st, 0, true, nil, nil
-		}
-		if err != nil {
-			r.m.appliesFailed.Inc()
-			// The input is which directory could not be read.
-			return st, uint64(i) + 1, false, nil, fmt.Errorf("read watched dir %s: %w", dir, err)
-		}
-		st.dirs[i] = sum
-		writeUint64(in, sum)
-		left = append(left, dirLeft...)
-	}
-	src, err := r.readInput()
-	if err != nil {
-		if !errors.Is(err, ErrNotRead) {
-			r.m.appliesFailed.Inc()
-		}
-		return st, in.Sum64(), false, nil, err
-	}
-	left = append(left, src.left...)
-	writeUint64(in, Snapshot{Files: src.files}.hash())
-	var filesLeft []skipped
-	var filesErr error
-	if st.files, st.stored, filesLeft, filesErr = r.fileRenderer.render(src.files, src.describe); filesErr != nil {
-		r.m.appliesFailed.Inc()
-	}
-	left = append(left, filesLeft...)
-	if !src.config {
-		r.noteLeftOut(left)
-		return st, in.Sum64(), false, filesErr, nil
-	}
-	out, from, err := r.render(src.raw, src.name, src.readErr)
-	writeUint64(in, from)
-	if r.emptyHeld = nil; errors.As(err, new(emptyConfigError)) {
-		r.emptyHeld = err
-	}
-	r.noteLeftOut(left)
-	switch {
-	case err != nil && r.rendered == nil:
-		// Nothing new to apply: what the process runs stays.
-		return st, in.Sum64(), false, nil, err
-	case err != nil:
-		// Keep the last good configuration, and its parts, while the
-		// new one cannot be rendered or waits for its parts: the rest
-		// may still need a reload. The error still makes Run retry (or
-		// wait for the parts).
-		kept = fmt.Errorf("%w (keeping the previous config)", err)
-	default:
-		r.rendered, r.renderedFrom, r.parts, r.partsOut = out.config, xxhash.Sum64(src.raw), out.parts, out.out
-		if r.opts.OnApplied != nil {
-			r.renderedRaw = src.raw
-		}
-	}
-	st.config, st.raw, st.parts = r.rendered, r.renderedRaw, r.partsOut
-	return st, in.Sum64(), false, errors.Join(kept, filesErr), nil
-}
-
-// settling reports whether a kubelet volume the configuration or the rule
-// files are read from is half-updated (see hashDir).
-func (r *Reloader) settling() bool {
-	if r.opts.ConfigFile != "" && settlingDir(filepath.Dir(r.opts.ConfigFile)) ||
-		r.opts.PartsDir != "" && settlingDir(r.opts.PartsDir) {
-		return true
-	}
-	return slices.ContainsFunc(r.opts.RulesInputDirs, settlingDir)
-}
-
-// input is the configuration and the rule files as stored.
-type input struct {
-	config   bool   // whether there is a configuration
-	raw      []byte // the configuration as stored
-	name     string // names where raw comes from
-	readErr  error  // the error reading raw, if any
-	files    map[string]string
-	describe func(string) string // names a file of files
-	left     []skipped           // files that could not be read
-}
-
-// readInput reads the configuration and the rule files as stored, from
-// the Source, or from ConfigFile and RulesInputDirs.
-func (r *Reloader) readInput() (input, error) {
-	if r.opts.Source != nil {
-		snap, err := r.opts.Source.Snapshot()
-		if err != nil {
-			return input{}, err
-		}
-		return input{config: true, raw: snap.Config, name: snap.ConfigName, readErr: snap.ConfigErr, files: snap.Files, describe: snap.describe}, nil
-	}
-	var in input
-	if r.opts.ConfigFile != "" {
-		in.config, in.name = true, r.opts.ConfigFile
-		in.raw, in.readErr = readRegular(in.name, r.opts.MaxConfigSize)
-	}
-	files, left, err := readInputDirs(r.opts.RulesInputDirs, r.opts.MaxConfigSize)
-	if err != nil {
-		return input{}, fmt.Errorf("read rules input dir: %w", err)
-	}
-	in.files, in.describe, in.left = files, r.describeInput, left
-	return in, nil
-}
-
-// describeInput names a file of RulesInputDirs, "<base name of dir>/<file>",
-// by its path.
-func (r *Reloader) describeInput(name string) string {
-	group, file, _ := strings.Cut(name, "/")
-	for _, dir := range r.opts.RulesInputDirs {
-		if filepath.Base(filepath.Clean(dir)) == group {
-			return filepath.Join(dir, file)
-		}
-	}
-	return name
-}
-
 // sum hashes what the process reads in st.
 func (r *Reloader) sum(st state) uint64 {
 	h := xxhash.New()
@@ -834,77 +481,4 @@ func writeUint64(d *xxhash.Digest, v uint64) {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], v)
 	_, _ = d.Write(b[:])
-}
-
-// targets returns the directories whose entries matter: the config file's
-// directory and every watched directory.
-func targets(opts Options) []string {
-	var dirs []string
-	if opts.ConfigFile != "" {
-		dirs = append(dirs, filepath.Dir(filepath.Clean(opts.ConfigFile)))
-	}
-	for _, d := range slices.Concat(opts.WatchedDirs, opts.RulesInputDirs) {
-		dirs = append(dirs, filepath.Clean(d))
-	}
-	if opts.PartsDir != "" {
-		dirs = append(dirs, filepath.Clean(opts.PartsDir))
-	}
-	slices.Sort(dirs)
-	return slices.Compact(dirs)
-}
-
-// syncWatches watches every target directory, or, while one is missing, its
-// nearest existing ancestor so that its creation is seen.
-func (r *Reloader) syncWatches() {
-	for _, dir := range r.targets {
-		for d := dir; ; d = filepath.Dir(d) {
-			err := r.watcher.Add(d)
-			if err == nil {
-				switch {
-				case d != dir && !r.missing[dir]:
-					r.missing[dir] = true
-					r.logger.Warn("watched dir is missing, waiting for it", "dir", dir, "watching", d)
-				case d == dir && r.missing[dir]:
-					delete(r.missing, dir)
-					r.logger.Info("watched dir appeared", "dir", dir)
-				}
-				break
-			}
-			if !errors.Is(err, fs.ErrNotExist) {
-				r.watchError()
-				r.logger.Warn("watch dir", "dir", d, "err", err)
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
-		}
-	}
-	r.m.watches.Set(float64(len(r.watcher.WatchList())))
-}
-
-// relevant reports whether an event may change what the process reads.
-// Kubelet bookkeeping (..<timestamp> dirs, ..data_tmp) is not.
-func (r *Reloader) relevant(ev fsnotify.Event) bool {
-	name := filepath.Clean(ev.Name)
-	for _, t := range r.targets {
-		if t == name || strings.HasPrefix(t, name+string(filepath.Separator)) {
-			// A target or one of its ancestors appeared or vanished.
-			r.syncWatches()
-			return true
-		}
-	}
-	dir, base := filepath.Dir(name), filepath.Base(name)
-	if hidden(base) && base != dataDir {
-		return false
-	}
-	for _, d := range slices.Concat(r.opts.WatchedDirs, r.opts.RulesInputDirs) {
-		if filepath.Clean(d) == dir {
-			return true
-		}
-	}
-	if r.opts.PartsDir != "" && filepath.Clean(r.opts.PartsDir) == dir {
-		return true
-	}
-	cfg := filepath.Clean(r.opts.ConfigFile)
-	return r.opts.ConfigFile != "" && dir == filepath.Dir(cfg) && (base == filepath.Base(cfg) || base == dataDir)
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/prometheus/common/promslog"
+
+	"github.com/podreload/podreload/envsubst"
 )
 
 // logLevel is --log-level: promslog's levels and prometheus-config-reloader's
@@ -45,4 +48,23 @@ func newLogger(cfg *promslog.Config, level *logLevel) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return promslog.New(cfg)
+}
+
+// maxDescribed bounds how many undefined references a warning names.
+const maxDescribed = 10
+
+// describe names undefined references and their lines: "A (line 3), B (line 7)".
+func describe(refs []envsubst.Reference) string {
+	var b strings.Builder
+	for i, r := range refs {
+		if i == maxDescribed {
+			fmt.Fprintf(&b, " and %d more", len(refs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (line %d)", r.Name, r.Line)
+	}
+	return b.String()
 }

@@ -5,9 +5,7 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,12 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
-	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/common/promslog"
@@ -55,12 +53,6 @@ type config struct {
 	log                                   promslog.Config
 	api                                   apiConfig
 	reportPod                             string
-}
-
-// apiConfig is the API source's part of the flags.
-type apiConfig struct {
-	secret, secretKey, rulesSelector, rulesDir string
-	apisource.Config
 }
 
 func main() {
@@ -98,12 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	tune.Runtime()
-	// Drop the code pages that runtime and package initialisation touched:
-	// they would set the process' peak RSS.
-	_, _ = tune.TrimCode()
-	trimmer := tune.NewTrimmer(logger, 2*time.Second)
-	reg := app.NewRegistry(program, "prometheus-config-reloader")
+	sc := app.NewSidecar(logger, program, "prometheus-config-reloader")
+	reg := sc.Registry
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
 		Name: "reloader_info",
 		Help: "A metric with a constant '1' value labeled by reload method (http, signal or command).",
@@ -118,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloaderOptions(cfg, logger, trigger, trimmer, src, reporter))
+	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloaderOptions(cfg, logger, trigger, sc.Trimmer, src, reporter))
 	if err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
@@ -129,36 +117,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if cfg.watchInterval == 0 {
-		return renderOnce(ctx, logger, rel, src, cfg.output)
+		return renderOnce(ctx, rel, src)
 	}
-
-	var g oklog.Group
-	{ // Reloader.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
-	}
+	sc.Add(rel.Run)
 	if src != nil { // API source.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return src.Run(ctx) }, func(error) { cancel() })
+		sc.Add(src.Run)
 	}
 	if reporter != nil { // Reporter: what Prometheus runs, into the pod's annotation.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return reporter.Run(ctx) }, func(error) { cancel() })
+		sc.Add(reporter.Run)
 	}
-	if cfg.listen != "" { // Web server.
-		// Ready once Prometheus accepted a reload; degraded, not unready,
-		// while the API source serves the last state (the API server out
-		// of reach, a Secret missing), input files are left out or an
-		// empty configuration is held back: taking the pod out of its
-		// Service would not help.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, "", app.Readiness(rel.Ready, src.Err, rel.Degraded))
-		g.Add(srv.Run, func(error) { srv.Close() })
+	// Ready once Prometheus accepted a reload; degraded, not unready, while
+	// the API source serves the last state (the API server out of reach, a
+	// Secret missing), input files are left out or an empty configuration
+	// is held back: taking the pod out of its Service would not help.
+	sc.Serve(cfg.listen, cfg.webConfig, "", app.Readiness(rel.Ready, src.Err, rel.Degraded))
+	return sc.Run(ctx)
+}
+
+// renderOnce runs the init-container mode, the API source running
+// meanwhile, and returns the exit code.
+func renderOnce(ctx context.Context, rel *reloader.Reloader, src *apisource.Source) int {
+	if src != nil { // A signal ends the wait for the source's content.
+		var stop, cancel context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		wg.Go(func() { _ = src.Run(ctx) })
 	}
-	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
+	if rel.RenderOnce(ctx) != nil {
+		return 1
 	}
-	return app.Run(ctx, logger, &g)
+	return 0
 }
 
 // newApp defines the flags, prometheus-config-reloader's spellings and
@@ -243,149 +235,4 @@ func reloaderOptions(cfg config, logger *slog.Logger, trigger reloader.Trigger, 
 		opts.OnApplied = reporter.Report
 	}
 	return opts
-}
-
-// newSource returns the API source the flags ask for, or nil.
-func newSource(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*apisource.Source, error) {
-	api := cfg.api
-	switch {
-	case len(cfg.rulesInputDirs) > 0 && api.secret != "":
-		return nil, errors.New("--rules-input-dir reads rule files from volumes; with --config-secret they are ConfigMaps")
-	case len(cfg.rulesInputDirs) > 0 && api.rulesDir == "":
-		return nil, errors.New("--rules-input-dir needs --rules-dir")
-	case len(cfg.rulesInputDirs) > 0:
-		return nil, nil
-	case api.secret == "" && (api.rulesSelector != "" || api.rulesDir != ""):
-		return nil, errors.New("--rules-configmap-selector and --rules-dir need --config-secret (or --rules-dir, --rules-input-dir)")
-	case api.secret == "":
-		return nil, nil
-	case cfg.partsDir != "":
-		return nil, errors.New("--config-parts-dir reads parts from files; with --config-secret they are Secrets")
-	case cfg.configFile != "":
-		return nil, errors.New("give --config-file or --config-secret, not both")
-	case cfg.output == "":
-		return nil, errors.New("--config-secret needs --config-envsubst-file")
-	case (api.rulesSelector == "") != (api.rulesDir == ""):
-		return nil, errors.New("give both --rules-configmap-selector and --rules-dir, or neither")
-	}
-	podNamespace := ""
-	if b, err := os.ReadFile(apisource.DefaultNamespaceFile); err == nil {
-		podNamespace = strings.TrimSpace(string(b))
-	}
-	ns, name, ok := strings.Cut(api.secret, "/")
-	if !ok {
-		ns, name = podNamespace, api.secret
-	}
-	if ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("--config-secret=%s: want NAMESPACE/NAME, or NAME in a pod", api.secret)
-	}
-	return apisource.New(logger, reg, apisource.Options{
-		Config:          api.Config,
-		SecretNamespace: ns, SecretName: name, SecretKey: api.secretKey,
-		RulesNamespace: cmp.Or(podNamespace, ns), RulesSelector: api.rulesSelector,
-	})
-}
-
-// newReporter returns the reporter --report-pod asks for, or nil.
-func newReporter(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*apisource.Reporter, error) {
-	if cfg.reportPod == "" {
-		return nil, nil
-	}
-	ns, name, ok := strings.Cut(cfg.reportPod, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("--report-pod=%s: want NAMESPACE/NAME", cfg.reportPod)
-	}
-	return apisource.NewReporter(logger, reg, apisource.ReporterOptions{Config: cfg.api.Config, Namespace: ns, Name: name})
-}
-
-// renderOnce writes the configuration (and the rules, from the API) once
-// and returns the exit code: the init-container mode. From the API it
-// waits for what is missing, saying what it waits for.
-func renderOnce(ctx context.Context, logger *slog.Logger, rel *reloader.Reloader, src *apisource.Source, output string) int {
-	if src == nil {
-		if err := rel.Render(); err != nil {
-			logger.Error("render config", "err", err)
-			return 1
-		}
-		logger.Info("config rendered", "output", output)
-		return 0
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	done := make(chan struct{})
-	defer func() { <-done }()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		defer close(done)
-		_ = src.Run(ctx)
-	}()
-	var last string
-	for {
-		select {
-		case <-ctx.Done():
-			logger.Error("render config: stopped before the configuration could be read", "waiting_for", last)
-			return 1
-		case <-src.Changed():
-		}
-		err := rel.Render()
-		if err == nil {
-			logger.Info("config rendered", "output", output)
-			return 0
-		}
-		if err.Error() != last {
-			last = err.Error()
-			logger.Warn("render config: waiting", "err", err)
-		}
-	}
-}
-
-// newTrigger returns the trigger --reload-method selects and the TLS mode of
-// the URL it calls, if any.
-func newTrigger(cfg config) (reloader.Trigger, string, error) {
-	switch cfg.method {
-	case "signal":
-		sig, err := reloader.ParseSignal(cfg.signal)
-		if err != nil {
-			return nil, "", fmt.Errorf("--reload-signal: %w", err)
-		}
-		t := &reloader.SignalTrigger{ProcessName: cfg.processName, PIDFile: cfg.pidFile, Signal: sig, Timeout: cfg.reloadTimeout}
-		if cfg.runtimeInfoURL == nil {
-			return t, "", nil
-		}
-		client, mode, err := cfg.tls.Client(cfg.runtimeInfoURL)
-		t.RuntimeInfoURL, t.Client = cfg.runtimeInfoURL, client
-		return t, mode, err
-	case "command":
-		args := strings.Fields(cfg.command)
-		if len(args) == 0 {
-			return nil, "", errors.New("--reload-method=command needs --reload-command")
-		}
-		return &reloader.CommandTrigger{Args: args, Timeout: cfg.reloadTimeout}, "", nil
-	default:
-		if cfg.reloadURL == nil {
-			return nil, "", errors.New("--reload-method=http needs --reload-url")
-		}
-		client, mode, err := cfg.tls.Client(cfg.reloadURL)
-		return &reloader.HTTPTrigger{URL: cfg.reloadURL, Timeout: cfg.reloadTimeout, Client: client}, mode, err
-	}
-}
-
-// maxDescribed bounds how many undefined references a warning names.
-const maxDescribed = 10
-
-// describe names undefined references and their lines: "A (line 3), B (line 7)".
-func describe(refs []envsubst.Reference) string {
-	var b strings.Builder
-	for i, r := range refs {
-		if i == maxDescribed {
-			fmt.Fprintf(&b, " and %d more", len(refs)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s (line %d)", r.Name, r.Line)
-	}
-	return b.String()
 }

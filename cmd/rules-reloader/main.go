@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	commoncfg "github.com/prometheus/common/config"
@@ -68,12 +67,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	tune.Runtime()
-	// Drop the code pages that runtime and package initialisation touched:
-	// they would set the process' peak RSS.
-	_, _ = tune.TrimCode()
-	trimmer := tune.NewTrimmer(logger, 2*time.Second)
-	reg := app.NewRegistry(program)
+	sc := app.NewSidecar(logger, program)
+	reg := sc.Registry
 	trigger, err := triggers(cfg, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
@@ -89,7 +84,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		DelayInterval: cfg.delayInterval,
 		WatchInterval: cfg.watchInterval,
 		RetryInterval: cfg.retryInterval,
-		AfterApply:    trimmer.Worked,
+		AfterApply:    sc.Trimmer.Worked,
 		Retries:       retries,
 	})
 	if err != nil {
@@ -102,20 +97,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}, func() float64 { return float64(rel.WatchErrors()) })
 	logger.Info("starting", "program", program, "version", version.Info(), "trigger", trigger.String())
 
-	var g oklog.Group
-	{ // Reloader.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return rel.Run(ctx) }, func(error) { cancel() })
-	}
-	if cfg.listen != "" { // Web server.
-		srv := app.NewServer(logger.With("component", "web"), reg, cfg.listen, cfg.webConfig, cfg.metricsPath, app.Readiness(rel.Ready, rel.Degraded))
-		g.Add(srv.Run, func(error) { srv.Close() })
-	}
-	{ // Trimmer: drops the code pages used only at start-up or in a burst of work.
-		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return trimmer.Run(ctx) }, func(error) { cancel() })
-	}
-	return app.Run(ctx, logger, &g)
+	sc.Add(rel.Run)
+	sc.Serve(cfg.listen, cfg.webConfig, cfg.metricsPath, app.Readiness(rel.Ready, rel.Degraded))
+	return sc.Run(ctx)
 }
 
 // newApp defines the flags, configmap-reload's spellings and defaults,

@@ -1,5 +1,6 @@
 // Package app holds what the podreload mains share to serve: the metrics
-// registry, the HTTP server and the end of their run group.
+// registry, the HTTP server and the end of their run group; and the
+// start-up both sidecars share (Sidecar).
 package app
 
 import (

@@ -9,10 +9,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	oklog "github.com/oklog/run"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/podreload/podreload/internal/tune"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -137,6 +140,38 @@ func TestReadiness(t *testing.T) {
 			}
 			require.EqualError(t, err, tc.want)
 			require.Equal(t, tc.isDegr, errors.As(err, new(*DegradedError)))
+		})
+	}
+}
+
+// TestSidecarRun: the first actor to end ends every other one, and the
+// exit code is Run's.
+func TestSidecarRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"actor ends", nil, 0},
+		{"actor fails", errors.New("boom"), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger := slog.New(slog.DiscardHandler)
+			s := &Sidecar{Registry: NewRegistry("rules-reloader"), Trimmer: tune.NewTrimmer(logger, time.Hour), logger: logger}
+			stopped := make(chan struct{})
+			s.Add(func(ctx context.Context) error {
+				<-ctx.Done()
+				close(stopped)
+				return nil
+			})
+			s.Add(func(context.Context) error { return tc.err })
+			s.Serve("127.0.0.1:0", "", "", func() error { return nil })
+			require.Equal(t, tc.code, s.Run(t.Context()))
+			select {
+			case <-stopped:
+			default:
+				t.Fatal("an actor still runs after Run returned")
+			}
 		})
 	}
 }
