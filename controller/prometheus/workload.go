@@ -50,6 +50,10 @@ const (
 	ruleConfigMapsMountPath = "/etc/prometheus/rule-configmaps"
 	// storageMountPath is the TSDB directory.
 	storageMountPath = "/prometheus"
+	// reloaderStateDir is where, on a persistent data volume, the
+	// reloaders keep the state Prometheus last accepted (config-reloader's
+	// --state-dir): the TSDB ignores a directory that is not a block.
+	reloaderStateDir = storageMountPath + "/.podreload-reloader"
 	// annotationInputHash, on the pod template, is a hash of everything
 	// rendered into the pods; the pods roll when it changes. The config
 	// Secret and the rule ConfigMaps are not part of it: they are reloaded.
@@ -231,6 +235,12 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		src = volumePodSource(server, opts.RuleShards, opts.ConfigParts, configOut)
 	}
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
+	if len(claims) > 0 {
+		// On the claim the state outlives the pod: a new pod starts
+		// Prometheus on what it last accepted, not on content it rejected.
+		src.args = append(src.args, "--state-dir="+reloaderStateDir)
+		src.reloaderMounts = append(src.reloaderMounts, storage)
+	}
 	web := webPod(server, opts.reload)
 	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes)
 
