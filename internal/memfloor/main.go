@@ -7,6 +7,7 @@
 package main
 
 import (
+	_ "archive/tar"
 	_ "bytes"
 	_ "compress/gzip"
 	_ "context"
@@ -22,6 +23,7 @@ import (
 	_ "net/url"
 	"os"
 	_ "os/exec"
+	_ "os/user"
 	"os/signal"
 	_ "path/filepath"
 	_ "runtime"
