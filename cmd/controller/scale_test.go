@@ -421,13 +421,15 @@ func (t *tracker) shardEvent(ev watch.Event) {
 	if ev.Type == watch.Deleted {
 		delete(t.p.shards, cm.Name)
 	} else {
-		t.p.shards[cm.Name] = len(cm.Data)
+		// Rule files are stored gzipped in BinaryData since 85ee542; a
+		// shard an older controller wrote holds them in Data.
+		t.p.shards[cm.Name] = len(cm.Data) + len(cm.BinaryData)
 	}
 	t.p.files = 0
 	for _, n := range t.p.shards {
 		t.p.files += n
 	}
-	t.event(now, fmt.Sprintf("ConfigMap %s %s: %d rule files; %d in %d ConfigMaps", cm.Name, ev.Type, len(cm.Data), t.p.files, len(t.p.shards)))
+	t.event(now, fmt.Sprintf("ConfigMap %s %s: %d rule files; %d in %d ConfigMaps", cm.Name, ev.Type, t.p.shards[cm.Name], t.p.files, len(t.p.shards)))
 	if t.p.files != t.p.wantFiles {
 		t.p.rules, t.p.converged = time.Time{}, time.Time{}
 	} else if t.p.rules.IsZero() {
