@@ -21,7 +21,7 @@ SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_te
 export PODRELOAD_BIN := $(BIN)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test unit e2e lint bench demo tools controlplane fuzz clean generate node-bins debian-node-packages node-up node-down images host-images
+.PHONY: help build test unit e2e lint bench demo demo-bins demo-controlplane demo-prometheus tools controlplane fuzz clean generate node-bins debian-node-packages node-up node-down images host-images
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -47,8 +47,9 @@ PROMETHEUS_TAGS := remove_all_sd,enable_kubernetes_sd,enable_dns_sd
 # One `go build` per module for the binaries built alike (grouped targets,
 # &:): it links them side by side, where one build each left a core idle
 # during every link.
+PROMBUILD = cd $(CURDIR)/tools && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)'
 bin/prometheus bin/promtool &: tools/go.mod tools/go.sum
-	cd $(CURDIR)/tools && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/bin/ github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+	$(PROMBUILD) -o $(CURDIR)/bin/ github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
 
 bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 	cd $(CURDIR)/tools/alertmanager && $(GO) build -mod=readonly -trimpath -ldflags '-X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
@@ -87,8 +88,9 @@ node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINER
 # does; `make node-up` prints how to use it. All of Kubernetes' binaries in
 # one build (see bin/prometheus): the API server alone is built with the rest.
 KUBE_BINARIES := kube-apiserver kubectl $(KUBE_NODE_BINARIES)
+KUBEBUILD = cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)'
 $(KUBE_BINARIES:%=bin/%) &: tools/controlplane/go.mod tools/controlplane/go.sum
-	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '$(KUBE_VERSION_FLAGS)' -o $(CURDIR)/bin/ $(KUBE_BINARIES:%=k8s.io/kubernetes/cmd/%)
+	$(KUBEBUILD) -o $(CURDIR)/bin/ $(KUBE_BINARIES:%=k8s.io/kubernetes/cmd/%)
 
 # The tags leave out the snapshotters that need cgo and host libraries.
 $(CONTAINERD_BINARIES:%=bin/%) &: tools/containerd/go.mod tools/containerd/go.sum
@@ -239,8 +241,31 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	$(MAKE) host-images node-bins
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench NodeRuleEdit -benchtime 1x -timeout 90m ./e2e/node/
 
-demo: tools ## Run the demo: a custom resource change through the controller to a real Prometheus, narrated.
-	$(GO) test -count=1 -run '^TestDemo$$' -v ./e2e/
+# The demo builds what it runs and nothing else, side by side (make -j3):
+# kube-apiserver then etcd (they share packages), Prometheus, and the
+# controller and config-reloader then the e2e test binary, compiled as they
+# are (static, -trimpath), so it reuses their packages. The test runs these
+# binaries (PODRELOAD_E2E_BIN), not a -race build of its own.
+demo: ## Run the demo: a custom resource change through the controller to a real Prometheus, narrated.
+	@$(MAKE) --no-print-directory -j3 demo-bins
+	cd e2e && PODRELOAD_E2E_BIN=$(BIN) $(BIN)/demo.test -test.count=1 -test.run '^TestDemo$$' -test.v
+
+demo-bins: demo-controlplane demo-prometheus bin/demo.test
+
+bin/demo.test: $(SOURCES) $(wildcard e2e/*.go) | bin/controller bin/config-reloader
+	CGO_ENABLED=0 $(GO) test -c -trimpath -vet=off -o $@ ./e2e/
+
+# kube-apiserver alone, then etcd, and Prometheus without promtool, with the
+# flags of the rules above, which build them with the other binaries of their
+# module when `make tools` wants those too (then linking them once more).
+demo-controlplane:
+	@if [ ! bin/kube-apiserver -nt tools/controlplane/go.mod ] || [ ! bin/kube-apiserver -nt tools/controlplane/go.sum ]; then set -x; \
+		$(KUBEBUILD) -o $(CURDIR)/bin/ k8s.io/kubernetes/cmd/kube-apiserver; fi
+	@$(MAKE) --no-print-directory bin/etcd
+
+demo-prometheus:
+	@if [ ! bin/prometheus -nt tools/go.mod ] || [ ! bin/prometheus -nt tools/go.sum ]; then set -x; \
+		$(PROMBUILD) -o $(CURDIR)/bin/ github.com/prometheus/prometheus/cmd/prometheus; fi
 
 clean: ## Remove bin/.
 	rm -rf bin
