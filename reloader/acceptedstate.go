@@ -347,29 +347,6 @@ func (s *stateStore) replace(name string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
-	path := filepath.Join(s.dir, name)
-	f, err := os.CreateTemp(s.dir, tempPrefix(path)+"*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	bw := bufio.NewWriter(f)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	// 0600: the state holds the configuration, credentials included.
+	return replaceFile(filepath.Join(s.dir, name), 0o600, write)
 }

@@ -1,6 +1,7 @@
 package reloader
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
@@ -405,17 +406,30 @@ func writeAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, tempPrefix(path)+"*")
+	return replaceFile(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// replaceFile replaces the file at path, in an existing directory, with
+// what write writes, mode perm: a temporary file beside it, fsync, rename.
+func replaceFile(path string, perm os.FileMode, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	bw := bufio.NewWriter(f)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = f.Chmod(0o644)
+		err = f.Chmod(perm)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
