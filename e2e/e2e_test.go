@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // The tests run one after the other: the signal trigger finds Prometheus by
@@ -94,6 +97,51 @@ func testInvalidConfig(t *testing.T, opts podOptions) {
 	success, err := p.reloadSuccessful()
 	require.NoError(t, err)
 	require.True(t, success, "runtimeinfo reloadConfigSuccess")
+}
+
+// TestPodRestartOnRejectedConfig restarts the pod while its configuration
+// is one Prometheus rejected: the config emptyDir is new, the data
+// directory, which holds the reloaders' state, is kept. The init container
+// writes the configuration Prometheus last accepted, not the rejected one,
+// so Prometheus starts (it exits on a configuration it cannot parse), and
+// the new sidecar reports the rejection it kept.
+func TestPodRestartOnRejectedConfig(t *testing.T) {
+	good := state{podName, "v1", map[string][]string{"a": {"a_1"}}}
+	p := newPod(t, podOptions{stateDir: true}, good)
+	p.setConfig("v2", "1x")
+	eventually(t, "reload rejected", func() error {
+		// Not reloads_failed: the first reload, sent before Prometheus
+		// listened, failed already.
+		if v, err := p.sidecarMetric("reloader_reloads_rejected_total"); err != nil || v < 1 {
+			return errors.Join(err, fmt.Errorf("sidecar: reloader_reloads_rejected_total is %v", v))
+		}
+		return nil
+	})
+
+	// The pod goes: its containers end, its emptyDir with them.
+	p.sidecar.kill(t)
+	p.prom.kill(t)
+	out := filepath.Dir(p.output)
+	require.NoError(t, os.RemoveAll(out))
+	require.NoError(t, os.Mkdir(out, 0o755))
+
+	initc := start(t, "init-config-reloader", []string{"POD_NAME=" + podName}, ours("config-reloader"), p.initArgs...)
+	require.NoError(t, initc.wait(t), "init container")
+	rendered, err := os.ReadFile(p.output)
+	require.NoError(t, err)
+	require.Contains(t, string(rendered), "version: v1\n", "the configuration Prometheus accepted")
+	require.NotContains(t, string(rendered), "1x")
+
+	promBin, err := toolbin.Path("prometheus")
+	require.NoError(t, err)
+	addr := freeAddr(t)
+	prom := start(t, "prometheus", nil, promBin, "--config.file="+p.output, "--web.listen-address="+addr, "--storage.tsdb.path="+p.data)
+	eventually(t, "prometheus ready on the accepted configuration", func() error {
+		if exit := prom.exited(); exit != nil {
+			t.Fatalf("prometheus ended: %v", exit)
+		}
+		return ok(t.Context(), "http://"+addr+"/-/ready")
+	})
 }
 
 // TestRandomizedSwaps swaps the two volumes in a random order at a random

@@ -340,11 +340,19 @@ type pod struct {
 	interval              string
 	prom, sidecar         *process
 	promURL, sidecarURL   string
+	// data is Prometheus' TSDB directory; initArgs, the init container's
+	// arguments.
+	data     string
+	initArgs []string
 }
 
 // podOptions tell how the sidecar reloads Prometheus.
 type podOptions struct {
 	signal bool
+	// stateDir keeps the reloaders' accepted state on Prometheus' data
+	// directory, as the controller does on a persistent volume, where it
+	// outlives the emptyDir of the rendered config.
+	stateDir bool
 }
 
 // newPod projects initial into the volumes, renders the config as the init
@@ -375,9 +383,14 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	reloader := ours("config-reloader")
 	env := []string{"POD_NAME=" + podName}
 	configArgs := []string{"--config-file=" + filepath.Join(p.configVol, "prometheus.yaml.gz"), "--config-envsubst-file=" + p.output}
+	p.data = filepath.Join(root, "data")
+	if opts.stateDir {
+		configArgs = append(configArgs, "--state-dir="+filepath.Join(p.data, ".podreload-reloader"))
+	}
+	p.initArgs = slices.Concat(configArgs, []string{"--watch-interval=0"})
 
 	// Init container.
-	initc := start(t, "init-config-reloader", env, reloader, slices.Concat(configArgs, []string{"--watch-interval=0"})...)
+	initc := start(t, "init-config-reloader", env, reloader, p.initArgs...)
 	require.NoError(t, initc.wait(t), "init container")
 	rendered, err := os.ReadFile(p.output)
 	require.NoError(t, err)
@@ -388,7 +401,7 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	require.NoError(t, err)
 	promAddr, sidecarAddr := freeAddr(t), freeAddr(t)
 	p.promURL, p.sidecarURL = "http://"+promAddr, "http://"+sidecarAddr
-	promArgs := []string{"--config.file=" + p.output, "--web.listen-address=" + promAddr, "--storage.tsdb.path=" + filepath.Join(root, "data")}
+	promArgs := []string{"--config.file=" + p.output, "--web.listen-address=" + promAddr, "--storage.tsdb.path=" + p.data}
 	sidecarArgs := slices.Concat(configArgs, []string{"--watched-dir=" + p.rulesVol, "--listen-address=" + sidecarAddr, "--log-level=debug"})
 	if opts.signal {
 		// The signal trigger picks the process by name and refuses to

@@ -54,7 +54,11 @@ type savedApplied struct {
 // savedRejection is the content the process rejected after it accepted
 // the saved state.
 type savedRejection struct {
-	Key     string    `json:"key"` // rejectedKey, hex
+	Key string `json:"key"` // rejectedKey, hex
+	// Content is acceptedKey, hex: the rejected content without the
+	// watched directories, which a process watching none (an init
+	// container beside a sidecar that watches them) compares.
+	Content string    `json:"content,omitempty"`
 	Message string    `json:"message"`
 	Time    time.Time `json:"time"`
 }
@@ -124,7 +128,7 @@ func (r *Reloader) resumeRejected(st state, sum uint64) (res result, err error, 
 		return 0, nil, false
 	}
 	r.startRejected = nil
-	if key, kerr := r.rejectedKey(st); kerr != nil || strconv.FormatUint(key, 16) != rej.Key {
+	if !r.isRejected(st, rej) {
 		return 0, nil, false
 	}
 	r.accepted.dirs = st.dirs
@@ -141,7 +145,7 @@ func (r *Reloader) acceptedInstead(st state) state {
 	if rej == nil || !r.hasAccepted {
 		return st
 	}
-	if key, err := r.rejectedKey(st); err != nil || strconv.FormatUint(key, 16) != rej.Key {
+	if !r.isRejected(st, rej) {
 		return st
 	}
 	r.logger.Warn("the current content was rejected: writing the last accepted state instead", "rejected_at", rej.Time, "message", rej.Message)
@@ -164,7 +168,8 @@ func (r *Reloader) rejectedNow(st state, rejected *RejectedError) {
 	}
 	key, err := r.rejectedKey(st)
 	if err == nil {
-		err = r.state.saveRejection(savedRejection{Key: strconv.FormatUint(key, 16), Message: msg, Time: r.report.Rejection.Time})
+		err = r.state.saveRejection(savedRejection{Key: strconv.FormatUint(key, 16), Content: strconv.FormatUint(acceptedKey(st), 16),
+			Message: msg, Time: r.report.Rejection.Time})
 	}
 	if err != nil {
 		r.stateError("record the rejection", err)
@@ -179,6 +184,18 @@ func (r *Reloader) saveAccepted() {
 	if err := r.state.saveAccepted(r.accepted, savedApplied{Hash: r.report.Hash, Time: r.report.Time}); err != nil {
 		r.stateError("keep the accepted state", err)
 	}
+}
+
+// isRejected tells whether st is the content rej records. A process that
+// watches no directory compares what it renders only: the init container
+// of prometheus-config-reloader's manifests is given no --watched-dir,
+// its sidecar is.
+func (r *Reloader) isRejected(st state, rej *savedRejection) bool {
+	if len(r.opts.WatchedDirs) == 0 && rej.Content != "" {
+		return strconv.FormatUint(acceptedKey(st), 16) == rej.Content
+	}
+	key, err := r.rejectedKey(st)
+	return err == nil && strconv.FormatUint(key, 16) == rej.Key
 }
 
 // rejectedKey hashes the content of st as the process reads it, whatever
