@@ -40,6 +40,7 @@ func upstreamCRDs() []string {
 	return []string{
 		"monitoring.coreos.com_podmonitors.yaml",
 		"monitoring.coreos.com_probes.yaml",
+		"monitoring.coreos.com_prometheuses.yaml",
 		"monitoring.coreos.com_prometheusrules.yaml",
 		"monitoring.coreos.com_scrapeconfigs.yaml",
 		"monitoring.coreos.com_servicemonitors.yaml",
@@ -174,6 +175,14 @@ func TestCRDs(t *testing.T) {
 			plural:     "scrapeconfigs",
 			shortNames: []string{"scfg"},
 			version:    "v1alpha1",
+		},
+		{
+			file:       "monitoring.coreos.com_prometheuses.yaml",
+			group:      "monitoring.coreos.com",
+			kind:       "Prometheus",
+			plural:     "prometheuses",
+			shortNames: []string{"prom"},
+			version:    "v1",
 		},
 		{
 			file:       "monitoring.coreos.com_prometheusrules.yaml",
