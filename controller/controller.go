@@ -27,6 +27,10 @@ type Options struct {
 	// Prometheus are the controller-wide inputs of the workloads of
 	// PrometheusServers (default images); RuleShards is ignored.
 	Prometheus promserver.WorkloadOptions
+	// TakeOver, when not nil, reconciles prometheus-operator's Prometheus
+	// objects handed to TakeOver.ControllerID besides PrometheusServers
+	// (docs/takeover.md).
+	TakeOver *promserver.TakeOver
 	// LeaderElection makes the controller write only while it holds the
 	// Lease LeaderElectionID in LeaderElectionNamespace.
 	LeaderElection bool

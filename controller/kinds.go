@@ -26,7 +26,7 @@ type kind struct {
 func kinds() []kind {
 	return []kind{
 		{name: promserver.App, addToScheme: promserver.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
-			return promserver.Setup(m, logger, reg, opts.Prometheus)
+			return promserver.Setup(m, logger, reg, opts.Prometheus, opts.TakeOver)
 		}},
 	}
 }

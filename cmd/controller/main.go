@@ -50,6 +50,7 @@ type config struct {
 	leaderElection            bool
 	leaderNamespace, leaderID string
 	prometheusImage, reloader string
+	controllerID              string
 	resync                    time.Duration
 	qps                       float32
 	memlimitRatio             float64
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runCmd := a.Command("run", "Run the controller (the default command: flags alone run it).").Default()
 	cfg.register(runCmd)
 	crdsCmd := a.Command("crds", "Print the CustomResourceDefinitions the controller needs, for: controller crds | kubectl apply --server-side -f -")
-	upstream := crdsCmd.Flag("upstream", "Include the monitoring.coreos.com ones (ServiceMonitor, PodMonitor, Probe, PrometheusRule, ScrapeConfig); --no-upstream leaves them to prometheus-operator's installation.").Default("true").Bool()
+	upstream := crdsCmd.Flag("upstream", "Include the monitoring.coreos.com ones (ServiceMonitor, PodMonitor, Probe, PrometheusRule, ScrapeConfig, Prometheus); --no-upstream leaves them to prometheus-operator's installation.").Default("true").Bool()
 	cmd, err := a.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
@@ -95,6 +96,7 @@ func (cfg *config) register(cmd *kingpin.CmdClause) {
 	cmd.Flag("leader-election", "Write only while holding the leader Lease, so that several replicas can run.").BoolVar(&cfg.leaderElection)
 	cmd.Flag("leader-election-namespace", "Namespace of the leader Lease; empty means the controller's own (in a cluster).").StringVar(&cfg.leaderNamespace)
 	cmd.Flag("leader-election-id", "Name of the leader Lease.").Default(controller.Name).StringVar(&cfg.leaderID)
+	cmd.Flag("controller-id", "Take over prometheus-operator's Prometheus objects whose operator.prometheus.io/controller-id annotation is this value, exactly; empty takes over those without the annotation, as prometheus-operator's own --controller-id.").Default("podreload").StringVar(&cfg.controllerID)
 	cmd.Flag("prometheus-image", "Prometheus image of the PrometheusServers that set none.").Default("quay.io/prometheus/prometheus:v3.15.0").StringVar(&cfg.prometheusImage)
 	cmd.Flag("reloader-image", "config-reloader image of the PrometheusServers that set none.").Default("ghcr.io/podreload/podreload:" + cmp.Or(version.Version, "latest")).StringVar(&cfg.reloader)
 	cmd.Flag("resync-interval", "How often every PrometheusServer is reconciled even when nothing changed.").Default("10h").DurationVar(&cfg.resync)
@@ -134,6 +136,7 @@ func runController(ctx context.Context, cfg *config) int {
 			DefaultPrometheusImage: cfg.prometheusImage,
 			DefaultReloaderImage:   cfg.reloader,
 		},
+		TakeOver:                &promserver.TakeOver{ControllerID: cfg.controllerID},
 		LeaderElection:          cfg.leaderElection,
 		LeaderElectionNamespace: cfg.leaderNamespace,
 		LeaderElectionID:        cfg.leaderID,
@@ -143,7 +146,7 @@ func runController(ctx context.Context, cfg *config) int {
 		logger.Error("start", "err", err)
 		return 2
 	}
-	logger.Info("starting", "version", version.Info(), "namespaces", cfg.namespaces, "leader_election", cfg.leaderElection)
+	logger.Info("starting", "version", version.Info(), "namespaces", cfg.namespaces, "leader_election", cfg.leaderElection, "controller_id", cfg.controllerID)
 
 	var g oklog.Group
 	{ // Controller.

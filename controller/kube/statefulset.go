@@ -39,7 +39,8 @@ func (e *RecreatingError) Error() string {
 // an image replaced, is put back and counted as drift when the input hash
 // (AnnotationInputHash) and replicas are the same. When the API server
 // refuses the apply because it changes an immutable field, the
-// StatefulSet is deleted (in the foreground, so its pods go first) and
+// StatefulSet is deleted (in the foreground, so its pods go first; with
+// orphan propagation for an Owner that says Orphan) and
 // created again by a later reconciliation: a *RecreatingError says so.
 // It returns the live StatefulSet.
 func (w *Writer) ApplyStatefulSet(ctx context.Context, owner Owner, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
@@ -66,7 +67,7 @@ func (w *Writer) ApplyStatefulSet(ctx context.Context, owner Owner, desired *app
 		if holds(&live, desired) {
 			return &live, nil
 		}
-		if err := w.upgradeManagedFields(ctx, key); err != nil {
+		if err := w.upgradeManagedFields(ctx, key, owner.Adopt); err != nil {
 			return nil, err
 		}
 	}
@@ -86,7 +87,11 @@ func (w *Writer) ApplyStatefulSet(ctx context.Context, owner Owner, desired *app
 	w.logger.Info("recreating StatefulSet: an immutable field changed", owner.Key, client.ObjectKeyFromObject(owner.Object), "err", err)
 	w.recreations.Inc()
 	w.Count("StatefulSet", "delete")
-	if err := w.client.Delete(ctx, &live, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &live.UID}); client.IgnoreNotFound(err) != nil {
+	policy := metav1.DeletePropagationForeground
+	if owner.Orphan {
+		policy = metav1.DeletePropagationOrphan
+	}
+	if err := w.client.Delete(ctx, &live, client.PropagationPolicy(policy), client.Preconditions{UID: &live.UID}); client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("delete StatefulSet %s: %w", key, err)
 	}
 	return nil, &RecreatingError{key: key}
@@ -119,11 +124,12 @@ func (w *Writer) apply(ctx context.Context, desired *appsv1.StatefulSet) (*appsv
 }
 
 // upgradeManagedFields makes the fields that earlier versions of the
-// controller wrote with updates (field manager Name, operation Update)
-// fields it applied, so that the next apply removes those it no longer
-// sets. The cache holds no managed fields: the StatefulSet is read from
-// the API server, only when it is about to be applied.
-func (w *Writer) upgradeManagedFields(ctx context.Context, key types.NamespacedName) error {
+// controller wrote with updates (field manager Name, operation Update),
+// and those the adopt managers wrote with updates, fields it applied, so
+// that the next apply removes those it no longer sets. The cache holds no
+// managed fields: the StatefulSet is read from the API server, only when
+// it is about to be applied.
+func (w *Writer) upgradeManagedFields(ctx context.Context, key types.NamespacedName, adopt []string) error {
 	var live appsv1.StatefulSet
 	err := w.reader.Get(ctx, key, &live)
 	if apierrors.IsNotFound(err) {
@@ -132,7 +138,7 @@ func (w *Writer) upgradeManagedFields(ctx context.Context, key types.NamespacedN
 	if err != nil {
 		return fmt.Errorf("get StatefulSet %s: %w", key, err)
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, sets.New(Name), Name)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, sets.New(append([]string{Name}, adopt...)...), Name)
 	if err != nil {
 		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
 	}

@@ -70,6 +70,15 @@ type Owner struct {
 	Key string
 	// Object is the owner.
 	Object client.Object
+	// Adopt are the field managers whose fields of a StatefulSet the
+	// controller takes over (ApplyStatefulSet): prometheus-operator's, for
+	// the objects taken over from it, so that the fields it set and the
+	// controller does not are removed by the apply.
+	Adopt []string
+	// Orphan deletes a StatefulSet whose immutable fields must change
+	// with orphan propagation: its pods stay, and the StatefulSet created
+	// again adopts them (prometheus-operator's pods, on a takeover).
+	Orphan bool
 }
 
 // Delete deletes obj, of kind, if it still has its UID: a deletion that
@@ -88,9 +97,38 @@ func (w *Writer) Delete(ctx context.Context, kind string, obj client.Object) err
 // from desired into it (sync reports whether it changed any), with retries
 // on conflicts. An object controlled by something else is an error.
 func Write[T client.Object](ctx context.Context, w *Writer, owner Owner, desired T, sync func(live, desired T) bool) error {
+	return write(ctx, w, owner, desired, sync, false)
+}
+
+// WriteShared is Write for an object that several owners share (the
+// governing Service of prometheus-operator's StatefulSets, one per
+// namespace): owner is added to its owner references, none of them the
+// controller, and the others are kept.
+func WriteShared[T client.Object](ctx context.Context, w *Writer, owner Owner, desired T, sync func(live, desired T) bool) error {
+	return write(ctx, w, owner, desired, sync, true)
+}
+
+// setOwner makes owner the controller of obj or, shared, one of its owners.
+func (w *Writer) setOwner(owner Owner, obj client.Object, shared bool) error {
+	if shared {
+		return controllerutil.SetOwnerReference(owner.Object, obj, w.scheme)
+	}
+	return controllerutil.SetControllerReference(owner.Object, obj, w.scheme)
+}
+
+// isOwner reports whether owner is the controller of obj or, shared, one
+// of its owners.
+func isOwner(owner Owner, obj client.Object, shared bool) bool {
+	if !shared {
+		return metav1.IsControlledBy(obj, owner.Object)
+	}
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == owner.Object.GetUID() })
+}
+
+func write[T client.Object](ctx context.Context, w *Writer, owner Owner, desired T, sync func(live, desired T) bool, shared bool) error {
 	kind := desired.GetObjectKind().GroupVersionKind().Kind
 	key := client.ObjectKeyFromObject(desired)
-	if err := controllerutil.SetControllerReference(owner.Object, desired, w.scheme); err != nil {
+	if err := w.setOwner(owner, desired, shared); err != nil {
 		return fmt.Errorf("%s %s: %w", kind, key, err)
 	}
 	live := desired.DeepCopyObject().(T)
@@ -113,12 +151,12 @@ func Write[T client.Object](ctx context.Context, w *Writer, owner Owner, desired
 				return err
 			}
 		}
-		if c := metav1.GetControllerOf(live); c != nil && c.UID != owner.Object.GetUID() {
+		if c := metav1.GetControllerOf(live); c != nil && c.UID != owner.Object.GetUID() && !shared {
 			return fmt.Errorf("it is controlled by %s %s", c.Kind, c.Name)
 		}
-		changed := !metav1.IsControlledBy(live, owner.Object)
+		changed := !isOwner(owner, live, shared)
 		if changed {
-			if err := controllerutil.SetControllerReference(owner.Object, live, w.scheme); err != nil {
+			if err := w.setOwner(owner, live, shared); err != nil {
 				return err
 			}
 		}

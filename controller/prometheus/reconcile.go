@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,13 +59,22 @@ type reconciler struct {
 	warned map[types.NamespacedName]map[rejection]struct{}
 	// written is the content each server's status last showed written.
 	written map[types.NamespacedName]written
+	// takeover is set on the reconciler of the Prometheus objects taken
+	// over from prometheus-operator (takeover.go); nil on the
+	// reconciler of PrometheusServers.
+	takeover *takeover
 }
 
 // Reconcile makes the objects of the PrometheusServer req names match it.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	r.metrics.reconciles.Inc()
-	err := r.reconcile(ctx, req.NamespacedName)
+	var err error
+	if r.takeover != nil {
+		err = r.takeover.reconcile(ctx, req.NamespacedName)
+	} else {
+		err = r.reconcile(ctx, req.NamespacedName)
+	}
 	r.metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.metrics.errors.Inc() // controller-runtime logs it, and retries.
@@ -80,13 +91,42 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		}
 		return fmt.Errorf("get PrometheusServer %s: %w", key, err)
 	}
+	// The layout of taken-over Prometheus objects is not a
+	// PrometheusServer's to ask for (layout.go).
+	delete(server.Annotations, annotationLayout)
 	if server.Spec.Paused {
 		r.logger.Debug("paused", "server", key)
 		return nil
 	}
-	in, err := r.inputs(ctx, &server)
+	res, err := r.sync(ctx, &server, owner(&server))
 	if err != nil {
 		return err
+	}
+	return errors.Join(res.err, r.writeStatus(ctx, &server, res.objs, res.sets, res.cond))
+}
+
+// synced is what sync rendered and wrote.
+type synced struct {
+	// objs are the objects rendered; nil when the spec cannot be.
+	objs *objects
+	// sets are the live StatefulSets, by shard.
+	sets []*appsv1.StatefulSet
+	// cond is the Reconciled condition.
+	cond metav1.Condition
+	// err is the error of the writes, which cond tells too.
+	err error
+}
+
+// sync renders the objects of server and writes them for own, its
+// Kubernetes object (the PrometheusServer, or the Prometheus it was
+// converted from), which the Events are about. It returns an error only
+// when the inputs cannot be read; what the render and the writes gave is
+// in synced.
+func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner) (synced, error) {
+	key := client.ObjectKeyFromObject(server)
+	in, err := r.inputs(ctx, server)
+	if err != nil {
+		return synced{}, err
 	}
 	// The Secrets the last render referenced are read first; when this
 	// render references others, even one that failed on them, it is done
@@ -96,7 +136,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	for {
 		var read store.Objects
 		if read, err = store.Read(ctx, r.reader, refs); err != nil {
-			return err
+			return synced{}, err
 		}
 		in.Secrets, in.ConfigMaps = read.Secrets, read.ConfigMaps
 		objs, err = render(in, r.workload, r.ruleCache(key))
@@ -120,16 +160,16 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		// brings the server back here.
 		r.refs.Remember(key, refs)
 		r.metrics.errors.Inc()
-		r.logger.Error("render", "server", key, "err", err)
-		r.event(&server, nil, "InvalidSpec", err.Error())
-		return r.writeStatus(ctx, &server, nil, nil, metav1.Condition{
+		r.logger.Error("render", own.Key, key, "err", err)
+		r.event(own.Object, nil, "InvalidSpec", err.Error())
+		return synced{cond: metav1.Condition{
 			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: err.Error(),
-		})
+		}}, nil
 	}
 	r.refs.Remember(key, objs.SecretRefs)
-	r.warn(&server, in, objs.Rejected)
+	r.warn(own, in, objs.Rejected)
 
-	sets, err := r.write(ctx, &server, objs)
+	sets, err := r.write(ctx, server, own, objs)
 	cond := metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
 		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
 	var recreating *kube.RecreatingError
@@ -143,12 +183,12 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		// The rules, Service and StatefulSet are written; the last
 		// configuration stays until a monitor changes.
 		r.metrics.errors.Inc()
-		r.logger.Error("configuration too large", "server", key, "err", objs.Oversized)
-		r.event(&server, nil, "ConfigTooLarge", objs.Oversized.Error())
+		r.logger.Error("configuration too large", own.Key, key, "err", objs.Oversized)
+		r.event(own.Object, nil, "ConfigTooLarge", objs.Oversized.Error())
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ConfigTooLarge",
 			fmt.Sprintf("%d rule file ConfigMaps written, the configuration not: %v", len(objs.RuleShards), objs.Oversized)
 	}
-	return errors.Join(err, r.writeStatus(ctx, &server, objs, sets, cond))
+	return synced{objs: objs, sets: sets, cond: cond, err: err}, nil
 }
 
 // inputs reads from the cache what server's objects are rendered from, but
@@ -205,9 +245,9 @@ func boolGauge(b bool) float64 {
 }
 
 // warn emits a Warning Event on each rejected object, once per object
-// and reason for a server, and logs it.
-func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in inputs, rejected []rejection) {
-	key := client.ObjectKeyFromObject(server)
+// and reason for a server (own), and logs it.
+func (r *reconciler) warn(own kube.Owner, in inputs, rejected []rejection) {
+	key := client.ObjectKeyFromObject(own.Object)
 	r.mu.Lock()
 	old := r.warned[key]
 	now := make(map[rejection]struct{}, len(rejected))
@@ -220,9 +260,9 @@ func (r *reconciler) warn(server *v1alpha1.PrometheusServer, in inputs, rejected
 		if _, ok := old[rej]; ok {
 			continue
 		}
-		r.logger.Warn("rejected", "server", key, "kind", rej.Kind, "namespace", rej.Namespace, "name", rej.Name, "reason", rej.Reason)
+		r.logger.Warn("rejected", own.Key, key, "kind", rej.Kind, "namespace", rej.Namespace, "name", rej.Name, "reason", rej.Reason)
 		if obj := rejectedObject(in, rej); obj != nil {
-			r.event(obj, server, "Rejected", fmt.Sprintf("left out of PrometheusServer %s: %s", key, rej.Reason))
+			r.event(obj, own.Object, "Rejected", fmt.Sprintf("left out of %s %s: %s", ownerKind(own.Object), key, rej.Reason))
 		}
 	}
 }
@@ -247,10 +287,23 @@ func owner(server *v1alpha1.PrometheusServer) kube.Owner {
 	return kube.Owner{Key: "server", Object: server}
 }
 
-// ownerServer returns the PrometheusServer controlling obj, if any.
-func ownerServer(obj metav1.Object) *types.NamespacedName {
+// ownerKind is the kind of an owner, for messages.
+func ownerKind(obj client.Object) string {
+	if _, ok := obj.(*monitoringv1.Prometheus); ok {
+		return monitoringv1.PrometheusesKind
+	}
+	return v1alpha1.Kind
+}
+
+// ownerServer returns the PrometheusServer controlling obj, if any, or for
+// the takeover the Prometheus.
+func (r *reconciler) ownerServer(obj metav1.Object) *types.NamespacedName {
+	kind, apiVersion := v1alpha1.Kind, v1alpha1.GroupVersion().String()
+	if r.takeover != nil {
+		kind, apiVersion = monitoringv1.PrometheusesKind, monitoringv1.SchemeGroupVersion.String()
+	}
 	c := metav1.GetControllerOf(obj)
-	if c == nil || c.Kind != v1alpha1.Kind || c.APIVersion != v1alpha1.GroupVersion().String() {
+	if c == nil || c.Kind != kind || c.APIVersion != apiVersion {
 		return nil
 	}
 	return &types.NamespacedName{Namespace: obj.GetNamespace(), Name: c.Name}

@@ -168,7 +168,7 @@ func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 	c, err := kube.NewManager(logger, r.reg, opts)
 	require.NoError(t, err)
 	// As controller.New sets the kind up.
-	require.NoError(t, Setup(c, logger, r.reg, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}))
+	require.NoError(t, Setup(c, logger, r.reg, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { r.done <- c.Run(ctx) }()
 	t.Cleanup(func() {

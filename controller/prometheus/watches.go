@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -41,19 +42,38 @@ func AddToScheme(s *runtime.Scheme) error {
 // them, the monitors, rules, Secrets and Namespaces they select or
 // reference and the objects it writes for them, and makes those objects
 // match what render gives. opts are the controller-wide inputs of the
-// rendered workloads (default images); RuleShards is ignored. A nil logger
-// discards the logs.
-func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions) error {
+// rendered workloads (default images); RuleShards is ignored. With
+// takeOver, a second reconciler does the same for the prometheus-operator
+// Prometheus objects handed to its controller id (takeover.go). A nil
+// logger discards the logs.
+func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, takeOver *TakeOver) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &reconciler{
+	metrics := newMetrics(reg)
+	r := newReconciler(m, logger, metrics, opts)
+	if err := r.setup(m, builder.ControllerManagedBy(m).
+		Named("prometheusserver").
+		// Status writes change no generation: they do not come back here.
+		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))),
+		r.podServer); err != nil {
+		return err
+	}
+	if takeOver == nil {
+		return nil
+	}
+	return setupTakeover(m, logger, metrics, opts, *takeOver)
+}
+
+// newReconciler returns a reconciler of m.
+func newReconciler(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions) *reconciler {
+	return &reconciler{
 		client:   m.GetClient(),
 		reader:   m.GetAPIReader(),
 		metadata: m.GetCache(),
 		recorder: m.GetEventRecorder(kube.Name),
 		logger:   logger,
-		metrics:  newMetrics(reg),
+		metrics:  metrics,
 		workload: opts,
 		writer:   m.Writer(),
 		caches:   map[types.NamespacedName]*ruleCache{},
@@ -61,14 +81,16 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		warned:   map[types.NamespacedName]map[rejection]struct{}{},
 		written:  map[types.NamespacedName]written{},
 	}
+}
+
+// setup completes b, the builder of r's controller given the kind it is
+// for, with the watches of what the servers select or reference, the
+// objects written for them, and their pods, mapped by pods.
+func (r *reconciler) setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Request], pods handler.MapFunc) error {
 	// Monitors and rules matter when they are created or deleted, or when
 	// their spec or labels change.
 	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
-	b := builder.ControllerManagedBy(m).
-		Named("prometheusserver").
-		// Status writes change no generation: they do not come back here.
-		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&corev1.ConfigMap{}).
+	b = b.Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&rbacv1.Role{}).
@@ -81,12 +103,16 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	}
 	return b.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(pods), builder.WithPredicates(podChanged())).
 		Complete(r)
 }
 
-// servers returns the cached PrometheusServers.
+// servers returns the cached PrometheusServers, or for the takeover the
+// Prometheus objects taken over, converted (takeover.go).
 func (r *reconciler) servers(ctx context.Context) []v1alpha1.PrometheusServer {
+	if r.takeover != nil {
+		return r.takeover.servers(ctx)
+	}
 	var list v1alpha1.PrometheusServerList
 	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		r.logger.Error("list PrometheusServers", "err", err)
@@ -162,7 +188,7 @@ func (r *reconciler) podServer(_ context.Context, obj client.Object) []ctrl.Requ
 // secretServers maps a Secret to the PrometheusServer that owns it, or to
 // the PrometheusServers whose last render referenced it.
 func (r *reconciler) secretServers(_ context.Context, obj client.Object) []ctrl.Request {
-	if owner := ownerServer(obj); owner != nil {
+	if owner := r.ownerServer(obj); owner != nil {
 		return []ctrl.Request{{NamespacedName: *owner}}
 	}
 	return r.requests("Secret", r.refs.Owners(store.Ref{Kind: store.Secret, Namespace: obj.GetNamespace(), Name: obj.GetName()}))

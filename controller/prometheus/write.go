@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +19,8 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 )
 
-// write makes the live objects of server match objs, and returns the live
+// write makes the live objects of server match objs, with own as their
+// controller, and returns the live
 // StatefulSet (nil while there is none). Without a config Secret in objs,
 // the last one written stays; with one, its part Secrets are written
 // before it, and those it no longer names deleted after it. No rule file disappears from the pods
@@ -28,17 +32,17 @@ import (
 // no longer wanted are deleted last, once the configuration with the new
 // shard count is written. It returns the live StatefulSets, by shard, but
 // for those being created again: a *kube.RecreatingError says which.
-func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects) ([]*appsv1.StatefulSet, error) {
+func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) ([]*appsv1.StatefulSet, error) {
 	extra, err := r.extraShards(ctx, server, objs.RuleShards)
 	if err != nil {
 		return nil, err
 	}
 	// The Role first: with the API source, it names the part Secrets
 	// the reloaders are about to read.
-	if err := kube.Write(ctx, r.writer, owner(server), objs.Role, kube.SyncRole); err != nil {
+	if err := kube.Write(ctx, r.writer, own, objs.Role, kube.SyncRole); err != nil {
 		return nil, err
 	}
-	if err := kube.Write(ctx, r.writer, owner(server), objs.RoleBinding, kube.SyncRoleBinding); err != nil {
+	if err := kube.Write(ctx, r.writer, own, objs.RoleBinding, kube.SyncRoleBinding); err != nil {
 		return nil, err
 	}
 	writeConfig := func() error {
@@ -48,11 +52,11 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		// The parts first: the config Secret names them, and the
 		// reloaders wait for every part it names.
 		for _, s := range objs.ConfigParts {
-			if err := kube.Write(ctx, r.writer, owner(server), s, kube.SyncSecret); err != nil {
+			if err := kube.Write(ctx, r.writer, own, s, kube.SyncSecret); err != nil {
 				return err
 			}
 		}
-		if err := kube.Write(ctx, r.writer, owner(server), objs.ConfigSecret, kube.SyncSecret); err != nil {
+		if err := kube.Write(ctx, r.writer, own, objs.ConfigSecret, kube.SyncSecret); err != nil {
 			return err
 		}
 		return r.deleteExtraParts(ctx, server, objs.ConfigParts)
@@ -63,7 +67,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 	}
 	for _, cm := range objs.RuleShards {
-		if err := kube.Write(ctx, r.writer, owner(server), cm, kube.SyncConfigMap); err != nil {
+		if err := kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap); err != nil {
 			return nil, err
 		}
 	}
@@ -81,11 +85,16 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 	// The pods mount the web configuration: written before them. A server
 	// that no longer has one keeps the Secret, which goes with it.
 	if objs.WebConfigSecret != nil {
-		if err := kube.Write(ctx, r.writer, owner(server), objs.WebConfigSecret, kube.SyncSecret); err != nil {
+		if err := kube.Write(ctx, r.writer, own, objs.WebConfigSecret, kube.SyncSecret); err != nil {
 			return nil, err
 		}
 	}
-	if err := kube.Write(ctx, r.writer, owner(server), objs.Service, kube.SyncService); err != nil {
+	writeService := kube.Write[*corev1.Service]
+	if operatorLayout(server) {
+		// prometheus-operated: one per namespace, every Prometheus its owner.
+		writeService = kube.WriteShared[*corev1.Service]
+	}
+	if err := writeService(ctx, r.writer, own, objs.Service, kube.SyncService); err != nil {
 		return nil, err
 	}
 	var (
@@ -93,7 +102,12 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		recreating error
 	)
 	for _, desired := range objs.StatefulSets {
-		sts, err := r.writer.ApplyStatefulSet(ctx, owner(server), desired)
+		if operatorLayout(server) {
+			if err := r.keepImmutable(ctx, desired); err != nil {
+				return nil, err
+			}
+		}
+		sts, err := r.writer.ApplyStatefulSet(ctx, own, desired)
 		var rec *kube.RecreatingError
 		switch {
 		case errors.As(err, &rec):
@@ -169,4 +183,36 @@ func (r *reconciler) extraShards(ctx context.Context, server *v1alpha1.Prometheu
 		}
 	}
 	return extra, nil
+}
+
+// keepImmutable copies into desired, the StatefulSet of a Prometheus taken
+// over, the fields of the live one that the API server does not let
+// change: its selector (which holds the labels of prometheus-operator's
+// --labels flag, unknown here; the pod template gets them too), Service
+// name, claim templates and pod management policy. The StatefulSet
+// prometheus-operator created is then updated in place, and so is ours
+// when it takes it back, and the pods keep their PVCs.
+func (r *reconciler) keepImmutable(ctx context.Context, desired *appsv1.StatefulSet) error {
+	var live appsv1.StatefulSet
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get StatefulSet %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	if live.Spec.Selector != nil {
+		desired.Spec.Selector = live.Spec.Selector.DeepCopy()
+		if desired.Spec.Template.Labels == nil {
+			desired.Spec.Template.Labels = map[string]string{}
+		}
+		maps.Copy(desired.Spec.Template.Labels, live.Spec.Selector.MatchLabels)
+	}
+	desired.Spec.ServiceName = live.Spec.ServiceName
+	desired.Spec.PodManagementPolicy = live.Spec.PodManagementPolicy
+	if !equality.Semantic.DeepDerivative(desired.Spec.VolumeClaimTemplates, live.Spec.VolumeClaimTemplates) {
+		r.logger.Warn("the claim templates of a StatefulSet cannot change: the live ones are kept", "statefulset", client.ObjectKeyFromObject(desired))
+	}
+	desired.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
+	return nil
 }

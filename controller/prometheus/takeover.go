@@ -1,0 +1,342 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// Taking over prometheus-operator's Prometheus objects (docs/takeover.md):
+// prometheus-operator started with --controller-id=X reconciles only the
+// Prometheus objects whose AnnotationControllerID is X (absent reads as
+// empty); this controller takes the objects annotated with its own id. A
+// Prometheus taken over is converted into a PrometheusServer in
+// prometheus-operator's layout (layout.go) and rendered by the same code
+// as PrometheusServers, into the objects prometheus-operator wrote for it,
+// which are adopted: their fields prometheus-operator set become this
+// controller's, and what it does not render goes. When the annotation
+// stops matching, the controller stops writing at once and deletes
+// nothing; prometheus-operator, whose id now matches, takes the objects
+// back.
+const (
+	// AnnotationControllerID is prometheus-operator's annotation naming
+	// the controller of a Prometheus object.
+	AnnotationControllerID = "operator.prometheus.io/controller-id"
+	// operatorManager is prometheus-operator's field manager.
+	operatorManager = "PrometheusOperator"
+	// conditionUnsupportedFields is True on a Prometheus that sets fields
+	// the controller cannot render: it is not taken over.
+	conditionUnsupportedFields = "UnsupportedFields"
+	// labelOperatorName is prometheus-operator's label naming the
+	// Prometheus of its pods.
+	labelOperatorName = "operator.prometheus.io/name"
+)
+
+// TakeOver configures the reconciler of prometheus-operator's Prometheus
+// objects.
+type TakeOver struct {
+	// ControllerID is the value of AnnotationControllerID of the
+	// Prometheus objects taken over. Empty takes over those without the
+	// annotation or with an empty value, as prometheus-operator's own
+	// --controller-id does: the match is exact.
+	ControllerID string
+}
+
+// takeover is what the reconciler of Prometheus objects has besides a
+// reconciler's.
+type takeover struct {
+	r  *reconciler
+	id string
+
+	mu sync.Mutex
+	// refused is the message of the last UnsupportedFields Event of each
+	// Prometheus, so that it is told once.
+	refused map[types.NamespacedName]string
+}
+
+// handedTo reports whether obj's controller id is id, exactly.
+func handedTo(obj metav1.Object, id string) bool {
+	return obj.GetAnnotations()[AnnotationControllerID] == id
+}
+
+// setupTakeover sets up the reconciler of the Prometheus objects handed to
+// to.ControllerID. A Prometheus matters when it is created or deleted, and
+// when its spec, labels or annotations (the controller id) change.
+func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to TakeOver) error {
+	gk := monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusesKind).GroupKind()
+	if _, err := m.GetRESTMapper().RESTMapping(gk, monitoringv1.SchemeGroupVersion.Version); meta.IsNoMatchError(err) {
+		// A cluster without prometheus-operator's CRD has no Prometheus
+		// to take over; the controller runs all the same.
+		logger.Warn("the Prometheus CRD is not installed: no Prometheus object is taken over (install it and restart the controller)", "err", err)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("take over Prometheus objects: %w", err)
+	}
+	r := newReconciler(m, logger, metrics, opts)
+	r.takeover = &takeover{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}}
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	return r.setup(m, builder.ControllerManagedBy(m).
+		Named("prometheus").
+		For(&monitoringv1.Prometheus{}, builder.WithPredicates(changed)),
+		r.takeover.podPrometheus)
+}
+
+// podPrometheus maps a pod to the Prometheus whose StatefulSet runs it,
+// named by prometheus-operator's labelOperatorName.
+func (t *takeover) podPrometheus(_ context.Context, obj client.Object) []ctrl.Request {
+	name := obj.GetLabels()[labelOperatorName]
+	if name == "" {
+		return nil
+	}
+	return t.r.requests("Pod", []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: name}})
+}
+
+// servers returns the cached Prometheus objects taken over, converted;
+// those with unsupported fields are not.
+func (t *takeover) servers(ctx context.Context) []v1alpha1.PrometheusServer {
+	var list monitoringv1.PrometheusList
+	if err := t.r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		t.r.logger.Error("list Prometheus objects", "err", err)
+		return nil
+	}
+	var out []v1alpha1.PrometheusServer
+	for i := range list.Items {
+		if !handedTo(&list.Items[i], t.id) {
+			continue
+		}
+		if s, unsupported := fromPrometheus(&list.Items[i]); len(unsupported) == 0 {
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+// reconcile makes the objects of the Prometheus key names match it when
+// it is handed to the controller, and hands it back otherwise.
+func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) error {
+	r := t.r
+	var p monitoringv1.Prometheus
+	if err := r.client.Get(ctx, key, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			t.forget(key)
+			return nil
+		}
+		return fmt.Errorf("get Prometheus %s: %w", key, err)
+	}
+	if p.DeletionTimestamp != nil {
+		// Its objects go with it, by their owner references.
+		t.forget(key)
+		return nil
+	}
+	if !handedTo(&p, t.id) {
+		return t.handBack(ctx, &p)
+	}
+	server, unsupported := fromPrometheus(&p)
+	if len(unsupported) > 0 {
+		msg := "not taken over: podreload does not support " + strings.Join(unsupported, ", ") + " yet (docs/prometheus-operator.md)"
+		t.refuse(&p, msg)
+		return t.writeStatus(ctx, &p, server, synced{cond: metav1.Condition{
+			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: conditionUnsupportedFields, Message: msg,
+		}}, msg)
+	}
+	t.refuse(&p, "")
+	if p.Spec.Paused {
+		r.logger.Debug("paused", "prometheus", key)
+		return t.writeStatus(ctx, &p, server, synced{}, "")
+	}
+	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{operatorManager}, Orphan: true})
+	if err != nil {
+		return err
+	}
+	return errors.Join(res.err, t.writeStatus(ctx, &p, server, res, ""))
+}
+
+// refuse tells, in a Warning Event and the log, once per message, why p
+// is not taken over; an empty msg forgets the last one.
+func (t *takeover) refuse(p *monitoringv1.Prometheus, msg string) {
+	key := client.ObjectKeyFromObject(p)
+	t.mu.Lock()
+	told := t.refused[key] == msg
+	if msg == "" {
+		delete(t.refused, key)
+	} else {
+		t.refused[key] = msg
+	}
+	t.mu.Unlock()
+	if told || msg == "" {
+		return
+	}
+	t.r.metrics.errors.Inc()
+	t.r.logger.Warn("unsupported fields", "prometheus", key, "err", msg)
+	t.r.event(p, nil, conditionUnsupportedFields, msg)
+}
+
+// forget drops what is kept about a Prometheus.
+func (t *takeover) forget(key types.NamespacedName) {
+	t.mu.Lock()
+	delete(t.refused, key)
+	t.mu.Unlock()
+	t.r.forget(key)
+}
+
+// handBack stops taking over p, whose controller id is no longer ours:
+// nothing of it is written any more but what only this controller wrote.
+// The status fields only it set go, in one write; the reloaders' Role and
+// RoleBinding (only ours use them) once no pod of p runs them.
+func (t *takeover) handBack(ctx context.Context, p *monitoringv1.Prometheus) error {
+	r := t.r
+	key := client.ObjectKeyFromObject(p)
+	t.forget(key)
+	if findCondition(p.Status.Conditions, conditionConfigApplied) != nil {
+		// Only this controller writes ConfigApplied: an empty status,
+		// applied by its field manager, removes what it alone set.
+		if err := t.applyStatus(ctx, p, map[string]any{}); err != nil {
+			return err
+		}
+		r.logger.Info("handed back", "prometheus", key, "controller_id", p.Annotations[AnnotationControllerID])
+	}
+	server, _ := fromPrometheus(p)
+	var role rbacv1.Role
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: accessName(server)}, &role)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(&role, p)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get Role %s/%s: %w", p.Namespace, accessName(server), err)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
+		return fmt.Errorf("list pods of Prometheus %s: %w", key, err)
+	}
+	for _, pod := range pods.Items {
+		if _, ours := pod.Annotations[annotationInputHash]; ours {
+			return nil // Its deletion brings the Prometheus back here.
+		}
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: accessName(server)}}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("get RoleBinding %s/%s: %w", p.Namespace, binding.Name, err)
+	} else if err == nil && metav1.IsControlledBy(binding, p) {
+		if err := r.writer.Delete(ctx, "RoleBinding", binding); err != nil {
+			return err
+		}
+	}
+	if err := r.writer.Delete(ctx, "Role", &role); err != nil {
+		return err
+	}
+	r.logger.Info("deleted the reloaders' Role: no pod of the Prometheus handed back runs them", "prometheus", key, "role", role.Name)
+	return nil
+}
+
+// findCondition returns the condition of type typ, or nil.
+func findCondition(conds []monitoringv1.Condition, typ string) *monitoringv1.Condition {
+	for i := range conds {
+		if string(conds[i].Type) == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// applyStatus applies status as p's status, with server-side apply by the
+// controller's field manager, forcing: the fields it sets become its own,
+// those it set before and no longer does are removed.
+func (t *takeover) applyStatus(ctx context.Context, p *monitoringv1.Prometheus, status map[string]any) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": monitoringv1.SchemeGroupVersion.String(),
+		"kind":       monitoringv1.PrometheusesKind,
+		"metadata":   map[string]any{"name": p.Name, "namespace": p.Namespace},
+		"status":     status,
+	}}
+	t.r.writer.Count(monitoringv1.PrometheusesKind, "apply-status")
+	if err := t.r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply status of Prometheus %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// setCondition sets c in conds as meta.SetStatusCondition does: the
+// transition time stays while the status does.
+func setCondition(conds *[]monitoringv1.Condition, c monitoringv1.Condition) {
+	if was := findCondition(*conds, string(c.Type)); was != nil {
+		if was.Status == c.Status {
+			c.LastTransitionTime = was.LastTransitionTime
+		}
+		*was = c
+		return
+	}
+	*conds = append(*conds, c)
+}
+
+// fromCondition is c as a Prometheus condition of generation gen, with
+// the transition time of now.
+func fromCondition(c metav1.Condition, gen int64) monitoringv1.Condition {
+	return monitoringv1.Condition{
+		Type: monitoringv1.ConditionType(c.Type), Status: monitoringv1.ConditionStatus(c.Status),
+		Reason: c.Reason, Message: truncate(c.Message, maxEventNote), ObservedGeneration: gen,
+		LastTransitionTime: metav1.Now(),
+	}
+}
+
+// sets returns the live StatefulSets of server's shards, for a status
+// written without a sync.
+func (t *takeover) sets(ctx context.Context, server *v1alpha1.PrometheusServer) ([]*appsv1.StatefulSet, error) {
+	var out []*appsv1.StatefulSet
+	for shard := range shardCount(server) {
+		var sts appsv1.StatefulSet
+		err := t.r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: shardName(server, shard)}, &sts)
+		if apierrors.IsNotFound(err) {
+			out = append(out, nil)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get StatefulSet %s/%s: %w", server.Namespace, shardName(server, shard), err)
+		}
+		out = append(out, &sts)
+	}
+	return out, nil
+}
+
+// conditionsOf returns the conditions the controller sets on p: the
+// Reconciled one (res.cond; Reconciled True when empty), ConfigApplied,
+// and UnsupportedFields when refused is set.
+func (t *takeover) conditionsOf(p *monitoringv1.Prometheus, res synced, applied metav1.Condition, refused string) []monitoringv1.Condition {
+	conds := append([]monitoringv1.Condition(nil), p.Status.Conditions...)
+	cond := res.cond
+	if cond.Type == "" {
+		cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Paused", Message: "spec.paused: nothing is written"}
+	}
+	setCondition(&conds, fromCondition(cond, p.Generation))
+	setCondition(&conds, fromCondition(applied, applied.ObservedGeneration))
+	if refused != "" {
+		setCondition(&conds, fromCondition(metav1.Condition{Type: conditionUnsupportedFields, Status: metav1.ConditionTrue, Reason: conditionUnsupportedFields, Message: refused}, p.Generation))
+	}
+	keep := conds[:0]
+	for _, c := range conds {
+		if string(c.Type) == conditionUnsupportedFields && refused == "" {
+			continue
+		}
+		keep = append(keep, c)
+	}
+	return keep
+}

@@ -1,0 +1,195 @@
+package prometheus
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// writeStatus applies the status of a Prometheus taken over, as
+// prometheus-operator writes it (replicas, shards, selector, the Available
+// and Reconciled conditions) and with ConfigApplied besides, from res and
+// the pods; nothing is written when it is the same. A Prometheus refused
+// (refused is the message) gets its Reconciled and UnsupportedFields
+// conditions only: the rest stays prometheus-operator's.
+func (t *takeover) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, res synced, refused string) error {
+	r := t.r
+	key := client.ObjectKeyFromObject(p)
+	if refused != "" {
+		conds := t.conditionsOf(p, res, metav1.Condition{}, refused)
+		var mine []monitoringv1.Condition
+		for _, c := range conds {
+			if string(c.Type) == conditionReconciled || string(c.Type) == conditionUnsupportedFields {
+				mine = append(mine, c)
+			}
+		}
+		if equality.Semantic.DeepEqual(mine, pick(p.Status.Conditions, conditionReconciled, conditionUnsupportedFields)) {
+			return nil
+		}
+		u, err := toMap(monitoringv1.PrometheusStatus{Conditions: mine})
+		if err != nil {
+			return err
+		}
+		return t.applyStatus(ctx, p, map[string]any{"conditions": u["conditions"]})
+	}
+	sets := res.sets
+	if res.objs == nil {
+		var err error
+		if sets, err = t.sets(ctx, server); err != nil {
+			return err
+		}
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
+		return fmt.Errorf("list pods of Prometheus %s: %w", key, err)
+	}
+	r.mu.Lock()
+	want := r.written[key].hash
+	r.mu.Unlock()
+	if res.objs != nil && res.objs.ConfigSecret != nil {
+		want = res.objs.ContentHash
+	}
+	_, applied := configApplied(want, pods.Items)
+	applied.ObservedGeneration = p.Generation
+	if res.cond.Type != "" && res.cond.Status != metav1.ConditionTrue {
+		applied.ObservedGeneration = 0 // As for a PrometheusServer (writeStatus).
+		if was := findCondition(p.Status.Conditions, conditionConfigApplied); was != nil {
+			applied.ObservedGeneration = was.ObservedGeneration
+		}
+	}
+	r.metrics.configApplied.WithLabelValues(p.Namespace, p.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
+
+	status := operatorStatus(p, server, sets)
+	status.Conditions = t.conditionsOf(p, res, applied, "")
+	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
+	setCondition(&status.Conditions, availableCondition(p, server, sets))
+	before := r.written[key].hash
+	if !equality.Semantic.DeepEqual(status, p.Status) {
+		u, err := toMap(status)
+		if err != nil {
+			return err
+		}
+		if err := t.applyStatus(ctx, p, u); err != nil {
+			return err
+		}
+	}
+	r.observeApplied(key, before, v1alpha1.PrometheusServerStatus{ContentHash: want, Conditions: []metav1.Condition{applied}})
+	return nil
+}
+
+// pick returns the conditions of the given types, in order.
+func pick(conds []monitoringv1.Condition, types ...string) []monitoringv1.Condition {
+	var out []monitoringv1.Condition
+	for _, c := range conds {
+		for _, typ := range types {
+			if string(c.Type) == typ {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// toMap converts status to the map an apply configuration holds.
+func toMap(status monitoringv1.PrometheusStatus) (map[string]any, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	return u, nil
+}
+
+// operatorSelector is the status.selector prometheus-operator writes: the
+// labels of every pod of the Prometheus, sorted (the scale subresource's).
+func operatorSelector(p *monitoringv1.Prometheus) string {
+	return labels.Set{
+		"app.kubernetes.io/instance":   p.Name,
+		"app.kubernetes.io/managed-by": "prometheus-operator",
+		kube.LabelName:                 App,
+		labelOperatorName:              p.Name,
+		"prometheus":                   p.Name,
+	}.String()
+}
+
+// operatorStatus is the status of p as prometheus-operator counts it,
+// from the StatefulSets of its shards (nil for a missing one), without
+// conditions.
+func operatorStatus(p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
+	status := monitoringv1.PrometheusStatus{
+		Paused:   p.Spec.Paused,
+		Shards:   ptr.Deref(p.Spec.Shards, 1),
+		Selector: operatorSelector(p),
+	}
+	for shard := range shardCount(server) {
+		ss := monitoringv1.ShardStatus{ShardID: strconv.Itoa(shard)}
+		if shard < len(sets) && sets[shard] != nil {
+			st := sets[shard].Status
+			ss.Replicas, ss.UpdatedReplicas, ss.AvailableReplicas = st.Replicas, st.UpdatedReplicas, st.AvailableReplicas
+			ss.UnavailableReplicas = max(0, st.Replicas-st.AvailableReplicas)
+		}
+		status.Replicas += ss.Replicas
+		status.UpdatedReplicas += ss.UpdatedReplicas
+		status.AvailableReplicas += ss.AvailableReplicas
+		status.UnavailableReplicas += ss.UnavailableReplicas
+		status.ShardStatuses = append(status.ShardStatuses, ss)
+	}
+	return status
+}
+
+// availableCondition is prometheus-operator's Available condition: True
+// when every shard has all its replicas available, Degraded when some,
+// False when a shard has none or no StatefulSet.
+func availableCondition(p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) monitoringv1.Condition {
+	want := ptr.Deref(server.Spec.Replicas, 1)
+	c := monitoringv1.Condition{Type: monitoringv1.Available, Status: monitoringv1.ConditionTrue, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()}
+	var reasons []string
+	msg := ""
+	for shard := range shardCount(server) {
+		var status monitoringv1.ConditionStatus
+		reason, detail := "", ""
+		switch {
+		case shard >= len(sets) || sets[shard] == nil:
+			status, reason = monitoringv1.ConditionFalse, "StatefulSetNotFound"
+			detail = fmt.Sprintf("statefulset %s/%s not found", p.Namespace, shardName(server, shard))
+		case sets[shard].Status.AvailableReplicas >= want:
+			continue
+		case sets[shard].Status.AvailableReplicas == 0:
+			status, reason = monitoringv1.ConditionFalse, "NoPodReady"
+			detail = fmt.Sprintf("0 of %d pods available", want)
+		default:
+			status, reason = monitoringv1.ConditionDegraded, "SomePodsNotReady"
+			detail = fmt.Sprintf("%d of %d pods available", sets[shard].Status.AvailableReplicas, want)
+		}
+		if c.Status != monitoringv1.ConditionFalse {
+			c.Status = status
+		}
+		if len(reasons) == 0 || reasons[len(reasons)-1] != reason {
+			reasons = append(reasons, reason)
+		}
+		if msg != "" {
+			msg += "\n"
+		}
+		msg += fmt.Sprintf("shard %d: %s", shard, detail)
+	}
+	for i, reason := range reasons {
+		if i > 0 {
+			c.Reason += "And"
+		}
+		c.Reason += reason
+	}
+	c.Message = msg
+	return c
+}
