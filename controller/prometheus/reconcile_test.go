@@ -88,6 +88,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("no-op resync", cp.testNoop)
 	t.Run("paused", cp.testPaused)
 	t.Run("leader election", cp.testLeaderElection)
+	t.Run("take over a Prometheus and hand it back", cp.testTakeover)
 	t.Run("API server restart", cp.testRestart)
 }
 
@@ -139,6 +140,21 @@ func (r *running) settle(t *testing.T) []string {
 	return settled
 }
 
+// settleOrNone waits until no write has been made for a second, and
+// returns the writes, which may be none.
+func (r *running) settleOrNone(t *testing.T) []string {
+	t.Helper()
+	var settled []string
+	since := time.Now()
+	eventually(t, func(c *assert.CollectT) {
+		if w := r.Writes(); !slices.Equal(w, settled) {
+			settled, since = w, time.Now()
+		}
+		assert.True(c, time.Since(since) >= time.Second, "no write for a second")
+	})
+	return settled
+}
+
 type recordingTransport struct {
 	next http.RoundTripper
 	r    *running
@@ -158,6 +174,13 @@ func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // opts.Config, or as an administrator when that is nil.
 func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 	t.Helper()
+	return cp.startTakingOver(t, opts, nil)
+}
+
+// startTakingOver is start, with the Prometheus objects of to taken over
+// when it is not nil.
+func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *TakeOver) *running {
+	t.Helper()
 	r := &running{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	cfg := rest.CopyConfig(cmp.Or(opts.Config, cp.cfg))
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, r: r} }
@@ -168,7 +191,7 @@ func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 	c, err := kube.NewManager(logger, r.reg, opts)
 	require.NoError(t, err)
 	// As controller.New sets the kind up.
-	require.NoError(t, Setup(c, logger, r.reg, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}, nil))
+	require.NoError(t, Setup(c, logger, r.reg, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}, to))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { r.done <- c.Run(ctx) }()
 	t.Cleanup(func() {

@@ -1,0 +1,216 @@
+package prometheus
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// operatorStatefulSet is a StatefulSet as prometheus-operator writes one
+// for p (started with --labels=team=a), with what podreload does not
+// render: an environment variable, its input hash annotation.
+func operatorStatefulSet(p *monitoringv1.Prometheus) *appsv1.StatefulSet {
+	sel := map[string]string{
+		"app.kubernetes.io/instance": p.Name, "app.kubernetes.io/managed-by": "prometheus-operator",
+		"app.kubernetes.io/name": "prometheus", labelOperatorName: p.Name, "prometheus": p.Name,
+		"operator.prometheus.io/shard": "0", "team": "a",
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: p.Namespace, Name: "prometheus-" + p.Name,
+			Labels:      map[string]string{"managed-by": "prometheus-operator", "operator.prometheus.io/mode": "server", "operator.prometheus.io/name": p.Name, "operator.prometheus.io/shard": "0", "app.kubernetes.io/managed-by": "prometheus-operator"},
+			Annotations: map[string]string{"prometheus-operator-input-hash": "1234"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PrometheusesKind,
+				Name: p.Name, UID: p.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](2),
+			ServiceName:         "prometheus-operated",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "prometheus", Image: "quay.io/prometheus/prometheus:v3.13.1",
+					Env: []corev1.EnvVar{{Name: "OPERATOR_ONLY", Value: "1"}},
+				}}},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "prometheus-" + p.Name + "-db"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}},
+		},
+	}
+}
+
+// operatorPrometheus is a Prometheus with 2 replicas, storage, and every
+// rule and monitor of its namespace selected, handed to id.
+func operatorPrometheus(ns, name, id string) *monitoringv1.Prometheus {
+	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{AnnotationControllerID: id}}}
+	p.Spec.Replicas = ptr.To[int32](2)
+	p.Spec.ServiceMonitorSelector = &metav1.LabelSelector{}
+	p.Spec.RuleSelector = &metav1.LabelSelector{}
+	p.Spec.Storage = &monitoringv1.StorageSpec{VolumeClaimTemplate: monitoringv1.EmbeddedPersistentVolumeClaim{
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}}
+	return p
+}
+
+// testTakeover hands a Prometheus, whose StatefulSet prometheus-operator
+// wrote, to the controller, then back.
+func (cp *controlPlane) testTakeover(t *testing.T) {
+	ns := cp.namespace(t, "takeover", nil)
+	p := operatorPrometheus(ns, "k8s", "other")
+	cp.create(t, p, prometheusRule(ns, "first", nil, "up"))
+	// Written by prometheus-operator: its field manager.
+	opSTS := operatorStatefulSet(p)
+	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(operatorManager)))
+	run := cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &TakeOver{ControllerID: "podreload"})
+
+	// Not ours: nothing written, whatever the case or spaces of the id.
+	for _, id := range []string{"other", "Podreload", " podreload", ""} {
+		edit(t, cp.c, p, func(p *monitoringv1.Prometheus) { p.Annotations[AnnotationControllerID] = id })
+	}
+	for _, w := range run.settleOrNone(t) {
+		require.NotContains(t, w, "/namespaces/"+ns+"/", "a write for a Prometheus not handed over")
+	}
+
+	edit(t, cp.c, p, func(p *monitoringv1.Prometheus) { p.Annotations[AnnotationControllerID] = "podreload" })
+	stsKey := client.ObjectKey{Namespace: ns, Name: "prometheus-k8s"}
+	var sts appsv1.StatefulSet
+	eventually(t, func(c *assert.CollectT) {
+		if !assert.NoError(c, cp.c.Get(t.Context(), stsKey, &sts)) {
+			return
+		}
+		assert.True(c, slices.ContainsFunc(sts.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "config-reloader" }), "our sidecar")
+	})
+	require.Equal(t, opSTS.UID, sts.UID, "adopted, not created again")
+	require.Equal(t, opSTS.Spec.Selector, sts.Spec.Selector, "the selector, with the operator's --labels, kept")
+	require.Equal(t, "a", sts.Spec.Template.Labels["team"])
+	require.Equal(t, "prometheus-operated", sts.Spec.ServiceName)
+	require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+	require.Equal(t, "prometheus-k8s-db", sts.Spec.VolumeClaimTemplates[0].Name)
+	require.NotContains(t, sts.Annotations, "prometheus-operator-input-hash", "the operator's fields are ours, and went")
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		require.Empty(t, c.Env, "container %s: the operator's environment went", c.Name)
+	}
+	var full appsv1.StatefulSet // With its managed fields.
+	require.NoError(t, cp.c.Get(t.Context(), stsKey, &full))
+	for _, m := range full.ManagedFields {
+		require.NotEqual(t, operatorManager, m.Manager, "prometheus-operator still manages fields")
+	}
+	var owners []string
+	for _, o := range sts.OwnerReferences {
+		owners = append(owners, o.Kind+"/"+o.Name)
+	}
+	require.Equal(t, []string{"Prometheus/k8s"}, owners)
+
+	// The configuration and the rules, where prometheus-operator's pods read them.
+	var secret corev1.Secret
+	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-k8s"}, &secret)
+	zr, err := gzip.NewReader(bytes.NewReader(secret.Data[ConfigSecretKey]))
+	require.NoError(t, err)
+	config, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Contains(t, string(config), "/etc/prometheus/rules/prometheus-k8s-rulefiles-0/*.yaml")
+	var rules corev1.ConfigMap
+	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-k8s-rulefiles-0"}, &rules)
+	require.Len(t, rules.Data, 1, "plain rule files, as the operator's pods read them")
+	for k, v := range rules.Data {
+		require.True(t, strings.HasPrefix(k, ns+"-first-"), k)
+		require.Contains(t, v, "first:rule:0")
+	}
+	var svc corev1.Service
+	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-operated"}, &svc)
+	require.Len(t, svc.OwnerReferences, 1)
+	require.Nil(t, svc.OwnerReferences[0].Controller, "the governing Service is shared")
+	var role rbacv1.Role
+	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-k8s-podreload"}, &role)
+
+	eventually(t, func(c *assert.CollectT) {
+		var live monitoringv1.Prometheus
+		if !assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(p), &live)) {
+			return
+		}
+		rec := findCondition(live.Status.Conditions, conditionReconciled)
+		if assert.NotNil(c, rec) {
+			assert.Equal(c, monitoringv1.ConditionTrue, rec.Status, rec.Message)
+		}
+		assert.NotNil(c, findCondition(live.Status.Conditions, conditionConfigApplied))
+		assert.Equal(c, int32(1), live.Status.Shards)
+		assert.Equal(c, "app.kubernetes.io/instance=k8s,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=prometheus,operator.prometheus.io/name=k8s,prometheus=k8s", live.Status.Selector)
+	})
+
+	// A refused field: the condition, the Event, nothing written.
+	refused := operatorPrometheus(ns, "refused", "podreload")
+	refused.Spec.Thanos = &monitoringv1.ThanosSpec{}
+	cp.create(t, refused)
+	eventually(t, func(c *assert.CollectT) {
+		var live monitoringv1.Prometheus
+		if !assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(refused), &live)) {
+			return
+		}
+		cond := findCondition(live.Status.Conditions, conditionUnsupportedFields)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, monitoringv1.ConditionTrue, cond.Status)
+			assert.Contains(c, cond.Message, "thanos")
+		}
+		var events eventsv1.EventList
+		if assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns))) {
+			assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+				return e.Reason == conditionUnsupportedFields && e.Regarding.Name == "refused" && strings.Contains(e.Note, "thanos")
+			}), "an UnsupportedFields Event")
+		}
+	})
+	err = cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "prometheus-refused"}, &appsv1.StatefulSet{})
+	require.True(t, apierrors.IsNotFound(err), "no StatefulSet for a refused Prometheus: %v", err)
+
+	// Handed back: our status fields and the Role (no pod runs our
+	// sidecar: there is no kubelet here) go, nothing else.
+	run.settle(t)
+	edit(t, cp.c, p, func(p *monitoringv1.Prometheus) { p.Annotations[AnnotationControllerID] = "" })
+	eventually(t, func(c *assert.CollectT) {
+		var live monitoringv1.Prometheus
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(p), &live)) {
+			assert.Nil(c, findCondition(live.Status.Conditions, conditionConfigApplied), "our condition removed")
+		}
+		err := cp.c.Get(t.Context(), client.ObjectKeyFromObject(&role), &rbacv1.Role{})
+		assert.True(c, apierrors.IsNotFound(err), "the Role deleted: %v", err)
+	})
+	run.settle(t)
+	before := run.Writes()
+	cp.create(t, prometheusRule(ns, "second", nil, "up"))
+	for _, w := range run.settleOrNone(t)[len(before):] {
+		require.NotContains(t, w, "/namespaces/"+ns+"/", "a write for a Prometheus handed back")
+	}
+	for name, obj := range map[string]client.Object{"prometheus-k8s": &appsv1.StatefulSet{}, "prometheus-k8s-rulefiles-0": &corev1.ConfigMap{}, "prometheus-operated": &corev1.Service{}} {
+		require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj), "%T %s kept", obj, name)
+	}
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "prometheus-k8s"}, &corev1.Secret{}), "the config Secret kept")
+}
