@@ -72,6 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.register(runCmd)
 	crdsCmd := a.Command("crds", "Print the CustomResourceDefinitions the controller needs, for: controller crds | kubectl apply --server-side -f -")
 	upstream := crdsCmd.Flag("upstream", "Include the monitoring.coreos.com ones (ServiceMonitor, PodMonitor, Probe, PrometheusRule, ScrapeConfig, Prometheus); --no-upstream leaves them to prometheus-operator's installation.").Default("true").Bool()
+	checkCmd := a.Command("takeover-check", "Tell, for each prometheus-operator Prometheus object of the cluster (or of the YAML files given), whether the controller can take it over, the fields that keep it from it, and what rolls; exit status 1 when any would be refused.")
+	checkKubeconfig := checkCmd.Flag("kubeconfig", "kubeconfig file; empty means $KUBECONFIG, the in-cluster config, then ~/.kube/config.").String()
+	checkFiles := checkCmd.Arg("file", "YAML files holding Prometheus objects (others are skipped); none reads the cluster.").ExistingFiles()
 	cmd, err := a.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
@@ -83,6 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	}
+	if cmd == checkCmd.FullCommand() {
+		return takeoverCheck(ctx, *checkKubeconfig, *checkFiles, stdout, stderr)
 	}
 	return runController(ctx, &cfg)
 }

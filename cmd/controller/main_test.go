@@ -113,7 +113,7 @@ func TestRun(t *testing.T) {
 func TestCRDs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crds", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 6, "deploy/crds: run make generate")
+	require.Len(t, files, 7, "deploy/crds: run make generate")
 	var all, ours []byte
 	var names []string
 	for _, f := range files {
@@ -181,4 +181,27 @@ func firstDifference(want, got []byte) string {
 		}
 	}
 	return fmt.Sprintf("printed %d lines, the files %d", len(g), len(w))
+}
+
+// TestTakeoverCheck checks what `controller takeover-check` tells of
+// Prometheus objects in YAML files: one it can take over, one refused for
+// its Thanos sidecar (exit status 1), the other kinds skipped.
+func TestTakeoverCheck(t *testing.T) {
+	var stdout bytes.Buffer
+	var stderr testlog.Buffer
+	code := run(t.Context(), []string{"takeover-check", filepath.Join("testdata", "takeover-check.yaml")}, &stdout, &stderr)
+	require.Empty(t, stderr.String())
+	require.Equal(t, 1, code, "a Prometheus is refused")
+	require.Equal(t, `Prometheus monitoring/k8s (controller-id "podreload"):
+  can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  rolls once, one pod at a time, to podreload's sidecar: StatefulSet prometheus-k8s (2 replicas each); PVCs and data stay
+Prometheus team-a/with-thanos (controller-id ""):
+  refused: podreload does not support thanos yet; annotated, it stays untouched
+`, stdout.String())
+
+	stdout.Reset()
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: monitoring.coreos.com/v1\nkind: Prometheus\nspec:\n  replicas: two\n"), 0o600))
+	require.Equal(t, 2, run(t.Context(), []string{"takeover-check", bad}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), bad+": Prometheus:")
 }

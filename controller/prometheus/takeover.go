@@ -153,7 +153,8 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 	}
 	server, unsupported := fromPrometheus(&p)
 	if len(unsupported) > 0 {
-		msg := "not taken over: podreload does not support " + strings.Join(unsupported, ", ") + " yet (docs/prometheus-operator.md)"
+		msg := fmt.Sprintf("not taken over, nothing written: podreload does not support %s yet (docs/prometheus-operator.md); remove the %s annotation to hand it back to prometheus-operator",
+			strings.Join(unsupported, ", "), AnnotationControllerID)
 		t.refuse(&p, msg)
 		return t.writeStatus(ctx, &p, server, synced{cond: metav1.Condition{
 			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: conditionUnsupportedFields, Message: msg,
