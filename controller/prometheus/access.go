@@ -14,6 +14,10 @@ import (
 // reloaders of server report what Prometheus runs in their pods and, with
 // the API source, read its config Secret and rule ConfigMaps.
 func accessName(server *v1alpha1.PrometheusServer) string {
+	if operatorLayout(server) {
+		// Nothing prometheus-operator writes has this name.
+		return operatorName(server) + "-podreload"
+	}
 	return server.Name + "-config-reloader"
 }
 
