@@ -173,6 +173,39 @@ func TestSourcePlainToGzipped(t *testing.T) {
 	require.Equal(t, "cm/a.yaml=a1;", readTree(h.rulesDir))
 }
 
+// TestPlainRuleFiles: the rule files of prometheus-operator's layout, plain
+// YAML under the data keys <namespace>-<name>-<uid>.yaml of ConfigMaps
+// prometheus-<name>-rulefiles-<i>, are written as they are into the
+// directory of each ConfigMap, where the operator's pods read them too,
+// whether they come through the API (a Source) or from ConfigMap volumes;
+// content that happens to start with the gzip magic bytes is not
+// gunzipped: only a key ending in .gz is.
+func TestPlainRuleFiles(t *testing.T) {
+	const uid = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	magic := "\x1f\x8b not gzip"
+	t.Run("source", func(t *testing.T) {
+		h, src := sourceHarness(t)
+		var log appliedLog
+		h.opts.OnApplied = log.add
+		files := map[string]string{
+			"prometheus-main-rulefiles-0/monitoring-node-" + uid + ".yaml": "groups: []\n",
+			"prometheus-main-rulefiles-1/apps-api-" + uid + ".yaml":        magic,
+		}
+		src.set("v: 1\n", files, nil)
+		h.start(t)
+		h.reloaded(t, 1, "v: 1\n|prometheus-main-rulefiles-0/monitoring-node-"+uid+".yaml=groups: []\n;prometheus-main-rulefiles-1/apps-api-"+uid+".yaml="+magic+";")
+		require.Equal(t, contract.Sum([]byte("v: 1\n"), files), log.wait(t, 1).Hash)
+	})
+	t.Run("volumes", func(t *testing.T) {
+		h, inputs, _ := inputHarness(t)
+		projector.Open(t, h.cfgDir).Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "v: 1\n")})
+		inputs[0].Set(t, map[string]string{"monitoring-node-" + uid + ".yaml": "groups: []\n"})
+		inputs[1].Set(t, map[string]string{"apps-api-" + uid + ".yaml": magic})
+		h.start(t)
+		h.reloaded(t, 1, "v: 1\n|cm-0/monitoring-node-"+uid+".yaml=groups: []\n;cm-1/apps-api-"+uid+".yaml="+magic+";")
+	})
+}
+
 // inputHarness is a harness whose reloader reads the configuration from
 // its volume and renders two ConfigMap volumes of rule files into its own
 // rules dir, as the volume source's pods do.

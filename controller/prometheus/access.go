@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
 )
 
@@ -14,6 +15,10 @@ import (
 // reloaders of server report what Prometheus runs in their pods and, with
 // the API source, read its config Secret and rule ConfigMaps.
 func accessName(server *v1alpha1.PrometheusServer) string {
+	if operatorLayout(server) {
+		// Nothing prometheus-operator writes has this name.
+		return operatorName(server) + "-podreload"
+	}
 	return server.Name + "-config-reloader"
 }
 
@@ -36,8 +41,13 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 // grants list and watch on every ConfigMap of the namespace (not get: the
 // reloaders never read one by name).
 func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	l := selectorLabels(server)
+	if operatorLayout(server) {
+		// Ours, not prometheus-operator's: no managed-by label.
+		l = map[string]string{kube.LabelName: App, labelInstance: server.Name}
+	}
 	a := sidecar.Access{
-		Name: accessName(server), Namespace: server.Namespace, Labels: selectorLabels(server),
+		Name: accessName(server), Namespace: server.Namespace, Labels: l,
 		ServiceAccount: server.Spec.ServiceAccountName,
 		Pods:           podNames(server),
 	}

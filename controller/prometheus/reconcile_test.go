@@ -66,6 +66,7 @@ func TestReconciler(t *testing.T) {
 	cp := &controlPlane{env: env, cfg: env.Config, c: newClient(t, env.Config)}
 
 	t.Run("workloads pass a server-side dry run", cp.testDryRun)
+	t.Run("prometheus-operator's layout passes a server-side dry run", cp.testLayoutDryRun)
 	t.Run("selection follows changes", cp.testSelection)
 	t.Run("probes and scrape configs", cp.testProbesAndScrapeConfigs)
 	t.Run("secrets", cp.testSecrets)

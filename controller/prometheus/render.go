@@ -152,8 +152,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if server == nil {
 		return nil, errors.New("render: no PrometheusServer")
 	}
-	spec := &server.Spec
-	if err := validateArgs(*spec); err != nil {
+	if err := validateArgs(server); err != nil {
 		return nil, err
 	}
 	web, err := renderWeb(in)
@@ -245,6 +244,13 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 			sum.Write(b)
 		}
 		objs.ConfigHash = hex.EncodeToString(sum.Sum(nil))
+	case (err == nil || errors.As(err, &tooLarge)) && operatorLayout(server):
+		// prometheus-operator's pods cannot join parts: no split.
+		if err == nil {
+			err = fmt.Errorf("prometheus.yaml is more than the %d bytes a config-reloader renders", maxConfigBytes)
+		}
+		objs.Oversized = &oversizedError{Err: err, unsplit: true}
+		return objs, nil
 	case err == nil || errors.As(err, &tooLarge):
 		split, err := split(server, head, parts)
 		if errors.As(err, &tooLarge) {
@@ -302,9 +308,15 @@ func selectAll(in inputs) (selected, error) {
 type oversizedError struct {
 	// Err tells the sizes.
 	Err error
+	// unsplit is a configuration of prometheus-operator's layout, which
+	// is never split: too large with its scrape jobs.
+	unsplit bool
 }
 
 func (e *oversizedError) Error() string {
+	if e.unsplit {
+		return e.Err.Error() + " (prometheus-operator's layout cannot split it into parts)"
+	}
 	return e.Err.Error() + " without any scrape job"
 }
 
@@ -380,6 +392,9 @@ func (e *sizeError) Error() string {
 
 func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
 	l := selectorLabels(server)
+	if operatorLayout(server) {
+		l = operatorObjectLabels()
+	}
 	l[labelConfig] = server.Name
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

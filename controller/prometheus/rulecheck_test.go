@@ -29,7 +29,7 @@ func TestRuleCheckerAsRulefmtParse(t *testing.T) {
 			name := filepath.Base(f)
 			t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
 				r := loadRule(t, name)
-				res, _ := c.render(r, nil)
+				res, _ := c.render(r, false, nil)
 				got := res.reason
 				_, errs := rulefmt.Parse(appendRuleFile(nil, r), false, model.UTF8Validation)
 				if yamlErrors[name] {

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -43,10 +44,12 @@ const (
 )
 
 // ruleResult is what a PrometheusRule gives: a file, named name and
-// gzipped into gz, or why it has none.
+// gzipped into gz (or, in prometheus-operator's layout, plain in plain),
+// or why it has none.
 type ruleResult struct {
 	name, reason string
 	gz           []byte
+	plain        string
 }
 
 // ruleKey identifies one version of a PrometheusRule, and the label
@@ -55,6 +58,8 @@ type ruleKey struct {
 	uid             types.UID
 	resourceVersion string
 	enforced        string
+	// plain is a file in prometheus-operator's layout, not gzipped.
+	plain bool
 }
 
 // ruleCache remembers, by UID and resourceVersion, the rule files it
@@ -93,7 +98,7 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 			continue
 		}
 		keys[i] = ruleKey{uid: r.UID, resourceVersion: r.ResourceVersion,
-			enforced: enforcedLabel(&server.Spec, kindPrometheusRule, r.Namespace, r.Name)}
+			enforced: enforcedLabel(&server.Spec, kindPrometheusRule, r.Namespace, r.Name), plain: operatorLayout(server)}
 		if e, ok := c.entries[keys[i]]; ok && cacheable(r) {
 			results[i] = e
 			continue
@@ -127,6 +132,9 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	slices.SortFunc(rejected, func(a, b rejection) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	if operatorLayout(server) {
+		return packPlainShards(server, files), rejected
+	}
 	return packShards(server, files), rejected
 }
 
@@ -169,7 +177,7 @@ func renderAll(rules []*monitoringv1.PrometheusRule, keys []ruleKey, todo []int,
 			var zw *gzip.Writer
 			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
 				i := todo[j]
-				results[i], zw = c.render(enforceRules(rules[i], keys[i].enforced), zw)
+				results[i], zw = c.render(enforceRules(rules[i], keys[i].enforced), keys[i].plain, zw)
 			}
 		})
 	}
@@ -177,15 +185,18 @@ func renderAll(rules []*monitoringv1.PrometheusRule, keys []ruleKey, todo []int,
 }
 
 // render renders the rule file of r gzipped, with zw, a gzip writer to
-// reset or nil, which it returns for the next file; or says why r has no
-// file.
-func (c *ruleChecker) render(r *monitoringv1.PrometheusRule, zw *gzip.Writer) (ruleResult, *gzip.Writer) {
+// reset or nil, which it returns for the next file; or, when plain, as it
+// is; or says why r has no file.
+func (c *ruleChecker) render(r *monitoringv1.PrometheusRule, plain bool, zw *gzip.Writer) (ruleResult, *gzip.Writer) {
 	content, err := c.file(r)
 	if err != nil {
 		return ruleResult{reason: err.Error()}, zw
 	}
 	if len(content) > maxConfigBytes {
 		return ruleResult{reason: fmt.Sprintf("rule file is %d bytes, more than the %d bytes a config-reloader renders (--config-max-size)", len(content), maxConfigBytes)}, zw
+	}
+	if plain {
+		return plainRuleResult(r, content), zw
 	}
 	gz, zw := gzipRuleFile(zw, content)
 	if len(gz) > maxShardBytes {
@@ -218,12 +229,18 @@ func gzipRuleFile(zw *gzip.Writer, content string) ([]byte, *gzip.Writer) {
 
 // ruleShardName is the name of the i-th rule file ConfigMap of server.
 func ruleShardName(server *v1alpha1.PrometheusServer, i int) string {
+	if operatorLayout(server) {
+		return operatorName(server) + "-rulefiles-" + strconv.Itoa(i)
+	}
 	return server.Name + "-rulefiles-" + strconv.Itoa(i)
 }
 
 func ruleShard(server *v1alpha1.PrometheusServer, i int) *corev1.ConfigMap {
+	if operatorLayout(server) {
+		return plainRuleShard(server, i)
+	}
 	l := selectorLabels(server)
-	l[LabelRuleFiles] = server.Name
+	maps.Copy(l, ruleFilesLabels(server))
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -81,6 +81,9 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	global := yaml.MapItem{Key: "global", Value: globals}
 
 	var rest yaml.MapSlice
+	if operatorLayout(r.srv) && retentionInConfig(*spec) {
+		rest = append(rest, retentionSection(*spec))
+	}
 	if spec.Alerting != nil && len(spec.Alerting.Alertmanagers) > 0 {
 		ams, err := r.alertmanagers(spec.Alerting.Alertmanagers)
 		if err != nil {

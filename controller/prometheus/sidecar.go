@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -99,7 +100,7 @@ func configPartsVolume(server *v1alpha1.PrometheusServer, slots int) corev1.Volu
 }
 
 // apiPodSource reads the config Secret and the rule ConfigMaps (those
-// labelled LabelRuleFiles=<server>) from the API server, with the pod's
+// labelled ruleFilesLabels) from the API server, with the pod's
 // service account token: the reloaders write each ConfigMap into a
 // directory of its name in an emptyDir at rulesMountPath, which
 // Prometheus mounts read-only. The pod has no volume per shard, so its
@@ -116,7 +117,7 @@ func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource
 		args: []string{
 			"--config-secret=" + server.Namespace + "/" + ConfigSecretName(server),
 			"--config-secret-key=" + ConfigSecretKey,
-			"--rules-configmap-selector=" + LabelRuleFiles + "=" + server.Name,
+			"--rules-configmap-selector=" + labels.SelectorFromSet(ruleFilesLabels(server)).String(),
 			"--rules-dir=" + rulesMountPath,
 			"--config-envsubst-file=" + configOut,
 		},

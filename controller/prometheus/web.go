@@ -32,6 +32,9 @@ func webDirs() webconfig.Dirs {
 // WebConfigSecretName is the name of the Secret holding the web
 // configuration file of server.
 func WebConfigSecretName(server *v1alpha1.PrometheusServer) string {
+	if operatorLayout(server) {
+		return operatorName(server) + "-web-config"
+	}
 	return server.Name + "-web-config"
 }
 
@@ -69,12 +72,21 @@ func renderWeb(in inputs) (webRender, error) {
 	r, err := webconfig.Render(webDirs(), server.Namespace, server.Name, webFields(server.Spec),
 		store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
 	out := webRender{Reload: r.Reload, Refs: r.Refs}
+	l := selectorLabels(server)
+	if operatorLayout(server) && err == nil {
+		// prometheus-operator always writes the file, empty without
+		// spec.web, and Prometheus always reads it (operatorPrometheusArgs).
+		l = operatorObjectLabels()
+		if r.File == nil {
+			r.File = []byte{}
+		}
+	}
 	if err != nil || r.File == nil {
 		return out, err
 	}
 	out.Secret = &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: WebConfigSecretName(server), Namespace: server.Namespace, Labels: selectorLabels(server)},
+		ObjectMeta: metav1.ObjectMeta{Name: WebConfigSecretName(server), Namespace: server.Namespace, Labels: l},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{WebConfigSecretKey: r.File},
 	}
@@ -83,5 +95,11 @@ func renderWeb(in inputs) (webRender, error) {
 
 // webPod is what spec.web puts into the pods of server.
 func webPod(server *v1alpha1.PrometheusServer, reload webconfig.Reload) webconfig.Pod {
-	return webconfig.PodParts(webDirs(), WebConfigSecretName(server), webFields(server.Spec), reload)
+	fields := webFields(server.Spec)
+	if operatorLayout(server) && !webconfig.Enabled(fields) {
+		// The file is always there, empty (renderWeb): an empty
+		// httpConfig mounts its Secret and nothing else.
+		fields = &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{}}
+	}
+	return webconfig.PodParts(webDirs(), WebConfigSecretName(server), fields, reload)
 }

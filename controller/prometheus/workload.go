@@ -101,6 +101,9 @@ type WorkloadOptions struct {
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
 func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
+	if operatorLayout(server) {
+		return operatorName(server)
+	}
 	return server.Name + "-config"
 }
 
@@ -123,6 +126,9 @@ func apiSource(server *v1alpha1.PrometheusServer) bool {
 // Prometheus resolves them against, so the configuration holds wherever
 // the pod's volumes are mounted.
 func ruleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
+	if operatorLayout(server) {
+		return operatorRuleFilesGlobs(server, shards)
+	}
 	n := shards
 	if !apiSource(server) {
 		n = ruleVolumes(shards)
@@ -145,6 +151,9 @@ func ruleVolumes(shards int) int {
 // renderWorkload renders the headless Service of server, which selects the
 // pods of every shard, and the StatefulSet of shard 0 (renderShard).
 func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*corev1.Service, *appsv1.StatefulSet) {
+	if operatorLayout(server) {
+		return governingService(server), renderShard(server, opts, 0)
+	}
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{Name: server.Name, Namespace: server.Namespace, Labels: selectorLabels(server)},
@@ -175,10 +184,14 @@ func shardCount(server *v1alpha1.PrometheusServer) int {
 // server's name for shard 0, which is all there was before shards, and
 // <name>-shard-<i>, as prometheus-operator names them, for the others.
 func shardName(server *v1alpha1.PrometheusServer, shard int) string {
-	if shard == 0 {
-		return server.Name
+	name := server.Name
+	if operatorLayout(server) {
+		name = operatorName(server)
 	}
-	return server.Name + "-shard-" + strconv.Itoa(shard)
+	if shard == 0 {
+		return name
+	}
+	return name + "-shard-" + strconv.Itoa(shard)
 }
 
 // shardLabels are the labels that select the pods of a shard of server:
@@ -188,6 +201,11 @@ func shardName(server *v1alpha1.PrometheusServer, shard int) string {
 // other shards' pods too, but adopts no pod another StatefulSet controls.
 func shardLabels(server *v1alpha1.PrometheusServer, shard int) map[string]string {
 	l := selectorLabels(server)
+	if operatorLayout(server) {
+		// On every shard, 0 included.
+		l[labelOperatorShard] = strconv.Itoa(shard)
+		return l
+	}
 	if shard > 0 {
 		l[labelShard] = strconv.Itoa(shard)
 	}
@@ -199,7 +217,7 @@ func shardLabels(server *v1alpha1.PrometheusServer, shard int) map[string]string
 // expand in the configuration. Owner references are not set.
 func renderShard(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard int) *appsv1.StatefulSet {
 	template, claims := podTemplate(server, opts, shard)
-	return &appsv1.StatefulSet{
+	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: shardName(server, shard), Namespace: server.Namespace, Labels: shardLabels(server, shard)},
 		Spec: appsv1.StatefulSetSpec{
@@ -211,6 +229,10 @@ func renderShard(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 			VolumeClaimTemplates: claims,
 		},
 	}
+	if operatorLayout(server) {
+		operatorStatefulSet(server, sts)
+	}
+	return sts
 }
 
 // ruleDir is where the reloaders write the files of the i-th rule file
@@ -220,6 +242,9 @@ func ruleDir(server *v1alpha1.PrometheusServer, i int) string {
 }
 
 func selectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
+	if operatorLayout(server) {
+		return operatorSelectorLabels(server)
+	}
 	return map[string]string{kube.LabelName: App, labelInstance: server.Name}
 }
 
@@ -234,7 +259,11 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	} else {
 		src = volumePodSource(server, opts.RuleShards, opts.ConfigParts, configOut)
 	}
+	operator := operatorLayout(server)
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
+	if operator {
+		storage, storageVolumes, claims = operatorStorage(server)
+	}
 	if len(claims) > 0 {
 		// On the claim the state outlives the pod: a new pod starts
 		// Prometheus on what it last accepted, not on content it rejected.
@@ -245,6 +274,12 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes)
 
 	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
+	meta, security, spread := podMetadata(server, shard), cmp.Or(spec.SecurityContext, podSecurity()), topologySpread(server, shard)
+	if operator {
+		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
+		// prometheus-operator leaves an unset securityContext unset.
+		meta, security, spread = operatorPodMetadata(server, shard), spec.SecurityContext, operatorTopologySpread(server, shard)
+	}
 	initReloader, reloader := sidecar.Containers(sidecar.Spec{
 		Image:           cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage),
 		Resources:       spec.Reloader.Resources,
@@ -257,19 +292,19 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	})
 
 	t := corev1.PodTemplateSpec{
-		ObjectMeta: podMetadata(server, shard),
+		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
 			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
 			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
-			SecurityContext:               cmp.Or(spec.SecurityContext, podSecurity()),
+			SecurityContext:               security,
 			InitContainers:                []corev1.Container{initReloader},
 			Containers:                    []corev1.Container{prometheus, reloader},
 			Volumes:                       volumes,
 			NodeSelector:                  spec.NodeSelector,
 			Tolerations:                   spec.Tolerations,
 			Affinity:                      spec.Affinity,
-			TopologySpreadConstraints:     topologySpread(server, shard),
+			TopologySpreadConstraints:     spread,
 			PriorityClassName:             spec.PriorityClassName,
 			ImagePullSecrets:              spec.ImagePullSecrets,
 		},
@@ -405,9 +440,14 @@ func webArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
 
 // validateArgs refuses spec.additionalArgs that name a flag the controller
 // sets, in either form (name or no-name), as prometheus-operator does.
-func validateArgs(spec v1alpha1.PrometheusServerSpec) error {
+func validateArgs(server *v1alpha1.PrometheusServer) error {
+	spec := server.Spec
+	own := prometheusArgs(spec, "")
+	if operatorLayout(server) {
+		own = operatorPrometheusArgs(spec)
+	}
 	set := map[string]bool{}
-	for _, a := range prometheusArgs(spec, "") {
+	for _, a := range own {
 		set[strings.TrimPrefix(a.Name, "no-")] = true
 	}
 	var clash []string

@@ -172,7 +172,7 @@ func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.Pro
 // not among shards.
 func (r *reconciler) extraShards(ctx context.Context, server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap) ([]*corev1.ConfigMap, error) {
 	var cms corev1.ConfigMapList
-	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels{LabelRuleFiles: server.Name}); err != nil {
+	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels(ruleFilesLabels(server))); err != nil {
 		return nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
 	}
 	var extra []*corev1.ConfigMap
