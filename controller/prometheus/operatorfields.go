@@ -230,6 +230,7 @@ func operatorFields() []operatorField {
 		refuseBut("serviceDiscoveryRole", genJobs+"; accepted: Endpoints (podreload's default)", onlyStrings("Endpoints")),
 		refuseBut("tsdb.outOfOrderTimeWindow", "a TSDB setting podreload does not render yet; accepted: 0s (Prometheus' default)", onlyDuration("0s")),
 		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
+		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),
 		refuse("scrapeFailureLogFile", global),
 		refuse("serviceName", "a governing Service of the user's is not rendered yet"),
 		refuse("runtime", "the runtime section of the configuration is not rendered yet"),
@@ -331,7 +332,7 @@ func refusedFields(spec any) []string {
 			continue
 		}
 		for _, v := range fieldValues(root, f.path) {
-			if !v.IsZero() && (f.accepts == nil || !f.accepts(v)) {
+			if isSet(v) && (f.accepts == nil || !f.accepts(v)) {
 				out = append(out, f.path)
 				break
 			}
@@ -339,6 +340,15 @@ func refusedFields(spec any) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isSet reports whether v is set: not its zero value, nor an empty list
+// or map.
+func isSet(v reflect.Value) bool {
+	if v.Kind() == reflect.Slice || v.Kind() == reflect.Map {
+		return v.Len() > 0
+	}
+	return !v.IsZero()
 }
 
 // fieldValues are the values at path in v, a struct: one for each item of
