@@ -289,6 +289,15 @@ type PrometheusServerSpec struct {
 	// ImagePullSecrets of the pods.
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// ImagePullPolicy of the Prometheus and config-reloader containers;
+	// unset leaves the Kubernetes default.
+	// +kubebuilder:validation:Enum="";Always;Never;IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// PortName is the name of Prometheus' container port (9090), which the
+	// probes use; unset is web.
+	// +optional
+	PortName string `json:"portName,omitempty"`
 	// SecurityContext of the pods; unset means non-root (user and group
 	// 65534), fsGroup 2000 and the runtime's seccomp profile. Every
 	// container rendered has a restricted security context whatever this

@@ -42,14 +42,11 @@ const (
 	// AnnotationControllerID is prometheus-operator's annotation naming
 	// the controller of a Prometheus object.
 	AnnotationControllerID = "operator.prometheus.io/controller-id"
-	// operatorManager is prometheus-operator's field manager.
-	operatorManager = "PrometheusOperator"
+	// operatorFieldManager is prometheus-operator's field manager.
+	operatorFieldManager = "PrometheusOperator"
 	// conditionUnsupportedFields is True on a Prometheus that sets fields
 	// the controller cannot render: it is not taken over.
 	conditionUnsupportedFields = "UnsupportedFields"
-	// labelOperatorName is prometheus-operator's label naming the
-	// Prometheus of its pods.
-	labelOperatorName = "operator.prometheus.io/name"
 )
 
 // TakeOver configures the reconciler of prometheus-operator's Prometheus
@@ -165,7 +162,7 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 		r.logger.Debug("paused", "prometheus", key)
 		return t.writeStatus(ctx, &p, server, synced{}, "")
 	}
-	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{operatorManager}, Orphan: true})
+	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{operatorFieldManager}, Orphan: true})
 	if err != nil {
 		return err
 	}

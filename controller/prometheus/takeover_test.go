@@ -24,10 +24,10 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 )
 
-// operatorStatefulSet is a StatefulSet as prometheus-operator writes one
+// operatorWrittenStatefulSet is a StatefulSet as prometheus-operator writes one
 // for p (started with --labels=team=a), with what podreload does not
 // render: an environment variable, its input hash annotation.
-func operatorStatefulSet(p *monitoringv1.Prometheus) *appsv1.StatefulSet {
+func operatorWrittenStatefulSet(p *monitoringv1.Prometheus) *appsv1.StatefulSet {
 	sel := map[string]string{
 		"app.kubernetes.io/instance": p.Name, "app.kubernetes.io/managed-by": "prometheus-operator",
 		"app.kubernetes.io/name": "prometheus", labelOperatorName: p.Name, "prometheus": p.Name,
@@ -89,8 +89,8 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	p := operatorPrometheus(ns, "k8s", "other")
 	cp.create(t, p, prometheusRule(ns, "first", nil, "up"))
 	// Written by prometheus-operator: its field manager.
-	opSTS := operatorStatefulSet(p)
-	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(operatorManager)))
+	opSTS := operatorWrittenStatefulSet(p)
+	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(operatorFieldManager)))
 	run := cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &TakeOver{ControllerID: "podreload"})
 
 	// Not ours: nothing written, whatever the case or spaces of the id.
@@ -123,7 +123,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	var full appsv1.StatefulSet // With its managed fields.
 	require.NoError(t, cp.c.Get(t.Context(), stsKey, &full))
 	for _, m := range full.ManagedFields {
-		require.NotEqual(t, operatorManager, m.Manager, "prometheus-operator still manages fields")
+		require.NotEqual(t, operatorFieldManager, m.Manager, "prometheus-operator still manages fields")
 	}
 	var owners []string
 	for _, o := range sts.OwnerReferences {

@@ -161,9 +161,9 @@ func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*c
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  selectorLabels(server),
 			Ports: []corev1.ServicePort{{
-				Name:       "web",
+				Name:       portName(server.Spec),
 				Port:       webPort,
-				TargetPort: intstr.FromString("web"),
+				TargetPort: intstr.FromString(portName(server.Spec)),
 			}},
 		},
 	}
@@ -290,6 +290,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: containerSecurity(),
 	})
+	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = spec.ImagePullPolicy, spec.ImagePullPolicy
 
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: meta,
@@ -368,7 +369,8 @@ func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOption
 		Name:            "prometheus",
 		Image:           prometheusImage(spec, opts.DefaultPrometheusImage),
 		Args:            commandLine(args),
-		Ports:           []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		ImagePullPolicy: spec.ImagePullPolicy,
+		Ports:           []corev1.ContainerPort{{Name: portName(spec), ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
 		ReadinessProbe:  httpProbe(spec, webPath(spec, "/-/ready"), 5, 3),
 		LivenessProbe:   httpProbe(spec, webPath(spec, "/-/healthy"), 10, 6),
 		Resources:       spec.Resources,
@@ -495,6 +497,11 @@ func prometheusImage(spec v1alpha1.PrometheusServerSpec, def string) string {
 	return repo + ":" + spec.Version
 }
 
+// portName is the name of Prometheus' container port: spec.portName, or web.
+func portName(spec v1alpha1.PrometheusServerSpec) string {
+	return cmp.Or(spec.PortName, "web")
+}
+
 // podSecurity runs the pod as non-root with the runtime's seccomp profile;
 // fsGroup makes the data volume writable.
 func podSecurity() *corev1.PodSecurityContext {
@@ -576,7 +583,7 @@ func httpProbe(spec v1alpha1.PrometheusServerSpec, path string, period, failures
 	}
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString("web"), Scheme: scheme,
+			Path: path, Port: intstr.FromString(portName(spec)), Scheme: scheme,
 		}},
 		PeriodSeconds:    period,
 		TimeoutSeconds:   3,

@@ -1,0 +1,405 @@
+package prometheus
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/model"
+)
+
+// fieldClass is what a takeover does with a field of prometheus-operator's
+// PrometheusSpec.
+type fieldClass int
+
+const (
+	// fieldMapped fields are carried into the PrometheusServer spec with
+	// prometheus-operator's meaning (fromPrometheus).
+	fieldMapped fieldClass = iota + 1
+	// fieldIgnored fields change nothing podreload renders.
+	fieldIgnored
+	// fieldRefused fields, when set to a value they do not accept, keep
+	// the object from being taken over.
+	fieldRefused
+)
+
+func (c fieldClass) String() string {
+	switch c {
+	case fieldMapped:
+		return "mapped"
+	case fieldIgnored:
+		return "ignored"
+	case fieldRefused:
+		return "refused"
+	}
+	return "unknown"
+}
+
+// operatorField classifies one field of monitoringv1.PrometheusSpec (with
+// CommonPrometheusFields inlined) by its JSON path: dot-separated JSON
+// names, "[]" after a list whose items are classified field by field. A
+// row covers the field and everything under it.
+type operatorField struct {
+	path  string
+	class fieldClass
+	// note says what a mapped field becomes (and how it differs), why an
+	// ignored field changes nothing, why a refused field is refused and
+	// which values it accepts.
+	note string
+	// accepts, for a refused field, are the values set that can be taken
+	// over all the same, because podreload renders what they ask for; nil
+	// accepts only the zero value (a nil pointer, an empty list, false).
+	accepts func(v reflect.Value) bool
+}
+
+// operatorFields is the takeover's field coverage of prometheus-operator's
+// Prometheus spec at the pinned version: every field has a row
+// (TestOperatorFieldsCoverTheSpec walks the type), and
+// docs/prometheus-operator.md is its rendering (TestOperatorFieldMatrix).
+func operatorFields() []operatorField {
+	const (
+		later    = "not rendered yet"
+		flag     = "a Prometheus flag podreload does not render yet"
+		global   = "a global setting of the configuration podreload does not render yet"
+		genJobs  = "changes the jobs prometheus-operator generates from the monitors; podreload's generator has no such setting yet"
+		pod      = "a pod setting podreload does not render yet"
+		rwLater  = "a remote write setting podreload does not render yet"
+		amLater  = "an Alertmanager endpoint setting podreload does not render yet"
+		selector = "mapped as is: nil selects none, {} every object"
+		nsSel    = "mapped as is: nil means the object's namespace, {} every namespace"
+	)
+	refuse := func(path, note string) operatorField {
+		return operatorField{path: path, class: fieldRefused, note: note}
+	}
+	refuseBut := func(path, note string, accepts func(reflect.Value) bool) operatorField {
+		return operatorField{path: path, class: fieldRefused, note: note, accepts: accepts}
+	}
+	mapped := func(path, note string) operatorField {
+		return operatorField{path: path, class: fieldMapped, note: note}
+	}
+	ignored := func(path, note string) operatorField {
+		return operatorField{path: path, class: fieldIgnored, note: note}
+	}
+	return []operatorField{
+		// CommonPrometheusFields.
+		mapped("podMetadata", "spec.podMetadata; the selector labels win"),
+		mapped("serviceMonitorSelector", selector),
+		mapped("serviceMonitorNamespaceSelector", nsSel),
+		mapped("podMonitorSelector", selector),
+		mapped("podMonitorNamespaceSelector", nsSel),
+		mapped("probeSelector", selector),
+		mapped("probeNamespaceSelector", nsSel),
+		mapped("scrapeConfigSelector", selector),
+		mapped("scrapeConfigNamespaceSelector", nsSel),
+		mapped("version", "spec.version; with no image, the tag of the image composed from baseImage (default v3.13.1, prometheus-operator's); a version that is not one is listed as refused, for prometheus-operator fails on it"),
+		mapped("paused", "spec.paused: nothing is written"),
+		mapped("image", "spec.image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
+		mapped("imagePullPolicy", "spec.imagePullPolicy, on Prometheus and on the config-reloader containers"),
+		mapped("imagePullSecrets", "spec.imagePullSecrets"),
+		mapped("replicas", "spec.replicas; unset or negative is 1, as prometheus-operator"),
+		mapped("shards", "spec.shards; unset or below 1 is 1, as prometheus-operator"),
+		refuseBut("shardingStrategy", "topology sharding (behind a feature gate) adds a zone to every shard; accepted: mode Address (the default) without topology",
+			func(v reflect.Value) bool {
+				return stringIn(v.Elem().FieldByName("Mode"), "", "Address") && v.Elem().FieldByName("Topology").IsNil()
+			}),
+		refuseBut("replicaExternalLabelName", "renaming or dropping the prometheus_replica external label is not rendered yet; accepted: prometheus_replica", onlyStrings(replicaLabel)),
+		refuseBut("prometheusExternalLabelName", "renaming or dropping the prometheus external label is not rendered yet; accepted: prometheus", onlyStrings(serverLabel)),
+		mapped("logLevel", "spec.logLevel (Prometheus only: the reloaders keep their own)"),
+		mapped("logFormat", "spec.logFormat (Prometheus only: the reloaders keep their own)"),
+		mapped("scrapeInterval", "spec.scrapeInterval; unset is 30s"),
+		mapped("scrapeTimeout", "spec.scrapeTimeout"),
+		refuse("scrapeProtocols", global),
+		mapped("externalLabels", "spec.externalLabels; prometheus and prometheus_replica win"),
+		refuse("enableRemoteWriteReceiver", flag),
+		refuseBut("enableOTLPReceiver", flag+"; accepted: false", onlyBool(false)),
+		refuse("remoteWriteReceiverMessageVersions", flag),
+		mapped("enableFeatures", "spec.enableFeatures"),
+		mapped("externalUrl", "spec.externalUrl"),
+		mapped("routePrefix", "spec.routePrefix"),
+		refuseBut("storage.disableMountSubPath", "the data volume's sub-path is not rendered per object yet; accepted: false", onlyBool(false)),
+		mapped("storage.emptyDir", "spec.storage.emptyDir"),
+		refuse("storage.ephemeral", "an ephemeral data volume is not rendered yet"),
+		ignored("storage.volumeClaimTemplate.apiVersion", "cleared from the claim template, as prometheus-operator does"),
+		ignored("storage.volumeClaimTemplate.kind", "cleared from the claim template, as prometheus-operator does"),
+		mapped("storage.volumeClaimTemplate.metadata", "spec.storage.volumeClaimTemplate.metadata; a storage with neither emptyDir nor ephemeral is a claim template, as prometheus-operator"),
+		mapped("storage.volumeClaimTemplate.spec", "spec.storage.volumeClaimTemplate.spec"),
+		ignored("storage.volumeClaimTemplate.status", "a status in a claim template changes nothing the StatefulSet controller creates"),
+		refuse("volumes", pod),
+		refuse("volumeMounts", pod),
+		refuse("persistentVolumeClaimRetentionPolicy", "a StatefulSet setting podreload does not render yet"),
+		refuse("web.tlsConfig.certFile", "files are not supported: the pods mount no volume of the user's"),
+		refuse("web.tlsConfig.keyFile", "files are not supported: the pods mount no volume of the user's"),
+		refuse("web.tlsConfig.clientCAFile", "files are not supported: the pods mount no volume of the user's"),
+		refuseBut("web.tlsConfig.clientAuthType", "a type that requires a client certificate leaves the pods never ready (the kubelet's probes present none); accepted: NoClientCert, RequestClientCert, VerifyClientCertIfGiven",
+			onlyStrings("NoClientCert", "RequestClientCert", "VerifyClientCertIfGiven")),
+		mapped("web.tlsConfig.cert", "spec.web.tlsConfig.cert"),
+		mapped("web.tlsConfig.keySecret", "spec.web.tlsConfig.keySecret"),
+		mapped("web.tlsConfig.client_ca", "spec.web.tlsConfig.client_ca"),
+		mapped("web.tlsConfig.minVersion", "spec.web.tlsConfig.minVersion"),
+		mapped("web.tlsConfig.maxVersion", "spec.web.tlsConfig.maxVersion"),
+		mapped("web.tlsConfig.cipherSuites", "spec.web.tlsConfig.cipherSuites"),
+		mapped("web.tlsConfig.preferServerCipherSuites", "spec.web.tlsConfig.preferServerCipherSuites"),
+		mapped("web.tlsConfig.curvePreferences", "spec.web.tlsConfig.curvePreferences"),
+		mapped("web.httpConfig", "spec.web.httpConfig"),
+		mapped("web.pageTitle", "spec.web.pageTitle"),
+		mapped("web.maxConnections", "spec.web.maxConnections"),
+		mapped("resources", "spec.resources"),
+		mapped("nodeSelector", "spec.nodeSelector"),
+		refuse("schedulerName", pod),
+		mapped("serviceAccountName", "spec.serviceAccountName"),
+		refuseBut("automountServiceAccountToken", "the config-reloader reads the API server and reports what Prometheus runs with the pod's token; accepted: true", onlyBool(true)),
+		refuse("secrets", "the /etc/prometheus/secrets/<name> volumes are not rendered yet"),
+		refuse("configMaps", "the /etc/prometheus/configmaps/<name> volumes are not rendered yet"),
+		mapped("affinity", "spec.affinity"),
+		mapped("tolerations", "spec.tolerations"),
+		mapped("topologySpreadConstraints", "spec.topologySpreadConstraints"),
+		mapped("remoteWrite[].url", "spec.remoteWrite[].url"),
+		mapped("remoteWrite[].name", "spec.remoteWrite[].name"),
+		refuse("remoteWrite[].messageVersion", rwLater),
+		refuse("remoteWrite[].sendExemplars", rwLater),
+		refuse("remoteWrite[].sendNativeHistograms", rwLater),
+		refuseBut("remoteWrite[].remoteTimeout", rwLater+"; accepted: 30s (what podreload renders)", onlyDuration("30s")),
+		refuse("remoteWrite[].headers", rwLater),
+		refuse("remoteWrite[].writeRelabelConfigs", rwLater),
+		refuse("remoteWrite[].oauth2", rwLater),
+		mapped("remoteWrite[].basicAuth", "spec.remoteWrite[].basicAuth"),
+		refuse("remoteWrite[].bearerTokenFile", rwLater+" (deprecated)"),
+		mapped("remoteWrite[].authorization", "spec.remoteWrite[].authorization"),
+		refuse("remoteWrite[].sigv4", rwLater),
+		refuse("remoteWrite[].azureAd", rwLater),
+		refuse("remoteWrite[].bearerToken", rwLater+" (deprecated)"),
+		refuse("remoteWrite[].tlsConfig", rwLater),
+		refuse("remoteWrite[].proxyUrl", rwLater),
+		refuse("remoteWrite[].noProxy", rwLater),
+		refuse("remoteWrite[].proxyFromEnvironment", rwLater),
+		refuse("remoteWrite[].proxyConnectHeader", rwLater),
+		refuse("remoteWrite[].followRedirects", rwLater),
+		refuse("remoteWrite[].queueConfig", rwLater),
+		refuse("remoteWrite[].metadataConfig", rwLater),
+		refuse("remoteWrite[].enableHTTP2", rwLater),
+		refuse("remoteWrite[].roundRobinDNS", rwLater),
+		refuse("otlp", "the otlp section of the configuration is not rendered yet"),
+		mapped("securityContext", "spec.securityContext; unset stays unset (no pod security context, as prometheus-operator), not podreload's default"),
+		refuse("dnsPolicy", pod),
+		refuse("dnsConfig", pod),
+		refuseBut("listenLocal", "Prometheus on 127.0.0.1 needs exec probes and a Service without a port; accepted: false", onlyBool(false)),
+		refuseBut("podManagementPolicy", "podreload renders Parallel; accepted: Parallel", onlyStrings("Parallel")),
+		refuse("updateStrategy", "a StatefulSet setting podreload does not render yet"),
+		refuseBut("enableServiceLinks", pod+"; accepted: true (the Kubernetes default)", onlyBool(true)),
+		refuse("containers", "merging containers into the pod is not rendered yet"),
+		refuse("initContainers", "merging init containers into the pod is not rendered yet"),
+		mapped("additionalScrapeConfigs", "spec.additionalScrapeConfigs"),
+		refuse("apiserverConfig", "service discovery through another API server is not rendered yet"),
+		mapped("priorityClassName", "spec.priorityClassName"),
+		mapped("portName", "spec.portName: the name of Prometheus' port (default web), which the probes use"),
+		refuseBut("arbitraryFSAccessThroughSMs", genJobs+"; accepted: deny false", func(v reflect.Value) bool { return !v.FieldByName("Deny").Bool() }),
+		refuseBut("overrideHonorLabels", genJobs+"; accepted: false", onlyBool(false)),
+		refuseBut("overrideHonorTimestamps", genJobs+"; accepted: false", onlyBool(false)),
+		refuseBut("ignoreNamespaceSelectors", genJobs+"; accepted: false", onlyBool(false)),
+		mapped("enforcedNamespaceLabel", "spec.enforcedNamespaceLabel"),
+		refuse("enforcedSampleLimit", genJobs),
+		refuse("enforcedTargetLimit", genJobs),
+		refuse("enforcedLabelLimit", genJobs),
+		refuse("enforcedLabelNameLengthLimit", genJobs),
+		refuse("enforcedLabelValueLengthLimit", genJobs),
+		refuse("enforcedKeepDroppedTargets", genJobs),
+		refuse("enforcedBodySizeLimit", genJobs),
+		refuse("nameValidationScheme", global),
+		refuse("nameEscapingScheme", global),
+		refuse("convertClassicHistogramsToNHCB", global),
+		refuse("scrapeNativeHistograms", global),
+		refuse("scrapeClassicHistograms", global),
+		refuseBut("minReadySeconds", "a StatefulSet setting podreload does not render yet; accepted: 0", func(v reflect.Value) bool { return v.Elem().Int() == 0 }),
+		refuse("hostAliases", pod),
+		mapped("additionalArgs", "spec.additionalArgs; a flag podreload sets is refused (InvalidSpec)"),
+		mapped("walCompression", "spec.walCompression"),
+		mapped("excludedFromEnforcement", "spec.excludedFromEnforcement"),
+		refuseBut("hostNetwork", pod+"; accepted: false", onlyBool(false)),
+		refuse("podTargetLabels", genJobs),
+		refuse("tracingConfig", "the tracing section of the configuration is not rendered yet"),
+		refuse("bodySizeLimit", global),
+		refuse("sampleLimit", global),
+		refuse("targetLimit", global),
+		refuse("labelLimit", global),
+		refuse("labelNameLengthLimit", global),
+		refuse("labelValueLengthLimit", global),
+		refuse("keepDroppedTargets", global),
+		mapped("reloadStrategy", "spec.reloader.reloadMethod: HTTP is http, ProcessSignal is signal (a shared process namespace; podreload keeps --web.enable-lifecycle)"),
+		refuse("maximumStartupDurationSeconds", "a startup probe podreload does not render yet"),
+		mapped("scrapeClasses", "spec.scrapeClasses (files only in tlsConfig and authorization, as prometheus-operator)"),
+		refuseBut("serviceDiscoveryRole", genJobs+"; accepted: Endpoints (podreload's default)", onlyStrings("Endpoints")),
+		refuseBut("tsdb.outOfOrderTimeWindow", "a TSDB setting podreload does not render yet; accepted: 0s (Prometheus' default)", onlyDuration("0s")),
+		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
+		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),
+		refuse("scrapeFailureLogFile", global),
+		refuse("serviceName", "a governing Service of the user's is not rendered yet"),
+		refuse("runtime", "the runtime section of the configuration is not rendered yet"),
+		refuseBut("terminationGracePeriodSeconds", pod+"; accepted: 600 (prometheus-operator's default and podreload's)", func(v reflect.Value) bool { return v.Elem().Int() == gracePeriod }),
+		refuseBut("hostUsers", pod+"; accepted: true (the Kubernetes default)", onlyBool(true)),
+
+		// PrometheusSpec's own fields.
+		mapped("baseImage", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
+		mapped("tag", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
+		mapped("sha", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
+		mapped("retention", "spec.retention; unset, with no retentionSize, 24h (prometheus-operator's default, not podreload's 15d)"),
+		mapped("retentionSize", "spec.retentionSize"),
+		refuse("retentionPercentage", "not rendered yet, and unknown to the v0.93.1 operator the takeover hands back to"),
+		refuseBut("shardRetentionPolicy", "retaining scaled-down shards is not rendered yet (podreload deletes them); accepted: whenScaled Delete without retain",
+			func(v reflect.Value) bool {
+				return stringIn(v.Elem().FieldByName("WhenScaled"), "", "Delete") && v.Elem().FieldByName("Retain").IsNil()
+			}),
+		refuseBut("disableCompaction", flag+"; accepted: false", onlyBool(false)),
+		refuse("rules", flag+" (rules.alert.*)"),
+		mapped("prometheusRulesExcludedFromEnforce", "appended to spec.excludedFromEnforcement as PrometheusRule references, as prometheus-operator (deprecated)"),
+		mapped("ruleSelector", selector),
+		mapped("ruleNamespaceSelector", nsSel),
+		refuse("query", flag+" (query.*)"),
+		mapped("alerting.alertmanagers[].namespace", "spec.alerting.alertmanagers[].namespace; unset is the object's"),
+		mapped("alerting.alertmanagers[].name", "spec.alerting.alertmanagers[].name"),
+		mapped("alerting.alertmanagers[].port", "spec.alerting.alertmanagers[].port"),
+		mapped("alerting.alertmanagers[].scheme", "spec.alerting.alertmanagers[].scheme, lower-cased"),
+		mapped("alerting.alertmanagers[].pathPrefix", "spec.alerting.alertmanagers[].pathPrefix"),
+		refuse("alerting.alertmanagers[].tlsConfig", amLater),
+		refuse("alerting.alertmanagers[].basicAuth", amLater),
+		refuse("alerting.alertmanagers[].bearerTokenFile", amLater),
+		refuse("alerting.alertmanagers[].authorization", amLater),
+		refuse("alerting.alertmanagers[].sigv4", amLater),
+		refuse("alerting.alertmanagers[].proxyUrl", amLater),
+		refuse("alerting.alertmanagers[].noProxy", amLater),
+		refuse("alerting.alertmanagers[].proxyFromEnvironment", amLater),
+		refuse("alerting.alertmanagers[].proxyConnectHeader", amLater),
+		mapped("alerting.alertmanagers[].apiVersion", "spec.alerting.alertmanagers[].apiVersion (v2 only: v1 is refused, InvalidSpec)"),
+		refuse("alerting.alertmanagers[].timeout", amLater),
+		refuse("alerting.alertmanagers[].enableHttp2", amLater),
+		refuse("alerting.alertmanagers[].relabelings", amLater),
+		refuse("alerting.alertmanagers[].alertRelabelings", amLater),
+		refuse("additionalAlertRelabelConfigs", "additional alert relabelings are not rendered yet"),
+		refuse("additionalAlertManagerConfigs", "additional Alertmanager configurations are not rendered yet"),
+		refuse("remoteRead", "remote read is not rendered yet"),
+		refuse("thanos", "the Thanos sidecar is out of scope"),
+		refuse("queryLogFile", global),
+		refuseBut("allowOverlappingBlocks", flag+" (deprecated; a flag for Prometheus 2.11 to 2.39 only); accepted: false", onlyBool(false)),
+		refuse("exemplars", flag),
+		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),
+		refuse("ruleQueryOffset", global),
+		refuseBut("enableAdminAPI", flag+"; accepted: false", onlyBool(false)),
+	}
+}
+
+// onlyStrings accepts a string, or a pointer to one, equal to one of ok.
+func onlyStrings(ok ...string) func(reflect.Value) bool {
+	return func(v reflect.Value) bool { return stringIn(v, ok...) }
+}
+
+// stringIn reports whether v, a string or a pointer to one (nil reads
+// as ""), is one of ok.
+func stringIn(v reflect.Value, ok ...string) bool {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return slices.Contains(ok, "")
+		}
+		v = v.Elem()
+	}
+	return slices.Contains(ok, v.String())
+}
+
+// onlyBool accepts a bool, or a pointer to one, equal to ok.
+func onlyBool(ok bool) func(reflect.Value) bool {
+	return func(v reflect.Value) bool { return reflect.Indirect(v).Bool() == ok }
+}
+
+// onlyDuration accepts a Prometheus duration, or a pointer to one, of the
+// same length as ok.
+func onlyDuration(ok string) func(reflect.Value) bool {
+	want := model.Duration(0)
+	if d, err := model.ParseDuration(ok); err == nil {
+		want = d
+	}
+	return func(v reflect.Value) bool {
+		d, err := model.ParseDuration(reflect.Indirect(v).String())
+		return err == nil && d == want
+	}
+}
+
+// refusedFields are the JSON paths of the refused fields spec sets to a
+// value they do not accept, sorted, each once. spec is a
+// monitoringv1.PrometheusSpec.
+func refusedFields(spec any) []string {
+	var out []string
+	root := reflect.ValueOf(spec)
+	for _, f := range operatorFields() {
+		if f.class != fieldRefused {
+			continue
+		}
+		for _, v := range fieldValues(root, f.path) {
+			if isSet(v) && (f.accepts == nil || !f.accepts(v)) {
+				out = append(out, f.path)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isSet reports whether v is set: not its zero value, nor an empty list
+// or map.
+func isSet(v reflect.Value) bool {
+	if v.Kind() == reflect.Slice || v.Kind() == reflect.Map {
+		return v.Len() > 0
+	}
+	return !v.IsZero()
+}
+
+// fieldValues are the values at path in v, a struct: one for each item of
+// the lists marked "[]"; none where a pointer on the way is nil.
+func fieldValues(v reflect.Value, path string) []reflect.Value {
+	name, rest, more := strings.Cut(path, ".")
+	list := strings.HasSuffix(name, "[]")
+	f, ok := jsonField(v, strings.TrimSuffix(name, "[]"))
+	if !ok {
+		return nil
+	}
+	if !more {
+		return []reflect.Value{f}
+	}
+	var items []reflect.Value
+	if list {
+		for i := range f.Len() {
+			items = append(items, f.Index(i))
+		}
+	} else {
+		items = []reflect.Value{f}
+	}
+	var out []reflect.Value
+	for _, it := range items {
+		if it.Kind() == reflect.Pointer {
+			if it.IsNil() {
+				continue
+			}
+			it = it.Elem()
+		}
+		out = append(out, fieldValues(it, rest)...)
+	}
+	return out
+}
+
+// jsonField is the field of the struct v whose JSON name is name, looking
+// into inlined (embedded, unnamed) fields.
+func jsonField(v reflect.Value, name string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		switch {
+		case tag == "-" || !sf.IsExported():
+		case tag == "" && sf.Anonymous:
+			if f, ok := jsonField(v.Field(i), name); ok {
+				return f, true
+			}
+		case tag == name:
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
