@@ -50,6 +50,12 @@ func (w *Writer) ApplyStatefulSet(ctx context.Context, owner Owner, desired *app
 	}
 	var live appsv1.StatefulSet
 	err := w.client.Get(ctx, key, &live)
+	if apierrors.IsNotFound(err) {
+		// The cache holds the StatefulSets the controller labelled; one
+		// it is about to adopt, written by someone else, is read from the
+		// API server (once: the apply labels it).
+		err = w.reader.Get(ctx, key, &live)
+	}
 	if err == nil && live.DeletionTimestamp != nil {
 		return nil, &RecreatingError{key: key}
 	}

@@ -135,11 +135,18 @@ func write[T client.Object](ctx context.Context, w *Writer, owner Owner, desired
 	err := w.client.Get(ctx, key, live)
 	if apierrors.IsNotFound(err) {
 		w.Count(kind, "create")
-		if err := w.client.Create(ctx, desired); err != nil {
+		err = w.client.Create(ctx, desired)
+		if err == nil {
+			w.logger.Info("created", owner.Key, client.ObjectKeyFromObject(owner.Object), "kind", kind, "name", key.Name)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %s %s: %w", kind, key, err)
 		}
-		w.logger.Info("created", owner.Key, client.ObjectKeyFromObject(owner.Object), "kind", kind, "name", key.Name)
-		return nil
+		// The cache holds the objects the controller labelled: one it is
+		// about to adopt, written by someone else, is read from the API
+		// server (once: the update labels it).
+		err = w.reader.Get(ctx, key, live)
 	}
 	if err != nil {
 		return fmt.Errorf("get %s %s: %w", kind, key, err)

@@ -206,8 +206,8 @@ func (t *takeover) handBack(ctx context.Context, p *monitoringv1.Prometheus) err
 	key := client.ObjectKeyFromObject(p)
 	t.forget(key)
 	if findCondition(p.Status.Conditions, conditionConfigApplied) != nil {
-		// Only this controller writes ConfigApplied: an empty status,
-		// applied by its field manager, removes what it alone set.
+		// Only this controller writes ConfigApplied: no status, applied
+		// by its field manager, removes what it alone set.
 		if err := t.applyStatus(ctx, p, map[string]any{}); err != nil {
 			return err
 		}
@@ -264,8 +264,10 @@ func (t *takeover) applyStatus(ctx context.Context, p *monitoringv1.Prometheus, 
 		"apiVersion": monitoringv1.SchemeGroupVersion.String(),
 		"kind":       monitoringv1.PrometheusesKind,
 		"metadata":   map[string]any{"name": p.Name, "namespace": p.Namespace},
-		"status":     status,
 	}}
+	if len(status) > 0 { // None at all (an empty one reads as null) owns no field.
+		u.Object["status"] = status
+	}
 	t.r.writer.Count(monitoringv1.PrometheusesKind, "apply-status")
 	if err := t.r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply status of Prometheus %s/%s: %w", p.Namespace, p.Name, err)

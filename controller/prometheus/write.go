@@ -196,6 +196,10 @@ func (r *reconciler) keepImmutable(ctx context.Context, desired *appsv1.Stateful
 	var live appsv1.StatefulSet
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
 	if apierrors.IsNotFound(err) {
+		// Not labelled by the controller yet: read from the API server.
+		err = r.reader.Get(ctx, client.ObjectKeyFromObject(desired), &live)
+	}
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
