@@ -191,6 +191,29 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	err = cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "prometheus-refused"}, &appsv1.StatefulSet{})
 	require.True(t, apierrors.IsNotFound(err), "no StatefulSet for a refused Prometheus: %v", err)
 
+	// A StatefulSet of the name, controlled by something else: refused,
+	// said in the status, and left alone.
+	clash := operatorPrometheus(ns, "clash", "podreload")
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-else"}}
+	cp.create(t, other)
+	theirs := operatorWrittenStatefulSet(clash)
+	theirs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: other.Name, UID: other.UID, Controller: ptr.To(true)}}
+	cp.create(t, theirs, clash)
+	eventually(t, func(c *assert.CollectT) {
+		var live monitoringv1.Prometheus
+		if !assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(clash), &live)) {
+			return
+		}
+		rec := findCondition(live.Status.Conditions, conditionReconciled)
+		if assert.NotNil(c, rec) {
+			assert.Equal(c, monitoringv1.ConditionFalse, rec.Status)
+			assert.Contains(c, rec.Message, "StatefulSet "+ns+"/prometheus-clash: it is controlled by ConfigMap someone-else")
+		}
+	})
+	var kept appsv1.StatefulSet
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(theirs), &kept))
+	require.Equal(t, theirs.ResourceVersion, kept.ResourceVersion, "their StatefulSet untouched")
+
 	// Handed back: our status fields and the Role (no pod runs our
 	// sidecar: there is no kubelet here) go, nothing else.
 	run.settle(t)
@@ -207,7 +230,9 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	before := run.Writes()
 	cp.create(t, prometheusRule(ns, "second", nil, "up"))
 	for _, w := range run.settleOrNone(t)[len(before):] {
-		require.NotContains(t, w, "/namespaces/"+ns+"/", "a write for a Prometheus handed back")
+		for _, of := range []string{"/prometheus-k8s", "/prometheuses/k8s"} {
+			require.NotContains(t, w, of, "a write for a Prometheus handed back")
+		}
 	}
 	for name, obj := range map[string]client.Object{"prometheus-k8s": &appsv1.StatefulSet{}, "prometheus-k8s-rulefiles-0": &corev1.ConfigMap{}, "prometheus-operated": &corev1.Service{}} {
 		require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj), "%T %s kept", obj, name)
