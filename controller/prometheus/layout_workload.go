@@ -65,8 +65,6 @@ const (
 	// opens as its TSDB whenever spec.storage is set
 	// (common.go SubPathForStorage).
 	operatorStorageSubPath = "prometheus-db"
-	// operatorProbeTimeout is the timeout of the three probes.
-	operatorProbeTimeout = 3
 )
 
 // operatorName is prometheus-<name>: the config Secret, the StatefulSet of
@@ -133,6 +131,9 @@ func operatorStatefulSet(server *v1alpha1.PrometheusServer, sts *appsv1.Stateful
 	}
 	sts.Annotations = a
 	sts.Spec.ServiceName = governingServiceName
+	// The API server's default, which prometheus-operator writes
+	// (pkg/operator/statefulset.go UpdateStrategyForStatefulSet).
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
 }
 
 // operatorPodMetadata is the metadata of a shard's pods: the version label
