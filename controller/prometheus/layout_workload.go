@@ -51,6 +51,10 @@ const (
 	labelOperated = "operated-prometheus"
 	// annotationDefaultContainer makes kubectl default to Prometheus.
 	annotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+	// annotationWebConfig, on the pod template, is the hash of the web
+	// configuration file: the pods mount it with a sub-path, which the
+	// kubelet never refreshes, so a change must roll them.
+	annotationWebConfig = "podreload.dev/web-config-hash"
 	// kubectlAnnotations start the annotations kept off the StatefulSet
 	// (pkg/operator/factory.go WithoutKubectlAnnotations).
 	kubectlAnnotations = "kubectl.kubernetes.io/"
@@ -138,8 +142,9 @@ func operatorStatefulSet(server *v1alpha1.PrometheusServer, sts *appsv1.Stateful
 
 // operatorPodMetadata is the metadata of a shard's pods: the version label
 // and the default-container annotation, under spec.podMetadata's, under
-// the shard's selector labels.
-func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.ObjectMeta {
+// the shard's selector labels; and annotationWebConfig, with webConfig,
+// the hash of the web configuration file, when it is not empty.
+func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int, webConfig string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Labels:      map[string]string{labelVersion: versionLabel(server.Spec)},
 		Annotations: map[string]string{annotationDefaultContainer: "prometheus"},
@@ -149,6 +154,9 @@ func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.Ob
 		maps.Copy(m.Annotations, pm.Annotations)
 	}
 	maps.Copy(m.Labels, shardLabels(server, shard))
+	if webConfig != "" {
+		m.Annotations[annotationWebConfig] = webConfig
+	}
 	return m
 }
 

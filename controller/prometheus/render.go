@@ -200,6 +200,10 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		return nil, err
 	}
 	opts.RuleShards, opts.ConfigParts, opts.reload = len(shards), len(cfg.ConfigParts), web.Reload
+	if operatorLayout(server) && web.Secret != nil {
+		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
+		opts.webConfigHash = hex.EncodeToString(sum[:])
+	}
 	svc, sts := renderWorkload(server, opts)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {

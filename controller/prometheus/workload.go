@@ -97,6 +97,9 @@ type WorkloadOptions struct {
 	// which render decides from the certificate (renderWeb); the zero
 	// value verifies it with itself.
 	reload webconfig.Reload
+	// webConfigHash is the hash of the web configuration file, which the
+	// pods of prometheus-operator's layout mount with a sub-path (render).
+	webConfigHash string
 }
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
@@ -278,7 +281,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	if operator {
 		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
-		meta, security, spread = operatorPodMetadata(server, shard), spec.SecurityContext, operatorTopologySpread(server, shard)
+		meta, security, spread = operatorPodMetadata(server, shard, opts.webConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}
 	initReloader, reloader := sidecar.Containers(sidecar.Spec{
 		Image:           cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage),
@@ -530,27 +533,6 @@ func storageVolume(st *v1alpha1.StorageSpec) (corev1.VolumeMount, []corev1.Volum
 	default:
 		return storage, []corev1.Volume{{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, nil
 	}
-}
-
-// ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
-// without a restart), their mounts in the reloaders and the reloaders'
-// --rules-input-dir flags.
-func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
-	n := ruleVolumes(shards)
-	volumes := make([]corev1.Volume, 0, n)
-	mounts := make([]corev1.VolumeMount, 0, n)
-	inputs := make([]string, 0, n)
-	for i := range n {
-		name := "rulefiles-" + strconv.Itoa(i)
-		dir := ruleConfigMapsMountPath + "/" + ruleShardName(server, i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
-			Optional:             ptr.To(true),
-		}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
-		inputs = append(inputs, "--rules-input-dir="+dir)
-	}
-	return volumes, mounts, inputs
 }
 
 // inputHash hashes the pod template (before it carries the hash) and the
