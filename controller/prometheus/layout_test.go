@@ -490,3 +490,24 @@ func TestOperatorLayoutRolls(t *testing.T) {
 		})
 	}
 }
+
+// TestOperatorLayoutCache renders a server in both layouts through one
+// ruleCache, the rules in another order each time: each layout gets its
+// own files (plain or gzipped), the same as through a new cache.
+func TestOperatorLayoutCache(t *testing.T) {
+	in := loadInputs(t, filepath.Join("testdata", "layout", "pvc-rules.yaml"))
+	own := in
+	own.Server = in.Server.DeepCopy()
+	delete(own.Server.Annotations, annotationLayout)
+	var cache ruleCache
+	for i, in := range []inputs{in, own, in, own} {
+		want, err := render(in, testOptions(), nil)
+		require.NoError(t, err)
+		in.Rules = slices.Clone(in.Rules)
+		slices.Reverse(in.Rules)
+		got, err := render(in, testOptions(), &cache)
+		require.NoError(t, err)
+		require.Equal(t, want.RuleShards, got.RuleShards, "render %d", i)
+		require.Equal(t, operatorLayout(in.Server), len(got.RuleShards[0].Data) == 2, "render %d: plain files", i)
+	}
+}
