@@ -228,6 +228,13 @@ func checkOperatorStatefulSet(t *testing.T, server *v1alpha1.PrometheusServer, s
 	}
 	prometheus := containers["prometheus"]
 	require.Equal(t, []corev1.ContainerPort{{Name: "web", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}, prometheus.Ports)
+	if tmpl.Spec.SecurityContext == nil {
+		for _, r := range []string{"init-config-reloader", "config-reloader"} {
+			sc := containers[r].SecurityContext
+			require.Equal(t, []any{int64(65534), int64(65534)}, []any{*sc.RunAsUser, *sc.RunAsGroup}, "%s runs as Prometheus' user, which it signals", r)
+		}
+		require.Nil(t, prometheus.SecurityContext.RunAsUser, "Prometheus runs as its image's user")
+	}
 	prefix := cmp.Or(server.Spec.RoutePrefix, "/")
 	require.Contains(t, prometheus.Args, "--web.route-prefix="+prefix)
 	require.Contains(t, prometheus.Args, "--web.config.file=/etc/prometheus/web_config/web-config.yaml")

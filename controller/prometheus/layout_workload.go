@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
@@ -367,4 +368,18 @@ func retentionSection(spec v1alpha1.PrometheusServerSpec) yaml.MapItem {
 		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
 	}
 	return yaml.MapItem{Key: "storage", Value: yaml.MapSlice{{Key: "tsdb", Value: yaml.MapSlice{{Key: "retention", Value: retention}}}}}
+}
+
+// operatorReloaderSecurity is the securityContext of the reloaders of a
+// server in prometheus-operator's layout. Without a pod securityContext,
+// which prometheus-operator leaves unset when spec.securityContext is,
+// they run as the Prometheus image's user (nobody), as they do under
+// podreload's own default: the user they signal (reloadMethod signal) and
+// whose data directory they keep their state in.
+func operatorReloaderSecurity(spec v1alpha1.PrometheusServerSpec) *corev1.SecurityContext {
+	sc := containerSecurity()
+	if spec.SecurityContext == nil {
+		sc.RunAsUser, sc.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	}
+	return sc
 }

@@ -127,7 +127,8 @@ func apiSource(server *v1alpha1.PrometheusServer) bool {
 // volume per shard, they are exactly the shards. They are relative to the
 // directory of the expanded configuration (configOutMountPath), which
 // Prometheus resolves them against, so the configuration holds wherever
-// the pod's volumes are mounted.
+// the pod's volumes are mounted. In prometheus-operator's layout they are
+// operatorRuleFilesGlobs.
 func ruleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
 	if operatorLayout(server) {
 		return operatorRuleFilesGlobs(server, shards)
@@ -278,7 +279,9 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 
 	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
 	meta, security, spread := podMetadata(server, shard), cmp.Or(spec.SecurityContext, podSecurity()), topologySpread(server, shard)
+	reloaderSecurity := containerSecurity()
 	if operator {
+		reloaderSecurity = operatorReloaderSecurity(spec)
 		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
 		meta, security, spread = operatorPodMetadata(server, shard, opts.webConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
@@ -291,7 +294,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		ReloadArgs:      reloadArgs(spec, web),
 		Mounts:          src.reloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
-		SecurityContext: containerSecurity(),
+		SecurityContext: reloaderSecurity,
 	})
 
 	t := corev1.PodTemplateSpec{
