@@ -518,3 +518,35 @@ func TestOperatorLayoutCache(t *testing.T) {
 		require.Equal(t, operatorLayout(in.Server), len(got.RuleShards[0].Data) == 2, "render %d: plain files", i)
 	}
 }
+
+// TestOperatorVersion checks the version gates of prometheus-operator's
+// layout at their boundaries: retention in the configuration from 3.11,
+// the console flags for Prometheus 2, the web configuration file from
+// 2.24; a pre-release comes before its release, as in semver.
+func TestOperatorVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version                string
+		inConfig, console, web bool
+	}{
+		{version: "", inConfig: true, web: true},
+		{version: "v3.11.0", inConfig: true, web: true},
+		{version: "3.11.2", inConfig: true, web: true},
+		{version: "v3.11.1-rc.0", inConfig: true, web: true},
+		{version: "v3.11.0-rc.0", web: true},
+		{version: "v3.10.9", web: true},
+		{version: "v3.0.0-beta.0", web: true},
+		{version: "v2.55.1+build", console: true, web: true},
+		{version: "v2.24.0", console: true, web: true},
+		{version: "v2.23.9", console: true},
+		{version: "not-a-version", inConfig: true, web: true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			spec := v1alpha1.PrometheusServerSpec{Version: tc.version}
+			require.Equal(t, tc.inConfig, retentionInConfig(spec), "retention in the configuration")
+			args := commandLine(operatorPrometheusArgs(spec))
+			require.Equal(t, tc.console, slices.Contains(args, "--web.console.templates=/etc/prometheus/consoles"), "console flags")
+			require.Equal(t, tc.web, slices.Contains(args, "--web.config.file=/etc/prometheus/web_config/web-config.yaml"), "web config file")
+			require.Equal(t, !tc.inConfig, slices.Contains(args, "--storage.tsdb.retention.time=24h"), "retention flag")
+		})
+	}
+}

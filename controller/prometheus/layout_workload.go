@@ -296,13 +296,14 @@ func retentionInConfig(spec v1alpha1.PrometheusServerSpec) bool {
 
 // operatorVersion is the Prometheus version of spec in prometheus-operator's
 // layout, spec.version or operatorDefaultVersion, as major, minor and
-// patch. A version that does not parse counts as the newest: the flags
-// and sections of the newest Prometheus.
+// patch. A pre-release of x.y.0 (y > 0) comes before x.y.0, as in semver:
+// it counts as the last x.(y-1) for versionAtLeast. A version that does not
+// parse counts as the newest: the flags and sections of the newest
+// Prometheus.
 func operatorVersion(spec v1alpha1.PrometheusServerSpec) [3]int {
 	s := strings.TrimPrefix(cmp.Or(spec.Version, operatorDefaultVersion), "v")
-	if i := strings.IndexAny(s, "-+"); i >= 0 {
-		s = s[:i]
-	}
+	s, _, _ = strings.Cut(s, "+")
+	s, pre, _ := strings.Cut(s, "-")
 	parts := strings.Split(s, ".")
 	newest := [3]int{1 << 30}
 	if len(parts) != 3 {
@@ -315,6 +316,11 @@ func operatorVersion(spec v1alpha1.PrometheusServerSpec) [3]int {
 			return newest
 		}
 		v[i] = n
+	}
+	if pre != "" && v[2] == 0 && v[1] > 0 {
+		// The major stays: prometheus-operator tests it alone (3.0.0-rc.0
+		// gets no Prometheus 2 flag).
+		v[1], v[2] = v[1]-1, 1<<30
 	}
 	return v
 }
