@@ -37,4 +37,7 @@
 //	workload.go     the Service and the StatefulSets
 //	sidecar.go      the config-reloader's flags and sources, volume or API
 //	access.go       the Role and RoleBinding of the config-reloaders
+//	layout.go       prometheus-operator's layout, for a Prometheus taken over
+//	layout_workload.go  its names, labels, Service, data volume and flags
+//	layout_rules.go its plain rule ConfigMaps and absolute rule_files
 package prometheus

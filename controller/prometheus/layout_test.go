@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -12,11 +14,13 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -170,8 +174,10 @@ func checkOperatorLayout(t *testing.T, server *v1alpha1.PrometheusServer, out *o
 	}
 
 	require.Len(t, out.StatefulSets, shardCount(server))
+	web := sha256.Sum256(out.WebConfigSecret.Data[WebConfigSecretKey])
 	for shard, sts := range out.StatefulSets {
 		checkOperatorStatefulSet(t, server, shard, sts, cfg.RuleFiles)
+		require.Equal(t, hex.EncodeToString(web[:]), sts.Spec.Template.Annotations[annotationWebConfig], "the pods roll when the web configuration changes")
 	}
 	return config
 }
@@ -222,9 +228,18 @@ func checkOperatorStatefulSet(t *testing.T, server *v1alpha1.PrometheusServer, s
 	}
 	prometheus := containers["prometheus"]
 	require.Equal(t, []corev1.ContainerPort{{Name: "web", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}, prometheus.Ports)
+	if tmpl.Spec.SecurityContext == nil {
+		for _, r := range []string{"init-config-reloader", "config-reloader"} {
+			sc := containers[r].SecurityContext
+			require.Equal(t, []any{int64(65534), int64(65534)}, []any{*sc.RunAsUser, *sc.RunAsGroup}, "%s runs as Prometheus' user, which it signals", r)
+		}
+		require.Nil(t, prometheus.SecurityContext.RunAsUser, "Prometheus runs as its image's user")
+	}
 	prefix := cmp.Or(server.Spec.RoutePrefix, "/")
 	require.Contains(t, prometheus.Args, "--web.route-prefix="+prefix)
 	require.Contains(t, prometheus.Args, "--web.config.file=/etc/prometheus/web_config/web-config.yaml")
+	require.Contains(t, prometheus.VolumeMounts, corev1.VolumeMount{Name: "web-config", MountPath: "/etc/prometheus/web_config/web-config.yaml", SubPath: "web-config.yaml", ReadOnly: true},
+		"each generation of pods keeps its own web configuration during a roll")
 	require.Contains(t, prometheus.Args, "--storage.tsdb.path=/prometheus")
 	require.Equal(t, server.Spec.Reloader.ReloadMethod != "signal", slices.Contains(prometheus.Args, "--web.enable-lifecycle"))
 	for _, p := range []struct {
@@ -437,6 +452,101 @@ func (cp *controlPlane) testLayoutDryRun(t *testing.T) {
 			for _, o := range objs {
 				require.NoError(t, cp.c.Create(t.Context(), o, client.DryRunAll), "%T %s", o, o.GetName())
 			}
+		})
+	}
+}
+
+// TestOperatorLayoutRolls changes one input at a time of a server in
+// prometheus-operator's layout and checks what rolls the pods: a change of
+// the web configuration, which they mount with a sub-path, does; a change
+// of the rules, even one that adds ConfigMaps, does not (the API source
+// reads them, the configuration names them).
+func TestOperatorLayoutRolls(t *testing.T) {
+	path := filepath.Join("testdata", "layout", "pvc-rules.yaml")
+	base, err := render(loadInputs(t, path), testOptions(), nil)
+	require.NoError(t, err)
+	hash := func(o *objects) string { return o.StatefulSets[0].Spec.Template.Annotations[annotationInputHash] }
+	for _, tc := range []struct {
+		name   string
+		change func(*inputs)
+		pods   bool
+	}{
+		{name: "nothing", change: func(*inputs) {}},
+		{name: "web configuration", pods: true, change: func(in *inputs) {
+			in.Server.Spec.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{
+				HTTPConfig: &monitoringv1.WebHTTPConfig{HTTP2: ptr.To(false)},
+			}}
+		}},
+		{name: "rules in more ConfigMaps", change: func(in *inputs) {
+			// Two files of 300 KiB: two ConfigMaps.
+			for _, r := range in.Rules {
+				r.Spec.Groups[0].Rules[0].Labels = map[string]string{"padding": strings.Repeat("x", 300<<10)}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadInputs(t, path)
+			tc.change(&in)
+			got, err := render(in, testOptions(), nil)
+			require.NoError(t, err)
+			require.Empty(t, got.Rejected)
+			require.Equal(t, tc.pods, hash(got) != hash(base), "input hash")
+			if tc.name == "rules in more ConfigMaps" {
+				require.Len(t, got.RuleShards, 2)
+			}
+		})
+	}
+}
+
+// TestOperatorLayoutCache renders a server in both layouts through one
+// ruleCache, the rules in another order each time: each layout gets its
+// own files (plain or gzipped), the same as through a new cache.
+func TestOperatorLayoutCache(t *testing.T) {
+	in := loadInputs(t, filepath.Join("testdata", "layout", "pvc-rules.yaml"))
+	own := in
+	own.Server = in.Server.DeepCopy()
+	delete(own.Server.Annotations, annotationLayout)
+	var cache ruleCache
+	for i, in := range []inputs{in, own, in, own} {
+		want, err := render(in, testOptions(), nil)
+		require.NoError(t, err)
+		in.Rules = slices.Clone(in.Rules)
+		slices.Reverse(in.Rules)
+		got, err := render(in, testOptions(), &cache)
+		require.NoError(t, err)
+		require.Equal(t, want.RuleShards, got.RuleShards, "render %d", i)
+		require.Equal(t, operatorLayout(in.Server), len(got.RuleShards[0].Data) == 2, "render %d: plain files", i)
+	}
+}
+
+// TestOperatorVersion checks the version gates of prometheus-operator's
+// layout at their boundaries: retention in the configuration from 3.11,
+// the console flags for Prometheus 2, the web configuration file from
+// 2.24; a pre-release comes before its release, as in semver.
+func TestOperatorVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version                string
+		inConfig, console, web bool
+	}{
+		{version: "", inConfig: true, web: true},
+		{version: "v3.11.0", inConfig: true, web: true},
+		{version: "3.11.2", inConfig: true, web: true},
+		{version: "v3.11.1-rc.0", inConfig: true, web: true},
+		{version: "v3.11.0-rc.0", web: true},
+		{version: "v3.10.9", web: true},
+		{version: "v3.0.0-beta.0", web: true},
+		{version: "v2.55.1+build", console: true, web: true},
+		{version: "v2.24.0", console: true, web: true},
+		{version: "v2.23.9", console: true},
+		{version: "not-a-version", inConfig: true, web: true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			spec := v1alpha1.PrometheusServerSpec{Version: tc.version}
+			require.Equal(t, tc.inConfig, retentionInConfig(spec), "retention in the configuration")
+			args := commandLine(operatorPrometheusArgs(spec))
+			require.Equal(t, tc.console, slices.Contains(args, "--web.console.templates=/etc/prometheus/consoles"), "console flags")
+			require.Equal(t, tc.web, slices.Contains(args, "--web.config.file=/etc/prometheus/web_config/web-config.yaml"), "web config file")
+			require.Equal(t, !tc.inConfig, slices.Contains(args, "--storage.tsdb.retention.time=24h"), "retention flag")
 		})
 	}
 }

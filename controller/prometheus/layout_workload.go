@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
@@ -51,6 +52,10 @@ const (
 	labelOperated = "operated-prometheus"
 	// annotationDefaultContainer makes kubectl default to Prometheus.
 	annotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+	// annotationWebConfig, on the pod template, is the hash of the web
+	// configuration file: the pods mount it with a sub-path, which the
+	// kubelet never refreshes, so a change must roll them.
+	annotationWebConfig = "podreload.dev/web-config-hash"
 	// kubectlAnnotations start the annotations kept off the StatefulSet
 	// (pkg/operator/factory.go WithoutKubectlAnnotations).
 	kubectlAnnotations = "kubectl.kubernetes.io/"
@@ -65,8 +70,6 @@ const (
 	// opens as its TSDB whenever spec.storage is set
 	// (common.go SubPathForStorage).
 	operatorStorageSubPath = "prometheus-db"
-	// operatorProbeTimeout is the timeout of the three probes.
-	operatorProbeTimeout = 3
 )
 
 // operatorName is prometheus-<name>: the config Secret, the StatefulSet of
@@ -133,12 +136,16 @@ func operatorStatefulSet(server *v1alpha1.PrometheusServer, sts *appsv1.Stateful
 	}
 	sts.Annotations = a
 	sts.Spec.ServiceName = governingServiceName
+	// The API server's default, which prometheus-operator writes
+	// (pkg/operator/statefulset.go UpdateStrategyForStatefulSet).
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
 }
 
 // operatorPodMetadata is the metadata of a shard's pods: the version label
 // and the default-container annotation, under spec.podMetadata's, under
-// the shard's selector labels.
-func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.ObjectMeta {
+// the shard's selector labels; and annotationWebConfig, with webConfig,
+// the hash of the web configuration file, when it is not empty.
+func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int, webConfig string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Labels:      map[string]string{labelVersion: versionLabel(server.Spec)},
 		Annotations: map[string]string{annotationDefaultContainer: "prometheus"},
@@ -148,6 +155,9 @@ func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.Ob
 		maps.Copy(m.Annotations, pm.Annotations)
 	}
 	maps.Copy(m.Labels, shardLabels(server, shard))
+	if webConfig != "" {
+		m.Annotations[annotationWebConfig] = webConfig
+	}
 	return m
 }
 
@@ -286,13 +296,14 @@ func retentionInConfig(spec v1alpha1.PrometheusServerSpec) bool {
 
 // operatorVersion is the Prometheus version of spec in prometheus-operator's
 // layout, spec.version or operatorDefaultVersion, as major, minor and
-// patch. A version that does not parse counts as the newest: the flags
-// and sections of the newest Prometheus.
+// patch. A pre-release of x.y.0 (y > 0) comes before x.y.0, as in semver:
+// it counts as the last x.(y-1) for versionAtLeast. A version that does not
+// parse counts as the newest: the flags and sections of the newest
+// Prometheus.
 func operatorVersion(spec v1alpha1.PrometheusServerSpec) [3]int {
 	s := strings.TrimPrefix(cmp.Or(spec.Version, operatorDefaultVersion), "v")
-	if i := strings.IndexAny(s, "-+"); i >= 0 {
-		s = s[:i]
-	}
+	s, _, _ = strings.Cut(s, "+")
+	s, pre, _ := strings.Cut(s, "-")
 	parts := strings.Split(s, ".")
 	newest := [3]int{1 << 30}
 	if len(parts) != 3 {
@@ -305,6 +316,11 @@ func operatorVersion(spec v1alpha1.PrometheusServerSpec) [3]int {
 			return newest
 		}
 		v[i] = n
+	}
+	if pre != "" && v[2] == 0 && v[1] > 0 {
+		// The major stays: prometheus-operator tests it alone (3.0.0-rc.0
+		// gets no Prometheus 2 flag).
+		v[1], v[2] = v[1]-1, 1<<30
 	}
 	return v
 }
@@ -358,4 +374,18 @@ func retentionSection(spec v1alpha1.PrometheusServerSpec) yaml.MapItem {
 		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
 	}
 	return yaml.MapItem{Key: "storage", Value: yaml.MapSlice{{Key: "tsdb", Value: yaml.MapSlice{{Key: "retention", Value: retention}}}}}
+}
+
+// operatorReloaderSecurity is the securityContext of the reloaders of a
+// server in prometheus-operator's layout. Without a pod securityContext,
+// which prometheus-operator leaves unset when spec.securityContext is,
+// they run as the Prometheus image's user (nobody), as they do under
+// podreload's own default: the user they signal (reloadMethod signal) and
+// whose data directory they keep their state in.
+func operatorReloaderSecurity(spec v1alpha1.PrometheusServerSpec) *corev1.SecurityContext {
+	sc := containerSecurity()
+	if spec.SecurityContext == nil {
+		sc.RunAsUser, sc.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	}
+	return sc
 }

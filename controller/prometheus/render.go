@@ -63,7 +63,8 @@ type objects struct {
 	// It is nil when the configuration is too large (Oversized).
 	ConfigSecret *corev1.Secret
 	// ConfigParts, named ConfigPartName, hold the scrape jobs that do not
-	// fit in ConfigSecret (split), in order; none when it holds all.
+	// fit in ConfigSecret (split), in order; none when it holds all, and
+	// always none in prometheus-operator's layout.
 	ConfigParts []*corev1.Secret
 	// Oversized, when not nil, is why there is no ConfigSecret: the
 	// configuration is too large for a Secret. The other objects are
@@ -71,7 +72,8 @@ type objects struct {
 	Oversized *oversizedError
 	// WebConfigSecret, named WebConfigSecretName, holds the web
 	// configuration file of spec.web under WebConfigSecretKey; nil when
-	// there is none.
+	// there is none (never in prometheus-operator's layout, whose file is
+	// empty without spec.web).
 	WebConfigSecret *corev1.Secret
 	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
@@ -200,6 +202,10 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		return nil, err
 	}
 	opts.RuleShards, opts.ConfigParts, opts.reload = len(shards), len(cfg.ConfigParts), web.Reload
+	if operatorLayout(server) && web.Secret != nil {
+		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
+		opts.webConfigHash = hex.EncodeToString(sum[:])
+	}
 	svc, sts := renderWorkload(server, opts)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {

@@ -87,7 +87,8 @@ type ruleCache struct {
 // others are kept. Owner references are not set.
 // The results of the previous render are reused for the PrometheusRules
 // whose UID and resourceVersion, and the label enforced on them, have not
-// changed.
+// changed. In prometheus-operator's layout the files are plain, in data,
+// packed as prometheus-operator packs them (packPlainShards).
 func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []rejection) {
 	results := make([]ruleResult, len(rules))
 	keys := make([]ruleKey, len(rules))

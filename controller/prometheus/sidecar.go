@@ -134,3 +134,24 @@ func rulesVolume() corev1.Volume {
 func configOutVolume() corev1.Volume {
 	return corev1.Volume{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
+
+// ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
+// without a restart), their mounts in the reloaders and the reloaders'
+// --rules-input-dir flags.
+func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
+	n := ruleVolumes(shards)
+	volumes := make([]corev1.Volume, 0, n)
+	mounts := make([]corev1.VolumeMount, 0, n)
+	inputs := make([]string, 0, n)
+	for i := range n {
+		name := "rulefiles-" + strconv.Itoa(i)
+		dir := ruleConfigMapsMountPath + "/" + ruleShardName(server, i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
+			Optional:             ptr.To(true),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		inputs = append(inputs, "--rules-input-dir="+dir)
+	}
+	return volumes, mounts, inputs
+}

@@ -96,10 +96,21 @@ func renderWeb(in inputs) (webRender, error) {
 // webPod is what spec.web puts into the pods of server.
 func webPod(server *v1alpha1.PrometheusServer, reload webconfig.Reload) webconfig.Pod {
 	fields := webFields(server.Spec)
-	if operatorLayout(server) && !webconfig.Enabled(fields) {
+	if !operatorLayout(server) {
+		return webconfig.PodParts(webDirs(), WebConfigSecretName(server), fields, reload)
+	}
+	if !webconfig.Enabled(fields) {
 		// The file is always there, empty (renderWeb): an empty
 		// httpConfig mounts its Secret and nothing else.
 		fields = &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{}}
 	}
-	return webconfig.PodParts(webDirs(), WebConfigSecretName(server), fields, reload)
+	pod := webconfig.PodParts(webDirs(), WebConfigSecretName(server), fields, reload)
+	// With a sub-path, as prometheus-operator mounts it: each generation
+	// of pods keeps the file it started with while the other side writes
+	// the Secret with its own (its paths to the TLS files differ), during
+	// a takeover and after a hand-back. A change rolls the pods
+	// (annotationWebConfig).
+	pod.ServerMounts[0].MountPath += "/" + WebConfigSecretKey
+	pod.ServerMounts[0].SubPath = WebConfigSecretKey
+	return pod
 }

@@ -97,6 +97,9 @@ type WorkloadOptions struct {
 	// which render decides from the certificate (renderWeb); the zero
 	// value verifies it with itself.
 	reload webconfig.Reload
+	// webConfigHash is the hash of the web configuration file, which the
+	// pods of prometheus-operator's layout mount with a sub-path (render).
+	webConfigHash string
 }
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
@@ -124,7 +127,8 @@ func apiSource(server *v1alpha1.PrometheusServer) bool {
 // volume per shard, they are exactly the shards. They are relative to the
 // directory of the expanded configuration (configOutMountPath), which
 // Prometheus resolves them against, so the configuration holds wherever
-// the pod's volumes are mounted.
+// the pod's volumes are mounted. In prometheus-operator's layout they are
+// operatorRuleFilesGlobs.
 func ruleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
 	if operatorLayout(server) {
 		return operatorRuleFilesGlobs(server, shards)
@@ -275,10 +279,12 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 
 	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
 	meta, security, spread := podMetadata(server, shard), cmp.Or(spec.SecurityContext, podSecurity()), topologySpread(server, shard)
+	reloaderSecurity := containerSecurity()
 	if operator {
+		reloaderSecurity = operatorReloaderSecurity(spec)
 		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
-		meta, security, spread = operatorPodMetadata(server, shard), spec.SecurityContext, operatorTopologySpread(server, shard)
+		meta, security, spread = operatorPodMetadata(server, shard, opts.webConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}
 	initReloader, reloader := sidecar.Containers(sidecar.Spec{
 		Image:           cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage),
@@ -288,7 +294,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		ReloadArgs:      reloadArgs(spec, web),
 		Mounts:          src.reloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
-		SecurityContext: containerSecurity(),
+		SecurityContext: reloaderSecurity,
 	})
 	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = spec.ImagePullPolicy, spec.ImagePullPolicy
 
@@ -537,27 +543,6 @@ func storageVolume(st *v1alpha1.StorageSpec) (corev1.VolumeMount, []corev1.Volum
 	default:
 		return storage, []corev1.Volume{{Name: storage.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, nil
 	}
-}
-
-// ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
-// without a restart), their mounts in the reloaders and the reloaders'
-// --rules-input-dir flags.
-func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
-	n := ruleVolumes(shards)
-	volumes := make([]corev1.Volume, 0, n)
-	mounts := make([]corev1.VolumeMount, 0, n)
-	inputs := make([]string, 0, n)
-	for i := range n {
-		name := "rulefiles-" + strconv.Itoa(i)
-		dir := ruleConfigMapsMountPath + "/" + ruleShardName(server, i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ruleShardName(server, i)},
-			Optional:             ptr.To(true),
-		}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
-		inputs = append(inputs, "--rules-input-dir="+dir)
-	}
-	return volumes, mounts, inputs
 }
 
 // inputHash hashes the pod template (before it carries the hash) and the
