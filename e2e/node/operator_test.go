@@ -113,10 +113,16 @@ func TestOperatorOnNode(t *testing.T) {
 	t.Run("the data lives on the claims of the hostPath volumes", func(t *testing.T) {
 		uids := cl.operatorClaimUIDs(t, name, 2)
 		require.Len(t, uids, 2)
-		for claim, uid := range uids {
-			var pvc corev1.PersistentVolumeClaim
-			require.NoError(t, cl.c.Get(t.Context(), types.NamespacedName{Namespace: "default", Name: claim}, &pvc))
-			require.Equal(t, uid, pvc.UID)
+		for i, pod := range pods {
+			claim := operatorClaimName(name, i)
+			require.NotEmpty(t, uids[claim], claim)
+			p, err := cl.kube.CoreV1().Pods("default").Get(t.Context(), pod, metav1.GetOptions{})
+			require.NoError(t, err)
+			require.True(t, slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim
+			}), "pod %s does not mount claim %s: %+v", pod, claim, p.Spec.Volumes)
+			pvc, err := cl.kube.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), claim, metav1.GetOptions{})
+			require.NoError(t, err)
 			require.Equal(t, corev1.ClaimBound, pvc.Status.Phase, claim)
 			require.Equal(t, operatorVolumeName(claim), pvc.Spec.VolumeName, claim)
 			// Prometheus wrote its TSDB into the volume's sub-path.
