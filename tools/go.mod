@@ -61,7 +61,11 @@ replace (
 )
 
 // prometheus/promtool: Prometheus 3.15.0 (v0.315.0, the newest on the proxy).
-// prometheus-config-reloader: prometheus-operator v0.93.1, benchmarks only.
+// prometheus-config-reloader: prometheus-operator v0.93.1, for the benchmarks
+// and, as an image, for its operator's pods on the node (make host-images).
+// operator: prometheus-operator's operator v0.93.1 (bin/prometheus-operator),
+// run on the node by e2e/node for the takeover's tests (issue 26). Adding it
+// changed no version of the module graph, only added modules.
 // The projector is ./projector in this module.
 tool (
 	github.com/prometheus-operator/prometheus-operator/cmd/operator
