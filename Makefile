@@ -177,7 +177,9 @@ bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
 		-file /bin/prometheus=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
 # prometheus-operator's, at the pinned version, named as the operator names
-# it by default; as the upstream image: user nobody.
+# it by default; as the upstream image: user nobody. (Its archive also
+# matches bin/images/prometheus-%.tar above: GNU make takes the rule of the
+# shorter stem, this one.)
 PEER_RELOADER_IMAGE = quay.io/prometheus-operator/prometheus-config-reloader:v$(PEER_VERSION)
 bin/linux-%/prometheus-config-reloader: tools/go.mod tools/go.sum
 	cd $(CURDIR)/tools && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
