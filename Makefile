@@ -34,7 +34,7 @@ $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 bin/memfloor: $(SOURCES)
 	$(GOBUILD) -o $@ ./internal/memfloor
 
-tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator ## Build the real components tests use (cached in bin/).
 
 # Static, as Prometheus' release binaries are: the packages compile once for
 # these and for the host's image (bin/linux-$(HOST_ARCH)/prometheus), where a
@@ -122,6 +122,14 @@ bin/projector: tools/go.mod tools/go.sum $(wildcard tools/projector/*.go)
 bin/prometheus-config-reloader: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
 
+# prometheus-operator's operator at the pinned version, for e2e/node's
+# TestOperatorOnNode and the takeover's acceptance (issue 26): it runs as a
+# process on the node. Static, as its release binary is. The version also
+# makes the prometheus-config-reloader image it names by default (that of
+# bin/images/prometheus-config-reloader-<arch>.tar below).
+bin/prometheus-operator: tools/go.mod tools/go.sum
+	cd $(CURDIR)/tools && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/operator
+
 # OCI image archives without Docker (tools/images, go-containerregistry):
 # bin/images/<image>-<arch>.tar, named as deploy/ and the controller's
 # defaults name them, each with its CycloneDX SBOM (<image>-<arch>.cdx.json,
@@ -139,10 +147,13 @@ IMAGEBUILD_SOURCES := $(filter-out %_test.go,$(wildcard tools/images/*.go)) tool
 
 images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build the OCI image archives of every platform into bin/images/.
 
-host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar)
+# The node's images (internal/testenv/node imports them): ours, and for
+# prometheus-operator's operator (e2e/node's TestOperatorOnNode) the
+# prometheus-config-reloader image it names, a test image only.
+host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar
 
 # Kept: they are what the images hold.
-.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus pause))
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus pause prometheus-config-reloader))
 
 bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
@@ -164,6 +175,18 @@ bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROMETHEUS_IMAGE) -user 65534:65534 -workdir /prometheus -entrypoint /bin/prometheus \
 		-file /bin/prometheus=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+# prometheus-operator's, at the pinned version, named as the operator names
+# it by default; as the upstream image: user nobody. (Its archive also
+# matches bin/images/prometheus-%.tar above: GNU make takes the rule of the
+# shorter stem, this one.)
+PEER_RELOADER_IMAGE = quay.io/prometheus-operator/prometheus-config-reloader:v$(PEER_VERSION)
+bin/linux-%/prometheus-config-reloader: tools/go.mod tools/go.sum
+	cd $(CURDIR)/tools && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
+
+bin/images/prometheus-config-reloader-%.tar: bin/linux-%/prometheus-config-reloader $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PEER_RELOADER_IMAGE) -user 65534:65534 -entrypoint /bin/prometheus-config-reloader -file /bin/prometheus-config-reloader=$(CURDIR)/$<
 
 bin/images/pause-%.tar: bin/linux-%/pause $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)

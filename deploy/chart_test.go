@@ -299,7 +299,7 @@ func TestChartValues(t *testing.T) {
 			name:   "leader election off",
 			values: "leaderElection: {enabled: false}",
 			check: func(t *testing.T, objs objects) {
-				require.Equal(t, []string{"--web.listen-address=:8080"}, args(t, objs))
+				require.Equal(t, []string{"--web.listen-address=:8080", "--controller-id=podreload"}, args(t, objs))
 				require.NotContains(t, objs, objectKey("Role", ns, leaderElectionRole))
 				require.NotContains(t, objs, objectKey("RoleBinding", ns, leaderElectionRole))
 			},
@@ -313,10 +313,31 @@ extraArgs: [--resync-interval=1h, --kube-api-qps=10]`,
 			check: func(t *testing.T, objs objects) {
 				require.Equal(t, []string{
 					"--leader-election", "--leader-election-namespace=$(POD_NAMESPACE)", "--leader-election-id=" + controllerName,
-					"--web.listen-address=:8080",
+					"--web.listen-address=:8080", "--controller-id=podreload",
 					"--prometheus-image=registry.example/prometheus:v3", "--reloader-image=registry.example/podreload:1.2.3",
 					"--log.level=debug", "--log.format=json", "--resync-interval=1h", "--kube-api-qps=10",
 				}, args(t, objs))
+			},
+		},
+		{
+			name:   "controller id",
+			values: "controllerID: team-a",
+			check: func(t *testing.T, objs objects) {
+				a := args(t, objs)
+				require.Contains(t, a, "--controller-id=team-a")
+				require.NotContains(t, a, "--controller-id=podreload")
+			},
+		},
+		{
+			// prometheus-operator's default: the objects without the
+			// annotation. The flag is given, empty, not left out (the
+			// controller's default is podreload).
+			name:   "empty controller id",
+			values: `controllerID: ""`,
+			check: func(t *testing.T, objs objects) {
+				a := args(t, objs)
+				require.Contains(t, a, "--controller-id=")
+				require.NotContains(t, a, "--controller-id=podreload")
 			},
 		},
 		{
@@ -441,6 +462,7 @@ podAnnotations: {example.com/scrape: "false"}`,
 		{"misspelt value", "imge: {tag: 1.2.3}", "- at '': additional properties 'imge' not allowed"},
 		{"misspelt nested value", "serviceMonitor: {enable: true}", "- at '/serviceMonitor': additional properties 'enable' not allowed"},
 		{"wrong type", "namespaces: team-a", "- at '/namespaces': got string, want array"},
+		{"controller id not a string", "controllerID: 1", "- at '/controllerID': got number, want string"},
 		{"service account without a name", "serviceAccount: {create: false}", "serviceAccount.name is required when serviceAccount.create is false"},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {

@@ -111,25 +111,31 @@ func (cl *cluster) apply(t testing.TB, dir string) {
 	require.NoError(t, err)
 	require.NoError(t, sigsyaml.Unmarshal(b, &kust))
 	for _, r := range kust.Resources {
-		data, err := os.ReadFile(filepath.Join(dir, r))
-		require.NoError(t, err)
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-				break
-			} else {
-				require.NoError(t, err, r)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			cl.setSource(t, obj)
-			eventually(t, time.Minute, "apply "+obj.GetKind()+" "+obj.GetName(), func() error {
-				return cl.c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
-					client.FieldOwner(fieldOwner), client.ForceOwnership)
-			})
+		cl.applyFile(t, filepath.Join(dir, r))
+	}
+}
+
+// applyFile applies the objects of a manifest file as apply does.
+func (cl *cluster) applyFile(t testing.TB, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err, path)
 		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		cl.setSource(t, obj)
+		eventually(t, time.Minute, "apply "+obj.GetKind()+" "+obj.GetName(), func() error {
+			return cl.c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
+				client.FieldOwner(fieldOwner), client.ForceOwnership)
+		})
 	}
 }
 

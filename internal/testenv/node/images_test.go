@@ -211,13 +211,13 @@ func TestImageMatchesDockerfile(t *testing.T) {
 	}
 }
 
-// TestImageSBOMsAndDigests checks what `make images` writes next to each
+// TestImageSBOMsAndDigests checks what `make host-images` writes next to each
 // archive of this platform: the digest of the image's manifest, and a
 // CycloneDX SBOM listing, for each binary of the image, every Go module
 // and the Go version its build information holds (read from the binary
 // the image was built from).
 func TestImageSBOMsAndDigests(t *testing.T) {
-	for _, name := range []string{"podreload", "prometheus", "pause"} {
+	for _, name := range []string{"podreload", "prometheus", "pause", "prometheus-config-reloader"} {
 		t.Run(name, func(t *testing.T) {
 			base := path.Join("images", name+"-"+runtime.GOARCH)
 			archive, err := toolbin.Path(base + ".tar")

@@ -78,7 +78,7 @@ type Options struct {
 	// ConfigMaps into volumes; zero keeps the kubelet's default (1m).
 	SyncFrequency time.Duration
 	// Images are the OCI archives imported into containerd; empty means
-	// the images of `make images` for this machine's architecture.
+	// the images of `make host-images` for this machine's architecture.
 	Images []string
 }
 
@@ -375,7 +375,9 @@ func (n *Node) ctr(args ...string) error {
 // namespace, where the kubelet finds them (pull policy IfNotPresent).
 func (n *Node) importImages(_ context.Context, images []string) error {
 	if len(images) == 0 {
-		for _, name := range []string{"pause", "podreload", "prometheus"} {
+		// prometheus-config-reloader is prometheus-operator's, for its
+		// operator's pods (e2e/node's TestOperatorOnNode).
+		for _, name := range []string{"pause", "podreload", "prometheus", "prometheus-config-reloader"} {
 			path, err := toolbin.Path(filepath.Join("images", name+"-"+runtime.GOARCH+".tar"))
 			if err != nil {
 				return fmt.Errorf("%w; `make host-images` builds it", err)
@@ -423,7 +425,14 @@ func (n *Node) startKubelet(ctx context.Context) error {
 // pod's fsGroup), bound in advance to the claim namespace/claim, as a
 // StatefulSet's volumeClaimTemplate creates it.
 func (n *Node) HostPathVolume(ctx context.Context, name, namespace, claim, size string, uid, gid int) error {
-	dir := n.path("volumes", name)
+	return n.HostPathVolumeOfClass(ctx, "", name, namespace, claim, size, uid, gid)
+}
+
+// HostPathVolumeOfClass is HostPathVolume for a claim that names the
+// storage class class (the PersistentVolume carries it: a claim binds only
+// to a volume of its class).
+func (n *Node) HostPathVolumeOfClass(ctx context.Context, class, name, namespace, claim, size string, uid, gid int) error {
+	dir := n.HostPathDir(name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
@@ -436,7 +445,7 @@ func (n *Node) HostPathVolume(ctx context.Context, name, namespace, claim, size 
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			StorageClassName:              "",
+			StorageClassName:              class,
 			ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: claim},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
 				Path: dir, Type: ptr.To(corev1.HostPathDirectory),
@@ -449,6 +458,10 @@ func (n *Node) HostPathVolume(ctx context.Context, name, namespace, claim, size 
 	}
 	return nil
 }
+
+// HostPathDir returns the directory of the node that backs the
+// PersistentVolume name of HostPathVolume.
+func (n *Node) HostPathDir(name string) string { return n.path("volumes", name) }
 
 // Logs returns the last lines of the log of the component name (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, containerd,
