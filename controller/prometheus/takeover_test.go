@@ -167,6 +167,26 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		assert.Equal(c, "app.kubernetes.io/instance=k8s,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=prometheus,operator.prometheus.io/name=k8s,prometheus=k8s", live.Status.Selector)
 	})
 
+	// The claim template edited during the takeover: the live claims
+	// are kept, said in an Event; the StatefulSet is neither deleted nor
+	// refused.
+	edit(t, cp.c, p, func(p *monitoringv1.Prometheus) {
+		p.Spec.Storage.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	})
+	eventually(t, func(c *assert.CollectT) {
+		var events eventsv1.EventList
+		if assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns))) {
+			assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+				return e.Reason == "ClaimTemplatesKept" && e.Regarding.Name == "k8s" && strings.Contains(e.Note, "StatefulSet "+ns+"/prometheus-k8s")
+			}), "a ClaimTemplatesKept Event")
+		}
+	})
+	var kept appsv1.StatefulSet
+	require.NoError(t, cp.c.Get(t.Context(), stsKey, &kept))
+	require.Equal(t, opSTS.UID, kept.UID, "the StatefulSet kept")
+	require.Nil(t, kept.DeletionTimestamp)
+	require.Equal(t, "1Gi", kept.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String())
+
 	// A refused field: the condition, the Event, nothing written.
 	refused := operatorPrometheus(ns, "refused", "podreload")
 	refused.Spec.Thanos = &monitoringv1.ThanosSpec{}
@@ -210,9 +230,22 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 			assert.Contains(c, rec.Message, "StatefulSet "+ns+"/prometheus-clash: it is controlled by ConfigMap someone-else")
 		}
 	})
-	var kept appsv1.StatefulSet
-	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(theirs), &kept))
-	require.Equal(t, theirs.ResourceVersion, kept.ResourceVersion, "their StatefulSet untouched")
+	var untouched appsv1.StatefulSet
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(theirs), &untouched))
+	require.Equal(t, theirs.ResourceVersion, untouched.ResourceVersion, "their StatefulSet untouched")
+
+	// Deleted mid-takeover, its StatefulSet written, the rest not yet:
+	// forgotten, nothing written again (the garbage collector deletes
+	// its objects; there is none here).
+	gone := operatorPrometheus(ns, "gone", "podreload")
+	cp.create(t, gone)
+	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-gone"}, &appsv1.StatefulSet{})
+	require.NoError(t, cp.c.Delete(t.Context(), gone))
+	settled := len(run.settleOrNone(t))
+	cp.create(t, prometheusRule(ns, "after-gone", nil, "up"))
+	for _, w := range run.settleOrNone(t)[settled:] {
+		require.NotContains(t, w, "/prometheus-gone", "a write for a Prometheus deleted")
+	}
 
 	// Handed back: our status fields and the Role (no pod runs our
 	// sidecar: there is no kubelet here) go, nothing else.

@@ -103,7 +103,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 	)
 	for _, desired := range objs.StatefulSets {
 		if operatorLayout(server) {
-			if err := r.keepImmutable(ctx, desired); err != nil {
+			if err := r.keepImmutable(ctx, own, desired); err != nil {
 				return nil, err
 			}
 		}
@@ -192,7 +192,7 @@ func (r *reconciler) extraShards(ctx context.Context, server *v1alpha1.Prometheu
 // name, claim templates and pod management policy. The StatefulSet
 // prometheus-operator created is then updated in place, and so is ours
 // when it takes it back, and the pods keep their PVCs.
-func (r *reconciler) keepImmutable(ctx context.Context, desired *appsv1.StatefulSet) error {
+func (r *reconciler) keepImmutable(ctx context.Context, own kube.Owner, desired *appsv1.StatefulSet) error {
 	var live appsv1.StatefulSet
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
 	if apierrors.IsNotFound(err) {
@@ -215,7 +215,12 @@ func (r *reconciler) keepImmutable(ctx context.Context, desired *appsv1.Stateful
 	desired.Spec.ServiceName = live.Spec.ServiceName
 	desired.Spec.PodManagementPolicy = live.Spec.PodManagementPolicy
 	if !equality.Semantic.DeepDerivative(desired.Spec.VolumeClaimTemplates, live.Spec.VolumeClaimTemplates) {
-		r.logger.Warn("the claim templates of a StatefulSet cannot change: the live ones are kept", "statefulset", client.ObjectKeyFromObject(desired))
+		// prometheus-operator deletes the StatefulSet, pods first, to
+		// apply such a change; the pods and their claims stay here.
+		msg := fmt.Sprintf("spec.storage differs from the claim templates of StatefulSet %s/%s, which cannot change: its claims are kept, and so are the PVCs and the data", live.Namespace, live.Name)
+		r.metrics.errors.Inc()
+		r.logger.Warn("claim templates kept", own.Key, client.ObjectKeyFromObject(own.Object), "err", msg)
+		r.event(own.Object, nil, "ClaimTemplatesKept", msg)
 	}
 	desired.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
 	return nil
