@@ -56,6 +56,10 @@ const (
 	// ours is the Prometheus handed to podreload (annotated with
 	// controllerID), theirs the one prometheus-operator keeps.
 	ours, theirs = "ours", "theirs"
+	// late is podreload's too, created annotated once ours is taken over:
+	// podreload writes its objects from the start, and adds it to the
+	// owner references of the Service the controllers share.
+	late         = "late"
 	controllerID = "podreload"
 	// testAgent is the user agent of the test's own writes.
 	testAgent = "coexist-test"
@@ -94,13 +98,14 @@ rules:
 // TestCoexist is the acceptance of issue 26 where both controllers run:
 // prometheus-operator's operator (default, empty --controller-id) keeps
 // the Prometheus theirs, podreload's controller takes over ours after the
-// operator had written its objects, and for minutes of edits to both kinds
-// of objects (the Prometheus specs, their rules, monitors and Secrets)
-// neither writes the other's objects: the operator's field manager has no
-// field of ours' objects written after the takeover settled, podreload's
-// has none of theirs' (the shared governing Service aside: only owner
-// references), and the API server's audit log shows no write of either on
-// the other's objects. Both still render the last edits.
+// operator had written its objects, and runs late from its start; for
+// minutes of edits to both kinds of objects (the Prometheus specs, their
+// rules, monitors and Secrets) neither writes the other's objects: the
+// operator's field manager has no field of ours' objects written after the
+// takeover settled, podreload's has none of theirs' (on the governing
+// Service they share, only late's owner reference, which the operator's
+// rewrites keep), and the API server's audit log shows no write of either
+// on the other's objects. Both still render the last edits.
 func TestCoexist(t *testing.T) {
 	duration := editFor
 	if v := os.Getenv(durationEnv); v != "" {
@@ -118,7 +123,7 @@ func TestCoexist(t *testing.T) {
 
 	require.NoError(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	for _, name := range []string{theirs, ours} {
-		createObjects(t, c, name)
+		createObjects(t, c, name, "")
 	}
 	op := operator.Start(t, cp.Kubeconfig, "")
 	// The operator writes for both first, so that ours' objects are
@@ -132,6 +137,8 @@ func TestCoexist(t *testing.T) {
 	waitTakenOver(t, c)
 	settled := time.Now()
 	t.Logf("taken over at %s", settled.Format(time.RFC3339Nano))
+	createObjects(t, c, late, controllerID)
+	waitSharedOwner(t, c, late)
 
 	last := edit(t, c, duration)
 	for _, name := range []string{theirs, ours} {
@@ -194,7 +201,7 @@ spec:
 ---
 apiVersion: monitoring.coreos.com/v1
 kind: Prometheus
-metadata: {name: NAME, namespace: NS}
+metadata: {name: NAME, namespace: NS, annotations: ANNOTATIONS}
 spec:
   replicas: 1
   image: quay.io/prometheus/prometheus:v3.15.0
@@ -208,10 +215,15 @@ spec:
   externalLabels: {edit: "0"}
 `
 
-// createObjects creates the objects of the Prometheus name.
-func createObjects(t testing.TB, c client.Client, name string) {
+// createObjects creates the objects of the Prometheus name, handed to
+// the controller id (none when empty).
+func createObjects(t testing.TB, c client.Client, name, id string) {
 	t.Helper()
-	s := strings.NewReplacer("NAME", name, "NS", ns).Replace(objects)
+	annotations := "{}"
+	if id != "" {
+		annotations = fmt.Sprintf("{%q: %q}", promserver.AnnotationControllerID, id)
+	}
+	s := strings.NewReplacer("NAME", name, "NS", ns, "ANNOTATIONS", annotations).Replace(objects)
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(s), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
@@ -307,6 +319,24 @@ func waitTakenOver(t testing.TB, c client.Client) {
 			return m.Manager == controller.Name && m.Subresource == "status"
 		}) {
 			return errors.New("no status written by the controller")
+		}
+		return nil
+	})
+}
+
+// waitSharedOwner waits until podreload added the Prometheus name to the
+// owner references of the shared Service.
+func waitSharedOwner(t testing.TB, c client.Client, name string) {
+	t.Helper()
+	var p monitoringv1.Prometheus
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &p))
+	eventually(t, "Prometheus "+name+" an owner of Service "+shared, func() error {
+		var svc corev1.Service
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: shared}, &svc); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(svc.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == p.UID }) {
+			return fmt.Errorf("owner references %v", svc.OwnerReferences)
 		}
 		return nil
 	})
@@ -414,7 +444,7 @@ func checkManagedFields(t *testing.T, c client.Client, settled time.Time) {
 	var proms monitoringv1.PrometheusList
 	require.NoError(t, c.List(t.Context(), &proms, client.InNamespace(ns)))
 	for _, p := range proms.Items {
-		uids[p.UID] = p.Name
+		uids[p.UID] = sideOfName(p.Name)
 	}
 	var objs []*unstructured.Unstructured
 	for _, list := range []client.ObjectList{
@@ -430,10 +460,14 @@ func checkManagedFields(t *testing.T, c client.Client, settled time.Time) {
 	}
 	counts := map[string]int{}
 	var kept, wrong []string
+	sharedByUs := false
 	for _, obj := range objs {
 		side := sideOf(obj, uids)
 		if obj.GetName() == shared {
-			require.Equal(t, shared, side, "Service %s: owned by both Prometheus objects: %v", shared, obj.GetOwnerReferences())
+			// prometheus-operator rewrites it on each reconciliation of
+			// theirs, keeping the owners podreload added.
+			require.Equal(t, shared, side, "Service %s: owned by both sides: %v", shared, obj.GetOwnerReferences())
+			require.Len(t, obj.GetOwnerReferences(), len(uids), "Service %s: every Prometheus an owner", shared)
 		}
 		what := fmt.Sprintf("%s %s (%s)", obj.GetKind(), obj.GetName(), cmp.Or(side, "neither"))
 		for _, m := range obj.GetManagedFields() {
@@ -447,6 +481,7 @@ func checkManagedFields(t *testing.T, c client.Client, settled time.Time) {
 			case side == theirs && m.Manager == controller.Name:
 				wrong = append(wrong, fmt.Sprintf("%s: podreload wrote fields of the operator's object: %s", what, m.FieldsV1.GetRawString()))
 			case side == shared && m.Manager == controller.Name:
+				sharedByUs = true
 				var fields map[string]any
 				require.NoError(t, json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields))
 				t.Logf("%s: podreload's fields: %s", what, m.FieldsV1.GetRawString())
@@ -460,6 +495,7 @@ func checkManagedFields(t *testing.T, c client.Client, settled time.Time) {
 	t.Logf("ours' objects with fields of the operator, written before the takeover settled: %v", kept)
 	require.Empty(t, wrong, "fields written on the other controller's objects")
 	require.Positive(t, counts[ours+" by "+controller.Name], "podreload wrote ours")
+	require.True(t, sharedByUs, "podreload has no field of Service %s: it added %s to its owner references", shared, late)
 	require.Positive(t, counts[theirs+" by "+operator.FieldManager], "the operator wrote theirs")
 }
 
@@ -483,17 +519,27 @@ func listItems(list client.ObjectList) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// sideOf tells whose obj is: ours or theirs (the Prometheus itself or
-// owned by it alone), shared (owned by both), or "" (neither: what the
+// sideOfName tells whose the Prometheus name is: ours (ours and late)
+// or theirs.
+func sideOfName(name string) string {
+	if name == late {
+		return ours
+	}
+	return name
+}
+
+// sideOf tells whose obj is, by the sides of the Prometheus objects (uids):
+// ours or theirs (a Prometheus itself, or owned by the Prometheus objects
+// of one side), shared (owned by both sides), or "" (neither: what the
 // test wrote).
 func sideOf(obj client.Object, uids map[types.UID]string) string {
-	if name, ok := uids[obj.GetUID()]; ok {
-		return name
+	if side, ok := uids[obj.GetUID()]; ok {
+		return side
 	}
 	var owners []string
 	for _, o := range obj.GetOwnerReferences() {
-		if name, ok := uids[o.UID]; ok && !slices.Contains(owners, name) {
-			owners = append(owners, name)
+		if side, ok := uids[o.UID]; ok && !slices.Contains(owners, side) {
+			owners = append(owners, side)
 		}
 	}
 	switch len(owners) {
@@ -608,12 +654,12 @@ func auditSide(resource, name string) string {
 	if name == shared {
 		return shared
 	}
-	for _, side := range []string{ours, theirs} {
+	for _, p := range []string{ours, late, theirs} {
 		switch {
-		case resource == "prometheuses" && name == side,
-			resource == "events" && strings.HasPrefix(name, side+"."),
-			name == "prometheus-"+side || strings.HasPrefix(name, "prometheus-"+side+"-"):
-			return side
+		case resource == "prometheuses" && name == p,
+			resource == "events" && strings.HasPrefix(name, p+"."),
+			name == "prometheus-"+p || strings.HasPrefix(name, "prometheus-"+p+"-"):
+			return sideOfName(p)
 		}
 	}
 	return ""
