@@ -1,21 +1,13 @@
 package node
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,19 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/internal/testenv/node"
-	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/internal/testenv/operator"
 )
 
 const (
-	// operatorServiceAccount is the ServiceAccount of
-	// testdata/prometheus-operator, in default, whose token the operator
-	// runs with.
-	operatorServiceAccount = "prometheus-operator"
 	// operatorStorageClass is the class of the operator's Prometheus
 	// claims and of the hostPath volumes bound to them in advance.
 	operatorStorageClass = "podreload-hostpath"
@@ -61,10 +48,6 @@ const (
 	operatorUID, operatorGID = 1000, 2000
 )
 
-// operatorAddress finds in the operator's log the address its web server
-// listens on.
-var operatorAddress = regexp.MustCompile(`msg="starting insecure server".* address=(\S+)`)
-
 // TestOperatorOnNode runs prometheus-operator's operator at the pinned
 // version (bin/prometheus-operator) on the node with the RBAC its
 // documentation installs, and checks that it runs a Prometheus with two
@@ -73,20 +56,20 @@ var operatorAddress = regexp.MustCompile(`msg="starting insecure server".* addre
 // starts from.
 func TestOperatorOnNode(t *testing.T) {
 	cl := startCluster(t, node.Options{})
-	operator := cl.startOperator(t, "")
+	op := cl.startOperator(t, "")
 	const name = "operated"
 	cl.operatorPrometheus(t, name, 2)
 	pods := cl.waitOperatorPrometheus(t, name, 2)
 
 	t.Run("the operator runs as its ServiceAccount and wrote the StatefulSet", func(t *testing.T) {
 		// Its kubeconfig's identity: the RBAC of testdata, nothing more.
-		cfg, err := clientcmd.BuildConfigFromFlags("", operator.kubeconfig)
+		cfg, err := clientcmd.BuildConfigFromFlags("", op.Kubeconfig)
 		require.NoError(t, err)
 		kube, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 		review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		require.Equal(t, "system:serviceaccount:default:"+operatorServiceAccount, review.Status.UserInfo.Username)
+		require.Equal(t, "system:serviceaccount:"+operator.Namespace+":"+operator.ServiceAccount, review.Status.UserInfo.Username)
 		// Written by the operator (its field manager), owned by the
 		// Prometheus.
 		sts, err := cl.kube.AppsV1().StatefulSets("default").Get(t.Context(), "prometheus-"+name, metav1.GetOptions{})
@@ -134,12 +117,12 @@ func TestOperatorOnNode(t *testing.T) {
 	})
 
 	t.Run("the operator was never denied", func(t *testing.T) {
-		logs := operator.Logs()
+		logs := op.Logs()
 		require.Contains(t, logs, "Starting Prometheus Operator")
 		// At its start it asks what it may do (SelfSubjectAccessReviews)
 		// and logs what it misses; later denials are "forbidden".
-		require.NotContains(t, logs, "missing permission", "testdata/prometheus-operator misses a permission")
-		require.NotContains(t, strings.ToLower(logs), "forbidden", "an RBAC denial: testdata/prometheus-operator misses a permission")
+		require.NotContains(t, logs, "missing permission", "internal/testenv/operator/rbac misses a permission")
+		require.NotContains(t, strings.ToLower(logs), "forbidden", "an RBAC denial: internal/testenv/operator/rbac misses a permission")
 	})
 }
 
@@ -156,13 +139,13 @@ func operatorClaimName(name string, replica int) string {
 // operatorVolumeName is the PersistentVolume bound in advance to claim.
 func operatorVolumeName(claim string) string { return "pv-" + claim }
 
-// installOperator installs what prometheus-operator's operator needs
-// before it starts: the monitoring.coreos.com CRDs of deploy/crds, its
-// ServiceAccount and ClusterRole (testdata/prometheus-operator, as its
-// documentation installs them) and those of its Prometheus pods, and
-// waits for the API server to serve the CRDs (the operator checks them
-// once, at its start). It applies, so it may run again.
-func (cl *cluster) installOperator(t testing.TB) {
+// startOperator installs the monitoring.coreos.com CRDs of deploy/crds
+// (applied, so it may run again) and runs prometheus-operator's operator
+// with the RBAC its documentation installs (internal/testenv/operator),
+// ready when it returns. id is its --controller-id: empty, its default,
+// reconciles the Prometheus objects without the
+// operator.prometheus.io/controller-id annotation or with an empty value.
+func (cl *cluster) startOperator(t testing.TB, id string) *operator.Process {
 	t.Helper()
 	crds, err := filepath.Glob("../../deploy/crds/monitoring.coreos.com_*.yaml")
 	require.NoError(t, err)
@@ -170,149 +153,7 @@ func (cl *cluster) installOperator(t testing.TB) {
 	for _, crd := range crds {
 		cl.applyFile(t, crd)
 	}
-	cl.apply(t, "testdata/prometheus-operator")
-	want := map[string][]string{
-		"monitoring.coreos.com/v1":       {"prometheuses", "servicemonitors", "podmonitors", "probes", "prometheusrules"},
-		"monitoring.coreos.com/v1alpha1": {"scrapeconfigs"},
-	}
-	eventually(t, time.Minute, "the monitoring.coreos.com CRDs served", func() error {
-		for gv, resources := range want {
-			list, err := cl.kube.Discovery().ServerResourcesForGroupVersion(gv)
-			if err != nil {
-				return err
-			}
-			for _, r := range resources {
-				if !slices.ContainsFunc(list.APIResources, func(a metav1.APIResource) bool { return a.Name == r }) {
-					return fmt.Errorf("%s/%s not served", gv, r)
-				}
-			}
-		}
-		return nil
-	})
-}
-
-// operatorProcess is prometheus-operator's operator running as a process
-// of this machine (startOperator).
-type operatorProcess struct {
-	// kubeconfig is the path of the kubeconfig it runs with.
-	kubeconfig string
-	stop       func()
-	logs       *syncBuffer
-}
-
-// Stop stops the operator (SIGTERM, then SIGKILL after 30 s) and waits for
-// it to exit. It may be called more than once.
-func (o *operatorProcess) Stop() { o.stop() }
-
-// Logs returns what the operator logged so far.
-func (o *operatorProcess) Logs() string { return o.logs.String() }
-
-// startOperator installs the operator (installOperator) and runs
-// bin/prometheus-operator (`make bin/prometheus-operator`) as a process of
-// this machine with a kubeconfig holding the token of its ServiceAccount,
-// so that it has exactly the installed RBAC, and returns once its
-// Prometheus controller is ready. id is its --controller-id: empty, its
-// default, reconciles the Prometheus objects without the
-// operator.prometheus.io/controller-id annotation or with an empty value.
-// The operator stops with the test, or earlier with Stop; its log goes to
-// the test's log when the test fails.
-func (cl *cluster) startOperator(t testing.TB, id string) *operatorProcess {
-	t.Helper()
-	cl.installOperator(t)
-	bin, err := toolbin.Path("prometheus-operator")
-	require.NoError(t, err, "`make bin/prometheus-operator` builds it")
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cl.writeServiceAccountKubeconfig(t, "default", operatorServiceAccount, kubeconfig)
-
-	// The operator has no --kubeconfig flag: it reads KUBECONFIG. Its
-	// HTTP server (metrics, health) on a free port of the loopback, which
-	// it logs (operatorAddress).
-	args := []string{"--web.listen-address=127.0.0.1:0", "--log-level=debug"}
-	if id != "" {
-		args = append(args, "--controller-id="+id)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-
-	var (
-		once sync.Once
-		exit error
-	)
-	stop := func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case exit = <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				exit = <-done
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("prometheus-operator (--controller-id=%q, exit: %v) log:\n%s", id, exit, logs.String())
-		}
-	})
-	// Ready: its Prometheus controller has synced its caches. It exits
-	// at once on a bad flag or kubeconfig, or with no permission for any
-	// controller.
-	eventually(t, time.Minute, "prometheus-operator ready", func() error {
-		select {
-		case err := <-done:
-			done <- err // For stop.
-			t.Fatalf("prometheus-operator exited at its start: %v (its log follows)", err)
-		default:
-		}
-		m := operatorAddress.FindStringSubmatch(logs.String())
-		if m == nil {
-			return errors.New("its web server has not started")
-		}
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + m[1] + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(string(b), `prometheus_operator_ready{controller="prometheus"} 1`) {
-			return errors.New(`no prometheus_operator_ready{controller="prometheus"} 1 in its metrics`)
-		}
-		return nil
-	})
-	return &operatorProcess{kubeconfig: kubeconfig, stop: stop, logs: logs}
-}
-
-// writeServiceAccountKubeconfig writes to path a kubeconfig reaching the
-// node's API server as the ServiceAccount namespace/name, with a token the
-// TokenRequest API issues for an hour.
-func (cl *cluster) writeServiceAccountKubeconfig(t testing.TB, namespace, name, path string) {
-	t.Helper()
-	tr, err := cl.kube.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
-		metav1.CreateOptions{})
-	require.NoError(t, err, "token of ServiceAccount %s/%s", namespace, name)
-	admin, err := clientcmd.LoadFromFile(cl.node.Kubeconfig)
-	require.NoError(t, err)
-	current, ok := admin.Contexts[admin.CurrentContext]
-	require.True(t, ok, "%s: no current context", cl.node.Kubeconfig)
-	cluster, ok := admin.Clusters[current.Cluster]
-	require.True(t, ok, "%s: no cluster %s", cl.node.Kubeconfig, current.Cluster)
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["node"] = cluster
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "node", AuthInfo: name, Namespace: namespace}
-	cfg.CurrentContext = name
-	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return operator.Start(t, cl.node.Kubeconfig, id)
 }
 
 // operatorPrometheus creates in default, for the operator to run, a
@@ -442,22 +283,4 @@ func (cl *cluster) hasSeries(t testing.TB, pod, name string) error {
 		return fmt.Errorf("no series %s", name)
 	}
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
