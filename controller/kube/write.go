@@ -133,6 +133,13 @@ func write[T client.Object](ctx context.Context, w *Writer, owner Owner, desired
 	}
 	live := desired.DeepCopyObject().(T)
 	err := w.client.Get(ctx, key, live)
+	if shared && apierrors.IsNotFound(err) {
+		// A shared object (prometheus-operated) carries its other owners'
+		// labels, not the controller's, and is never in the cache: read
+		// from the API server rather than try a create that fails on
+		// every pass (889 refused creates in TestCoexist's 5 minutes).
+		err = w.reader.Get(ctx, key, live)
+	}
 	if apierrors.IsNotFound(err) {
 		w.Count(kind, "create")
 		err = w.client.Create(ctx, desired)
