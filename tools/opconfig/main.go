@@ -158,6 +158,37 @@ type inputObjects struct {
 	monitoring []runtime.Object
 }
 
+// object is a Kubernetes object.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// newObject returns a new object of kind, and whether it is a core one.
+func newObject(kind string) (obj object, core bool, ok bool) {
+	switch kind {
+	case monitoringv1.PrometheusesKind:
+		return &monitoringv1.Prometheus{}, false, true
+	case monitoringv1.ServiceMonitorsKind:
+		return &monitoringv1.ServiceMonitor{}, false, true
+	case monitoringv1.PodMonitorsKind:
+		return &monitoringv1.PodMonitor{}, false, true
+	case monitoringv1.ProbesKind:
+		return &monitoringv1.Probe{}, false, true
+	case monitoringv1alpha1.ScrapeConfigsKind:
+		return &monitoringv1alpha1.ScrapeConfig{}, false, true
+	case monitoringv1.PrometheusRuleKind:
+		return &monitoringv1.PrometheusRule{}, false, true
+	case "Secret":
+		return &corev1.Secret{}, true, true
+	case "ConfigMap":
+		return &corev1.ConfigMap{}, true, true
+	case "Namespace":
+		return &corev1.Namespace{}, true, true
+	}
+	return nil, false, false
+}
+
 // decode reads the YAML documents of r; unknown fields are errors, so that
 // a typo in a test case cannot go unnoticed.
 func decode(r io.Reader) (*inputObjects, error) {
@@ -173,63 +204,40 @@ func decode(r io.Reader) (*inputObjects, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		var meta metav1.TypeMeta
-		if err := sigsyaml.Unmarshal(doc, &meta); err != nil {
+		obj, core, err := decodeDocument(doc)
+		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		if meta.Kind == "" {
-			if len(bytes.TrimSpace(doc)) == 0 || string(bytes.TrimSpace(doc)) == "null" {
-				continue
-			}
-			return nil, fmt.Errorf("document %d: no kind", i)
-		}
-		var obj interface {
-			runtime.Object
-			metav1.Object
-		}
-		core := false
-		switch meta.Kind {
-		case monitoringv1.PrometheusesKind:
-			obj = &monitoringv1.Prometheus{}
-		case monitoringv1.ServiceMonitorsKind:
-			obj = &monitoringv1.ServiceMonitor{}
-		case monitoringv1.PodMonitorsKind:
-			obj = &monitoringv1.PodMonitor{}
-		case monitoringv1.ProbesKind:
-			obj = &monitoringv1.Probe{}
-		case monitoringv1alpha1.ScrapeConfigsKind:
-			obj = &monitoringv1alpha1.ScrapeConfig{}
-		case monitoringv1.PrometheusRuleKind:
-			obj = &monitoringv1.PrometheusRule{}
-		case "Secret":
-			obj, core = &corev1.Secret{}, true
-		case "ConfigMap":
-			obj, core = &corev1.ConfigMap{}, true
-		case "Namespace":
-			obj, core = &corev1.Namespace{}, true
+		switch o := obj.(type) {
+		case nil:
+			continue
+		case *corev1.Namespace:
+			declared[o.Name] = true
 		default:
-			return nil, fmt.Errorf("document %d: unsupported kind %q", i, meta.Kind)
+			namespaces[o.GetNamespace()] = true
 		}
-		if err := sigsyaml.UnmarshalStrict(doc, obj); err != nil {
-			return nil, fmt.Errorf("%s %s/%s: %w", meta.Kind, obj.GetNamespace(), obj.GetName(), err)
-		}
-		if meta.Kind == "Namespace" {
-			declared[obj.GetName()] = true
-		} else if obj.GetNamespace() == "" {
-			return nil, fmt.Errorf("%s %s: no namespace", meta.Kind, obj.GetName())
-		} else {
-			namespaces[obj.GetNamespace()] = true
-		}
-		switch {
-		case meta.Kind == monitoringv1.PrometheusesKind:
+		switch o := obj.(type) {
+		case *monitoringv1.Prometheus:
 			if objs.prometheus != nil {
-				return nil, fmt.Errorf("two Prometheus objects: %s/%s and %s/%s", objs.prometheus.Namespace, objs.prometheus.Name, obj.GetNamespace(), obj.GetName())
+				return nil, fmt.Errorf("two Prometheus objects: %s/%s and %s/%s", objs.prometheus.Namespace, objs.prometheus.Name, o.Namespace, o.Name)
 			}
-			objs.prometheus = obj.(*monitoringv1.Prometheus)
-		case core:
-			objs.core = append(objs.core, obj)
+			objs.prometheus = o
+		case *corev1.Secret:
+			// The API server moves stringData into data.
+			for k, v := range o.StringData {
+				if o.Data == nil {
+					o.Data = map[string][]byte{}
+				}
+				o.Data[k] = []byte(v)
+			}
+			o.StringData = nil
+			objs.core = append(objs.core, o)
 		default:
-			objs.monitoring = append(objs.monitoring, obj)
+			if core {
+				objs.core = append(objs.core, o)
+			} else {
+				objs.monitoring = append(objs.monitoring, o)
+			}
 		}
 	}
 	if objs.prometheus == nil {
@@ -243,77 +251,53 @@ func decode(r io.Reader) (*inputObjects, error) {
 	return objs, nil
 }
 
+// decodeDocument decodes one YAML document strictly; obj is nil for an
+// empty document.
+func decodeDocument(doc []byte) (obj object, core bool, err error) {
+	var meta metav1.TypeMeta
+	if err := sigsyaml.Unmarshal(doc, &meta); err != nil {
+		return nil, false, err
+	}
+	if meta.Kind == "" {
+		if trimmed := bytes.TrimSpace(doc); len(trimmed) == 0 || string(trimmed) == "null" {
+			return nil, false, nil
+		}
+		return nil, false, errors.New("no kind")
+	}
+	obj, core, ok := newObject(meta.Kind)
+	if !ok {
+		return nil, false, fmt.Errorf("unsupported kind %q", meta.Kind)
+	}
+	if err := sigsyaml.UnmarshalStrict(doc, obj); err != nil {
+		return nil, false, fmt.Errorf("%s %s/%s: %w", meta.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if _, ns := obj.(*corev1.Namespace); !ns && obj.GetNamespace() == "" {
+		return nil, false, fmt.Errorf("%s %s: no namespace", meta.Kind, obj.GetName())
+	}
+	return obj, core, nil
+}
+
+// selection is what prometheus-operator's resource selection gives for a
+// Prometheus: the valid monitors of each kind, and the names of the rule
+// ConfigMaps its pods mount.
+type selection struct {
+	serviceMonitors map[string]*monitoringv1.ServiceMonitor
+	podMonitors     map[string]*monitoringv1.PodMonitor
+	probes          map[string]*monitoringv1.Probe
+	scrapeConfigs   map[string]*monitoringv1alpha1.ScrapeConfig
+	ruleConfigMaps  []string
+}
+
 // generate runs prometheus-operator's configuration generation for
 // objs.prometheus, the way its Prometheus controller's sync does.
 func generate(ctx context.Context, logger *slog.Logger, objs *inputObjects, kubeVersion semver.Version) ([]byte, error) {
 	p := objs.prometheus
+	if p.Spec.ServiceMonitorSelector == nil && p.Spec.PodMonitorSelector == nil && p.Spec.ProbeSelector == nil && p.Spec.ScrapeConfigSelector == nil {
+		return nil, errors.New("no monitor selector: prometheus-operator leaves the configuration unmanaged (an empty Secret)")
+	}
 	kclient := kfake.NewClientset(objs.core...)
-	mclient := mfake.NewClientset(objs.monitoring...)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	nsInformer := kinformers.NewSharedInformerFactory(kclient, 0).Core().V1().Namespaces().Informer()
-	go nsInformer.Run(ctx.Done())
-	allNamespaces := map[string]struct{}{metav1.NamespaceAll: {}}
-	resourceInformer := func(gvr schema.GroupVersionResource) (*informers.ForResource, error) {
-		inf, err := informers.NewInformersForResource(
-			informers.NewMonitoringInformerFactories(allNamespaces, map[string]struct{}{}, mclient, 0, nil), gvr)
-		if err != nil {
-			return nil, err
-		}
-		inf.Start(ctx.Done())
-		return inf, nil
-	}
-	smonInfs, err := resourceInformer(monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName))
-	if err != nil {
-		return nil, err
-	}
-	pmonInfs, err := resourceInformer(monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.PodMonitorName))
-	if err != nil {
-		return nil, err
-	}
-	probeInfs, err := resourceInformer(monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ProbeName))
-	if err != nil {
-		return nil, err
-	}
-	sconInfs, err := resourceInformer(monitoringv1alpha1.SchemeGroupVersion.WithResource(monitoringv1alpha1.ScrapeConfigName))
-	if err != nil {
-		return nil, err
-	}
-	ruleInfs, err := resourceInformer(monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.PrometheusRuleName))
-	if err != nil {
-		return nil, err
-	}
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), nsInformer.HasSynced, smonInfs.HasSynced, pmonInfs.HasSynced, probeInfs.HasSynced, sconInfs.HasSynced, ruleInfs.HasSynced) {
-		return nil, errors.New("informers did not sync")
-	}
-
 	store := assets.NewStoreBuilder(kclient.CoreV1(), kclient.CoreV1())
-	metrics := operator.NewMetrics(prometheus.NewRegistry())
-	events := operator.NewFakeRecorder(1000, p)
-	rs, err := prompkg.NewResourceSelector(logger, p, store, nsInformer, metrics, events)
-	if err != nil {
-		return nil, err
-	}
-	smons, err := rs.SelectServiceMonitors(ctx, smonInfs.ListAllByNamespace)
-	if err != nil {
-		return nil, fmt.Errorf("selecting ServiceMonitors failed: %w", err)
-	}
-	pmons, err := rs.SelectPodMonitors(ctx, pmonInfs.ListAllByNamespace)
-	if err != nil {
-		return nil, fmt.Errorf("selecting PodMonitors failed: %w", err)
-	}
-	probes, err := rs.SelectProbes(ctx, probeInfs.ListAllByNamespace)
-	if err != nil {
-		return nil, fmt.Errorf("selecting Probes failed: %w", err)
-	}
-	scons, err := rs.SelectScrapeConfigs(ctx, sconInfs.ListAllByNamespace)
-	if err != nil {
-		return nil, fmt.Errorf("selecting ScrapeConfigs failed: %w", err)
-	}
-	ruleConfigMaps, err := ruleConfigMapNames(ctx, logger, p, kclient, nsInformer, ruleInfs, events)
+	sel, err := selectResources(ctx, logger, p, kclient, mfake.NewClientset(objs.monitoring...), store)
 	if err != nil {
 		return nil, err
 	}
@@ -329,48 +313,117 @@ func generate(ctx context.Context, logger *slog.Logger, objs *inputObjects, kube
 	if err != nil {
 		return nil, err
 	}
-
-	// What createOrUpdateConfigurationSecret adds to the Store before it
-	// generates the configuration.
-	if p.Spec.ServiceMonitorSelector == nil && p.Spec.PodMonitorSelector == nil && p.Spec.ProbeSelector == nil && p.Spec.ScrapeConfigSelector == nil {
-		return nil, errors.New("no monitor selector: prometheus-operator leaves the configuration unmanaged (an empty Secret)")
-	}
-	if err := prompkg.AddRemoteReadsToStore(ctx, store, p.Namespace, p.Spec.RemoteRead); err != nil {
+	if err := addServerToStore(ctx, cg, store, p); err != nil {
 		return nil, err
+	}
+	secrets := kclient.CoreV1().Secrets(p.Namespace)
+	var additional [3][]byte
+	for i, ref := range []*corev1.SecretKeySelector{p.Spec.AdditionalScrapeConfigs, p.Spec.AdditionalAlertRelabelConfigs, p.Spec.AdditionalAlertManagerConfigs} {
+		if additional[i], err = k8s.LoadSecretRef(ctx, logger, secrets, ref); err != nil {
+			return nil, fmt.Errorf("load additional configuration from Secret: %w", err)
+		}
+	}
+	return cg.GenerateServerConfiguration(p,
+		sel.serviceMonitors, sel.podMonitors, sel.probes, sel.scrapeConfigs,
+		store, additional[0], additional[1], additional[2], sel.ruleConfigMaps)
+}
+
+// selectResources selects the monitors and rules of p as
+// prometheus-operator's getSelectedConfigResources does, through informers
+// over the fake clients, adding what they reference to store.
+func selectResources(ctx context.Context, logger *slog.Logger, p *monitoringv1.Prometheus, kclient *kfake.Clientset, mclient *mfake.Clientset, store *assets.StoreBuilder) (*selection, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	nsInformer := kinformers.NewSharedInformerFactory(kclient, 0).Core().V1().Namespaces().Informer()
+	go nsInformer.Run(ctx.Done())
+	informer := func(gvr schema.GroupVersionResource) (*informers.ForResource, error) {
+		inf, err := informers.NewInformersForResource(
+			informers.NewMonitoringInformerFactories(map[string]struct{}{metav1.NamespaceAll: {}}, map[string]struct{}{}, mclient, 0, nil), gvr)
+		if err != nil {
+			return nil, err
+		}
+		inf.Start(ctx.Done())
+		return inf, nil
+	}
+	infs := map[string]*informers.ForResource{}
+	synced := []cache.InformerSynced{nsInformer.HasSynced}
+	for _, gvr := range []schema.GroupVersionResource{
+		monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName),
+		monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.PodMonitorName),
+		monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ProbeName),
+		monitoringv1alpha1.SchemeGroupVersion.WithResource(monitoringv1alpha1.ScrapeConfigName),
+		monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.PrometheusRuleName),
+	} {
+		inf, err := informer(gvr)
+		if err != nil {
+			return nil, fmt.Errorf("informers of %s: %w", gvr.Resource, err)
+		}
+		infs[gvr.Resource], synced = inf, append(synced, inf.HasSynced)
+	}
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
+		return nil, errors.New("informers did not sync")
+	}
+
+	events := operator.NewFakeRecorder(1000, p)
+	rs, err := prompkg.NewResourceSelector(logger, p, store, nsInformer, operator.NewMetrics(prometheus.NewRegistry()), events)
+	if err != nil {
+		return nil, err
+	}
+	smons, err := rs.SelectServiceMonitors(ctx, infs[monitoringv1.ServiceMonitorName].ListAllByNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("select ServiceMonitors: %w", err)
+	}
+	pmons, err := rs.SelectPodMonitors(ctx, infs[monitoringv1.PodMonitorName].ListAllByNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("select PodMonitors: %w", err)
+	}
+	probes, err := rs.SelectProbes(ctx, infs[monitoringv1.ProbeName].ListAllByNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("select Probes: %w", err)
+	}
+	scons, err := rs.SelectScrapeConfigs(ctx, infs[monitoringv1alpha1.ScrapeConfigName].ListAllByNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("select ScrapeConfigs: %w", err)
+	}
+	ruleConfigMaps, err := ruleConfigMapNames(ctx, logger, p, kclient, nsInformer, infs[monitoringv1.PrometheusRuleName], events)
+	if err != nil {
+		return nil, err
+	}
+	return &selection{
+		serviceMonitors: smons.ValidResources(), podMonitors: pmons.ValidResources(),
+		probes: probes.ValidResources(), scrapeConfigs: scons.ValidResources(),
+		ruleConfigMaps: ruleConfigMaps,
+	}, nil
+}
+
+// addServerToStore adds what the Prometheus itself references to store,
+// as createOrUpdateConfigurationSecret does before it generates the
+// configuration. prometheus-operator also validates the Alertmanager
+// endpoints there (validateAlertmanagerEndpoints, not exported): the cases
+// are valid.
+func addServerToStore(ctx context.Context, cg *prompkg.ConfigGenerator, store *assets.StoreBuilder, p *monitoringv1.Prometheus) error {
+	if err := prompkg.AddRemoteReadsToStore(ctx, store, p.Namespace, p.Spec.RemoteRead); err != nil {
+		return err
 	}
 	if err := cg.AddRemoteWriteToStore(ctx, store, p.Namespace, p.Spec.RemoteWrite); err != nil {
-		return nil, err
+		return err
 	}
 	if err := prompkg.AddAPIServerConfigToStore(ctx, store, p.Namespace, p.Spec.APIServerConfig); err != nil {
-		return nil, err
+		return err
 	}
 	if p.Spec.Alerting != nil {
 		for i, am := range p.Spec.Alerting.Alertmanagers {
 			if err := addAlertmanagerToStore(ctx, store, p.Namespace, am); err != nil {
-				return nil, fmt.Errorf("alertmanager %d: %w", i, err)
+				return fmt.Errorf("alertmanager %d: %w", i, err)
 			}
 		}
 	}
 	if err := prompkg.AddScrapeClassesToStore(ctx, store, p.Namespace, p.Spec.ScrapeClasses); err != nil {
-		return nil, fmt.Errorf("failed to process scrape classes: %w", err)
+		return fmt.Errorf("scrape classes: %w", err)
 	}
-	secrets := kclient.CoreV1().Secrets(p.Namespace)
-	additionalScrapeConfigs, err := k8s.LoadSecretRef(ctx, logger, secrets, p.Spec.AdditionalScrapeConfigs)
-	if err != nil {
-		return nil, fmt.Errorf("loading additional scrape configs from Secret failed: %w", err)
-	}
-	additionalAlertRelabelConfigs, err := k8s.LoadSecretRef(ctx, logger, secrets, p.Spec.AdditionalAlertRelabelConfigs)
-	if err != nil {
-		return nil, fmt.Errorf("loading additional alert relabel configs from Secret failed: %w", err)
-	}
-	additionalAlertManagerConfigs, err := k8s.LoadSecretRef(ctx, logger, secrets, p.Spec.AdditionalAlertManagerConfigs)
-	if err != nil {
-		return nil, fmt.Errorf("loading additional alert manager configs from Secret failed: %w", err)
-	}
-	return cg.GenerateServerConfiguration(p,
-		smons.ValidResources(), pmons.ValidResources(), probes.ValidResources(), scons.ValidResources(),
-		store, additionalScrapeConfigs, additionalAlertRelabelConfigs, additionalAlertManagerConfigs,
-		ruleConfigMaps)
+	return nil
 }
 
 // addAlertmanagerToStore adds the credentials of an Alertmanager endpoint
@@ -424,17 +477,17 @@ func ruleConfigMapNames(ctx context.Context, logger *slog.Logger, p *monitoringv
 	sel, err := operator.NewPrometheusRuleSelector(operator.PrometheusFormat, version, p.Spec.RuleSelector,
 		namespacelabeler.New(p.Spec.EnforcedNamespaceLabel, excluded, true), ruleInfs, events, logger, parserOpts)
 	if err != nil {
-		return nil, fmt.Errorf("initializing PrometheusRules failed: %w", err)
+		return nil, fmt.Errorf("rule selector: %w", err)
 	}
 	rules, err := sel.Select(namespaces)
 	if err != nil {
-		return nil, fmt.Errorf("selecting PrometheusRules failed: %w", err)
+		return nil, fmt.Errorf("select PrometheusRules: %w", err)
 	}
 	syncer := operator.NewPrometheusRuleSyncer(logger, "prometheus-"+p.Name,
 		kclient.CoreV1().ConfigMaps(p.Namespace), labels.Set{prompkg.LabelPrometheusName: p.Name}, nil)
 	names, err := syncer.Sync(ctx, rules.RuleFiles())
 	if err != nil {
-		return nil, fmt.Errorf("synchronizing PrometheusRules failed: %w", err)
+		return nil, fmt.Errorf("rule ConfigMaps: %w", err)
 	}
 	return syncer.AppendConfigMapNames(names, 3), nil
 }
