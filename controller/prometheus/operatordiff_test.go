@@ -537,3 +537,81 @@ func oneShardRelabelings(first any) []byte {
   action: keep
 `)
 }
+
+// TestOperatorConfigDiff checks the comparison of TestOperatorConfig:
+// what Prometheus parses alike, or treats as a set, is equal; anything
+// else is a difference, in its section.
+func TestOperatorConfigDiff(t *testing.T) {
+	opconfig, err := toolbin.Path("opconfig")
+	require.NoError(t, err)
+	const base = `global:
+  scrape_interval: 30s
+rule_files: [/a/*.yaml, /b/*.yaml]
+scrape_configs:
+- job_name: x
+  kubernetes_sd_configs:
+  - role: pod
+    namespaces: {names: [a, b]}
+  relabel_configs:
+  - {source_labels: [a], target_label: b}
+  - {source_labels: [c], target_label: d}
+`
+	shard := func(modulus int) string {
+		return fmt.Sprintf(`  - {source_labels: [__address__, __tmp_hash], regex: (.+);, target_label: __tmp_hash, replacement: $1, action: replace}
+  - {source_labels: [__tmp_hash], target_label: __tmp_hash, modulus: %d, action: hashmod}
+  - {source_labels: [__tmp_hash, __tmp_disable_sharding], regex: $(SHARD);|.+;.+, action: keep}
+`, modulus)
+	}
+	for _, tc := range []struct {
+		name, got string
+		refused   string
+		want      []string
+	}{
+		{name: "the same", got: base},
+		{name: "defaults written out, sets in another order", got: `global:
+  scrape_interval: 30s
+  scrape_timeout: 10s
+rule_files: [/b/*.yaml, /a/*.yaml]
+scrape_configs:
+- job_name: x
+  scrape_interval: 30s
+  metrics_path: /metrics
+  kubernetes_sd_configs:
+  - role: pod
+    namespaces: {names: [b, a]}
+  relabel_configs:
+  - {source_labels: [a], target_label: b, action: replace}
+  - {source_labels: [c], target_label: d}
+`},
+		{name: "the sharding relabelings of one shard", got: base + shard(1)},
+		{name: "the sharding relabelings of two shards", got: base + shard(2), want: []string{"job x"}},
+		{name: "relabelings in another order", got: strings.Replace(base,
+			"  - {source_labels: [a], target_label: b}\n  - {source_labels: [c], target_label: d}\n",
+			"  - {source_labels: [c], target_label: d}\n  - {source_labels: [a], target_label: b}\n", 1), want: []string{"job x"}},
+		{name: "another interval, a job more, a rule file less", got: `global:
+  scrape_interval: 1m
+rule_files: [/a/*.yaml]
+scrape_configs:
+- job_name: x
+  scrape_interval: 30s
+  kubernetes_sd_configs:
+  - role: pod
+    namespaces: {names: [a, b]}
+  relabel_configs:
+  - {source_labels: [a], target_label: b}
+  - {source_labels: [c], target_label: d}
+- job_name: y
+  static_configs: [{targets: [localhost:9090]}]
+`, want: []string{"global", "rule_files", "job y"}},
+		{name: "refused", refused: "fromPrometheus refuses spec.x", want: []string{"refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			diffs := diffConfigs(t, opconfig, []byte(base), ourResult{config: []byte(tc.got), refused: tc.refused})
+			var sections []string
+			for _, d := range diffs {
+				sections = append(sections, d.section)
+			}
+			require.Equal(t, tc.want, sections, "%v", diffs)
+		})
+	}
+}
