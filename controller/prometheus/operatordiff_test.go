@@ -54,7 +54,6 @@ func operatorConfigKnown() map[string]knownDifference {
 		refused     = "fromPrometheus (wt-fields) refuses a field the case sets"
 		tlsFiles    = "render inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/prometheus/certs: the same bytes in another form"
 		caConfigMap = "render rejects a TLS CA from a ConfigMap, which prometheus-operator mounts"
-		pathPrefix  = "ours writes path_prefix: / for an Alertmanager without pathPrefix, prometheus-operator none"
 	)
 	known := map[string]knownDifference{}
 	add := func(reason string, names ...string) {
@@ -225,7 +224,6 @@ func operatorConfigKnown() map[string]knownDifference {
 	)
 	add(tlsFiles, "pm-tls", "probe-auth-tls", "sm-tls-secret")
 	add(caConfigMap, "sm-tls-configmap-insecure")
-	add(pathPrefix, "alerting-basic", "mixed-all-kinds")
 	return known
 }
 
@@ -550,6 +548,8 @@ func configSections(t *testing.T, opconfig, whose string, config []byte) map[str
 				require.False(t, dup, "two jobs %s in %s configuration", name, whose)
 				add("job "+name, withoutOneShard(job))
 			}
+		case "alerting":
+			add(key, withoutRootPathPrefix(item.Value))
 		case "rule_files":
 			files, ok := item.Value.([]any)
 			require.True(t, ok, "rule_files of %s configuration is no list", whose)
@@ -583,6 +583,35 @@ func sortSets(v any) {
 			sortSets(e)
 		}
 	}
+}
+
+// withoutRootPathPrefix returns the alerting section alerting with the
+// path_prefix "/" of its Alertmanagers left out: Prometheus joins the
+// prefix to "/" and the API path (notifier's postPath, path.Join), so "/"
+// and no prefix post alerts to the same path.
+func withoutRootPathPrefix(alerting any) any {
+	section, ok := alerting.(yaml.MapSlice)
+	if !ok {
+		return alerting
+	}
+	section = slices.Clone(section)
+	for i, f := range section {
+		ams, ok := f.Value.([]any)
+		if f.Key != "alertmanagers" || !ok {
+			continue
+		}
+		out := make([]any, len(ams))
+		for j, am := range ams {
+			out[j] = am
+			if m, ok := am.(yaml.MapSlice); ok {
+				out[j] = slices.DeleteFunc(slices.Clone(m), func(item yaml.MapItem) bool {
+					return item.Key == "path_prefix" && item.Value == "/"
+				})
+			}
+		}
+		section[i].Value = out
+	}
+	return section
 }
 
 // withoutOneShard returns job without the three relabelings that keep
@@ -673,12 +702,20 @@ scrape_configs:
   - {source_labels: [__tmp_hash, __tmp_disable_sharding], regex: $(SHARD);|.+;.+, action: keep}
 `, modulus)
 	}
+	alerting := func(prefix string) string {
+		return strings.Replace(base, "rule_files:", `alerting:
+  alertmanagers:
+  - path_prefix: `+prefix+`
+    static_configs: [{targets: [am:9093]}]
+rule_files:`, 1)
+	}
 	for _, tc := range []struct {
-		name, got string
-		refused   string
-		want      []string
+		name, base, got string
+		refused         string
+		want            []string
 	}{
 		{name: "the same", got: base},
+		{name: "no Alertmanager path prefix", base: alerting(`""`), got: alerting("/")},
 		{name: "defaults written out, sets in another order", got: `global:
   scrape_interval: 30s
   scrape_timeout: 10s
@@ -695,6 +732,7 @@ scrape_configs:
   - {source_labels: [c], target_label: d}
 `},
 		{name: "the sharding relabelings of one shard", got: base + shard(1)},
+		{name: "another Alertmanager path prefix", base: alerting(`""`), got: alerting("/am"), want: []string{"alerting"}},
 		{name: "the sharding relabelings of two shards", got: base + shard(2), want: []string{"job x"}},
 		{name: "relabelings in another order", got: strings.Replace(base,
 			"  - {source_labels: [a], target_label: b}\n  - {source_labels: [c], target_label: d}\n",
@@ -717,7 +755,11 @@ scrape_configs:
 		{name: "refused", refused: "fromPrometheus refuses spec.x", want: []string{"refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			diffs := diffConfigs(t, opconfig, []byte(base), ourResult{config: []byte(tc.got), refused: tc.refused})
+			want := tc.base
+			if want == "" {
+				want = base
+			}
+			diffs := diffConfigs(t, opconfig, []byte(want), ourResult{config: []byte(tc.got), refused: tc.refused})
 			var sections []string
 			for _, d := range diffs {
 				sections = append(sections, d.section)
