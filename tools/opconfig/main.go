@@ -114,7 +114,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "opconfig: read %s: %v\n", f, err)
 			return 2
 		}
-		if !parse {
+		if in.Len() > 0 && !parse {
 			in.WriteString("\n---\n")
 		}
 		in.Write(b)
