@@ -34,7 +34,7 @@ $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 bin/memfloor: $(SOURCES)
 	$(GOBUILD) -o $@ ./internal/memfloor
 
-tools: bin/prometheus bin/promtool bin/projector bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/opconfig bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator ## Build the real components tests use (cached in bin/).
 
 # Static, as Prometheus' release binaries are: the packages compile once for
 # these and for the host's image (bin/linux-$(HOST_ARCH)/prometheus), where a
@@ -118,6 +118,11 @@ debian-node-packages:
 
 bin/projector: tools/go.mod tools/go.sum $(wildcard tools/projector/*.go)
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
+
+# prometheus-operator's own configuration generator, for the differential
+# test of the takeover (controller/prometheus TestOperatorConfig).
+bin/opconfig: tools/go.mod tools/go.sum $(wildcard tools/opconfig/*.go)
+	$(TOOLS) -o $(CURDIR)/$@ ./opconfig
 
 bin/prometheus-config-reloader: tools/go.mod tools/go.sum
 	$(TOOLS) -ldflags '-X $(VERSION).Version=$(PEER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader
