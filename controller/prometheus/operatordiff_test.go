@@ -41,189 +41,21 @@ type knownDifference struct {
 // expects. A case listed here fails when its differences are not exactly
 // these: when one disappears too, so that this table stays true. The
 // cases not listed must give the same configuration as prometheus-operator.
-//
-// Until fromPrometheus carries the spec every case differs everywhere:
-// the sections are "*" for now, and the reasons say what each case waits
-// for (measured on a scratch merge of branches wt-fields, at 4178bb1,
-// and wt-layout, at e56976e).
 func operatorConfigKnown() map[string]knownDifference {
 	const (
-		fields = "needs the field mapping (branch wt-fields): fromPrometheus carries no spec field yet"
-		layout = "needs prometheus-operator's layout (branch wt-layout)"
-		// Measured with both branches merged, which leaves these.
-		refused     = "fromPrometheus (wt-fields) refuses a field the case sets"
+		refused     = "fromPrometheus refuses a field the case sets (the failure lists them)"
 		tlsFiles    = "render inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/prometheus/certs: the same bytes in another form"
 		caConfigMap = "render rejects a TLS CA from a ConfigMap, which prometheus-operator mounts"
 	)
-	known := map[string]knownDifference{}
-	add := func(reason string, names ...string) {
-		for _, name := range names {
-			k := known[name]
-			k.sections = []string{"*"}
-			k.reason = strings.TrimPrefix(k.reason+"; "+reason, "; ")
-			known[name] = k
-		}
+	known := map[string]knownDifference{
+		"pm-tls":                    {sections: []string{"job podMonitor/monitoring/app/0"}, reason: tlsFiles},
+		"probe-auth-tls":            {sections: []string{"job probe/monitoring/web"}, reason: tlsFiles},
+		"sm-tls-secret":             {sections: []string{"job serviceMonitor/monitoring/app/0"}, reason: tlsFiles},
+		"sm-tls-configmap-insecure": {sections: []string{"rejected", "job serviceMonitor/monitoring/app/0", "job serviceMonitor/monitoring/app/1"}, reason: caConfigMap},
 	}
-	add(fields,
-		"alerting-basic",
-		"alerting-options",
-		"alerting-relabelings",
-		"global-additional-scrape-configs",
-		"global-enforced-limits",
-		"global-enforced-namespace-label",
-		"global-external-labels",
-		"global-external-labels-dropped",
-		"global-external-labels-only",
-		"global-intervals",
-		"global-prometheus-v2",
-		"global-query-log-rule-offset",
-		"global-retention",
-		"global-scrape-classes",
-		"global-scrape-limits",
-		"global-shards",
-		"kube-prometheus-stack",
-		"mixed-all-kinds",
-		"pm-attach-metadata",
-		"pm-basic",
-		"pm-basic-auth",
-		"pm-limits-honor",
-		"pm-namespace-any",
-		"pm-namespace-selector-on-prometheus",
-		"pm-port-number",
-		"pm-relabelings",
-		"pm-tls",
-		"probe-auth-tls",
-		"probe-ingress",
-		"probe-options",
-		"probe-sc-namespace-selectors",
-		"probe-static",
-		"remote-read",
-		"remote-write-basic",
-		"remote-write-options",
-		"remote-write-v2",
-		"rules-empty-selector-no-rules",
-		"rules-match-expressions",
-		"rules-namespace-selector",
-		"rules-no-selector",
-		"rules-selector",
-		"sc-basic-auth-options",
-		"sc-dns-sd",
-		"sc-file-sd",
-		"sc-http-sd",
-		"sc-kubernetes-sd",
-		"sc-static",
-		"sm-attach-metadata",
-		"sm-authorization",
-		"sm-basic",
-		"sm-basic-auth",
-		"sm-bearer-token-secret",
-		"sm-endpointslice",
-		"sm-endpointslice-attach-metadata",
-		"sm-honor-labels",
-		"sm-http-options",
-		"sm-job-label-target-labels",
-		"sm-limits",
-		"sm-match-expressions",
-		"sm-multiple-endpoints",
-		"sm-namespace-any",
-		"sm-namespace-names",
-		"sm-namespace-selector-on-prometheus",
-		"sm-oauth2",
-		"sm-path-scheme-params",
-		"sm-relabelings",
-		"sm-scrape-protocols",
-		"sm-scrape-timeout",
-		"sm-selector-on-prometheus",
-		"sm-target-port",
-		"sm-tls-configmap-insecure",
-		"sm-tls-secret",
-	)
-	add(layout+": storage.tsdb.retention in the configuration (Prometheus 3.11 and later)",
-		"alerting-basic",
-		"global-additional-scrape-configs",
-		"global-enforced-namespace-label",
-		"global-external-labels",
-		"global-external-labels-dropped",
-		"global-external-labels-only",
-		"global-intervals",
-		"global-retention",
-		"global-scrape-classes",
-		"global-shards",
-		"kube-prometheus-stack",
-		"mixed-all-kinds",
-		"pm-attach-metadata",
-		"pm-basic",
-		"pm-basic-auth",
-		"pm-limits-honor",
-		"pm-namespace-any",
-		"pm-namespace-selector-on-prometheus",
-		"pm-port-number",
-		"pm-relabelings",
-		"pm-tls",
-		"probe-auth-tls",
-		"probe-ingress",
-		"probe-options",
-		"probe-sc-namespace-selectors",
-		"probe-static",
-		"remote-write-basic",
-		"rules-empty-selector-no-rules",
-		"rules-match-expressions",
-		"rules-namespace-selector",
-		"rules-no-selector",
-		"rules-selector",
-		"sc-basic-auth-options",
-		"sc-dns-sd",
-		"sc-file-sd",
-		"sc-http-sd",
-		"sc-kubernetes-sd",
-		"sc-static",
-		"sm-attach-metadata",
-		"sm-authorization",
-		"sm-basic",
-		"sm-basic-auth",
-		"sm-bearer-token-secret",
-		"sm-endpointslice",
-		"sm-endpointslice-attach-metadata",
-		"sm-honor-labels",
-		"sm-http-options",
-		"sm-job-label-target-labels",
-		"sm-limits",
-		"sm-match-expressions",
-		"sm-multiple-endpoints",
-		"sm-namespace-any",
-		"sm-namespace-names",
-		"sm-namespace-selector-on-prometheus",
-		"sm-oauth2",
-		"sm-path-scheme-params",
-		"sm-relabelings",
-		"sm-scrape-protocols",
-		"sm-scrape-timeout",
-		"sm-selector-on-prometheus",
-		"sm-target-port",
-		"sm-tls-configmap-insecure",
-		"sm-tls-secret",
-	)
-	add(layout+": rule_files with prometheus-operator's paths",
-		"global-enforced-namespace-label",
-		"kube-prometheus-stack",
-		"mixed-all-kinds",
-		"rules-empty-selector-no-rules",
-		"rules-match-expressions",
-		"rules-namespace-selector",
-		"rules-selector",
-	)
-	add(refused,
-		"alerting-options",
-		"alerting-relabelings",
-		"global-enforced-limits",
-		"global-query-log-rule-offset",
-		"global-scrape-limits",
-		"remote-read",
-		"remote-write-options",
-		"remote-write-v2",
-	)
-	add(tlsFiles, "pm-tls", "probe-auth-tls", "sm-tls-secret")
-	add(caConfigMap, "sm-tls-configmap-insecure")
+	for _, name := range []string{"alerting-options", "alerting-relabelings", "global-enforced-limits", "global-query-log-rule-offset", "global-scrape-limits", "remote-read", "remote-write-options", "remote-write-v2"} {
+		known[name] = knownDifference{sections: []string{"refused"}, reason: refused}
+	}
 	return known
 }
 
