@@ -45,12 +45,21 @@ func operatorLayout(server *v1alpha1.PrometheusServer) bool {
 	return server.Annotations[annotationLayout] == layoutOperator
 }
 
+// unmanagedConfiguration is listed as unsupported for a Prometheus whose
+// four monitor selectors are all unset: prometheus-operator (without
+// --disable-unmanaged-prometheus-configuration) then leaves the
+// configuration Secret to the user and never writes it
+// (unmanagedPrometheusConfiguration); a takeover would overwrite it.
+const unmanagedConfiguration = "serviceMonitorSelector, podMonitorSelector, probeSelector, scrapeConfigSelector: all unset (the configuration Secret is the user's)"
+
 // fromPrometheus converts a Prometheus object into the PrometheusServer it
 // is rendered as, in prometheus-operator's layout, with prometheus-operator's
 // defaults where they differ from ours: every field operatorFields maps
 // is carried. unsupported lists the refused fields the object sets to a
 // value they do not accept (by JSON path under spec, "[]" standing for
-// any item of a list, sorted): a Prometheus with any is not taken over.
+// any item of a list), "version" for a version prometheus-operator cannot
+// parse, and unmanagedConfiguration, sorted: a Prometheus with any is not
+// taken over.
 func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServer, unsupported []string) {
 	server = &v1alpha1.PrometheusServer{
 		ObjectMeta: metav1.ObjectMeta{
@@ -68,9 +77,11 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 	image, ok := operatorImage(&in)
 	if !ok {
 		unsupported = append(unsupported, "version")
-		slices.Sort(unsupported)
-		unsupported = slices.Compact(unsupported)
 	}
+	if in.ServiceMonitorSelector == nil && in.PodMonitorSelector == nil && in.ProbeSelector == nil && in.ScrapeConfigSelector == nil {
+		unsupported = append(unsupported, unmanagedConfiguration)
+	}
+	slices.Sort(unsupported)
 	retention := in.Retention
 	if retention == "" && in.RetentionSize == "" {
 		retention = operatorRetention

@@ -144,6 +144,15 @@ covers the field and everything under it. A test walks the Go types and
 fails when a field has no row, so a new field of the next version cannot
 be dropped unnoticed.
 
+Two refusals are not of one field:
+
+- a ` + "`version`" + ` that is not a version (prometheus-operator parses it
+  tolerantly, as ` + "`v3.5`" + ` for ` + "`v3.5.0`" + `, and fails on anything else);
+- an object whose ` + "`serviceMonitorSelector`, `podMonitorSelector`, `probeSelector`" + `
+  and ` + "`scrapeConfigSelector`" + ` are all unset: prometheus-operator then
+  leaves the configuration Secret to the user and never writes it; a
+  takeover would overwrite it.
+
 `)
 	counts := map[fieldClass]int{}
 	for _, f := range operatorFields() {
@@ -159,10 +168,21 @@ be dropped unnoticed.
 	return b.String()
 }
 
-// convert converts a Prometheus whose spec is the YAML spec.
+// testPrometheus is a Prometheus whose configuration is managed: it
+// sets serviceMonitorSelector (to {}), and nothing else.
+func testPrometheus() *monitoringv1.Prometheus {
+	return &monitoringv1.Prometheus{
+		ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"},
+		Spec: monitoringv1.PrometheusSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+			ServiceMonitorSelector: &metav1.LabelSelector{},
+		}},
+	}
+}
+
+// convert converts testPrometheus with the YAML spec merged in.
 func convert(t *testing.T, spec string) (*v1alpha1.PrometheusServer, []string) {
 	t.Helper()
-	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"}}
+	p := testPrometheus()
 	require.NoError(t, yaml.UnmarshalStrict([]byte(spec), &p.Spec))
 	return fromPrometheus(p)
 }
@@ -302,13 +322,14 @@ func TestConvertDefaults(t *testing.T) {
 	require.Empty(t, unsupported)
 	require.True(t, operatorLayout(server))
 	want := v1alpha1.PrometheusServerSpec{
-		Image:              "quay.io/prometheus/prometheus:v3.13.1",
-		Replicas:           ptr.To[int32](1),
-		Shards:             ptr.To[int32](1),
-		Retention:          "24h",
-		ScrapeInterval:     "30s",
-		EvaluationInterval: "30s",
-		Reloader:           v1alpha1.ReloaderSpec{ReloadMethod: "http"},
+		ServiceMonitorSelector: &metav1.LabelSelector{},
+		Image:                  "quay.io/prometheus/prometheus:v3.13.1",
+		Replicas:               ptr.To[int32](1),
+		Shards:                 ptr.To[int32](1),
+		Retention:              "24h",
+		ScrapeInterval:         "30s",
+		EvaluationInterval:     "30s",
+		Reloader:               v1alpha1.ReloaderSpec{ReloadMethod: "http"},
 	}
 	require.Equal(t, want, server.Spec, "securityContext and storage stay nil")
 
@@ -317,6 +338,34 @@ func TestConvertDefaults(t *testing.T) {
 	} {
 		server, _ := convert(t, spec)
 		require.Equal(t, want, [2]int32{*server.Spec.Replicas, *server.Spec.Shards}, spec)
+	}
+}
+
+// TestConvertUnmanagedConfiguration: a Prometheus whose four monitor
+// selectors are unset has a configuration prometheus-operator never
+// writes: it is not taken over; any one selector set is enough.
+func TestConvertUnmanagedConfiguration(t *testing.T) {
+	p := testPrometheus()
+	p.Spec.ServiceMonitorSelector = nil
+	p.Spec.RuleSelector = &metav1.LabelSelector{}
+	_, unsupported := fromPrometheus(p)
+	require.Equal(t, []string{unmanagedConfiguration}, unsupported)
+
+	p.Spec.Thanos = &monitoringv1.ThanosSpec{}
+	_, unsupported = fromPrometheus(p)
+	require.Equal(t, []string{unmanagedConfiguration, "thanos"}, unsupported, "sorted")
+
+	for _, set := range []func(s *monitoringv1.PrometheusSpec){
+		func(s *monitoringv1.PrometheusSpec) { s.ServiceMonitorSelector = &metav1.LabelSelector{} },
+		func(s *monitoringv1.PrometheusSpec) { s.PodMonitorSelector = &metav1.LabelSelector{} },
+		func(s *monitoringv1.PrometheusSpec) { s.ProbeSelector = &metav1.LabelSelector{} },
+		func(s *monitoringv1.PrometheusSpec) { s.ScrapeConfigSelector = &metav1.LabelSelector{} },
+	} {
+		p := testPrometheus()
+		p.Spec.ServiceMonitorSelector = nil
+		set(&p.Spec)
+		_, unsupported := fromPrometheus(p)
+		require.Empty(t, unsupported)
 	}
 }
 
@@ -471,7 +520,7 @@ func TestConvertRefusedFields(t *testing.T) {
 			continue
 		}
 		t.Run(f.path, func(t *testing.T) {
-			p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"}}
+			p := testPrometheus()
 			setPath(t, reflect.ValueOf(&p.Spec), f.path, refusedValues()[f.path])
 			_, unsupported := fromPrometheus(p)
 			require.Equal(t, []string{f.path}, unsupported)
@@ -479,7 +528,7 @@ func TestConvertRefusedFields(t *testing.T) {
 			ok := acceptedValues()[f.path]
 			require.Equal(t, f.accepts != nil, len(ok) > 0, "a field with accepted values has an example of each, and only those")
 			for _, v := range ok {
-				p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"}}
+				p := testPrometheus()
 				setPath(t, reflect.ValueOf(&p.Spec), f.path, v)
 				_, unsupported := fromPrometheus(p)
 				require.Empty(t, unsupported, v)
@@ -579,4 +628,39 @@ func TestConvertKubePrometheusStack(t *testing.T) {
 		Reloader:           v1alpha1.ReloaderSpec{ReloadMethod: "http"},
 	}
 	require.Equal(t, want, server.Spec)
+}
+
+// TestOperatorWorkloadFields: the fields added for the takeover are
+// rendered, and a taken-over object without a securityContext gets none
+// (a PrometheusServer without one gets podreload's default).
+func TestOperatorWorkloadFields(t *testing.T) {
+	server := testServer()
+	_, sts := renderWorkload(server, testOptions())
+	require.Equal(t, podSecurity(), sts.Spec.Template.Spec.SecurityContext)
+
+	p := testPrometheus()
+	p.Spec.PortName = "http-web"
+	p.Spec.ImagePullPolicy = corev1.PullIfNotPresent
+	server, unsupported := fromPrometheus(p)
+	require.Empty(t, unsupported)
+	svc, sts := renderWorkload(server, testOptions())
+	pod := sts.Spec.Template.Spec
+	require.Nil(t, pod.SecurityContext)
+
+	server.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
+	_, withSC := renderWorkload(server, testOptions())
+	require.Equal(t, server.Spec.SecurityContext, withSC.Spec.Template.Spec.SecurityContext)
+
+	require.Len(t, pod.InitContainers, 1)
+	require.Len(t, pod.Containers, 2)
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		require.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy, c.Name)
+	}
+	prom := pod.Containers[0]
+	require.Equal(t, "prometheus", prom.Name)
+	require.Equal(t, []corev1.ContainerPort{{Name: "http-web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}, prom.Ports)
+	require.Equal(t, intstr.FromString("http-web"), prom.ReadinessProbe.HTTPGet.Port)
+	require.Equal(t, intstr.FromString("http-web"), prom.LivenessProbe.HTTPGet.Port)
+	require.Equal(t, "http-web", svc.Spec.Ports[0].Name)
+	require.Equal(t, intstr.FromString("http-web"), svc.Spec.Ports[0].TargetPort)
 }
