@@ -82,6 +82,13 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 		unsupported = append(unsupported, unmanagedConfiguration)
 	}
 	slices.Sort(unsupported)
+	server.Spec = operatorSpec(in, image)
+	return server, unsupported
+}
+
+// operatorSpec is the PrometheusServer spec of a Prometheus spec in, whose
+// image is image: its mapped fields, with prometheus-operator's defaults.
+func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.PrometheusServerSpec {
 	retention := in.Retention
 	if retention == "" && in.RetentionSize == "" {
 		retention = operatorRetention
@@ -90,19 +97,11 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 	if replicas < 0 {
 		replicas = 1
 	}
-	excluded := in.ExcludedFromEnforcement
-	for _, r := range in.PrometheusRulesExcludedFromEnforce { //nolint:staticcheck // Deprecated, and carried as prometheus-operator does.
-		excluded = append(excluded, monitoringv1.ObjectReference{
-			Group: monitoring.GroupName, Resource: monitoringv1.PrometheusRuleName,
-			Namespace: r.RuleNamespace, Name: r.RuleName,
-		})
-	}
 	reloadMethod := "http"
 	if ptr.Deref(in.ReloadStrategy, monitoringv1.HTTPReloadStrategyType) == monitoringv1.ProcessSignalReloadStrategyType {
 		reloadMethod = "signal"
 	}
-
-	server.Spec = v1alpha1.PrometheusServerSpec{
+	return v1alpha1.PrometheusServerSpec{
 		Image:                           image,
 		Version:                         in.Version,
 		ImagePullPolicy:                 in.ImagePullPolicy,
@@ -144,7 +143,7 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 		AdditionalScrapeConfigs:         in.AdditionalScrapeConfigs,
 		PortName:                        in.PortName,
 		EnforcedNamespaceLabel:          in.EnforcedNamespaceLabel,
-		ExcludedFromEnforcement:         excluded,
+		ExcludedFromEnforcement:         operatorExcluded(in),
 		AdditionalArgs:                  in.AdditionalArgs,
 		WALCompression:                  in.WALCompression,
 		ScrapeClasses:                   in.ScrapeClasses,
@@ -153,7 +152,20 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 		Alerting:                        operatorAlerting(in.Alerting),
 		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: reloadMethod},
 	}
-	return server, unsupported
+}
+
+// operatorExcluded is spec.excludedFromEnforcement with the deprecated
+// prometheusRulesExcludedFromEnforce appended, as prometheus-operator
+// does (pkg/prometheus/server/rules.go).
+func operatorExcluded(in monitoringv1.PrometheusSpec) []monitoringv1.ObjectReference {
+	excluded := in.ExcludedFromEnforcement
+	for _, r := range in.PrometheusRulesExcludedFromEnforce {
+		excluded = append(excluded, monitoringv1.ObjectReference{
+			Group: monitoring.GroupName, Resource: monitoringv1.PrometheusRuleName,
+			Namespace: r.RuleNamespace, Name: r.RuleName,
+		})
+	}
+	return excluded
 }
 
 // operatorImage is the Prometheus image prometheus-operator runs for spec
@@ -167,15 +179,15 @@ func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
 	if s := strings.TrimSpace(ptr.Deref(spec.Image, "")); s != "" {
 		return ptr.Deref(spec.Image, ""), ok
 	}
-	base := cmp.Or(spec.BaseImage, operatorBaseImage) //nolint:staticcheck // Deprecated, and composed as prometheus-operator does.
+	base := cmp.Or(spec.BaseImage, operatorBaseImage)
 	name := base[strings.LastIndexByte(base, '/')+1:]
 	switch {
 	case strings.ContainsAny(name, ":@"):
 		return base, ok
-	case spec.SHA != "": //nolint:staticcheck // Deprecated, and composed as prometheus-operator does.
-		return base + "@sha256:" + spec.SHA, ok //nolint:staticcheck // Idem.
-	case spec.Tag != "": //nolint:staticcheck // Idem.
-		return base + ":" + spec.Tag, ok //nolint:staticcheck // Idem.
+	case spec.SHA != "":
+		return base + "@sha256:" + spec.SHA, ok
+	case spec.Tag != "":
+		return base + ":" + spec.Tag, ok
 	}
 	return base + ":v" + version, ok
 }
