@@ -14,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // specFields lists the fields of the struct type t by JSON path under
@@ -628,6 +630,18 @@ func TestConvertKubePrometheusStack(t *testing.T) {
 		Reloader:           v1alpha1.ReloaderSpec{ReloadMethod: "http"},
 	}
 	require.Equal(t, want, server.Spec)
+
+	// And it renders: a configuration promtool accepts, the pods on port
+	// http-web with kube-prometheus-stack's security context.
+	promtool, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	in := inputs{Server: server, Namespaces: map[string]labels.Set{"monitoring": {}}}
+	out, err := render(in, testOptions(), nil)
+	require.NoError(t, err)
+	checkConfig(t, promtool, checkObjects(t, in, testOptions(), out))
+	pod := out.StatefulSets[0].Spec.Template.Spec
+	require.Equal(t, want.SecurityContext, pod.SecurityContext)
+	require.Equal(t, "http-web", pod.Containers[0].Ports[0].Name)
 }
 
 // TestOperatorWorkloadFields: the fields added for the takeover are
