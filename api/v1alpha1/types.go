@@ -298,6 +298,55 @@ type PrometheusServerSpec struct {
 	// probes use; unset is web.
 	// +optional
 	PortName string `json:"portName,omitempty"`
+	// SchedulerName of the pods; unset is the default scheduler.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// DNSPolicy of the pods; unset is the Kubernetes default (ClusterFirst).
+	// +optional
+	DNSPolicy *monitoringv1.DNSPolicy `json:"dnsPolicy,omitempty"`
+	// DNSConfig of the pods.
+	// +optional
+	DNSConfig *monitoringv1.PodDNSConfig `json:"dnsConfig,omitempty"`
+	// HostAliases are entries of the pods' /etc/hosts.
+	// +listType=map
+	// +listMapKey=ip
+	// +optional
+	HostAliases []monitoringv1.HostAlias `json:"hostAliases,omitempty"`
+	// EnableServiceLinks puts the Services of the namespace into the pods'
+	// environment; unset is the Kubernetes default (true).
+	// +optional
+	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
+	// HostUsers: false runs the pods in a user namespace of their own;
+	// unset is the Kubernetes default (the host's).
+	// +optional
+	HostUsers *bool `json:"hostUsers,omitempty"`
+	// TerminationGracePeriodSeconds of the pods, for Prometheus to write
+	// its TSDB head on shutdown; unset is 600.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// Secrets are Secrets of the server's namespace mounted read-only into
+	// the Prometheus container at /etc/prometheus/secrets/<name>, in a
+	// volume named secret-<name>, as prometheus-operator does: files a
+	// configuration can refer to.
+	// +listType=set
+	// +optional
+	Secrets []string `json:"secrets,omitempty"`
+	// ConfigMaps are ConfigMaps of the server's namespace mounted
+	// read-only into the Prometheus container at
+	// /etc/prometheus/configmaps/<name>, in a volume named
+	// configmap-<name>.
+	// +listType=set
+	// +optional
+	ConfigMaps []string `json:"configMaps,omitempty"`
+	// Volumes are more volumes of the pods; a name the controller uses is
+	// refused (InvalidSpec).
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// VolumeMounts are more mounts of the Prometheus container, after the
+	// data volume's; a path mounted twice is refused (InvalidSpec).
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 	// SecurityContext of the pods; unset means non-root (user and group
 	// 65534), fsGroup 2000 and the runtime's seccomp profile. Every
 	// container rendered has a restricted security context whatever this
