@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -19,7 +18,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
@@ -412,41 +410,4 @@ func contentHash(config []byte, shards []*corev1.ConfigMap) string {
 		}
 	}
 	return contract.Sum(config, files)
-}
-
-// validatePod refuses the pods of sts (every shard's have the same
-// volumes and mounts) that the API server would refuse because of
-// spec.volumes, spec.volumeMounts, spec.secrets or spec.configMaps: a
-// volume name that is not a DNS label or is used twice (among them, or
-// by the controller), a mount of a volume that does not exist, a path
-// mounted twice in a container.
-func validatePod(sts *appsv1.StatefulSet) error {
-	const fields = "spec.volumes, spec.secrets (volume secret-<name>) and spec.configMaps (configmap-<name>)"
-	pod := sts.Spec.Template.Spec
-	volumes := map[string]bool{}
-	for _, c := range sts.Spec.VolumeClaimTemplates {
-		volumes[c.Name] = true
-	}
-	for _, v := range pod.Volumes {
-		if errs := validation.IsDNS1123Label(v.Name); len(errs) > 0 {
-			return fmt.Errorf("%s: volume %q: %s", fields, v.Name, strings.Join(errs, "; "))
-		}
-		if volumes[v.Name] {
-			return fmt.Errorf("%s: volume %q is used twice in the pod (by these fields and the controller's own volumes)", fields, v.Name)
-		}
-		volumes[v.Name] = true
-	}
-	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
-		paths := map[string]bool{}
-		for _, m := range c.VolumeMounts {
-			if !volumes[m.Name] {
-				return fmt.Errorf("spec.volumeMounts: volume %q is no volume of the pod", m.Name)
-			}
-			if paths[m.MountPath] {
-				return fmt.Errorf("spec.volumeMounts: %s is mounted twice in container %s", m.MountPath, c.Name)
-			}
-			paths[m.MountPath] = true
-		}
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -50,11 +48,6 @@ const (
 	// it, mounted into the reloaders only (--rules-input-dir): their
 	// files are gzipped, which Prometheus cannot read.
 	ruleConfigMapsMountPath = "/etc/prometheus/rule-configmaps"
-	// secretsMountPath and configMapsMountPath hold the Secrets and
-	// ConfigMaps of spec.secrets and spec.configMaps, one directory each,
-	// where prometheus-operator mounts them.
-	secretsMountPath    = "/etc/prometheus/secrets"
-	configMapsMountPath = "/etc/prometheus/configmaps"
 	// storageMountPath is the TSDB directory.
 	storageMountPath = "/prometheus"
 	// reloaderStateDir is where, on a persistent data volume, the
@@ -84,9 +77,6 @@ const (
 	// labelShard marks the pods of shards other than 0 with their number.
 	labelShard = "podreload.dev/shard"
 )
-
-// invalidLabelChars are the characters a DNS label cannot hold.
-var invalidLabelChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // WorkloadOptions are the controller-wide inputs of renderWorkload.
 type WorkloadOptions struct {
@@ -472,71 +462,6 @@ func prometheusImage(spec v1alpha1.PrometheusServerSpec, def string) string {
 		repo = repo[:i]
 	}
 	return repo + ":" + spec.Version
-}
-
-// podUserVolumes are the volumes of spec.volumes, spec.secrets and
-// spec.configMaps, and the Prometheus container's mounts of
-// spec.volumeMounts and of the secrets and configMaps, as
-// prometheus-operator renders them.
-func podUserVolumes(spec v1alpha1.PrometheusServerSpec) ([]corev1.Volume, []corev1.VolumeMount) {
-	volumes, mounts := slices.Clone(spec.Volumes), slices.Clone(spec.VolumeMounts)
-	for _, s := range spec.Secrets {
-		name := userVolumeName("secret", s)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: secretsMountPath + "/" + s})
-	}
-	for _, c := range spec.ConfigMaps {
-		name := userVolumeName("configmap", c)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: configMapsMountPath + "/" + c})
-	}
-	return volumes, mounts
-}
-
-// userVolumeName is the volume of the Secret or ConfigMap name:
-// prefix-name lower-cased, with the characters a DNS label cannot hold
-// replaced by "-", trimmed of "-" and cut to 63 characters, as
-// prometheus-operator names it (validatePods refuses a name that is
-// still not a label).
-func userVolumeName(prefix, name string) string {
-	label := strings.Trim(invalidLabelChars.ReplaceAllString(strings.ToLower(prefix+"-"+name), "-"), "-")
-	return label[:min(len(label), validation.DNS1123LabelMaxLength)]
-}
-
-// podDNSConfig is c as the pod's DNS configuration.
-func podDNSConfig(c *monitoringv1.PodDNSConfig) *corev1.PodDNSConfig {
-	if c == nil {
-		return nil
-	}
-	out := &corev1.PodDNSConfig{Nameservers: c.Nameservers, Searches: c.Searches}
-	for _, o := range c.Options {
-		out.Options = append(out.Options, corev1.PodDNSConfigOption{Name: o.Name, Value: o.Value})
-	}
-	return out
-}
-
-// hostAliases is aliases as the pod's.
-func hostAliases(aliases []monitoringv1.HostAlias) []corev1.HostAlias {
-	var out []corev1.HostAlias
-	for _, a := range aliases {
-		out = append(out, corev1.HostAlias{IP: a.IP, Hostnames: a.Hostnames})
-	}
-	return out
-}
-
-// portName is the name of Prometheus' container port: spec.portName, or web.
-func portName(spec v1alpha1.PrometheusServerSpec) string {
-	return cmp.Or(spec.PortName, "web")
-}
-
-// podSecurityContext is the pod security context of server: its own, or
-// podSecurity by default, except in prometheus-operator's layout, where
-// none stays none, as prometheus-operator renders it.
-func podSecurityContext(server *v1alpha1.PrometheusServer) *corev1.PodSecurityContext {
-	if server.Spec.SecurityContext != nil || operatorLayout(server) {
-		return server.Spec.SecurityContext
-	}
-	return podSecurity()
 }
 
 // podSecurity runs the pod as non-root with the runtime's seccomp profile;
