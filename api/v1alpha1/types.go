@@ -260,6 +260,21 @@ type PrometheusServerSpec struct {
 	// by the Prometheus that loads it (condition ConfigApplied).
 	// +optional
 	AdditionalScrapeConfigs *corev1.SecretKeySelector `json:"additionalScrapeConfigs,omitempty"`
+	// EnableAdminAPI enables Prometheus' admin API (--web.enable-admin-api),
+	// which can delete series: anyone who reaches the web port can.
+	// +optional
+	EnableAdminAPI bool `json:"enableAdminAPI,omitempty"`
+	// Rules are the alerting rules' flags: alert.forOutageTolerance
+	// (--rules.alert.for-outage-tolerance), alert.forGracePeriod
+	// (--rules.alert.for-grace-period), alert.resendDelay
+	// (--rules.alert.resend-delay).
+	// +optional
+	Rules monitoringv1.Rules `json:"rules,omitempty"`
+	// Query are the query engine's flags: lookbackDelta
+	// (--query.lookback-delta), maxConcurrency (--query.max-concurrency),
+	// maxSamples (--query.max-samples), timeout (--query.timeout).
+	// +optional
+	Query *monitoringv1.QuerySpec `json:"query,omitempty"`
 	// AdditionalArgs are more Prometheus flags, without the leading "--";
 	// a flag the controller sets itself (or its "no-" form) is refused.
 	// +optional

@@ -242,6 +242,12 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = new(corev1.SecretKeySelector)
 		(*in).DeepCopyInto(*out)
 	}
+	out.Rules = in.Rules
+	if in.Query != nil {
+		in, out := &in.Query, &out.Query
+		*out = new(monitoringv1.QuerySpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.AdditionalArgs != nil {
 		in, out := &in.AdditionalArgs, &out.AdditionalArgs
 		*out = make([]monitoringv1.Argument, len(*in))

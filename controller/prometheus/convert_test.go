@@ -160,6 +160,11 @@ func TestConvertMappedFields(t *testing.T) {
 			[]corev1.Volume{{Name: "extra", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
 		{"volumeMounts", "volumeMounts: [{name: extra, mountPath: /extra}]", func(s v1alpha1.PrometheusServerSpec) any { return s.VolumeMounts },
 			[]corev1.VolumeMount{{Name: "extra", MountPath: "/extra"}}},
+		{"enableAdminAPI", "enableAdminAPI: true", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableAdminAPI }, true},
+		{"rules", "rules: {alert: {resendDelay: 2m}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Rules },
+			monitoringv1.Rules{Alert: monitoringv1.RulesAlert{ResendDelay: "2m"}}},
+		{"query", "query: {maxSamples: 1000}", func(s v1alpha1.PrometheusServerSpec) any { return s.Query },
+			&monitoringv1.QuerySpec{MaxSamples: ptr.To[int32](1000)}},
 		{"evaluationInterval", "evaluationInterval: 1m", func(s v1alpha1.PrometheusServerSpec) any { return s.EvaluationInterval }, monitoringv1.Duration("1m")},
 	}
 	tested := map[string]bool{}

@@ -251,11 +251,11 @@ func operatorFields() []operatorField {
 				return stringIn(v.Elem().FieldByName("WhenScaled"), "", "Delete") && v.Elem().FieldByName("Retain").IsNil()
 			}),
 		refuseBut("disableCompaction", flag+"; accepted: false", onlyBool(false)),
-		refuse("rules", flag+" (rules.alert.*)"),
+		mapped("rules", "spec.rules: the rules.alert.* flags"),
 		mapped("prometheusRulesExcludedFromEnforce", "appended to spec.excludedFromEnforcement as PrometheusRule references, as prometheus-operator (deprecated)"),
 		mapped("ruleSelector", selector),
 		mapped("ruleNamespaceSelector", nsSel),
-		refuse("query", flag+" (query.*)"),
+		mapped("query", "spec.query: the query.* flags"),
 		mapped("alerting.alertmanagers[].namespace", "spec.alerting.alertmanagers[].namespace; unset is the object's"),
 		mapped("alerting.alertmanagers[].name", "spec.alerting.alertmanagers[].name"),
 		mapped("alerting.alertmanagers[].port", "spec.alerting.alertmanagers[].port"),
@@ -284,7 +284,7 @@ func operatorFields() []operatorField {
 		refuse("exemplars", flag),
 		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),
 		refuse("ruleQueryOffset", global),
-		refuseBut("enableAdminAPI", flag+"; accepted: false", onlyBool(false)),
+		mapped("enableAdminAPI", "spec.enableAdminAPI"),
 	}
 }
 

@@ -203,7 +203,6 @@ func acceptedValues() map[string][]string {
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"disableCompaction":            {`false`},
 		"allowOverlappingBlocks":       {`false`},
-		"enableAdminAPI":               {`false`},
 	}
 }
 
@@ -325,11 +324,11 @@ alerting: {alertmanagers: [{name: am, port: web, timeout: 10s}]}
 listenLocal: false
 secrets: []
 hostAliases: []
-enableAdminAPI: true
+disableCompaction: true
 `)
 	require.Equal(t, []string{
 		"alerting.alertmanagers[].timeout",
-		"enableAdminAPI",
+		"disableCompaction",
 		"remoteWrite[].headers",
 		"remoteWrite[].queueConfig",
 		"remoteWrite[].sendExemplars",

@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// The pod fields of the spec that prometheus-operator's Prometheus has
-// too, rendered as it renders them, so that a takeover carries them.
+// The pod fields and flags of the spec that prometheus-operator's
+// Prometheus has too, rendered as it renders them, so that a takeover
+// carries them.
 
 const (
 	// secretsMountPath and configMapsMountPath hold the Secrets and
@@ -129,4 +132,40 @@ func validatePod(sts *appsv1.StatefulSet) error {
 		}
 	}
 	return nil
+}
+
+// queryArgs are the flags of spec.enableAdminAPI, spec.rules and
+// spec.query, as prometheus-operator renders them (a maxSamples or
+// maxConcurrency of 0 or less renders nothing).
+func queryArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
+	var args []monitoringv1.Argument
+	if spec.EnableAdminAPI {
+		args = append(args, monitoringv1.Argument{Name: "web.enable-admin-api"})
+	}
+	for _, f := range []struct{ name, value string }{
+		{"rules.alert.for-outage-tolerance", spec.Rules.Alert.ForOutageTolerance},
+		{"rules.alert.for-grace-period", spec.Rules.Alert.ForGracePeriod},
+		{"rules.alert.resend-delay", spec.Rules.Alert.ResendDelay},
+	} {
+		if f.value != "" {
+			args = append(args, monitoringv1.Argument{Name: f.name, Value: f.value})
+		}
+	}
+	q := spec.Query
+	if q == nil {
+		return args
+	}
+	if q.LookbackDelta != nil {
+		args = append(args, monitoringv1.Argument{Name: "query.lookback-delta", Value: *q.LookbackDelta})
+	}
+	if n := ptr.Deref(q.MaxSamples, 0); n > 0 {
+		args = append(args, monitoringv1.Argument{Name: "query.max-samples", Value: strconv.Itoa(int(n))})
+	}
+	if n := ptr.Deref(q.MaxConcurrency, 0); n > 0 {
+		args = append(args, monitoringv1.Argument{Name: "query.max-concurrency", Value: strconv.Itoa(int(n))})
+	}
+	if q.Timeout != nil {
+		args = append(args, monitoringv1.Argument{Name: "query.timeout", Value: string(*q.Timeout)})
+	}
+	return args
 }

@@ -150,3 +150,33 @@ func TestRenderRefusesPodVolumes(t *testing.T) {
 		})
 	}
 }
+
+// TestOperatorQueryArgs: enableAdminAPI, rules and query are Prometheus
+// flags, as prometheus-operator renders them, and additionalArgs cannot
+// set them again.
+func TestOperatorQueryArgs(t *testing.T) {
+	server, unsupported := convert(t, `
+enableAdminAPI: true
+rules: {alert: {forOutageTolerance: 1h, forGracePeriod: 10m, resendDelay: 2m}}
+query: {lookbackDelta: 2m, maxConcurrency: 10, maxSamples: 1000, timeout: 1m}
+`)
+	require.Empty(t, unsupported)
+	_, sts := renderWorkload(server, testOptions())
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	for _, a := range []string{
+		"--web.enable-admin-api",
+		"--rules.alert.for-outage-tolerance=1h", "--rules.alert.for-grace-period=10m", "--rules.alert.resend-delay=2m",
+		"--query.lookback-delta=2m", "--query.max-samples=1000", "--query.max-concurrency=10", "--query.timeout=1m",
+	} {
+		require.Contains(t, args, a)
+	}
+
+	server, _ = convert(t, "query: {maxSamples: 0, maxConcurrency: 0}")
+	_, sts = renderWorkload(server, testOptions())
+	for _, a := range sts.Spec.Template.Spec.Containers[0].Args {
+		require.False(t, strings.HasPrefix(a, "--query.") || strings.HasPrefix(a, "--rules.") || a == "--web.enable-admin-api", a)
+	}
+
+	server, _ = convert(t, "{query: {timeout: 1m}, additionalArgs: [{name: query.timeout, value: 2m}]}")
+	require.EqualError(t, validateArgs(server.Spec), "spec.additionalArgs: query.timeout set by the controller itself")
+}

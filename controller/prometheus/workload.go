@@ -385,6 +385,7 @@ func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []moni
 	if spec.RoutePrefix != "" || spec.ExternalURL != "" {
 		args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
 	}
+	args = append(args, queryArgs(spec)...)
 	if spec.LogLevel != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
 	}
