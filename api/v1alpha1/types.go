@@ -424,6 +424,29 @@ type RemoteWriteSpec struct {
 	// PrometheusServer's namespace.
 	// +optional
 	Authorization *monitoringv1.Authorization `json:"authorization,omitempty"`
+	// RemoteTimeout of a request to the endpoint; unset is 30s.
+	// +optional
+	RemoteTimeout *monitoringv1.Duration `json:"remoteTimeout,omitempty"`
+	// Headers sent with each request.
+	// +optional
+	Headers map[string]string `json:"headers,omitempty"`
+	// SendExemplars sends the exemplars (with the exemplar-storage
+	// feature).
+	// +optional
+	SendExemplars *bool `json:"sendExemplars,omitempty"`
+	// SendNativeHistograms sends the native histograms.
+	// +optional
+	SendNativeHistograms *bool `json:"sendNativeHistograms,omitempty"`
+	// WriteRelabelConfigs relabel the series before they are sent.
+	// +optional
+	WriteRelabelConfigs []monitoringv1.RelabelConfig `json:"writeRelabelConfigs,omitempty"`
+	// QueueConfig tunes the queue of the endpoint (maxRetries, which
+	// Prometheus 2.11 and later ignore, is not rendered).
+	// +optional
+	QueueConfig *monitoringv1.QueueConfig `json:"queueConfig,omitempty"`
+	// MetadataConfig tunes the sending of series metadata.
+	// +optional
+	MetadataConfig *monitoringv1.MetadataConfig `json:"metadataConfig,omitempty"`
 }
 
 // ReloaderSpec configures the config-reloader containers.

@@ -221,6 +221,10 @@ func operatorRemoteWrite(rws []monitoringv1.RemoteWriteSpec) []v1alpha1.RemoteWr
 		out = append(out, v1alpha1.RemoteWriteSpec{
 			URL: string(rw.URL), Name: ptr.Deref(rw.Name, ""),
 			BasicAuth: rw.BasicAuth, Authorization: rw.Authorization,
+			RemoteTimeout: rw.RemoteTimeout, Headers: rw.Headers,
+			SendExemplars: rw.SendExemplars, SendNativeHistograms: rw.SendNativeHistograms,
+			WriteRelabelConfigs: rw.WriteRelabelConfigs,
+			QueueConfig:         rw.QueueConfig, MetadataConfig: rw.MetadataConfig,
 		})
 	}
 	return out

@@ -60,7 +60,6 @@ type operatorField struct {
 //nolint:funlen // A table, one row per field of the upstream spec: its length is the spec's, not logic.
 func operatorFields() []operatorField {
 	const (
-		later    = "not rendered yet"
 		flag     = "a Prometheus flag podreload does not render yet"
 		global   = "a global setting of the configuration podreload does not render yet"
 		genJobs  = "changes the jobs prometheus-operator generates from the monitors; podreload's generator has no such setting yet"
@@ -158,11 +157,11 @@ func operatorFields() []operatorField {
 		mapped("remoteWrite[].url", "spec.remoteWrite[].url"),
 		mapped("remoteWrite[].name", "spec.remoteWrite[].name"),
 		refuse("remoteWrite[].messageVersion", rwLater),
-		refuse("remoteWrite[].sendExemplars", rwLater),
-		refuse("remoteWrite[].sendNativeHistograms", rwLater),
-		refuseBut("remoteWrite[].remoteTimeout", rwLater+"; accepted: 30s (what podreload renders)", onlyDuration("30s")),
-		refuse("remoteWrite[].headers", rwLater),
-		refuse("remoteWrite[].writeRelabelConfigs", rwLater),
+		mapped("remoteWrite[].sendExemplars", "spec.remoteWrite[].sendExemplars"),
+		mapped("remoteWrite[].sendNativeHistograms", "spec.remoteWrite[].sendNativeHistograms"),
+		mapped("remoteWrite[].remoteTimeout", "spec.remoteWrite[].remoteTimeout; unset is 30s, Prometheus' default"),
+		mapped("remoteWrite[].headers", "spec.remoteWrite[].headers"),
+		mapped("remoteWrite[].writeRelabelConfigs", "spec.remoteWrite[].writeRelabelConfigs"),
 		refuse("remoteWrite[].oauth2", rwLater),
 		mapped("remoteWrite[].basicAuth", "spec.remoteWrite[].basicAuth"),
 		refuse("remoteWrite[].bearerTokenFile", rwLater+" (deprecated)"),
@@ -176,8 +175,8 @@ func operatorFields() []operatorField {
 		refuse("remoteWrite[].proxyFromEnvironment", rwLater),
 		refuse("remoteWrite[].proxyConnectHeader", rwLater),
 		refuse("remoteWrite[].followRedirects", rwLater),
-		refuse("remoteWrite[].queueConfig", rwLater),
-		refuse("remoteWrite[].metadataConfig", rwLater),
+		mapped("remoteWrite[].queueConfig", "spec.remoteWrite[].queueConfig (maxRetries, ignored since Prometheus 2.11, is not rendered, as prometheus-operator)"),
+		mapped("remoteWrite[].metadataConfig", "spec.remoteWrite[].metadataConfig"),
 		refuse("remoteWrite[].enableHTTP2", rwLater),
 		refuse("remoteWrite[].roundRobinDNS", rwLater),
 		refuse("otlp", "the otlp section of the configuration is not rendered yet"),

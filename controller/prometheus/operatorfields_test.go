@@ -189,7 +189,6 @@ func acceptedValues() map[string][]string {
 		"storage.disableMountSubPath":  {`false`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
 		"automountServiceAccountToken": {`true`},
-		"remoteWrite[].remoteTimeout":  {`"30s"`, `"30000ms"`},
 		"listenLocal":                  {`false`},
 		"podManagementPolicy":          {`"Parallel"`},
 		"arbitraryFSAccessThroughSMs":  {`{"deny": false}`},
@@ -212,7 +211,6 @@ func refusedValues() map[string]string {
 	return map[string]string{
 		"automountServiceAccountToken": `false`,
 		"shardRetentionPolicy":         `{"whenScaled": "Retain"}`,
-		"remoteWrite[].remoteTimeout":  `"1m"`,
 		"tsdb.outOfOrderTimeWindow":    `"5m"`,
 	}
 }
@@ -317,9 +315,9 @@ func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
 remoteWrite:
-- {url: 'http://a', queueConfig: {capacity: 10}}
-- {url: 'http://b', queueConfig: {capacity: 20}, headers: {a: b}}
-- {url: 'http://c', sendExemplars: false}
+- {url: 'http://a', followRedirects: true}
+- {url: 'http://b', followRedirects: false, enableHTTP2: true}
+- {url: 'http://c', roundRobinDNS: false}
 alerting: {alertmanagers: [{name: am, port: web, timeout: 10s}]}
 listenLocal: false
 secrets: []
@@ -329,9 +327,9 @@ disableCompaction: true
 	require.Equal(t, []string{
 		"alerting.alertmanagers[].timeout",
 		"disableCompaction",
-		"remoteWrite[].headers",
-		"remoteWrite[].queueConfig",
-		"remoteWrite[].sendExemplars",
+		"remoteWrite[].enableHTTP2",
+		"remoteWrite[].followRedirects",
+		"remoteWrite[].roundRobinDNS",
 		"thanos",
 	}, unsupported)
 }

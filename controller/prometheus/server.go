@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
@@ -185,9 +186,13 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, shownURL(u))
 		}
+		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
+		if _, err := model.ParseDuration(timeout); err != nil {
+			return nil, fmt.Errorf("%s.remoteTimeout: %w", path, err)
+		}
 		cfg := yaml.MapSlice{
 			{Key: "url", Value: rw.URL},
-			{Key: "remote_timeout", Value: defaultRemoteTimeout},
+			{Key: "remote_timeout", Value: timeout},
 		}
 		if rw.Name != "" {
 			if names[rw.Name] {
@@ -196,6 +201,11 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			names[rw.Name] = true
 			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
 		}
+		tuning, queue, err := r.remoteWriteTuning(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, tuning...)
 		if rw.BasicAuth != nil && rw.Authorization != nil {
 			return nil, fmt.Errorf("%s: basicAuth and authorization are mutually exclusive", path)
 		}
@@ -219,7 +229,7 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			}
 			cfg = append(cfg, auth)
 		}
-		out = append(out, cfg)
+		out = append(out, append(cfg, queue...))
 	}
 	return out, nil
 }
