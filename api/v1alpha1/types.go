@@ -105,9 +105,21 @@ type PrometheusServerSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 	// ExternalLabels are added to every series and alert. The controller
-	// also sets prometheus=<namespace>/<name> and prometheus_replica=<pod name>.
+	// also sets prometheus=<namespace>/<name> and prometheus_replica=<pod name>
+	// (see PrometheusExternalLabelName and ReplicaExternalLabelName), which
+	// win.
 	// +optional
 	ExternalLabels map[string]string `json:"externalLabels,omitempty"`
+	// PrometheusExternalLabelName is the name of the external label whose
+	// value is <namespace>/<name>; unset is prometheus, "" sets none.
+	// +optional
+	PrometheusExternalLabelName *string `json:"prometheusExternalLabelName,omitempty"`
+	// ReplicaExternalLabelName is the name of the external label whose
+	// value is the pod's name, which alerts drop (so that Alertmanager
+	// deduplicates the replicas' alerts); unset is prometheus_replica, ""
+	// sets none.
+	// +optional
+	ReplicaExternalLabelName *string `json:"replicaExternalLabelName,omitempty"`
 	// ScrapeInterval is the default scrape interval.
 	// +kubebuilder:default="30s"
 	// +optional

@@ -147,6 +147,16 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 			(*out)[key] = val
 		}
 	}
+	if in.PrometheusExternalLabelName != nil {
+		in, out := &in.PrometheusExternalLabelName, &out.PrometheusExternalLabelName
+		*out = new(string)
+		**out = **in
+	}
+	if in.ReplicaExternalLabelName != nil {
+		in, out := &in.ReplicaExternalLabelName, &out.ReplicaExternalLabelName
+		*out = new(string)
+		**out = **in
+	}
 	if in.Alerting != nil {
 		in, out := &in.Alerting, &out.Alerting
 		*out = new(AlertingSpec)

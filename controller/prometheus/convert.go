@@ -91,6 +91,8 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		ScrapeTimeout:                   in.ScrapeTimeout,
 		EvaluationInterval:              cmp.Or(in.EvaluationInterval, defaultInterval),
 		ExternalLabels:                  in.ExternalLabels,
+		PrometheusExternalLabelName:     in.PrometheusExternalLabelName,
+		ReplicaExternalLabelName:        in.ReplicaExternalLabelName,
 		EnableFeatures:                  in.EnableFeatures,
 		ExternalURL:                     in.ExternalURL,
 		RoutePrefix:                     in.RoutePrefix,

@@ -118,6 +118,8 @@ func TestConvertMappedFields(t *testing.T) {
 			[]monitoringv1.RelabelConfig{{Action: "labeldrop", Regex: "x"}}},
 		{"remoteWrite[].queueConfig", "remoteWrite: [{url: 'http://a', queueConfig: {capacity: 5}}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite[0].QueueConfig }, &monitoringv1.QueueConfig{Capacity: 5}},
 		{"remoteWrite[].metadataConfig", "remoteWrite: [{url: 'http://a', metadataConfig: {send: true}}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite[0].MetadataConfig }, &monitoringv1.MetadataConfig{Send: true}},
+		{"prometheusExternalLabelName", `prometheusExternalLabelName: ""`, func(s v1alpha1.PrometheusServerSpec) any { return s.PrometheusExternalLabelName }, ptr.To("")},
+		{"replicaExternalLabelName", "replicaExternalLabelName: replica", func(s v1alpha1.PrometheusServerSpec) any { return s.ReplicaExternalLabelName }, ptr.To("replica")},
 		{"securityContext", "securityContext: {runAsUser: 1000}", func(s v1alpha1.PrometheusServerSpec) any { return s.SecurityContext },
 			&corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}},
 		{"additionalScrapeConfigs", "additionalScrapeConfigs: {name: extra, key: a.yaml}", func(s v1alpha1.PrometheusServerSpec) any { return s.AdditionalScrapeConfigs.Key }, "a.yaml"},

@@ -103,8 +103,8 @@ func operatorFields() []operatorField {
 			func(v reflect.Value) bool {
 				return stringIn(v.Elem().FieldByName("Mode"), "", "Address") && v.Elem().FieldByName("Topology").IsNil()
 			}),
-		refuseBut("replicaExternalLabelName", "renaming or dropping the prometheus_replica external label is not rendered yet; accepted: prometheus_replica", onlyStrings(replicaLabel)),
-		refuseBut("prometheusExternalLabelName", "renaming or dropping the prometheus external label is not rendered yet; accepted: prometheus", onlyStrings(serverLabel)),
+		mapped("replicaExternalLabelName", "spec.replicaExternalLabelName: the replica label's name (\"\" drops it), which alerts drop"),
+		mapped("prometheusExternalLabelName", "spec.prometheusExternalLabelName: the server label's name (\"\" drops it)"),
 		mapped("logLevel", "spec.logLevel (Prometheus only: the reloaders keep their own)"),
 		mapped("logFormat", "spec.logFormat (Prometheus only: the reloaders keep their own)"),
 		mapped("scrapeInterval", "spec.scrapeInterval; unset is 30s"),

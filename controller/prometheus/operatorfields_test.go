@@ -183,8 +183,6 @@ Two refusals are not of one field:
 func acceptedValues() map[string][]string {
 	return map[string][]string{
 		"shardingStrategy":             {`{}`, `{"mode": "Address"}`},
-		"replicaExternalLabelName":     {`"prometheus_replica"`},
-		"prometheusExternalLabelName":  {`"prometheus"`},
 		"enableOTLPReceiver":           {`false`},
 		"storage.disableMountSubPath":  {`false`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},

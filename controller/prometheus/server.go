@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -54,10 +55,14 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	}
 
 	// The labels the controller sets win over the user's, as in
-	// prometheus-operator.
-	labels := map[string]string{
-		serverLabel:  r.srv.Namespace + "/" + r.srv.Name,
-		replicaLabel: podNameRef,
+	// prometheus-operator; a name set to "" drops the label.
+	labels := map[string]string{}
+	replica := ptr.Deref(spec.ReplicaExternalLabelName, replicaLabel)
+	if name := ptr.Deref(spec.PrometheusExternalLabelName, serverLabel); name != "" {
+		labels[name] = r.srv.Namespace + "/" + r.srv.Name
+	}
+	if replica != "" {
+		labels[replica] = podNameRef
 	}
 	for k, v := range spec.ExternalLabels {
 		if _, ok := labels[k]; !ok {
@@ -87,15 +92,16 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		if err != nil {
 			return serverConfig{}, err
 		}
-		rest = append(rest, yaml.MapItem{Key: "alerting", Value: yaml.MapSlice{
+		var alerting yaml.MapSlice
+		if replica != "" {
 			// Replicas send the same alerts: drop the label that tells
 			// them apart so that Alertmanager deduplicates them.
-			{Key: "alert_relabel_configs", Value: []yaml.MapSlice{{
+			alerting = yaml.MapSlice{{Key: "alert_relabel_configs", Value: []yaml.MapSlice{{
 				{Key: "action", Value: "labeldrop"},
-				{Key: "regex", Value: replicaLabel},
-			}}},
-			{Key: "alertmanagers", Value: ams},
-		}})
+				{Key: "regex", Value: regexp.QuoteMeta(replica)},
+			}}}}
+		}
+		rest = append(rest, yaml.MapItem{Key: "alerting", Value: append(alerting, yaml.MapItem{Key: "alertmanagers", Value: ams})})
 	}
 	if len(spec.RemoteWrite) > 0 {
 		rws, err := r.remoteWrites(spec.RemoteWrite)
