@@ -287,6 +287,18 @@ type PrometheusServerSpec struct {
 	// maxSamples (--query.max-samples), timeout (--query.timeout).
 	// +optional
 	Query *monitoringv1.QuerySpec `json:"query,omitempty"`
+	// AdditionalAlertManagerConfigs is a key of a Secret in the server's
+	// namespace holding a YAML list of Prometheus alertmanager
+	// configurations, appended after those of alerting, as
+	// prometheus-operator does; their relabelings are checked, the rest is
+	// checked by the Prometheus that loads them (condition ConfigApplied).
+	// +optional
+	AdditionalAlertManagerConfigs *corev1.SecretKeySelector `json:"additionalAlertManagerConfigs,omitempty"`
+	// AdditionalAlertRelabelConfigs is a key of a Secret in the server's
+	// namespace holding a YAML list of alert relabelings, appended after
+	// the one that drops the replica label.
+	// +optional
+	AdditionalAlertRelabelConfigs *corev1.SecretKeySelector `json:"additionalAlertRelabelConfigs,omitempty"`
 	// AdditionalArgs are more Prometheus flags, without the leading "--";
 	// a flag the controller sets itself (or its "no-" form) is refused.
 	// +optional

@@ -258,6 +258,16 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 		*out = new(monitoringv1.QuerySpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.AdditionalAlertManagerConfigs != nil {
+		in, out := &in.AdditionalAlertManagerConfigs, &out.AdditionalAlertManagerConfigs
+		*out = new(corev1.SecretKeySelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.AdditionalAlertRelabelConfigs != nil {
+		in, out := &in.AdditionalAlertRelabelConfigs, &out.AdditionalAlertRelabelConfigs
+		*out = new(corev1.SecretKeySelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.AdditionalArgs != nil {
 		in, out := &in.AdditionalArgs, &out.AdditionalArgs
 		*out = make([]monitoringv1.Argument, len(*in))

@@ -62,10 +62,6 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 	if replicas < 0 {
 		replicas = 1
 	}
-	reloadMethod := "http"
-	if ptr.Deref(in.ReloadStrategy, monitoringv1.HTTPReloadStrategyType) == monitoringv1.ProcessSignalReloadStrategyType {
-		reloadMethod = "signal"
-	}
 	return v1alpha1.PrometheusServerSpec{
 		Image:                           image,
 		Version:                         in.Version,
@@ -108,6 +104,8 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		RemoteWrite:                     operatorRemoteWrite(in.RemoteWrite),
 		SecurityContext:                 in.SecurityContext,
 		AdditionalScrapeConfigs:         in.AdditionalScrapeConfigs,
+		AdditionalAlertManagerConfigs:   in.AdditionalAlertManagerConfigs,
+		AdditionalAlertRelabelConfigs:   in.AdditionalAlertRelabelConfigs,
 		PortName:                        in.PortName,
 		EnableAdminAPI:                  in.EnableAdminAPI,
 		Rules:                           in.Rules,
@@ -131,8 +129,17 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		Retention:                       retention,
 		RetentionSize:                   in.RetentionSize,
 		Alerting:                        operatorAlerting(in.Alerting),
-		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: reloadMethod},
+		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
 	}
+}
+
+// operatorReloadMethod is the reloader's reloadMethod of a
+// reloadStrategy: signal for ProcessSignal, else http.
+func operatorReloadMethod(strategy *monitoringv1.ReloadStrategyType) string {
+	if ptr.Deref(strategy, monitoringv1.HTTPReloadStrategyType) == monitoringv1.ProcessSignalReloadStrategyType {
+		return "signal"
+	}
+	return "http"
 }
 
 // operatorExcluded is spec.excludedFromEnforcement with the deprecated

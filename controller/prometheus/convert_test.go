@@ -120,6 +120,8 @@ func TestConvertMappedFields(t *testing.T) {
 		{"remoteWrite[].metadataConfig", "remoteWrite: [{url: 'http://a', metadataConfig: {send: true}}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite[0].MetadataConfig }, &monitoringv1.MetadataConfig{Send: true}},
 		{"prometheusExternalLabelName", `prometheusExternalLabelName: ""`, func(s v1alpha1.PrometheusServerSpec) any { return s.PrometheusExternalLabelName }, ptr.To("")},
 		{"replicaExternalLabelName", "replicaExternalLabelName: replica", func(s v1alpha1.PrometheusServerSpec) any { return s.ReplicaExternalLabelName }, ptr.To("replica")},
+		{"additionalAlertManagerConfigs", "additionalAlertManagerConfigs: {name: extra, key: am.yaml}", func(s v1alpha1.PrometheusServerSpec) any { return s.AdditionalAlertManagerConfigs.Key }, "am.yaml"},
+		{"additionalAlertRelabelConfigs", "additionalAlertRelabelConfigs: {name: extra, key: rl.yaml}", func(s v1alpha1.PrometheusServerSpec) any { return s.AdditionalAlertRelabelConfigs.Key }, "rl.yaml"},
 		{"securityContext", "securityContext: {runAsUser: 1000}", func(s v1alpha1.PrometheusServerSpec) any { return s.SecurityContext },
 			&corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}},
 		{"additionalScrapeConfigs", "additionalScrapeConfigs: {name: extra, key: a.yaml}", func(s v1alpha1.PrometheusServerSpec) any { return s.AdditionalScrapeConfigs.Key }, "a.yaml"},

@@ -87,21 +87,12 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	global := yaml.MapItem{Key: "global", Value: globals}
 
 	var rest yaml.MapSlice
-	if spec.Alerting != nil && len(spec.Alerting.Alertmanagers) > 0 {
-		ams, err := r.alertmanagers(spec.Alerting.Alertmanagers)
-		if err != nil {
-			return serverConfig{}, err
-		}
-		var alerting yaml.MapSlice
-		if replica != "" {
-			// Replicas send the same alerts: drop the label that tells
-			// them apart so that Alertmanager deduplicates them.
-			alerting = yaml.MapSlice{{Key: "alert_relabel_configs", Value: []yaml.MapSlice{{
-				{Key: "action", Value: "labeldrop"},
-				{Key: "regex", Value: regexp.QuoteMeta(replica)},
-			}}}}
-		}
-		rest = append(rest, yaml.MapItem{Key: "alerting", Value: append(alerting, yaml.MapItem{Key: "alertmanagers", Value: ams})})
+	alerting, err := r.alerting(replica)
+	if err != nil {
+		return serverConfig{}, err
+	}
+	if len(alerting) > 0 {
+		rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
 	}
 	if len(spec.RemoteWrite) > 0 {
 		rws, err := r.remoteWrites(spec.RemoteWrite)
@@ -111,6 +102,49 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
 	}
 	return serverConfig{global: global, rest: rest}, nil
+}
+
+// alerting renders the alerting section: the Alertmanagers of
+// spec.alerting, then those of spec.additionalAlertManagerConfigs; the
+// relabeling that drops the replica label (when there is one), then those
+// of spec.additionalAlertRelabelConfigs. None when there is no
+// Alertmanager.
+func (r *renderer) alerting(replica string) (yaml.MapSlice, error) {
+	spec := &r.srv.Spec
+	var ams []yaml.MapSlice
+	if spec.Alerting != nil {
+		var err error
+		if ams, err = r.alertmanagers(spec.Alerting.Alertmanagers); err != nil {
+			return nil, err
+		}
+	}
+	moreAMs, err := r.additionalList("spec.additionalAlertManagerConfigs", spec.AdditionalAlertManagerConfigs, checkAlertmanagerConfig)
+	if err != nil {
+		return nil, err
+	}
+	ams = append(ams, moreAMs...)
+	if len(ams) == 0 {
+		return nil, nil
+	}
+	var relabelings []yaml.MapSlice
+	if replica != "" {
+		// Replicas send the same alerts: drop the label that tells
+		// them apart so that Alertmanager deduplicates them.
+		relabelings = append(relabelings, yaml.MapSlice{
+			{Key: "action", Value: "labeldrop"},
+			{Key: "regex", Value: regexp.QuoteMeta(replica)},
+		})
+	}
+	moreRelabelings, err := r.additionalList("spec.additionalAlertRelabelConfigs", spec.AdditionalAlertRelabelConfigs, checkRelabelConfig)
+	if err != nil {
+		return nil, err
+	}
+	relabelings = append(relabelings, moreRelabelings...)
+	var alerting yaml.MapSlice
+	if len(relabelings) > 0 {
+		alerting = append(alerting, yaml.MapItem{Key: "alert_relabel_configs", Value: relabelings})
+	}
+	return append(alerting, yaml.MapItem{Key: "alertmanagers", Value: ams}), nil
 }
 
 func positiveDuration(s string) (model.Duration, error) {
