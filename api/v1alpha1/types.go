@@ -287,6 +287,18 @@ type PrometheusServerSpec struct {
 	// maxSamples (--query.max-samples), timeout (--query.timeout).
 	// +optional
 	Query *monitoringv1.QuerySpec `json:"query,omitempty"`
+	// RuleQueryOffset delays the queries of rule evaluations
+	// (global.rule_query_offset), for samples that arrive late.
+	// +optional
+	RuleQueryOffset *monitoringv1.Duration `json:"ruleQueryOffset,omitempty"`
+	// Exemplars: maxSize is the most exemplars kept in memory
+	// (storage.exemplars.max_exemplars), with the exemplar-storage
+	// feature.
+	// +optional
+	Exemplars *monitoringv1.Exemplars `json:"exemplars,omitempty"`
+	// TSDB configures the TSDB (storage.tsdb of the configuration).
+	// +optional
+	TSDB *TSDBSpec `json:"tsdb,omitempty"`
 	// AdditionalAlertManagerConfigs is a key of a Secret in the server's
 	// namespace holding a YAML list of Prometheus alertmanager
 	// configurations, appended after those of alerting, as
@@ -403,6 +415,14 @@ type StorageSpec struct {
 	// VolumeClaimTemplate gives each pod a PersistentVolumeClaim.
 	// +optional
 	VolumeClaimTemplate *monitoringv1.EmbeddedPersistentVolumeClaim `json:"volumeClaimTemplate,omitempty"`
+}
+
+// TSDBSpec configures the TSDB.
+type TSDBSpec struct {
+	// OutOfOrderTimeWindow is how old a sample may be and still be
+	// ingested out of order (storage.tsdb.out_of_order_time_window).
+	// +optional
+	OutOfOrderTimeWindow *monitoringv1.Duration `json:"outOfOrderTimeWindow,omitempty"`
 }
 
 // AlertingSpec lists Alertmanagers.

@@ -104,6 +104,9 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		RemoteWrite:                     operatorRemoteWrite(in.RemoteWrite),
 		SecurityContext:                 in.SecurityContext,
 		AdditionalScrapeConfigs:         in.AdditionalScrapeConfigs,
+		RuleQueryOffset:                 in.RuleQueryOffset,
+		Exemplars:                       in.Exemplars,
+		TSDB:                            operatorTSDB(in.TSDB),
 		AdditionalAlertManagerConfigs:   in.AdditionalAlertManagerConfigs,
 		AdditionalAlertRelabelConfigs:   in.AdditionalAlertRelabelConfigs,
 		PortName:                        in.PortName,
@@ -131,6 +134,14 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		Alerting:                        operatorAlerting(in.Alerting),
 		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
 	}
+}
+
+// operatorTSDB carries the mapped fields of spec.tsdb.
+func operatorTSDB(t *monitoringv1.TSDBSpec) *v1alpha1.TSDBSpec {
+	if t == nil || t.OutOfOrderTimeWindow == nil {
+		return nil
+	}
+	return &v1alpha1.TSDBSpec{OutOfOrderTimeWindow: t.OutOfOrderTimeWindow}
 }
 
 // operatorReloadMethod is the reloader's reloadMethod of a

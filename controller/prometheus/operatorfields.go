@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/prometheus/common/model"
 )
 
 // fieldClass is what a takeover does with a field of prometheus-operator's
@@ -229,7 +227,7 @@ func operatorFields() []operatorField {
 		refuse("maximumStartupDurationSeconds", "a startup probe podreload does not render yet"),
 		mapped("scrapeClasses", "spec.scrapeClasses (files only in tlsConfig and authorization, as prometheus-operator)"),
 		refuseBut("serviceDiscoveryRole", genJobs+"; accepted: Endpoints (podreload's default)", onlyStrings("Endpoints")),
-		refuseBut("tsdb.outOfOrderTimeWindow", "a TSDB setting podreload does not render yet; accepted: 0s (Prometheus' default)", onlyDuration("0s")),
+		mapped("tsdb.outOfOrderTimeWindow", "spec.tsdb.outOfOrderTimeWindow: storage.tsdb.out_of_order_time_window"),
 		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
 		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),
 		refuse("scrapeFailureLogFile", global),
@@ -280,9 +278,9 @@ func operatorFields() []operatorField {
 		refuse("thanos", "the Thanos sidecar is out of scope"),
 		refuse("queryLogFile", global),
 		refuseBut("allowOverlappingBlocks", flag+" (deprecated; a flag for Prometheus 2.11 to 2.39 only); accepted: false", onlyBool(false)),
-		refuse("exemplars", flag),
+		mapped("exemplars", "spec.exemplars: storage.exemplars.max_exemplars"),
 		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),
-		refuse("ruleQueryOffset", global),
+		mapped("ruleQueryOffset", "spec.ruleQueryOffset: global.rule_query_offset"),
 		mapped("enableAdminAPI", "spec.enableAdminAPI"),
 	}
 }
@@ -307,19 +305,6 @@ func stringIn(v reflect.Value, ok ...string) bool {
 // onlyBool accepts a bool, or a pointer to one, equal to ok.
 func onlyBool(ok bool) func(reflect.Value) bool {
 	return func(v reflect.Value) bool { return reflect.Indirect(v).Bool() == ok }
-}
-
-// onlyDuration accepts a Prometheus duration, or a pointer to one, of the
-// same length as ok.
-func onlyDuration(ok string) func(reflect.Value) bool {
-	want := model.Duration(0)
-	if d, err := model.ParseDuration(ok); err == nil {
-		want = d
-	}
-	return func(v reflect.Value) bool {
-		d, err := model.ParseDuration(reflect.Indirect(v).String())
-		return err == nil && d == want
-	}
 }
 
 // refusedFields are the JSON paths of the refused fields spec sets to a

@@ -196,7 +196,6 @@ func acceptedValues() map[string][]string {
 		"minReadySeconds":              {`0`},
 		"hostNetwork":                  {`false`},
 		"serviceDiscoveryRole":         {`"Endpoints"`},
-		"tsdb.outOfOrderTimeWindow":    {`"0s"`, `"0m"`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"disableCompaction":            {`false`},
 		"allowOverlappingBlocks":       {`false`},
@@ -209,7 +208,6 @@ func refusedValues() map[string]string {
 	return map[string]string{
 		"automountServiceAccountToken": `false`,
 		"shardRetentionPolicy":         `{"whenScaled": "Retain"}`,
-		"tsdb.outOfOrderTimeWindow":    `"5m"`,
 	}
 }
 

@@ -84,9 +84,18 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
 	}
 	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
+	if o := spec.RuleQueryOffset; o != nil {
+		if _, err := model.ParseDuration(string(*o)); err != nil {
+			return serverConfig{}, fmt.Errorf("spec.ruleQueryOffset: %w", err)
+		}
+		globals = append(globals, yaml.MapItem{Key: "rule_query_offset", Value: string(*o)})
+	}
 	global := yaml.MapItem{Key: "global", Value: globals}
 
-	var rest yaml.MapSlice
+	rest, err := storageSettings(spec)
+	if err != nil {
+		return serverConfig{}, err
+	}
 	alerting, err := r.alerting(replica)
 	if err != nil {
 		return serverConfig{}, err
@@ -102,6 +111,26 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
 	}
 	return serverConfig{global: global, rest: rest}, nil
+}
+
+// storageSettings renders the storage section of spec.exemplars and
+// spec.tsdb, as prometheus-operator does; none when they set nothing.
+func storageSettings(spec *v1alpha1.PrometheusServerSpec) (yaml.MapSlice, error) {
+	var storage yaml.MapSlice
+	if e := spec.Exemplars; e != nil && e.MaxSize != nil {
+		storage = append(storage, yaml.MapItem{Key: "exemplars", Value: yaml.MapSlice{{Key: "max_exemplars", Value: *e.MaxSize}}})
+	}
+	if t := spec.TSDB; t != nil && t.OutOfOrderTimeWindow != nil {
+		w := string(*t.OutOfOrderTimeWindow)
+		if _, err := model.ParseDuration(w); err != nil {
+			return nil, fmt.Errorf("spec.tsdb.outOfOrderTimeWindow: %w", err)
+		}
+		storage = append(storage, yaml.MapItem{Key: "tsdb", Value: yaml.MapSlice{{Key: "out_of_order_time_window", Value: w}}})
+	}
+	if len(storage) == 0 {
+		return nil, nil
+	}
+	return yaml.MapSlice{{Key: "storage", Value: storage}}, nil
 }
 
 // alerting renders the alerting section: the Alertmanagers of
