@@ -451,6 +451,33 @@ type AlertmanagerEndpoint struct {
 	// +kubebuilder:validation:Enum=v2
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
+	// Timeout of a request to the Alertmanagers.
+	// +optional
+	Timeout *monitoringv1.Duration `json:"timeout,omitempty"`
+	// EnableHttp2 lets the requests use HTTP/2.
+	// +optional
+	EnableHttp2 *bool `json:"enableHttp2,omitempty"`
+	// TLSConfig of the requests, from Secrets and ConfigMaps of the
+	// server's namespace, or files.
+	// +optional
+	TLSConfig *monitoringv1.TLSConfig `json:"tlsConfig,omitempty"`
+	// BasicAuth of the requests, from Secrets of the server's namespace.
+	// +optional
+	BasicAuth *monitoringv1.BasicAuth `json:"basicAuth,omitempty"`
+	// Authorization header of the requests, from a Secret of the server's
+	// namespace.
+	// +optional
+	Authorization *monitoringv1.SafeAuthorization `json:"authorization,omitempty"`
+	// ProxyConfig: the proxy of the requests.
+	// +optional
+	monitoringv1.ProxyConfig `json:",inline"`
+	// RelabelConfigs are relabelings of the discovered Alertmanagers,
+	// after the controller's.
+	// +optional
+	RelabelConfigs []monitoringv1.RelabelConfig `json:"relabelings,omitempty"`
+	// AlertRelabelConfigs relabel the alerts sent to these Alertmanagers.
+	// +optional
+	AlertRelabelConfigs []monitoringv1.RelabelConfig `json:"alertRelabelings,omitempty"`
 }
 
 // RemoteWriteSpec is a remote write endpoint.

@@ -264,6 +264,10 @@ func operatorAlerting(a *monitoringv1.AlertingSpec) *v1alpha1.AlertingSpec {
 			Scheme:     strings.ToLower(string(ptr.Deref(am.Scheme, ""))),
 			PathPrefix: ptr.Deref(am.PathPrefix, ""),
 			APIVersion: string(ptr.Deref(am.APIVersion, "")),
+			Timeout:    am.Timeout, EnableHttp2: am.EnableHttp2,
+			TLSConfig: am.TLSConfig, BasicAuth: am.BasicAuth, Authorization: am.Authorization,
+			ProxyConfig:    am.ProxyConfig,
+			RelabelConfigs: am.RelabelConfigs, AlertRelabelConfigs: am.AlertRelabelConfigs,
 		})
 	}
 	return out

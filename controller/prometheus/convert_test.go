@@ -181,6 +181,23 @@ func TestConvertMappedFields(t *testing.T) {
 			monitoringv1.Rules{Alert: monitoringv1.RulesAlert{ResendDelay: "2m"}}},
 		{"query", "query: {maxSamples: 1000}", func(s v1alpha1.PrometheusServerSpec) any { return s.Query },
 			&monitoringv1.QuerySpec{MaxSamples: ptr.To[int32](1000)}},
+		{"alerting.alertmanagers[].timeout", "alerting: {alertmanagers: [{name: am, port: web, timeout: 10s}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].Timeout }, ptr.To(monitoringv1.Duration("10s"))},
+		{"alerting.alertmanagers[].enableHttp2", "alerting: {alertmanagers: [{name: am, port: web, enableHttp2: false}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].EnableHttp2 }, ptr.To(false)},
+		{"alerting.alertmanagers[].tlsConfig", "alerting: {alertmanagers: [{name: am, port: web, tlsConfig: {serverName: am}}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].TLSConfig.ServerName }, ptr.To("am")},
+		{"alerting.alertmanagers[].basicAuth", "alerting: {alertmanagers: [{name: am, port: web, basicAuth: {username: {name: s, key: u}}}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].BasicAuth.Username.Key }, "u"},
+		{"alerting.alertmanagers[].authorization", "alerting: {alertmanagers: [{name: am, port: web, authorization: {credentials: {name: s, key: t}}}]}", func(s v1alpha1.PrometheusServerSpec) any {
+			return s.Alerting.Alertmanagers[0].Authorization.Credentials.Key
+		}, "t"},
+		{"alerting.alertmanagers[].proxyUrl", "alerting: {alertmanagers: [{name: am, port: web, proxyUrl: 'http://p:3128'}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].ProxyURL }, ptr.To("http://p:3128")},
+		{"alerting.alertmanagers[].noProxy", "alerting: {alertmanagers: [{name: am, port: web, noProxy: local}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].NoProxy }, ptr.To("local")},
+		{"alerting.alertmanagers[].proxyFromEnvironment", "alerting: {alertmanagers: [{name: am, port: web, proxyFromEnvironment: true}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].ProxyFromEnvironment }, ptr.To(true)},
+		{"alerting.alertmanagers[].proxyConnectHeader", "alerting: {alertmanagers: [{name: am, port: web, proxyConnectHeader: {X-A: [{name: s, key: h}]}}]}", func(s v1alpha1.PrometheusServerSpec) any {
+			return s.Alerting.Alertmanagers[0].ProxyConnectHeader["X-A"][0].Key
+		}, "h"},
+		{"alerting.alertmanagers[].relabelings", "alerting: {alertmanagers: [{name: am, port: web, relabelings: [{action: drop, regex: x, sourceLabels: [a]}]}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].RelabelConfigs },
+			[]monitoringv1.RelabelConfig{{Action: "drop", Regex: "x", SourceLabels: []monitoringv1.LabelName{"a"}}}},
+		{"alerting.alertmanagers[].alertRelabelings", "alerting: {alertmanagers: [{name: am, port: web, alertRelabelings: [{action: labeldrop, regex: x}]}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].AlertRelabelConfigs },
+			[]monitoringv1.RelabelConfig{{Action: "labeldrop", Regex: "x"}}},
 		{"evaluationInterval", "evaluationInterval: 1m", func(s v1alpha1.PrometheusServerSpec) any { return s.EvaluationInterval }, monitoringv1.Duration("1m")},
 	}
 	tested := map[string]bool{}

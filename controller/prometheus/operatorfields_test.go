@@ -314,14 +314,14 @@ remoteWrite:
 - {url: 'http://a', followRedirects: true}
 - {url: 'http://b', followRedirects: false, enableHTTP2: true}
 - {url: 'http://c', roundRobinDNS: false}
-alerting: {alertmanagers: [{name: am, port: web, timeout: 10s}]}
+alerting: {alertmanagers: [{name: am, port: web, sigv4: {}}]}
 listenLocal: false
 secrets: []
 hostAliases: []
 disableCompaction: true
 `)
 	require.Equal(t, []string{
-		"alerting.alertmanagers[].timeout",
+		"alerting.alertmanagers[].sigv4",
 		"disableCompaction",
 		"remoteWrite[].enableHTTP2",
 		"remoteWrite[].followRedirects",

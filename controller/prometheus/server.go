@@ -228,16 +228,42 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
 			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
 		}
-		out = append(out, yaml.MapSlice{
+		client, auth, err := r.alertmanagerClient(path, &am)
+		if err != nil {
+			return nil, err
+		}
+		for i := range am.RelabelConfigs {
+			rc, err := r.relabelConfig(fmt.Sprintf("%s.relabelings[%d]", path, i), &am.RelabelConfigs[i])
+			if err != nil {
+				return nil, err
+			}
+			relabelings = append(relabelings, rc)
+		}
+		cfg := append(yaml.MapSlice{
 			{Key: "path_prefix", Value: prefix},
 			{Key: "scheme", Value: scheme},
-			{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
-				{Key: "role", Value: "endpoints"},
-				{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
-			}}},
-			{Key: "api_version", Value: "v2"},
-			{Key: "relabel_configs", Value: relabelings},
-		})
+		}, client...)
+		cfg = append(cfg, yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
+			{Key: "role", Value: "endpoints"},
+			{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
+		}}})
+		cfg = append(cfg, auth...)
+		cfg = append(cfg,
+			yaml.MapItem{Key: "api_version", Value: "v2"},
+			yaml.MapItem{Key: "relabel_configs", Value: relabelings},
+		)
+		var alertRelabelings []yaml.MapSlice
+		for i := range am.AlertRelabelConfigs {
+			rc, err := r.relabelConfig(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
+			if err != nil {
+				return nil, err
+			}
+			alertRelabelings = append(alertRelabelings, rc)
+		}
+		if len(alertRelabelings) > 0 {
+			cfg = append(cfg, yaml.MapItem{Key: "alert_relabel_configs", Value: alertRelabelings})
+		}
+		out = append(out, cfg)
 	}
 	return out, nil
 }
