@@ -495,6 +495,24 @@ type RemoteWriteSpec struct {
 	// PrometheusServer's namespace.
 	// +optional
 	Authorization *monitoringv1.Authorization `json:"authorization,omitempty"`
+	// OAuth2 credentials for the endpoint, from Secrets and ConfigMaps of
+	// the server's namespace; at most one of basicAuth, oauth2 and
+	// authorization.
+	// +optional
+	OAuth2 *monitoringv1.OAuth2 `json:"oauth2,omitempty"`
+	// TLSConfig of the requests, from Secrets and ConfigMaps of the
+	// server's namespace, or files.
+	// +optional
+	TLSConfig *monitoringv1.TLSConfig `json:"tlsConfig,omitempty"`
+	// ProxyConfig: the proxy of the requests.
+	// +optional
+	monitoringv1.ProxyConfig `json:",inline"`
+	// FollowRedirects follows HTTP 3xx redirects.
+	// +optional
+	FollowRedirects *bool `json:"followRedirects,omitempty"`
+	// EnableHttp2 lets the requests use HTTP/2.
+	// +optional
+	EnableHttp2 *bool `json:"enableHTTP2,omitempty"`
 	// RemoteTimeout of a request to the endpoint; unset is 30s.
 	// +optional
 	RemoteTimeout *monitoringv1.Duration `json:"remoteTimeout,omitempty"`

@@ -526,6 +526,27 @@ func (in *RemoteWriteSpec) DeepCopyInto(out *RemoteWriteSpec) {
 		*out = new(monitoringv1.Authorization)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.OAuth2 != nil {
+		in, out := &in.OAuth2, &out.OAuth2
+		*out = new(monitoringv1.OAuth2)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.TLSConfig != nil {
+		in, out := &in.TLSConfig, &out.TLSConfig
+		*out = new(monitoringv1.TLSConfig)
+		(*in).DeepCopyInto(*out)
+	}
+	in.ProxyConfig.DeepCopyInto(&out.ProxyConfig)
+	if in.FollowRedirects != nil {
+		in, out := &in.FollowRedirects, &out.FollowRedirects
+		*out = new(bool)
+		**out = **in
+	}
+	if in.EnableHttp2 != nil {
+		in, out := &in.EnableHttp2, &out.EnableHttp2
+		*out = new(bool)
+		**out = **in
+	}
 	if in.RemoteTimeout != nil {
 		in, out := &in.RemoteTimeout, &out.RemoteTimeout
 		*out = new(monitoringv1.Duration)

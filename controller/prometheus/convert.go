@@ -245,6 +245,8 @@ func operatorRemoteWrite(rws []monitoringv1.RemoteWriteSpec) []v1alpha1.RemoteWr
 			SendExemplars: rw.SendExemplars, SendNativeHistograms: rw.SendNativeHistograms,
 			WriteRelabelConfigs: rw.WriteRelabelConfigs,
 			QueueConfig:         rw.QueueConfig, MetadataConfig: rw.MetadataConfig,
+			OAuth2: rw.OAuth2, TLSConfig: rw.TLSConfig, ProxyConfig: rw.ProxyConfig,
+			FollowRedirects: rw.FollowRedirects, EnableHttp2: rw.EnableHttp2,
 		})
 	}
 	return out

@@ -311,8 +311,8 @@ func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
 remoteWrite:
-- {url: 'http://a', followRedirects: true}
-- {url: 'http://b', followRedirects: false, enableHTTP2: true}
+- {url: 'http://a', sigv4: {}}
+- {url: 'http://b', sigv4: {region: x}, messageVersion: V2.0}
 - {url: 'http://c', roundRobinDNS: false}
 alerting: {alertmanagers: [{name: am, port: web, sigv4: {}}]}
 listenLocal: false
@@ -323,9 +323,9 @@ disableCompaction: true
 	require.Equal(t, []string{
 		"alerting.alertmanagers[].sigv4",
 		"disableCompaction",
-		"remoteWrite[].enableHTTP2",
-		"remoteWrite[].followRedirects",
+		"remoteWrite[].messageVersion",
 		"remoteWrite[].roundRobinDNS",
+		"remoteWrite[].sigv4",
 		"thanos",
 	}, unsupported)
 }

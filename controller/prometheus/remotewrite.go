@@ -102,3 +102,38 @@ func queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error
 	}
 	return qc, nil
 }
+
+// remoteWriteClient renders the HTTP client settings of the remote write
+// endpoint rw at path after its basic auth and authorization, as
+// prometheus-operator renders them: oauth2, tls_config, the proxy,
+// follow_redirects, enable_http2.
+func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (yaml.MapSlice, error) {
+	ns := r.srv.Namespace
+	var client yaml.MapSlice
+	if rw.OAuth2 != nil {
+		o, err := r.oauth2(ns, path+".oauth2", rw.OAuth2)
+		if err != nil {
+			return nil, err
+		}
+		client = append(client, o)
+	}
+	if rw.TLSConfig != nil {
+		tls, err := r.tlsConfig(ns, path+".tlsConfig", rw.TLSConfig)
+		if err != nil {
+			return nil, err
+		}
+		client = append(client, tls)
+	}
+	proxy, err := r.proxy(ns, path, &rw.ProxyConfig)
+	if err != nil {
+		return nil, err
+	}
+	client = append(client, proxy...)
+	if rw.FollowRedirects != nil {
+		client = append(client, yaml.MapItem{Key: "follow_redirects", Value: *rw.FollowRedirects})
+	}
+	if rw.EnableHttp2 != nil {
+		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *rw.EnableHttp2})
+	}
+	return client, nil
+}

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -301,8 +302,8 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			return nil, err
 		}
 		cfg = append(cfg, tuning...)
-		if rw.BasicAuth != nil && rw.Authorization != nil {
-			return nil, fmt.Errorf("%s: basicAuth and authorization are mutually exclusive", path)
+		if len(slices.DeleteFunc([]bool{rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil}, func(set bool) bool { return !set })) > 1 {
+			return nil, fmt.Errorf("%s: basicAuth, oauth2 and authorization are mutually exclusive", path)
 		}
 		if rw.BasicAuth != nil {
 			ba, err := r.basicAuth(ns, path+".basicAuth", rw.BasicAuth)
@@ -324,6 +325,11 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			}
 			cfg = append(cfg, auth)
 		}
+		client, err := r.remoteWriteClient(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, client...)
 		out = append(out, append(cfg, queue...))
 	}
 	return out, nil
