@@ -105,9 +105,21 @@ type PrometheusServerSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 	// ExternalLabels are added to every series and alert. The controller
-	// also sets prometheus=<namespace>/<name> and prometheus_replica=<pod name>.
+	// also sets prometheus=<namespace>/<name> and prometheus_replica=<pod name>
+	// (see PrometheusExternalLabelName and ReplicaExternalLabelName), which
+	// win.
 	// +optional
 	ExternalLabels map[string]string `json:"externalLabels,omitempty"`
+	// PrometheusExternalLabelName is the name of the external label whose
+	// value is <namespace>/<name>; unset is prometheus, "" sets none.
+	// +optional
+	PrometheusExternalLabelName *string `json:"prometheusExternalLabelName,omitempty"`
+	// ReplicaExternalLabelName is the name of the external label whose
+	// value is the pod's name, which alerts drop (so that Alertmanager
+	// deduplicates the replicas' alerts); unset is prometheus_replica, ""
+	// sets none.
+	// +optional
+	ReplicaExternalLabelName *string `json:"replicaExternalLabelName,omitempty"`
 	// ScrapeInterval is the default scrape interval.
 	// +kubebuilder:default="30s"
 	// +optional
@@ -260,6 +272,45 @@ type PrometheusServerSpec struct {
 	// by the Prometheus that loads it (condition ConfigApplied).
 	// +optional
 	AdditionalScrapeConfigs *corev1.SecretKeySelector `json:"additionalScrapeConfigs,omitempty"`
+	// EnableAdminAPI enables Prometheus' admin API (--web.enable-admin-api),
+	// which can delete series: anyone who reaches the web port can.
+	// +optional
+	EnableAdminAPI bool `json:"enableAdminAPI,omitempty"`
+	// Rules are the alerting rules' flags: alert.forOutageTolerance
+	// (--rules.alert.for-outage-tolerance), alert.forGracePeriod
+	// (--rules.alert.for-grace-period), alert.resendDelay
+	// (--rules.alert.resend-delay).
+	// +optional
+	Rules monitoringv1.Rules `json:"rules,omitempty"`
+	// Query are the query engine's flags: lookbackDelta
+	// (--query.lookback-delta), maxConcurrency (--query.max-concurrency),
+	// maxSamples (--query.max-samples), timeout (--query.timeout).
+	// +optional
+	Query *monitoringv1.QuerySpec `json:"query,omitempty"`
+	// RuleQueryOffset delays the queries of rule evaluations
+	// (global.rule_query_offset), for samples that arrive late.
+	// +optional
+	RuleQueryOffset *monitoringv1.Duration `json:"ruleQueryOffset,omitempty"`
+	// Exemplars: maxSize is the most exemplars kept in memory
+	// (storage.exemplars.max_exemplars), with the exemplar-storage
+	// feature.
+	// +optional
+	Exemplars *monitoringv1.Exemplars `json:"exemplars,omitempty"`
+	// TSDB configures the TSDB (storage.tsdb of the configuration).
+	// +optional
+	TSDB *TSDBSpec `json:"tsdb,omitempty"`
+	// AdditionalAlertManagerConfigs is a key of a Secret in the server's
+	// namespace holding a YAML list of Prometheus alertmanager
+	// configurations, appended after those of alerting, as
+	// prometheus-operator does; their relabelings are checked, the rest is
+	// checked by the Prometheus that loads them (condition ConfigApplied).
+	// +optional
+	AdditionalAlertManagerConfigs *corev1.SecretKeySelector `json:"additionalAlertManagerConfigs,omitempty"`
+	// AdditionalAlertRelabelConfigs is a key of a Secret in the server's
+	// namespace holding a YAML list of alert relabelings, appended after
+	// the one that drops the replica label.
+	// +optional
+	AdditionalAlertRelabelConfigs *corev1.SecretKeySelector `json:"additionalAlertRelabelConfigs,omitempty"`
 	// AdditionalArgs are more Prometheus flags, without the leading "--";
 	// a flag the controller sets itself (or its "no-" form) is refused.
 	// +optional
@@ -298,6 +349,55 @@ type PrometheusServerSpec struct {
 	// probes use; unset is web.
 	// +optional
 	PortName string `json:"portName,omitempty"`
+	// SchedulerName of the pods; unset is the default scheduler.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// DNSPolicy of the pods; unset is the Kubernetes default (ClusterFirst).
+	// +optional
+	DNSPolicy *monitoringv1.DNSPolicy `json:"dnsPolicy,omitempty"`
+	// DNSConfig of the pods.
+	// +optional
+	DNSConfig *monitoringv1.PodDNSConfig `json:"dnsConfig,omitempty"`
+	// HostAliases are entries of the pods' /etc/hosts.
+	// +listType=map
+	// +listMapKey=ip
+	// +optional
+	HostAliases []monitoringv1.HostAlias `json:"hostAliases,omitempty"`
+	// EnableServiceLinks puts the Services of the namespace into the pods'
+	// environment; unset is the Kubernetes default (true).
+	// +optional
+	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
+	// HostUsers: false runs the pods in a user namespace of their own;
+	// unset is the Kubernetes default (the host's).
+	// +optional
+	HostUsers *bool `json:"hostUsers,omitempty"`
+	// TerminationGracePeriodSeconds of the pods, for Prometheus to write
+	// its TSDB head on shutdown; unset is 600.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// Secrets are Secrets of the server's namespace mounted read-only into
+	// the Prometheus container at /etc/prometheus/secrets/<name>, in a
+	// volume named secret-<name>, as prometheus-operator does: files a
+	// configuration can refer to.
+	// +listType=set
+	// +optional
+	Secrets []string `json:"secrets,omitempty"`
+	// ConfigMaps are ConfigMaps of the server's namespace mounted
+	// read-only into the Prometheus container at
+	// /etc/prometheus/configmaps/<name>, in a volume named
+	// configmap-<name>.
+	// +listType=set
+	// +optional
+	ConfigMaps []string `json:"configMaps,omitempty"`
+	// Volumes are more volumes of the pods; a name the controller uses is
+	// refused (InvalidSpec).
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// VolumeMounts are more mounts of the Prometheus container, after the
+	// data volume's; a path mounted twice is refused (InvalidSpec).
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 	// SecurityContext of the pods; unset means non-root (user and group
 	// 65534), fsGroup 2000 and the runtime's seccomp profile. Every
 	// container rendered has a restricted security context whatever this
@@ -315,6 +415,14 @@ type StorageSpec struct {
 	// VolumeClaimTemplate gives each pod a PersistentVolumeClaim.
 	// +optional
 	VolumeClaimTemplate *monitoringv1.EmbeddedPersistentVolumeClaim `json:"volumeClaimTemplate,omitempty"`
+}
+
+// TSDBSpec configures the TSDB.
+type TSDBSpec struct {
+	// OutOfOrderTimeWindow is how old a sample may be and still be
+	// ingested out of order (storage.tsdb.out_of_order_time_window).
+	// +optional
+	OutOfOrderTimeWindow *monitoringv1.Duration `json:"outOfOrderTimeWindow,omitempty"`
 }
 
 // AlertingSpec lists Alertmanagers.
@@ -343,6 +451,33 @@ type AlertmanagerEndpoint struct {
 	// +kubebuilder:validation:Enum=v2
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
+	// Timeout of a request to the Alertmanagers.
+	// +optional
+	Timeout *monitoringv1.Duration `json:"timeout,omitempty"`
+	// EnableHttp2 lets the requests use HTTP/2.
+	// +optional
+	EnableHttp2 *bool `json:"enableHttp2,omitempty"`
+	// TLSConfig of the requests, from Secrets and ConfigMaps of the
+	// server's namespace, or files.
+	// +optional
+	TLSConfig *monitoringv1.TLSConfig `json:"tlsConfig,omitempty"`
+	// BasicAuth of the requests, from Secrets of the server's namespace.
+	// +optional
+	BasicAuth *monitoringv1.BasicAuth `json:"basicAuth,omitempty"`
+	// Authorization header of the requests, from a Secret of the server's
+	// namespace.
+	// +optional
+	Authorization *monitoringv1.SafeAuthorization `json:"authorization,omitempty"`
+	// ProxyConfig: the proxy of the requests.
+	// +optional
+	monitoringv1.ProxyConfig `json:",inline"`
+	// RelabelConfigs are relabelings of the discovered Alertmanagers,
+	// after the controller's.
+	// +optional
+	RelabelConfigs []monitoringv1.RelabelConfig `json:"relabelings,omitempty"`
+	// AlertRelabelConfigs relabel the alerts sent to these Alertmanagers.
+	// +optional
+	AlertRelabelConfigs []monitoringv1.RelabelConfig `json:"alertRelabelings,omitempty"`
 }
 
 // RemoteWriteSpec is a remote write endpoint.
@@ -360,6 +495,47 @@ type RemoteWriteSpec struct {
 	// PrometheusServer's namespace.
 	// +optional
 	Authorization *monitoringv1.Authorization `json:"authorization,omitempty"`
+	// OAuth2 credentials for the endpoint, from Secrets and ConfigMaps of
+	// the server's namespace; at most one of basicAuth, oauth2 and
+	// authorization.
+	// +optional
+	OAuth2 *monitoringv1.OAuth2 `json:"oauth2,omitempty"`
+	// TLSConfig of the requests, from Secrets and ConfigMaps of the
+	// server's namespace, or files.
+	// +optional
+	TLSConfig *monitoringv1.TLSConfig `json:"tlsConfig,omitempty"`
+	// ProxyConfig: the proxy of the requests.
+	// +optional
+	monitoringv1.ProxyConfig `json:",inline"`
+	// FollowRedirects follows HTTP 3xx redirects.
+	// +optional
+	FollowRedirects *bool `json:"followRedirects,omitempty"`
+	// EnableHttp2 lets the requests use HTTP/2.
+	// +optional
+	EnableHttp2 *bool `json:"enableHTTP2,omitempty"`
+	// RemoteTimeout of a request to the endpoint; unset is 30s.
+	// +optional
+	RemoteTimeout *monitoringv1.Duration `json:"remoteTimeout,omitempty"`
+	// Headers sent with each request.
+	// +optional
+	Headers map[string]string `json:"headers,omitempty"`
+	// SendExemplars sends the exemplars (with the exemplar-storage
+	// feature).
+	// +optional
+	SendExemplars *bool `json:"sendExemplars,omitempty"`
+	// SendNativeHistograms sends the native histograms.
+	// +optional
+	SendNativeHistograms *bool `json:"sendNativeHistograms,omitempty"`
+	// WriteRelabelConfigs relabel the series before they are sent.
+	// +optional
+	WriteRelabelConfigs []monitoringv1.RelabelConfig `json:"writeRelabelConfigs,omitempty"`
+	// QueueConfig tunes the queue of the endpoint (maxRetries, which
+	// Prometheus 2.11 and later ignore, is not rendered).
+	// +optional
+	QueueConfig *monitoringv1.QueueConfig `json:"queueConfig,omitempty"`
+	// MetadataConfig tunes the sending of series metadata.
+	// +optional
+	MetadataConfig *monitoringv1.MetadataConfig `json:"metadataConfig,omitempty"`
 }
 
 // ReloaderSpec configures the config-reloader containers.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/relabel"
 	yaml "go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // additionalJobs returns the scrape jobs of spec.additionalScrapeConfigs,
@@ -60,6 +61,62 @@ func (r *renderer) additionalJobs(generated []string) ([]yaml.MapSlice, error) {
 		jobs[i] = shardAdditionalJob(jobs[i], shardCount(r.srv))
 	}
 	return jobs, nil
+}
+
+// additionalList reads the YAML list of mappings in the Secret key sel of
+// the server's namespace, for the field at path, checks each item with
+// check, and returns them as encodeYAML writes them; none when sel is nil.
+func (r *renderer) additionalList(path string, sel *corev1.SecretKeySelector, check func(yaml.MapSlice) error) ([]yaml.MapSlice, error) {
+	if sel == nil {
+		return nil, nil
+	}
+	text, err := r.secret(r.srv.Namespace, *sel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	path = fmt.Sprintf("%s: secret %q key %q", path, r.srv.Namespace+"/"+sel.Name, sel.Key)
+	var list []yaml.MapSlice
+	if err := yaml.Unmarshal([]byte(text), &list); err != nil {
+		return nil, fmt.Errorf("%s: not a list of mappings: %w", path, err)
+	}
+	for i, it := range list {
+		if it == nil {
+			return nil, fmt.Errorf("%s: item %d: empty", path, i)
+		}
+		if err := check(it); err != nil {
+			return nil, fmt.Errorf("%s: item %d: %w", path, i, err)
+		}
+		if list[i], err = normalizeYAML(it); err != nil {
+			return nil, fmt.Errorf("%s: item %d: %w", path, i, err)
+		}
+	}
+	return list, nil
+}
+
+// checkAlertmanagerConfig checks the relabelings of an additional
+// alertmanager configuration.
+func checkAlertmanagerConfig(am yaml.MapSlice) error {
+	for _, it := range am {
+		if it.Key == "relabel_configs" || it.Key == "alert_relabel_configs" {
+			if err := checkRelabelings(it.Key.(string), it.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkRelabelConfig checks an additional alert relabeling.
+func checkRelabelConfig(rc yaml.MapSlice) error {
+	b, err := yaml.Marshal(rc)
+	if err != nil {
+		return err
+	}
+	var c relabel.Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return yamlError(err)
+	}
+	return c.Validate(model.UTF8Validation)
 }
 
 // jobName returns the job_name of a scrape job, or "".

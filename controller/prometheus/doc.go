@@ -35,6 +35,9 @@
 //	yaml.go         the one YAML writer, of the configuration and rule files
 //	web.go          the web config Secret (package webconfig renders it)
 //	workload.go     the Service and the StatefulSets
+//	podfields.go    the pod fields prometheus-operator's Prometheus has too
+//	convert.go      a Prometheus (prometheus-operator's) as a PrometheusServer
+//	operatorfields.go  each field of a Prometheus spec: mapped, ignored, refused
 //	sidecar.go      the config-reloader's flags and sources, volume or API
 //	access.go       the Role and RoleBinding of the config-reloaders
 //	layout.go       prometheus-operator's layout, for a Prometheus taken over

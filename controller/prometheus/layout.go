@@ -1,15 +1,8 @@
 package prometheus
 
 import (
-	"cmp"
-	"slices"
-	"strconv"
-	"strings"
-
-	"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
@@ -28,11 +21,6 @@ const (
 	annotationLayout = "podreload.dev/layout"
 	// layoutOperator is prometheus-operator's layout.
 	layoutOperator = "prometheus-operator"
-
-	// operatorBaseImage and operatorDefaultVersion make prometheus-operator's
-	// default Prometheus image at the version the takeover hands back to
-	// (v0.93.1, pkg/operator/defaults.go).
-	operatorBaseImage = "quay.io/prometheus/prometheus"
 )
 
 // operatorLayout reports whether server is rendered in prometheus-operator's
@@ -43,10 +31,9 @@ func operatorLayout(server *v1alpha1.PrometheusServer) bool {
 
 // fromPrometheus converts a Prometheus object into the PrometheusServer it
 // is rendered as, in prometheus-operator's layout, with prometheus-operator's
-// defaults where they differ from ours: every field operatorFields maps
-// is carried. unsupported lists the refused fields the object sets to a
-// value they do not accept (by JSON path under spec, "[]" standing for
-// any item of a list, sorted): a Prometheus with any is not taken over.
+// defaults where they differ from ours (convertSpec). unsupported lists
+// the set fields the conversion cannot carry (by JSON path under spec,
+// sorted): a Prometheus with any is not taken over.
 func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServer, unsupported []string) {
 	server = &v1alpha1.PrometheusServer{
 		ObjectMeta: metav1.ObjectMeta{
@@ -58,183 +45,6 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 		server.Annotations[k] = v
 	}
 	server.Annotations[annotationLayout] = layoutOperator
-
-	in := p.DeepCopy().Spec
-	unsupported = refusedFields(in)
-	image, ok := operatorImage(&in)
-	if !ok {
-		unsupported = append(unsupported, "version")
-		slices.Sort(unsupported)
-		unsupported = slices.Compact(unsupported)
-	}
-	retention := in.Retention
-	if retention == "" && in.RetentionSize == "" {
-		retention = operatorDefaultRetention
-	}
-	replicas := ptr.Deref(in.Replicas, 1)
-	if replicas < 0 {
-		replicas = 1
-	}
-	excluded := in.ExcludedFromEnforcement
-	for _, r := range in.PrometheusRulesExcludedFromEnforce { //nolint:staticcheck // Deprecated, and carried as prometheus-operator does.
-		excluded = append(excluded, monitoringv1.ObjectReference{
-			Group: monitoring.GroupName, Resource: monitoringv1.PrometheusRuleName,
-			Namespace: r.RuleNamespace, Name: r.RuleName,
-		})
-	}
-	reloadMethod := "http"
-	if ptr.Deref(in.ReloadStrategy, monitoringv1.HTTPReloadStrategyType) == monitoringv1.ProcessSignalReloadStrategyType {
-		reloadMethod = "signal"
-	}
-
-	server.Spec = v1alpha1.PrometheusServerSpec{
-		Image:                           image,
-		Version:                         in.Version,
-		ImagePullPolicy:                 in.ImagePullPolicy,
-		ImagePullSecrets:                in.ImagePullSecrets,
-		Replicas:                        &replicas,
-		Shards:                          ptr.To(max(ptr.Deref(in.Shards, 1), 1)),
-		Paused:                          in.Paused,
-		PodMetadata:                     in.PodMetadata,
-		ServiceMonitorSelector:          in.ServiceMonitorSelector,
-		ServiceMonitorNamespaceSelector: in.ServiceMonitorNamespaceSelector,
-		PodMonitorSelector:              in.PodMonitorSelector,
-		PodMonitorNamespaceSelector:     in.PodMonitorNamespaceSelector,
-		ProbeSelector:                   in.ProbeSelector,
-		ProbeNamespaceSelector:          in.ProbeNamespaceSelector,
-		ScrapeConfigSelector:            in.ScrapeConfigSelector,
-		ScrapeConfigNamespaceSelector:   in.ScrapeConfigNamespaceSelector,
-		RuleSelector:                    in.RuleSelector,
-		RuleNamespaceSelector:           in.RuleNamespaceSelector,
-		LogLevel:                        in.LogLevel,
-		LogFormat:                       in.LogFormat,
-		ScrapeInterval:                  cmp.Or(in.ScrapeInterval, defaultInterval),
-		ScrapeTimeout:                   in.ScrapeTimeout,
-		EvaluationInterval:              cmp.Or(in.EvaluationInterval, defaultInterval),
-		ExternalLabels:                  in.ExternalLabels,
-		EnableFeatures:                  in.EnableFeatures,
-		ExternalURL:                     in.ExternalURL,
-		RoutePrefix:                     in.RoutePrefix,
-		Storage:                         convertStorage(in.Storage),
-		Web:                             in.Web,
-		Resources:                       in.Resources,
-		NodeSelector:                    in.NodeSelector,
-		ServiceAccountName:              in.ServiceAccountName,
-		Affinity:                        in.Affinity,
-		Tolerations:                     in.Tolerations,
-		TopologySpreadConstraints:       in.TopologySpreadConstraints,
-		PriorityClassName:               in.PriorityClassName,
-		RemoteWrite:                     operatorRemoteWrite(in.RemoteWrite),
-		SecurityContext:                 in.SecurityContext,
-		AdditionalScrapeConfigs:         in.AdditionalScrapeConfigs,
-		PortName:                        in.PortName,
-		EnforcedNamespaceLabel:          in.EnforcedNamespaceLabel,
-		ExcludedFromEnforcement:         excluded,
-		AdditionalArgs:                  in.AdditionalArgs,
-		WALCompression:                  in.WALCompression,
-		ScrapeClasses:                   in.ScrapeClasses,
-		Retention:                       retention,
-		RetentionSize:                   in.RetentionSize,
-		Alerting:                        operatorAlerting(in.Alerting),
-		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: reloadMethod},
-	}
+	server.Spec, unsupported = convertSpec(p.Spec)
 	return server, unsupported
-}
-
-// operatorImage is the Prometheus image prometheus-operator runs for spec
-// (its BuildImagePath): spec.image; else baseImage as is when it carries
-// a tag or digest; else baseImage with sha, tag, or the version (default
-// operatorDefaultVersion), in that order of preference. ok is false for a
-// version that is not one, which prometheus-operator fails on.
-func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
-	// prometheus-operator parses the version whatever the image.
-	version, ok := semverTolerant(cmp.Or(spec.Version, operatorDefaultVersion))
-	if s := strings.TrimSpace(ptr.Deref(spec.Image, "")); s != "" {
-		return ptr.Deref(spec.Image, ""), ok
-	}
-	base := cmp.Or(spec.BaseImage, operatorBaseImage) //nolint:staticcheck // Deprecated, and composed as prometheus-operator does.
-	name := base[strings.LastIndexByte(base, '/')+1:]
-	switch {
-	case strings.ContainsAny(name, ":@"):
-		return base, ok
-	case spec.SHA != "": //nolint:staticcheck // Deprecated, and composed as prometheus-operator does.
-		return base + "@sha256:" + spec.SHA, ok //nolint:staticcheck // Idem.
-	case spec.Tag != "": //nolint:staticcheck // Idem.
-		return base + ":" + spec.Tag, ok //nolint:staticcheck // Idem.
-	}
-	return base + ":v" + version, ok
-}
-
-// semverTolerant reads a version as prometheus-operator does (blang's
-// semver.ParseTolerant: spaces and a leading v trimmed, leading zeros
-// dropped, a missing minor or patch is 0) and returns it without the v;
-// ok is false when it is not a version.
-func semverTolerant(v string) (string, bool) {
-	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 3 && strings.ContainsAny(parts[len(parts)-1], "+-") {
-		return v, false
-	}
-	for len(parts) < 3 {
-		parts = append(parts, "0")
-	}
-	core, suffix := parts[2], ""
-	if i := strings.IndexAny(core, "+-"); i >= 0 {
-		core, suffix = core[:i], core[i:]
-	}
-	nums := []string{parts[0], parts[1], core}
-	for i, n := range nums {
-		u, err := strconv.ParseUint(n, 10, 64)
-		if err != nil {
-			return v, false
-		}
-		nums[i] = strconv.FormatUint(u, 10)
-	}
-	return strings.Join(nums, ".") + suffix, true
-}
-
-// convertStorage is spec.storage: an emptyDir, or, with neither emptyDir
-// nor ephemeral (refused), the claim template's metadata and spec.
-func convertStorage(st *monitoringv1.StorageSpec) *v1alpha1.StorageSpec {
-	switch {
-	case st == nil || st.Ephemeral != nil:
-		return nil
-	case st.EmptyDir != nil:
-		return &v1alpha1.StorageSpec{EmptyDir: st.EmptyDir}
-	}
-	return &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{
-		EmbeddedObjectMetadata: st.VolumeClaimTemplate.EmbeddedObjectMetadata,
-		Spec:                   st.VolumeClaimTemplate.Spec,
-	}}
-}
-
-// operatorRemoteWrite carries the mapped fields of spec.remoteWrite.
-func operatorRemoteWrite(rws []monitoringv1.RemoteWriteSpec) []v1alpha1.RemoteWriteSpec {
-	var out []v1alpha1.RemoteWriteSpec
-	for _, rw := range rws {
-		out = append(out, v1alpha1.RemoteWriteSpec{
-			URL: string(rw.URL), Name: ptr.Deref(rw.Name, ""),
-			BasicAuth: rw.BasicAuth, Authorization: rw.Authorization,
-		})
-	}
-	return out
-}
-
-// operatorAlerting carries the mapped fields of spec.alerting.
-func operatorAlerting(a *monitoringv1.AlertingSpec) *v1alpha1.AlertingSpec {
-	if a == nil {
-		return nil
-	}
-	out := &v1alpha1.AlertingSpec{Alertmanagers: []v1alpha1.AlertmanagerEndpoint{}}
-	for _, am := range a.Alertmanagers {
-		out.Alertmanagers = append(out.Alertmanagers, v1alpha1.AlertmanagerEndpoint{
-			Namespace:  ptr.Deref(am.Namespace, ""),
-			Name:       am.Name,
-			Port:       am.Port,
-			Scheme:     strings.ToLower(string(ptr.Deref(am.Scheme, ""))),
-			PathPrefix: ptr.Deref(am.PathPrefix, ""),
-			APIVersion: string(ptr.Deref(am.APIVersion, "")),
-		})
-	}
-	return out
 }

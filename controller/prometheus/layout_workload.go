@@ -220,7 +220,7 @@ func operatorPrometheusContainer(spec v1alpha1.PrometheusServerSpec, opts Worklo
 // Prometheus, in its order (server/statefulset.go buildServerArgs,
 // promcfg.go BuildCommonPrometheusArgs), for the fields a PrometheusServer
 // has. From Prometheus 3.11 the retention is in the configuration
-// (retentionSection), not in flags.
+// (retentionSettings), not in flags.
 func operatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
 	v := operatorVersion(spec)
 	args := []monitoringv1.Argument{{Name: "config.file", Value: configOutMountPath + "/" + configEnvsubstFile}}
@@ -264,6 +264,7 @@ func operatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.A
 		}
 	}
 	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: storageMountPath})
+	args = append(args, queryArgs(spec)...)
 	if spec.WALCompression != nil {
 		name := "storage.tsdb.wal-compression"
 		if !*spec.WALCompression {
@@ -362,10 +363,10 @@ func operatorTopologySpread(server *v1alpha1.PrometheusServer, shard int) []core
 	return out
 }
 
-// retentionSection is the storage section of the configuration that holds
+// retentionSettings are the storage.tsdb.retention settings of the configuration, which hold
 // the retention from Prometheus 3.11 on, in prometheus-operator's layout
 // (promcfg.go appendStorageSettingsConfig).
-func retentionSection(spec v1alpha1.PrometheusServerSpec) yaml.MapItem {
+func retentionSettings(spec v1alpha1.PrometheusServerSpec) yaml.MapSlice {
 	var retention yaml.MapSlice
 	if t := operatorRetention(spec); t != "" {
 		retention = append(retention, yaml.MapItem{Key: "time", Value: t})
@@ -373,7 +374,7 @@ func retentionSection(spec v1alpha1.PrometheusServerSpec) yaml.MapItem {
 	if spec.RetentionSize != "" {
 		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
 	}
-	return yaml.MapItem{Key: "storage", Value: yaml.MapSlice{{Key: "tsdb", Value: yaml.MapSlice{{Key: "retention", Value: retention}}}}}
+	return retention
 }
 
 // operatorReloaderSecurity is the securityContext of the reloaders of a

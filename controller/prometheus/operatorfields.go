@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/prometheus/common/model"
 )
 
 // fieldClass is what a takeover does with a field of prometheus-operator's
@@ -56,9 +54,10 @@ type operatorField struct {
 // Prometheus spec at the pinned version: every field has a row
 // (TestOperatorFieldsCoverTheSpec walks the type), and
 // docs/prometheus-operator.md is its rendering (TestOperatorFieldMatrix).
+//
+//nolint:funlen // A table, one row per field of the upstream spec: its length is the spec's, not logic.
 func operatorFields() []operatorField {
 	const (
-		later    = "not rendered yet"
 		flag     = "a Prometheus flag podreload does not render yet"
 		global   = "a global setting of the configuration podreload does not render yet"
 		genJobs  = "changes the jobs prometheus-operator generates from the monitors; podreload's generator has no such setting yet"
@@ -102,8 +101,8 @@ func operatorFields() []operatorField {
 			func(v reflect.Value) bool {
 				return stringIn(v.Elem().FieldByName("Mode"), "", "Address") && v.Elem().FieldByName("Topology").IsNil()
 			}),
-		refuseBut("replicaExternalLabelName", "renaming or dropping the prometheus_replica external label is not rendered yet; accepted: prometheus_replica", onlyStrings(replicaLabel)),
-		refuseBut("prometheusExternalLabelName", "renaming or dropping the prometheus external label is not rendered yet; accepted: prometheus", onlyStrings(serverLabel)),
+		mapped("replicaExternalLabelName", "spec.replicaExternalLabelName: the replica label's name (\"\" drops it), which alerts drop"),
+		mapped("prometheusExternalLabelName", "spec.prometheusExternalLabelName: the server label's name (\"\" drops it)"),
 		mapped("logLevel", "spec.logLevel (Prometheus only: the reloaders keep their own)"),
 		mapped("logFormat", "spec.logFormat (Prometheus only: the reloaders keep their own)"),
 		mapped("scrapeInterval", "spec.scrapeInterval; unset is 30s"),
@@ -124,12 +123,12 @@ func operatorFields() []operatorField {
 		mapped("storage.volumeClaimTemplate.metadata", "spec.storage.volumeClaimTemplate.metadata; a storage with neither emptyDir nor ephemeral is a claim template, as prometheus-operator"),
 		mapped("storage.volumeClaimTemplate.spec", "spec.storage.volumeClaimTemplate.spec"),
 		ignored("storage.volumeClaimTemplate.status", "a status in a claim template changes nothing the StatefulSet controller creates"),
-		refuse("volumes", pod),
-		refuse("volumeMounts", pod),
+		mapped("volumes", "spec.volumes; a name the controller uses is refused (InvalidSpec)"),
+		mapped("volumeMounts", "spec.volumeMounts, on the Prometheus container after the data volume's"),
 		refuse("persistentVolumeClaimRetentionPolicy", "a StatefulSet setting podreload does not render yet"),
-		refuse("web.tlsConfig.certFile", "files are not supported: the pods mount no volume of the user's"),
-		refuse("web.tlsConfig.keyFile", "files are not supported: the pods mount no volume of the user's"),
-		refuse("web.tlsConfig.clientCAFile", "files are not supported: the pods mount no volume of the user's"),
+		refuse("web.tlsConfig.certFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
+		refuse("web.tlsConfig.keyFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
+		refuse("web.tlsConfig.clientCAFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
 		refuseBut("web.tlsConfig.clientAuthType", "a type that requires a client certificate leaves the pods never ready (the kubelet's probes present none); accepted: NoClientCert, RequestClientCert, VerifyClientCertIfGiven",
 			onlyStrings("NoClientCert", "RequestClientCert", "VerifyClientCertIfGiven")),
 		mapped("web.tlsConfig.cert", "spec.web.tlsConfig.cert"),
@@ -145,47 +144,47 @@ func operatorFields() []operatorField {
 		mapped("web.maxConnections", "spec.web.maxConnections"),
 		mapped("resources", "spec.resources"),
 		mapped("nodeSelector", "spec.nodeSelector"),
-		refuse("schedulerName", pod),
+		mapped("schedulerName", "spec.schedulerName"),
 		mapped("serviceAccountName", "spec.serviceAccountName"),
 		refuseBut("automountServiceAccountToken", "the config-reloader reads the API server and reports what Prometheus runs with the pod's token; accepted: true", onlyBool(true)),
-		refuse("secrets", "the /etc/prometheus/secrets/<name> volumes are not rendered yet"),
-		refuse("configMaps", "the /etc/prometheus/configmaps/<name> volumes are not rendered yet"),
+		mapped("secrets", "spec.secrets: volumes secret-<name> at /etc/prometheus/secrets/<name>, as prometheus-operator"),
+		mapped("configMaps", "spec.configMaps: volumes configmap-<name> at /etc/prometheus/configmaps/<name>, as prometheus-operator"),
 		mapped("affinity", "spec.affinity"),
 		mapped("tolerations", "spec.tolerations"),
 		mapped("topologySpreadConstraints", "spec.topologySpreadConstraints"),
 		mapped("remoteWrite[].url", "spec.remoteWrite[].url"),
 		mapped("remoteWrite[].name", "spec.remoteWrite[].name"),
 		refuse("remoteWrite[].messageVersion", rwLater),
-		refuse("remoteWrite[].sendExemplars", rwLater),
-		refuse("remoteWrite[].sendNativeHistograms", rwLater),
-		refuseBut("remoteWrite[].remoteTimeout", rwLater+"; accepted: 30s (what podreload renders)", onlyDuration("30s")),
-		refuse("remoteWrite[].headers", rwLater),
-		refuse("remoteWrite[].writeRelabelConfigs", rwLater),
-		refuse("remoteWrite[].oauth2", rwLater),
+		mapped("remoteWrite[].sendExemplars", "spec.remoteWrite[].sendExemplars"),
+		mapped("remoteWrite[].sendNativeHistograms", "spec.remoteWrite[].sendNativeHistograms"),
+		mapped("remoteWrite[].remoteTimeout", "spec.remoteWrite[].remoteTimeout; unset is 30s, Prometheus' default"),
+		mapped("remoteWrite[].headers", "spec.remoteWrite[].headers"),
+		mapped("remoteWrite[].writeRelabelConfigs", "spec.remoteWrite[].writeRelabelConfigs"),
+		mapped("remoteWrite[].oauth2", "spec.remoteWrite[].oauth2"),
 		mapped("remoteWrite[].basicAuth", "spec.remoteWrite[].basicAuth"),
 		refuse("remoteWrite[].bearerTokenFile", rwLater+" (deprecated)"),
 		mapped("remoteWrite[].authorization", "spec.remoteWrite[].authorization"),
 		refuse("remoteWrite[].sigv4", rwLater),
 		refuse("remoteWrite[].azureAd", rwLater),
 		refuse("remoteWrite[].bearerToken", rwLater+" (deprecated)"),
-		refuse("remoteWrite[].tlsConfig", rwLater),
-		refuse("remoteWrite[].proxyUrl", rwLater),
-		refuse("remoteWrite[].noProxy", rwLater),
-		refuse("remoteWrite[].proxyFromEnvironment", rwLater),
-		refuse("remoteWrite[].proxyConnectHeader", rwLater),
-		refuse("remoteWrite[].followRedirects", rwLater),
-		refuse("remoteWrite[].queueConfig", rwLater),
-		refuse("remoteWrite[].metadataConfig", rwLater),
-		refuse("remoteWrite[].enableHTTP2", rwLater),
+		mapped("remoteWrite[].tlsConfig", "spec.remoteWrite[].tlsConfig"),
+		mapped("remoteWrite[].proxyUrl", "spec.remoteWrite[].proxyUrl"),
+		mapped("remoteWrite[].noProxy", "spec.remoteWrite[].noProxy"),
+		mapped("remoteWrite[].proxyFromEnvironment", "spec.remoteWrite[].proxyFromEnvironment"),
+		mapped("remoteWrite[].proxyConnectHeader", "spec.remoteWrite[].proxyConnectHeader"),
+		mapped("remoteWrite[].followRedirects", "spec.remoteWrite[].followRedirects"),
+		mapped("remoteWrite[].queueConfig", "spec.remoteWrite[].queueConfig (maxRetries, ignored since Prometheus 2.11, is not rendered, as prometheus-operator)"),
+		mapped("remoteWrite[].metadataConfig", "spec.remoteWrite[].metadataConfig"),
+		mapped("remoteWrite[].enableHTTP2", "spec.remoteWrite[].enableHTTP2"),
 		refuse("remoteWrite[].roundRobinDNS", rwLater),
 		refuse("otlp", "the otlp section of the configuration is not rendered yet"),
 		mapped("securityContext", "spec.securityContext; unset stays unset (no pod security context, as prometheus-operator), not podreload's default"),
-		refuse("dnsPolicy", pod),
-		refuse("dnsConfig", pod),
+		mapped("dnsPolicy", "spec.dnsPolicy"),
+		mapped("dnsConfig", "spec.dnsConfig"),
 		refuseBut("listenLocal", "Prometheus on 127.0.0.1 needs exec probes and a Service without a port; accepted: false", onlyBool(false)),
 		refuseBut("podManagementPolicy", "podreload renders Parallel; accepted: Parallel", onlyStrings("Parallel")),
 		refuse("updateStrategy", "a StatefulSet setting podreload does not render yet"),
-		refuseBut("enableServiceLinks", pod+"; accepted: true (the Kubernetes default)", onlyBool(true)),
+		mapped("enableServiceLinks", "spec.enableServiceLinks"),
 		refuse("containers", "merging containers into the pod is not rendered yet"),
 		refuse("initContainers", "merging init containers into the pod is not rendered yet"),
 		mapped("additionalScrapeConfigs", "spec.additionalScrapeConfigs"),
@@ -210,7 +209,7 @@ func operatorFields() []operatorField {
 		refuse("scrapeNativeHistograms", global),
 		refuse("scrapeClassicHistograms", global),
 		refuseBut("minReadySeconds", "a StatefulSet setting podreload does not render yet; accepted: 0", func(v reflect.Value) bool { return v.Elem().Int() == 0 }),
-		refuse("hostAliases", pod),
+		mapped("hostAliases", "spec.hostAliases"),
 		mapped("additionalArgs", "spec.additionalArgs; a flag podreload sets is refused (InvalidSpec)"),
 		mapped("walCompression", "spec.walCompression"),
 		mapped("excludedFromEnforcement", "spec.excludedFromEnforcement"),
@@ -228,14 +227,14 @@ func operatorFields() []operatorField {
 		refuse("maximumStartupDurationSeconds", "a startup probe podreload does not render yet"),
 		mapped("scrapeClasses", "spec.scrapeClasses (files only in tlsConfig and authorization, as prometheus-operator)"),
 		refuseBut("serviceDiscoveryRole", genJobs+"; accepted: Endpoints (podreload's default)", onlyStrings("Endpoints")),
-		refuseBut("tsdb.outOfOrderTimeWindow", "a TSDB setting podreload does not render yet; accepted: 0s (Prometheus' default)", onlyDuration("0s")),
+		mapped("tsdb.outOfOrderTimeWindow", "spec.tsdb.outOfOrderTimeWindow: storage.tsdb.out_of_order_time_window"),
 		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
 		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),
 		refuse("scrapeFailureLogFile", global),
 		refuse("serviceName", "a governing Service of the user's is not rendered yet"),
 		refuse("runtime", "the runtime section of the configuration is not rendered yet"),
-		refuseBut("terminationGracePeriodSeconds", pod+"; accepted: 600 (prometheus-operator's default and podreload's)", func(v reflect.Value) bool { return v.Elem().Int() == gracePeriod }),
-		refuseBut("hostUsers", pod+"; accepted: true (the Kubernetes default)", onlyBool(true)),
+		mapped("terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds; unset is 600 in both"),
+		mapped("hostUsers", "spec.hostUsers"),
 
 		// PrometheusSpec's own fields.
 		mapped("baseImage", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
@@ -249,40 +248,40 @@ func operatorFields() []operatorField {
 				return stringIn(v.Elem().FieldByName("WhenScaled"), "", "Delete") && v.Elem().FieldByName("Retain").IsNil()
 			}),
 		refuseBut("disableCompaction", flag+"; accepted: false", onlyBool(false)),
-		refuse("rules", flag+" (rules.alert.*)"),
+		mapped("rules", "spec.rules: the rules.alert.* flags"),
 		mapped("prometheusRulesExcludedFromEnforce", "appended to spec.excludedFromEnforcement as PrometheusRule references, as prometheus-operator (deprecated)"),
 		mapped("ruleSelector", selector),
 		mapped("ruleNamespaceSelector", nsSel),
-		refuse("query", flag+" (query.*)"),
+		mapped("query", "spec.query: the query.* flags"),
 		mapped("alerting.alertmanagers[].namespace", "spec.alerting.alertmanagers[].namespace; unset is the object's"),
 		mapped("alerting.alertmanagers[].name", "spec.alerting.alertmanagers[].name"),
 		mapped("alerting.alertmanagers[].port", "spec.alerting.alertmanagers[].port"),
 		mapped("alerting.alertmanagers[].scheme", "spec.alerting.alertmanagers[].scheme, lower-cased"),
 		mapped("alerting.alertmanagers[].pathPrefix", "spec.alerting.alertmanagers[].pathPrefix"),
-		refuse("alerting.alertmanagers[].tlsConfig", amLater),
-		refuse("alerting.alertmanagers[].basicAuth", amLater),
+		mapped("alerting.alertmanagers[].tlsConfig", "spec.alerting.alertmanagers[].tlsConfig"),
+		mapped("alerting.alertmanagers[].basicAuth", "spec.alerting.alertmanagers[].basicAuth"),
 		refuse("alerting.alertmanagers[].bearerTokenFile", amLater),
-		refuse("alerting.alertmanagers[].authorization", amLater),
+		mapped("alerting.alertmanagers[].authorization", "spec.alerting.alertmanagers[].authorization"),
 		refuse("alerting.alertmanagers[].sigv4", amLater),
-		refuse("alerting.alertmanagers[].proxyUrl", amLater),
-		refuse("alerting.alertmanagers[].noProxy", amLater),
-		refuse("alerting.alertmanagers[].proxyFromEnvironment", amLater),
-		refuse("alerting.alertmanagers[].proxyConnectHeader", amLater),
+		mapped("alerting.alertmanagers[].proxyUrl", "spec.alerting.alertmanagers[].proxyUrl"),
+		mapped("alerting.alertmanagers[].noProxy", "spec.alerting.alertmanagers[].noProxy"),
+		mapped("alerting.alertmanagers[].proxyFromEnvironment", "spec.alerting.alertmanagers[].proxyFromEnvironment"),
+		mapped("alerting.alertmanagers[].proxyConnectHeader", "spec.alerting.alertmanagers[].proxyConnectHeader"),
 		mapped("alerting.alertmanagers[].apiVersion", "spec.alerting.alertmanagers[].apiVersion (v2 only: v1 is refused, InvalidSpec)"),
-		refuse("alerting.alertmanagers[].timeout", amLater),
-		refuse("alerting.alertmanagers[].enableHttp2", amLater),
-		refuse("alerting.alertmanagers[].relabelings", amLater),
-		refuse("alerting.alertmanagers[].alertRelabelings", amLater),
-		refuse("additionalAlertRelabelConfigs", "additional alert relabelings are not rendered yet"),
-		refuse("additionalAlertManagerConfigs", "additional Alertmanager configurations are not rendered yet"),
+		mapped("alerting.alertmanagers[].timeout", "spec.alerting.alertmanagers[].timeout"),
+		mapped("alerting.alertmanagers[].enableHttp2", "spec.alerting.alertmanagers[].enableHttp2"),
+		mapped("alerting.alertmanagers[].relabelings", "spec.alerting.alertmanagers[].relabelings: after the controller's"),
+		mapped("alerting.alertmanagers[].alertRelabelings", "spec.alerting.alertmanagers[].alertRelabelings"),
+		mapped("additionalAlertRelabelConfigs", "spec.additionalAlertRelabelConfigs: after the replica label's labeldrop"),
+		mapped("additionalAlertManagerConfigs", "spec.additionalAlertManagerConfigs: after the Alertmanagers of alerting"),
 		refuse("remoteRead", "remote read is not rendered yet"),
 		refuse("thanos", "the Thanos sidecar is out of scope"),
 		refuse("queryLogFile", global),
 		refuseBut("allowOverlappingBlocks", flag+" (deprecated; a flag for Prometheus 2.11 to 2.39 only); accepted: false", onlyBool(false)),
-		refuse("exemplars", flag),
+		mapped("exemplars", "spec.exemplars: storage.exemplars.max_exemplars"),
 		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),
-		refuse("ruleQueryOffset", global),
-		refuseBut("enableAdminAPI", flag+"; accepted: false", onlyBool(false)),
+		mapped("ruleQueryOffset", "spec.ruleQueryOffset: global.rule_query_offset"),
+		mapped("enableAdminAPI", "spec.enableAdminAPI"),
 	}
 }
 
@@ -306,19 +305,6 @@ func stringIn(v reflect.Value, ok ...string) bool {
 // onlyBool accepts a bool, or a pointer to one, equal to ok.
 func onlyBool(ok bool) func(reflect.Value) bool {
 	return func(v reflect.Value) bool { return reflect.Indirect(v).Bool() == ok }
-}
-
-// onlyDuration accepts a Prometheus duration, or a pointer to one, of the
-// same length as ok.
-func onlyDuration(ok string) func(reflect.Value) bool {
-	want := model.Duration(0)
-	if d, err := model.ParseDuration(ok); err == nil {
-		want = d
-	}
-	return func(v reflect.Value) bool {
-		d, err := model.ParseDuration(reflect.Indirect(v).String())
-		return err == nil && d == want
-	}
 }
 
 // refusedFields are the JSON paths of the refused fields spec sets to a

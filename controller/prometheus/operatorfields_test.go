@@ -3,7 +3,6 @@ package prometheus
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,14 +10,6 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
-
-	"github.com/podreload/podreload/api/v1alpha1"
 )
 
 // specFields lists the fields of the struct type t by JSON path under
@@ -52,22 +43,17 @@ func structOf(t reflect.Type) (reflect.Type, bool) {
 	return t, list
 }
 
-// TestOperatorFieldsCoverTheSpec fails when a field of the pinned
-// PrometheusSpec has no row (an upgrade of the types added one), when a
-// row names a field that does not exist, or when a row is under another.
-func TestOperatorFieldsCoverTheSpec(t *testing.T) {
+// uncoveredFields walks the struct type typ as operatorFields classifies
+// it: missing are its fields without a row (nor rows under them that
+// classify their sub-fields), unknown the rows naming no field of typ.
+func uncoveredFields(typ reflect.Type, fields []operatorField) (missing, unknown []string) {
 	rows := map[string]bool{}
-	for _, f := range operatorFields() {
-		require.False(t, rows[f.path], "%s: two rows", f.path)
+	for _, f := range fields {
 		rows[f.path] = false
-		require.NotEmpty(t, f.note, "%s: no note", f.path)
-		require.Contains(t, []fieldClass{fieldMapped, fieldIgnored, fieldRefused}, f.class, f.path)
-		require.True(t, f.accepts == nil || f.class == fieldRefused, "%s: accepts on a row that is not refused", f.path)
 	}
-	var missing []string
 	var walk func(t reflect.Type, prefix string)
-	walk = func(typ reflect.Type, prefix string) {
-		for p, ft := range specFields(typ, prefix) {
+	walk = func(t reflect.Type, prefix string) {
+		for p, ft := range specFields(t, prefix) {
 			if _, ok := rows[p]; ok {
 				rows[p] = true
 				continue
@@ -77,7 +63,7 @@ func TestOperatorFieldsCoverTheSpec(t *testing.T) {
 			if list {
 				below = p + "[]."
 			}
-			expanded := st.Kind() == reflect.Struct && slices.ContainsFunc(operatorFields(), func(f operatorField) bool {
+			expanded := st.Kind() == reflect.Struct && slices.ContainsFunc(fields, func(f operatorField) bool {
 				return strings.HasPrefix(f.path, below)
 			})
 			if !expanded {
@@ -87,30 +73,55 @@ func TestOperatorFieldsCoverTheSpec(t *testing.T) {
 			walk(st, below)
 		}
 	}
-	walk(reflect.TypeFor[monitoringv1.PrometheusSpec](), "")
-	slices.Sort(missing)
-	require.Empty(t, missing, "fields of monitoringv1.PrometheusSpec without a row in operatorFields: classify them")
-	var unknown []string
+	walk(typ, "")
 	for p, seen := range rows {
 		if !seen {
 			unknown = append(unknown, p)
 		}
 	}
+	slices.Sort(missing)
 	slices.Sort(unknown)
+	return missing, unknown
+}
+
+// TestOperatorFieldsCoverTheSpec fails when a field of the pinned
+// PrometheusSpec has no row (an upgrade of the types added one), when a
+// row names a field that does not exist (or one under a row that covers
+// it), or when a row is malformed.
+func TestOperatorFieldsCoverTheSpec(t *testing.T) {
+	paths := map[string]bool{}
+	for _, f := range operatorFields() {
+		require.False(t, paths[f.path], "%s: two rows", f.path)
+		paths[f.path] = true
+		require.NotEmpty(t, f.note, "%s: no note", f.path)
+		require.Contains(t, []fieldClass{fieldMapped, fieldIgnored, fieldRefused}, f.class, f.path)
+		require.True(t, f.accepts == nil || f.class == fieldRefused, "%s: accepts on a row that is not refused", f.path)
+	}
+	missing, unknown := uncoveredFields(reflect.TypeFor[monitoringv1.PrometheusSpec](), operatorFields())
+	require.Empty(t, missing, "fields of monitoringv1.PrometheusSpec without a row in operatorFields: classify them")
 	require.Empty(t, unknown, "rows of operatorFields naming no field of monitoringv1.PrometheusSpec (or under a row that covers them)")
 }
 
-// TestOperatorFieldsCoverageFails shows the coverage walk catches a field
-// without a row: the walk of a spec with one more field reports it.
+// TestOperatorFieldsCoverageFails: the walk reports a field the table
+// lacks, at the top and under a list classified item by item, and a row
+// naming no field.
 func TestOperatorFieldsCoverageFails(t *testing.T) {
+	type item struct {
+		A string `json:"a"`
+		B string `json:"b,omitempty"`
+	}
 	type grown struct {
 		monitoringv1.PrometheusSpec `json:",inline"`
 		NewField                    string `json:"newField,omitempty"`
+		Items                       []item `json:"items,omitempty"`
 	}
-	fields := specFields(reflect.TypeFor[grown](), "")
-	require.Contains(t, fields, "newField")
-	require.Contains(t, fields, "scrapeInterval", "inlined fields are flattened")
-	require.NotContains(t, fields, "", "the inlined struct is no field of its own")
+	fields := slices.Concat(operatorFields(), []operatorField{
+		{path: "items[].a", class: fieldMapped, note: "x"},
+		{path: "gone", class: fieldMapped, note: "x"},
+	})
+	missing, unknown := uncoveredFields(reflect.TypeFor[grown](), fields)
+	require.Equal(t, []string{"items[].b", "newField"}, missing)
+	require.Equal(t, []string{"gone"}, unknown)
 }
 
 // TestOperatorFieldMatrix checks docs/prometheus-operator.md is the
@@ -144,6 +155,15 @@ covers the field and everything under it. A test walks the Go types and
 fails when a field has no row, so a new field of the next version cannot
 be dropped unnoticed.
 
+Two refusals are not of one field:
+
+- a ` + "`version`" + ` that is not a version (prometheus-operator parses it
+  tolerantly, as ` + "`v3.5`" + ` for ` + "`v3.5.0`" + `, and fails on anything else);
+- an object whose ` + "`serviceMonitorSelector`, `podMonitorSelector`, `probeSelector`" + `
+  and ` + "`scrapeConfigSelector`" + ` are all unset: prometheus-operator then
+  leaves the configuration Secret to the user and never writes it; a
+  takeover would overwrite it.
+
 `)
 	counts := map[fieldClass]int{}
 	for _, f := range operatorFields() {
@@ -159,228 +179,26 @@ be dropped unnoticed.
 	return b.String()
 }
 
-// convert converts a Prometheus whose spec is the YAML spec.
-func convert(t *testing.T, spec string) (*v1alpha1.PrometheusServer, []string) {
-	t.Helper()
-	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"}}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(spec), &p.Spec))
-	return fromPrometheus(p)
-}
-
-// TestConvertMappedFields: each mapped field's value is in the converted
-// spec, and every mapped row has a case.
-func TestConvertMappedFields(t *testing.T) {
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
-	all := &metav1.LabelSelector{}
-	cases := []struct {
-		path string
-		spec string
-		got  func(s v1alpha1.PrometheusServerSpec) any
-		want any
-	}{
-		{"podMetadata", "podMetadata: {labels: {a: b}}", func(s v1alpha1.PrometheusServerSpec) any { return s.PodMetadata },
-			&monitoringv1.EmbeddedObjectMetadata{Labels: map[string]string{"a": "b"}}},
-		{"serviceMonitorSelector", "serviceMonitorSelector: {matchLabels: {team: a}}", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceMonitorSelector }, sel},
-		{"serviceMonitorNamespaceSelector", "serviceMonitorNamespaceSelector: {}", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceMonitorNamespaceSelector }, all},
-		{"podMonitorSelector", "podMonitorSelector: {matchLabels: {team: a}}", func(s v1alpha1.PrometheusServerSpec) any { return s.PodMonitorSelector }, sel},
-		{"podMonitorNamespaceSelector", "podMonitorNamespaceSelector: {}", func(s v1alpha1.PrometheusServerSpec) any { return s.PodMonitorNamespaceSelector }, all},
-		{"probeSelector", "probeSelector: {matchLabels: {team: a}}", func(s v1alpha1.PrometheusServerSpec) any { return s.ProbeSelector }, sel},
-		{"probeNamespaceSelector", "probeNamespaceSelector: {}", func(s v1alpha1.PrometheusServerSpec) any { return s.ProbeNamespaceSelector }, all},
-		{"scrapeConfigSelector", "scrapeConfigSelector: {matchLabels: {team: a}}", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeConfigSelector }, sel},
-		{"scrapeConfigNamespaceSelector", "scrapeConfigNamespaceSelector: {}", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeConfigNamespaceSelector }, all},
-		{"ruleSelector", "ruleSelector: {matchLabels: {team: a}}", func(s v1alpha1.PrometheusServerSpec) any { return s.RuleSelector }, sel},
-		{"ruleNamespaceSelector", "ruleNamespaceSelector: {}", func(s v1alpha1.PrometheusServerSpec) any { return s.RuleNamespaceSelector }, all},
-		{"version", "version: v2.55.1", func(s v1alpha1.PrometheusServerSpec) any { return []string{s.Version, s.Image} },
-			[]string{"v2.55.1", "quay.io/prometheus/prometheus:v2.55.1"}},
-		{"paused", "paused: true", func(s v1alpha1.PrometheusServerSpec) any { return s.Paused }, true},
-		{"image", "{image: reg.example/prom:x, version: v3.0.0}", func(s v1alpha1.PrometheusServerSpec) any { return s.Image }, "reg.example/prom:x"},
-		{"imagePullPolicy", "imagePullPolicy: Always", func(s v1alpha1.PrometheusServerSpec) any { return s.ImagePullPolicy }, corev1.PullAlways},
-		{"imagePullSecrets", "imagePullSecrets: [{name: pull}]", func(s v1alpha1.PrometheusServerSpec) any { return s.ImagePullSecrets },
-			[]corev1.LocalObjectReference{{Name: "pull"}}},
-		{"replicas", "replicas: 3", func(s v1alpha1.PrometheusServerSpec) any { return s.Replicas }, ptr.To[int32](3)},
-		{"shards", "shards: 2", func(s v1alpha1.PrometheusServerSpec) any { return s.Shards }, ptr.To[int32](2)},
-		{"logLevel", "logLevel: debug", func(s v1alpha1.PrometheusServerSpec) any { return s.LogLevel }, "debug"},
-		{"logFormat", "logFormat: json", func(s v1alpha1.PrometheusServerSpec) any { return s.LogFormat }, "json"},
-		{"scrapeInterval", "scrapeInterval: 15s", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeInterval }, monitoringv1.Duration("15s")},
-		{"scrapeTimeout", "scrapeTimeout: 5s", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeTimeout }, monitoringv1.Duration("5s")},
-		{"externalLabels", "externalLabels: {cluster: a}", func(s v1alpha1.PrometheusServerSpec) any { return s.ExternalLabels }, map[string]string{"cluster": "a"}},
-		{"enableFeatures", "enableFeatures: [exemplar-storage]", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableFeatures },
-			[]monitoringv1.EnableFeature{"exemplar-storage"}},
-		{"externalUrl", "externalUrl: http://prom.example/x", func(s v1alpha1.PrometheusServerSpec) any { return s.ExternalURL }, "http://prom.example/x"},
-		{"routePrefix", "routePrefix: /x", func(s v1alpha1.PrometheusServerSpec) any { return s.RoutePrefix }, "/x"},
-		{"storage.emptyDir", "storage: {emptyDir: {medium: Memory}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Storage },
-			&v1alpha1.StorageSpec{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
-		{"storage.volumeClaimTemplate.metadata", "storage: {volumeClaimTemplate: {metadata: {name: db}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Storage },
-			&v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{EmbeddedObjectMetadata: monitoringv1.EmbeddedObjectMetadata{Name: "db"}}}},
-		{"storage.volumeClaimTemplate.spec", "storage: {volumeClaimTemplate: {spec: {storageClassName: fast}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Storage },
-			&v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast")}}}},
-		{"web.tlsConfig.cert", "web: {tlsConfig: {cert: {secret: {name: tls, key: crt}}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.Cert.Secret.Name }, "tls"},
-		{"web.tlsConfig.keySecret", "web: {tlsConfig: {keySecret: {name: tls, key: key}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.KeySecret.Key }, "key"},
-		{"web.tlsConfig.client_ca", "web: {tlsConfig: {client_ca: {configMap: {name: ca, key: ca}}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.ClientCA.ConfigMap.Name }, "ca"},
-		{"web.tlsConfig.minVersion", "web: {tlsConfig: {minVersion: TLS12}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.MinVersion }, ptr.To("TLS12")},
-		{"web.tlsConfig.maxVersion", "web: {tlsConfig: {maxVersion: TLS13}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.MaxVersion }, ptr.To("TLS13")},
-		{"web.tlsConfig.cipherSuites", "web: {tlsConfig: {cipherSuites: [TLS_AES_128_GCM_SHA256]}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.CipherSuites },
-			[]string{"TLS_AES_128_GCM_SHA256"}},
-		{"web.tlsConfig.preferServerCipherSuites", "web: {tlsConfig: {preferServerCipherSuites: true}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.PreferServerCipherSuites }, ptr.To(true)},
-		{"web.tlsConfig.curvePreferences", "web: {tlsConfig: {curvePreferences: [X25519]}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.CurvePreferences }, []string{"X25519"}},
-		{"web.httpConfig", "web: {httpConfig: {http2: false}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.HTTPConfig.HTTP2 }, ptr.To(false)},
-		{"web.pageTitle", "web: {pageTitle: P}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.PageTitle }, ptr.To("P")},
-		{"web.maxConnections", "web: {maxConnections: 9}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.MaxConnections }, ptr.To[int32](9)},
-		{"resources", "resources: {requests: {memory: 1Gi}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Resources },
-			corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}},
-		{"nodeSelector", "nodeSelector: {disk: ssd}", func(s v1alpha1.PrometheusServerSpec) any { return s.NodeSelector }, map[string]string{"disk": "ssd"}},
-		{"serviceAccountName", "serviceAccountName: prom", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceAccountName }, "prom"},
-		{"affinity", "affinity: {nodeAffinity: {}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Affinity }, &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}},
-		{"tolerations", "tolerations: [{key: k, operator: Exists}]", func(s v1alpha1.PrometheusServerSpec) any { return s.Tolerations },
-			[]corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}},
-		{"topologySpreadConstraints", "topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]",
-			func(s v1alpha1.PrometheusServerSpec) any { return s.TopologySpreadConstraints[0].TopologyKey }, "zone"},
-		{"remoteWrite[].url", "remoteWrite: [{url: 'http://rw.example/api'}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite },
-			[]v1alpha1.RemoteWriteSpec{{URL: "http://rw.example/api"}}},
-		{"remoteWrite[].name", "remoteWrite: [{url: 'http://a', name: q}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite[0].Name }, "q"},
-		{"remoteWrite[].basicAuth", "remoteWrite: [{url: 'http://a', basicAuth: {username: {name: s, key: u}}}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite[0].BasicAuth.Username.Key }, "u"},
-		{"remoteWrite[].authorization", "remoteWrite: [{url: 'http://a', authorization: {credentialsFile: /f}}]", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWrite[0].Authorization.CredentialsFile }, "/f"},
-		{"securityContext", "securityContext: {runAsUser: 1000}", func(s v1alpha1.PrometheusServerSpec) any { return s.SecurityContext },
-			&corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}},
-		{"additionalScrapeConfigs", "additionalScrapeConfigs: {name: extra, key: a.yaml}", func(s v1alpha1.PrometheusServerSpec) any { return s.AdditionalScrapeConfigs.Key }, "a.yaml"},
-		{"priorityClassName", "priorityClassName: high", func(s v1alpha1.PrometheusServerSpec) any { return s.PriorityClassName }, "high"},
-		{"portName", "portName: http-web", func(s v1alpha1.PrometheusServerSpec) any { return s.PortName }, "http-web"},
-		{"enforcedNamespaceLabel", "enforcedNamespaceLabel: namespace", func(s v1alpha1.PrometheusServerSpec) any { return s.EnforcedNamespaceLabel }, "namespace"},
-		{"additionalArgs", "additionalArgs: [{name: query.max-samples, value: '100'}]", func(s v1alpha1.PrometheusServerSpec) any { return s.AdditionalArgs },
-			[]monitoringv1.Argument{{Name: "query.max-samples", Value: "100"}}},
-		{"walCompression", "walCompression: false", func(s v1alpha1.PrometheusServerSpec) any { return s.WALCompression }, ptr.To(false)},
-		{"excludedFromEnforcement", "excludedFromEnforcement: [{resource: servicemonitors, namespace: a}]", func(s v1alpha1.PrometheusServerSpec) any { return s.ExcludedFromEnforcement },
-			[]monitoringv1.ObjectReference{{Resource: "servicemonitors", Namespace: "a"}}},
-		{"reloadStrategy", "reloadStrategy: ProcessSignal", func(s v1alpha1.PrometheusServerSpec) any { return s.Reloader.ReloadMethod }, "signal"},
-		{"scrapeClasses", "scrapeClasses: [{name: c, default: true}]", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeClasses },
-			[]monitoringv1.ScrapeClass{{Name: "c", Default: ptr.To(true)}}},
-		{"baseImage", "{baseImage: reg.example/prom, version: '3.1'}", func(s v1alpha1.PrometheusServerSpec) any { return s.Image }, "reg.example/prom:v3.1.0"},
-		{"tag", "{baseImage: reg.example/prom, tag: custom}", func(s v1alpha1.PrometheusServerSpec) any { return s.Image }, "reg.example/prom:custom"},
-		{"sha", "{tag: custom, sha: abc}", func(s v1alpha1.PrometheusServerSpec) any { return s.Image }, "quay.io/prometheus/prometheus@sha256:abc"},
-		{"retention", "retention: 90d", func(s v1alpha1.PrometheusServerSpec) any { return s.Retention }, monitoringv1.Duration("90d")},
-		{"retentionSize", "retentionSize: 10GB", func(s v1alpha1.PrometheusServerSpec) any {
-			return []string{string(s.Retention), string(s.RetentionSize)}
-		},
-			[]string{"", "10GB"}}, // No retention flag, as prometheus-operator: Prometheus' own 15d.
-		{"prometheusRulesExcludedFromEnforce", "{excludedFromEnforcement: [{resource: podmonitors, namespace: a}], prometheusRulesExcludedFromEnforce: [{ruleNamespace: b, ruleName: r}]}",
-			func(s v1alpha1.PrometheusServerSpec) any { return s.ExcludedFromEnforcement },
-			[]monitoringv1.ObjectReference{
-				{Resource: "podmonitors", Namespace: "a"},
-				{Group: "monitoring.coreos.com", Resource: "prometheusrules", Namespace: "b", Name: "r"},
-			}},
-		{"alerting.alertmanagers[].namespace", "alerting: {alertmanagers: [{name: am, port: web, namespace: ns}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].Namespace }, "ns"},
-		{"alerting.alertmanagers[].name", "alerting: {alertmanagers: [{name: am, port: web}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting },
-			&v1alpha1.AlertingSpec{Alertmanagers: []v1alpha1.AlertmanagerEndpoint{{Name: "am", Port: intstr.FromString("web")}}}},
-		{"alerting.alertmanagers[].port", "alerting: {alertmanagers: [{name: am, port: 9093}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].Port }, intstr.FromInt32(9093)},
-		{"alerting.alertmanagers[].scheme", "alerting: {alertmanagers: [{name: am, port: web, scheme: HTTPS}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].Scheme }, "https"},
-		{"alerting.alertmanagers[].pathPrefix", "alerting: {alertmanagers: [{name: am, port: web, pathPrefix: /am}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].PathPrefix }, "/am"},
-		{"alerting.alertmanagers[].apiVersion", "alerting: {alertmanagers: [{name: am, port: web, apiVersion: v2}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].APIVersion }, "v2"},
-		{"evaluationInterval", "evaluationInterval: 1m", func(s v1alpha1.PrometheusServerSpec) any { return s.EvaluationInterval }, monitoringv1.Duration("1m")},
-	}
-	tested := map[string]bool{}
-	for _, c := range cases {
-		t.Run(c.path, func(t *testing.T) {
-			tested[c.path] = true
-			server, unsupported := convert(t, c.spec)
-			require.Empty(t, unsupported)
-			require.Equal(t, c.want, c.got(server.Spec))
-		})
-	}
-	for _, f := range operatorFields() {
-		if f.class == fieldMapped {
-			require.True(t, tested[f.path], "%s: a mapped field without a case", f.path)
-		} else {
-			require.False(t, tested[f.path], "%s: a case of a field that is not mapped", f.path)
-		}
-	}
-}
-
-// TestConvertDefaults: prometheus-operator's defaults where they differ
-// from podreload's.
-func TestConvertDefaults(t *testing.T) {
-	server, unsupported := convert(t, "{}")
-	require.Empty(t, unsupported)
-	require.True(t, operatorLayout(server))
-	want := v1alpha1.PrometheusServerSpec{
-		Image:              "quay.io/prometheus/prometheus:v3.13.1",
-		Replicas:           ptr.To[int32](1),
-		Shards:             ptr.To[int32](1),
-		Retention:          "24h",
-		ScrapeInterval:     "30s",
-		EvaluationInterval: "30s",
-		Reloader:           v1alpha1.ReloaderSpec{ReloadMethod: "http"},
-	}
-	require.Equal(t, want, server.Spec, "securityContext and storage stay nil")
-
-	for spec, want := range map[string][2]int32{ // replicas, shards
-		"replicas: -2": {1, 1}, "replicas: 0": {0, 1}, "shards: -1": {1, 1}, "shards: 0": {1, 1}, "shards: 3": {1, 3},
-	} {
-		server, _ := convert(t, spec)
-		require.Equal(t, want, [2]int32{*server.Spec.Replicas, *server.Spec.Shards}, spec)
-	}
-}
-
-// TestOperatorImage: the image is composed as BuildImagePath does.
-func TestOperatorImage(t *testing.T) {
-	for _, c := range []struct {
-		spec  string
-		image string
-		ok    bool
-	}{
-		{"{}", "quay.io/prometheus/prometheus:v3.13.1", true},
-		{"version: v3.5.0", "quay.io/prometheus/prometheus:v3.5.0", true},
-		{"version: '3.5'", "quay.io/prometheus/prometheus:v3.5.0", true},
-		{"version: v03.05.01", "quay.io/prometheus/prometheus:v3.5.1", true},
-		{"version: v3.14.0-distroless", "quay.io/prometheus/prometheus:v3.14.0-distroless", true},
-		{"{image: ' ', version: v3.1.0}", "quay.io/prometheus/prometheus:v3.1.0", true},
-		{"{image: reg/p:1, version: v3.1.0}", "reg/p:1", true},
-		{"{baseImage: 'localhost:5000/p', version: v3.1.0}", "localhost:5000/p:v3.1.0", true},
-		{"{baseImage: 'reg/p:pinned', tag: t, version: v3.1.0}", "reg/p:pinned", true},
-		{"{baseImage: 'reg/p@sha256:00', sha: ff}", "reg/p@sha256:00", true},
-		{"{baseImage: reg/p, tag: t, sha: ff}", "reg/p@sha256:ff", true},
-		{"{baseImage: reg/p, tag: t, version: v3.0.0}", "reg/p:t", true},
-		{"version: latest", "", false},
-		{"version: '3-rc'", "", false},
-		{"{image: reg/p:1, version: banana}", "reg/p:1", false},
-	} {
-		server, unsupported := convert(t, c.spec)
-		if !c.ok {
-			require.Equal(t, []string{"version"}, unsupported, c.spec)
-			continue
-		}
-		require.Empty(t, unsupported, c.spec)
-		require.Equal(t, c.image, server.Spec.Image, c.spec)
-	}
-}
-
 // acceptedValues are values of refused fields that are taken over.
 func acceptedValues() map[string][]string {
 	return map[string][]string{
-		"shardingStrategy":              {`{}`, `{"mode": "Address"}`},
-		"replicaExternalLabelName":      {`"prometheus_replica"`},
-		"prometheusExternalLabelName":   {`"prometheus"`},
-		"enableOTLPReceiver":            {`false`},
-		"storage.disableMountSubPath":   {`false`},
-		"web.tlsConfig.clientAuthType":  {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
-		"automountServiceAccountToken":  {`true`},
-		"remoteWrite[].remoteTimeout":   {`"30s"`, `"30000ms"`},
-		"listenLocal":                   {`false`},
-		"podManagementPolicy":           {`"Parallel"`},
-		"enableServiceLinks":            {`true`},
-		"arbitraryFSAccessThroughSMs":   {`{"deny": false}`},
-		"overrideHonorLabels":           {`false`},
-		"overrideHonorTimestamps":       {`false`},
-		"ignoreNamespaceSelectors":      {`false`},
-		"minReadySeconds":               {`0`},
-		"hostNetwork":                   {`false`},
-		"serviceDiscoveryRole":          {`"Endpoints"`},
-		"tsdb.outOfOrderTimeWindow":     {`"0s"`, `"0m"`},
-		"terminationGracePeriodSeconds": {`600`},
-		"hostUsers":                     {`true`},
-		"shardRetentionPolicy":          {`{}`, `{"whenScaled": "Delete"}`},
-		"disableCompaction":             {`false`},
-		"allowOverlappingBlocks":        {`false`},
-		"enableAdminAPI":                {`false`},
+		"shardingStrategy":             {`{}`, `{"mode": "Address"}`},
+		"enableOTLPReceiver":           {`false`},
+		"storage.disableMountSubPath":  {`false`},
+		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
+		"automountServiceAccountToken": {`true`},
+		"listenLocal":                  {`false`},
+		"podManagementPolicy":          {`"Parallel"`},
+		"arbitraryFSAccessThroughSMs":  {`{"deny": false}`},
+		"overrideHonorLabels":          {`false`},
+		"overrideHonorTimestamps":      {`false`},
+		"ignoreNamespaceSelectors":     {`false`},
+		"minReadySeconds":              {`0`},
+		"hostNetwork":                  {`false`},
+		"serviceDiscoveryRole":         {`"Endpoints"`},
+		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
+		"disableCompaction":            {`false`},
+		"allowOverlappingBlocks":       {`false`},
 	}
 }
 
@@ -389,11 +207,7 @@ func acceptedValues() map[string][]string {
 func refusedValues() map[string]string {
 	return map[string]string{
 		"automountServiceAccountToken": `false`,
-		"enableServiceLinks":           `false`,
-		"hostUsers":                    `false`,
 		"shardRetentionPolicy":         `{"whenScaled": "Retain"}`,
-		"remoteWrite[].remoteTimeout":  `"1m"`,
-		"tsdb.outOfOrderTimeWindow":    `"5m"`,
 	}
 }
 
@@ -471,7 +285,7 @@ func TestConvertRefusedFields(t *testing.T) {
 			continue
 		}
 		t.Run(f.path, func(t *testing.T) {
-			p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"}}
+			p := testPrometheus()
 			setPath(t, reflect.ValueOf(&p.Spec), f.path, refusedValues()[f.path])
 			_, unsupported := fromPrometheus(p)
 			require.Equal(t, []string{f.path}, unsupported)
@@ -479,7 +293,7 @@ func TestConvertRefusedFields(t *testing.T) {
 			ok := acceptedValues()[f.path]
 			require.Equal(t, f.accepts != nil, len(ok) > 0, "a field with accepted values has an example of each, and only those")
 			for _, v := range ok {
-				p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Name: "k8s", Namespace: "monitoring"}}
+				p := testPrometheus()
 				setPath(t, reflect.ValueOf(&p.Spec), f.path, v)
 				_, unsupported := fromPrometheus(p)
 				require.Empty(t, unsupported, v)
@@ -497,86 +311,21 @@ func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
 remoteWrite:
-- {url: 'http://a', queueConfig: {capacity: 10}}
-- {url: 'http://b', queueConfig: {capacity: 20}, headers: {a: b}}
-- {url: 'http://c', sendExemplars: false}
-alerting: {alertmanagers: [{name: am, port: web, timeout: 10s}]}
+- {url: 'http://a', sigv4: {}}
+- {url: 'http://b', sigv4: {region: x}, messageVersion: V2.0}
+- {url: 'http://c', roundRobinDNS: false}
+alerting: {alertmanagers: [{name: am, port: web, sigv4: {}}]}
 listenLocal: false
 secrets: []
 hostAliases: []
-enableAdminAPI: true
+disableCompaction: true
 `)
 	require.Equal(t, []string{
-		"alerting.alertmanagers[].timeout",
-		"enableAdminAPI",
-		"remoteWrite[].headers",
-		"remoteWrite[].queueConfig",
-		"remoteWrite[].sendExemplars",
+		"alerting.alertmanagers[].sigv4",
+		"disableCompaction",
+		"remoteWrite[].messageVersion",
+		"remoteWrite[].roundRobinDNS",
+		"remoteWrite[].sigv4",
 		"thanos",
 	}, unsupported)
-}
-
-// TestConvertKubePrometheusStack: kube-prometheus-stack's default
-// Prometheus is taken over, with the values it sets.
-func TestConvertKubePrometheusStack(t *testing.T) {
-	data, err := os.ReadFile("testdata/operator/kube-prometheus-stack.yaml")
-	require.NoError(t, err)
-	p := &monitoringv1.Prometheus{}
-	require.NoError(t, yaml.UnmarshalStrict(data, p))
-	server, unsupported := fromPrometheus(p)
-	require.Empty(t, unsupported)
-	require.Equal(t, "kps-kube-prometheus-stack-prometheus", server.Name)
-	require.Equal(t, "monitoring", server.Namespace)
-	require.True(t, operatorLayout(server))
-
-	release := &metav1.LabelSelector{MatchLabels: map[string]string{"release": "kps"}}
-	want := v1alpha1.PrometheusServerSpec{
-		Image:           "quay.io/prometheus/prometheus:v3.14.0-distroless",
-		Version:         "v3.14.0-distroless",
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Replicas:        ptr.To[int32](1),
-		Shards:          ptr.To[int32](1),
-		Alerting: &v1alpha1.AlertingSpec{Alertmanagers: []v1alpha1.AlertmanagerEndpoint{{
-			Namespace: "monitoring", Name: "kps-kube-prometheus-stack-alertmanager",
-			Port: intstr.FromString("http-web"), PathPrefix: "/", APIVersion: "v2",
-		}}},
-		ExternalURL:                     "http://kps-kube-prometheus-stack-prometheus.monitoring:9090",
-		LogLevel:                        "info",
-		LogFormat:                       "logfmt",
-		Retention:                       "10d",
-		WALCompression:                  ptr.To(true),
-		RoutePrefix:                     "/",
-		ServiceAccountName:              "kps-kube-prometheus-stack-prometheus",
-		ServiceMonitorSelector:          release,
-		ServiceMonitorNamespaceSelector: &metav1.LabelSelector{},
-		PodMonitorSelector:              release,
-		PodMonitorNamespaceSelector:     &metav1.LabelSelector{},
-		ProbeSelector:                   release,
-		ProbeNamespaceSelector:          &metav1.LabelSelector{},
-		ScrapeConfigSelector:            release,
-		ScrapeConfigNamespaceSelector:   &metav1.LabelSelector{},
-		RuleSelector:                    release,
-		RuleNamespaceSelector:           &metav1.LabelSelector{},
-		SecurityContext: &corev1.PodSecurityContext{
-			FSGroup: ptr.To[int64](2000), RunAsGroup: ptr.To[int64](2000), RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-				Weight: 100,
-				PodAffinityTerm: corev1.PodAffinityTerm{
-					TopologyKey: "kubernetes.io/hostname",
-					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-						{Key: "app.kubernetes.io/name", Operator: metav1.LabelSelectorOpIn, Values: []string{"prometheus"}},
-						{Key: "app.kubernetes.io/instance", Operator: metav1.LabelSelectorOpIn, Values: []string{"kps-kube-prometheus-stack-prometheus"}},
-					}},
-				},
-			}},
-		}},
-		PortName:           "http-web",
-		ScrapeInterval:     "30s",
-		EvaluationInterval: "30s",
-		Reloader:           v1alpha1.ReloaderSpec{ReloadMethod: "http"},
-	}
-	require.Equal(t, want, server.Spec)
 }

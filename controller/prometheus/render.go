@@ -211,6 +211,9 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	for shard := 1; shard < shardCount(server); shard++ {
 		sets = append(sets, renderShard(server, opts, shard))
 	}
+	if err := validatePod(sts); err != nil {
+		return nil, err
+	}
 	role, binding := renderAccess(server, len(cfg.ConfigParts))
 	cfg.Role, cfg.RoleBinding = role, binding
 	cfg.RuleShards, cfg.Service, cfg.StatefulSets = shards, svc, sets

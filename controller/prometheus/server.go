@@ -2,11 +2,14 @@ package prometheus
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 )
@@ -53,10 +56,14 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	}
 
 	// The labels the controller sets win over the user's, as in
-	// prometheus-operator.
-	labels := map[string]string{
-		serverLabel:  r.srv.Namespace + "/" + r.srv.Name,
-		replicaLabel: podNameRef,
+	// prometheus-operator; a name set to "" drops the label.
+	labels := map[string]string{}
+	replica := ptr.Deref(spec.ReplicaExternalLabelName, replicaLabel)
+	if name := ptr.Deref(spec.PrometheusExternalLabelName, serverLabel); name != "" {
+		labels[name] = r.srv.Namespace + "/" + r.srv.Name
+	}
+	if replica != "" {
+		labels[replica] = podNameRef
 	}
 	for k, v := range spec.ExternalLabels {
 		if _, ok := labels[k]; !ok {
@@ -78,26 +85,24 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
 	}
 	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
+	if o := spec.RuleQueryOffset; o != nil {
+		if _, err := model.ParseDuration(string(*o)); err != nil {
+			return serverConfig{}, fmt.Errorf("spec.ruleQueryOffset: %w", err)
+		}
+		globals = append(globals, yaml.MapItem{Key: "rule_query_offset", Value: string(*o)})
+	}
 	global := yaml.MapItem{Key: "global", Value: globals}
 
-	var rest yaml.MapSlice
-	if operatorLayout(r.srv) && retentionInConfig(*spec) {
-		rest = append(rest, retentionSection(*spec))
+	rest, err := storageSettings(r.srv)
+	if err != nil {
+		return serverConfig{}, err
 	}
-	if spec.Alerting != nil && len(spec.Alerting.Alertmanagers) > 0 {
-		ams, err := r.alertmanagers(spec.Alerting.Alertmanagers)
-		if err != nil {
-			return serverConfig{}, err
-		}
-		rest = append(rest, yaml.MapItem{Key: "alerting", Value: yaml.MapSlice{
-			// Replicas send the same alerts: drop the label that tells
-			// them apart so that Alertmanager deduplicates them.
-			{Key: "alert_relabel_configs", Value: []yaml.MapSlice{{
-				{Key: "action", Value: "labeldrop"},
-				{Key: "regex", Value: replicaLabel},
-			}}},
-			{Key: "alertmanagers", Value: ams},
-		}})
+	alerting, err := r.alerting(replica)
+	if err != nil {
+		return serverConfig{}, err
+	}
+	if len(alerting) > 0 {
+		rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
 	}
 	if len(spec.RemoteWrite) > 0 {
 		rws, err := r.remoteWrites(spec.RemoteWrite)
@@ -107,6 +112,80 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
 	}
 	return serverConfig{global: global, rest: rest}, nil
+}
+
+// storageSettings renders the storage section of spec.exemplars and
+// spec.tsdb, and in prometheus-operator's layout the retention from
+// Prometheus 3.11 (retentionSettings), as prometheus-operator does; none
+// when they set nothing.
+func storageSettings(server *v1alpha1.PrometheusServer) (yaml.MapSlice, error) {
+	spec := &server.Spec
+	var storage, tsdb yaml.MapSlice
+	if e := spec.Exemplars; e != nil && e.MaxSize != nil {
+		storage = append(storage, yaml.MapItem{Key: "exemplars", Value: yaml.MapSlice{{Key: "max_exemplars", Value: *e.MaxSize}}})
+	}
+	if t := spec.TSDB; t != nil && t.OutOfOrderTimeWindow != nil {
+		w := string(*t.OutOfOrderTimeWindow)
+		if _, err := model.ParseDuration(w); err != nil {
+			return nil, fmt.Errorf("spec.tsdb.outOfOrderTimeWindow: %w", err)
+		}
+		tsdb = append(tsdb, yaml.MapItem{Key: "out_of_order_time_window", Value: w})
+	}
+	if operatorLayout(server) && retentionInConfig(*spec) {
+		// One storage section: prometheus-operator's retention goes
+		// beside the other TSDB settings.
+		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retentionSettings(*spec)})
+	}
+	if len(tsdb) > 0 {
+		storage = append(storage, yaml.MapItem{Key: "tsdb", Value: tsdb})
+	}
+	if len(storage) == 0 {
+		return nil, nil
+	}
+	return yaml.MapSlice{{Key: "storage", Value: storage}}, nil
+}
+
+// alerting renders the alerting section: the Alertmanagers of
+// spec.alerting, then those of spec.additionalAlertManagerConfigs; the
+// relabeling that drops the replica label (when there is one), then those
+// of spec.additionalAlertRelabelConfigs. None when there is no
+// Alertmanager.
+func (r *renderer) alerting(replica string) (yaml.MapSlice, error) {
+	spec := &r.srv.Spec
+	var ams []yaml.MapSlice
+	if spec.Alerting != nil {
+		var err error
+		if ams, err = r.alertmanagers(spec.Alerting.Alertmanagers); err != nil {
+			return nil, err
+		}
+	}
+	moreAMs, err := r.additionalList("spec.additionalAlertManagerConfigs", spec.AdditionalAlertManagerConfigs, checkAlertmanagerConfig)
+	if err != nil {
+		return nil, err
+	}
+	ams = append(ams, moreAMs...)
+	if len(ams) == 0 {
+		return nil, nil
+	}
+	var relabelings []yaml.MapSlice
+	if replica != "" {
+		// Replicas send the same alerts: drop the label that tells
+		// them apart so that Alertmanager deduplicates them.
+		relabelings = append(relabelings, yaml.MapSlice{
+			{Key: "action", Value: "labeldrop"},
+			{Key: "regex", Value: regexp.QuoteMeta(replica)},
+		})
+	}
+	moreRelabelings, err := r.additionalList("spec.additionalAlertRelabelConfigs", spec.AdditionalAlertRelabelConfigs, checkRelabelConfig)
+	if err != nil {
+		return nil, err
+	}
+	relabelings = append(relabelings, moreRelabelings...)
+	var alerting yaml.MapSlice
+	if len(relabelings) > 0 {
+		alerting = append(alerting, yaml.MapItem{Key: "alert_relabel_configs", Value: relabelings})
+	}
+	return append(alerting, yaml.MapItem{Key: "alertmanagers", Value: ams}), nil
 }
 
 func positiveDuration(s string) (model.Duration, error) {
@@ -161,16 +240,42 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
 			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
 		}
-		out = append(out, yaml.MapSlice{
+		client, auth, err := r.alertmanagerClient(path, &am)
+		if err != nil {
+			return nil, err
+		}
+		for i := range am.RelabelConfigs {
+			rc, err := r.relabelConfig(fmt.Sprintf("%s.relabelings[%d]", path, i), &am.RelabelConfigs[i])
+			if err != nil {
+				return nil, err
+			}
+			relabelings = append(relabelings, rc)
+		}
+		cfg := append(yaml.MapSlice{
 			{Key: "path_prefix", Value: prefix},
 			{Key: "scheme", Value: scheme},
-			{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
-				{Key: "role", Value: "endpoints"},
-				{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
-			}}},
-			{Key: "api_version", Value: "v2"},
-			{Key: "relabel_configs", Value: relabelings},
-		})
+		}, client...)
+		cfg = append(cfg, yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
+			{Key: "role", Value: "endpoints"},
+			{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
+		}}})
+		cfg = append(cfg, auth...)
+		cfg = append(cfg,
+			yaml.MapItem{Key: "api_version", Value: "v2"},
+			yaml.MapItem{Key: "relabel_configs", Value: relabelings},
+		)
+		var alertRelabelings []yaml.MapSlice
+		for i := range am.AlertRelabelConfigs {
+			rc, err := r.relabelConfig(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
+			if err != nil {
+				return nil, err
+			}
+			alertRelabelings = append(alertRelabelings, rc)
+		}
+		if len(alertRelabelings) > 0 {
+			cfg = append(cfg, yaml.MapItem{Key: "alert_relabel_configs", Value: alertRelabelings})
+		}
+		out = append(out, cfg)
 	}
 	return out, nil
 }
@@ -188,9 +293,13 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, shownURL(u))
 		}
+		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
+		if _, err := model.ParseDuration(timeout); err != nil {
+			return nil, fmt.Errorf("%s.remoteTimeout: %w", path, err)
+		}
 		cfg := yaml.MapSlice{
 			{Key: "url", Value: rw.URL},
-			{Key: "remote_timeout", Value: defaultRemoteTimeout},
+			{Key: "remote_timeout", Value: timeout},
 		}
 		if rw.Name != "" {
 			if names[rw.Name] {
@@ -199,8 +308,13 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			names[rw.Name] = true
 			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
 		}
-		if rw.BasicAuth != nil && rw.Authorization != nil {
-			return nil, fmt.Errorf("%s: basicAuth and authorization are mutually exclusive", path)
+		tuning, queue, err := r.remoteWriteTuning(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, tuning...)
+		if len(slices.DeleteFunc([]bool{rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil}, func(set bool) bool { return !set })) > 1 {
+			return nil, fmt.Errorf("%s: basicAuth, oauth2 and authorization are mutually exclusive", path)
 		}
 		if rw.BasicAuth != nil {
 			ba, err := r.basicAuth(ns, path+".basicAuth", rw.BasicAuth)
@@ -222,7 +336,12 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			}
 			cfg = append(cfg, auth)
 		}
-		out = append(out, cfg)
+		client, err := r.remoteWriteClient(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, client...)
+		out = append(out, append(cfg, queue...))
 	}
 	return out, nil
 }

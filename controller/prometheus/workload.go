@@ -275,14 +275,15 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		src.reloaderMounts = append(src.reloaderMounts, storage)
 	}
 	web := webPod(server, opts.reload)
-	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes)
+	userVolumes, userMounts := podUserVolumes(spec)
+	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes, userVolumes)
 
-	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
+	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
 	meta, security, spread := podMetadata(server, shard), cmp.Or(spec.SecurityContext, podSecurity()), topologySpread(server, shard)
 	reloaderSecurity := containerSecurity()
 	if operator {
 		reloaderSecurity = operatorReloaderSecurity(spec)
-		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts))
+		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts, userMounts))
 		// prometheus-operator leaves an unset securityContext unset.
 		meta, security, spread = operatorPodMetadata(server, shard, opts.webConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}
@@ -303,7 +304,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
 			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
-			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
+			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(spec.TerminationGracePeriodSeconds, gracePeriod)),
 			SecurityContext:               security,
 			InitContainers:                []corev1.Container{initReloader},
 			Containers:                    []corev1.Container{prometheus, reloader},
@@ -314,6 +315,12 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 			TopologySpreadConstraints:     spread,
 			PriorityClassName:             spec.PriorityClassName,
 			ImagePullSecrets:              spec.ImagePullSecrets,
+			SchedulerName:                 spec.SchedulerName,
+			DNSPolicy:                     corev1.DNSPolicy(ptr.Deref(spec.DNSPolicy, "")),
+			DNSConfig:                     podDNSConfig(spec.DNSConfig),
+			HostAliases:                   hostAliases(spec.HostAliases),
+			EnableServiceLinks:            spec.EnableServiceLinks,
+			HostUsers:                     spec.HostUsers,
 		},
 	}
 	if signal {
@@ -419,6 +426,7 @@ func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []moni
 	if spec.RoutePrefix != "" || spec.ExternalURL != "" {
 		args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
 	}
+	args = append(args, queryArgs(spec)...)
 	if spec.LogLevel != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
 	}
@@ -501,11 +509,6 @@ func prometheusImage(spec v1alpha1.PrometheusServerSpec, def string) string {
 		repo = repo[:i]
 	}
 	return repo + ":" + spec.Version
-}
-
-// portName is the name of Prometheus' container port: spec.portName, or web.
-func portName(spec v1alpha1.PrometheusServerSpec) string {
-	return cmp.Or(spec.PortName, "web")
 }
 
 // podSecurity runs the pod as non-root with the runtime's seccomp profile;
