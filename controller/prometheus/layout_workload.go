@@ -109,7 +109,7 @@ func governingService(server *v1alpha1.PrometheusServer) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  map[string]string{kube.LabelName: App},
-			Ports:     []corev1.ServicePort{{Name: "web", Port: webPort, TargetPort: intstr.FromString("web")}},
+			Ports:     []corev1.ServicePort{{Name: portName(server.Spec), Port: webPort, TargetPort: intstr.FromString(portName(server.Spec))}},
 		},
 	}
 }
@@ -204,8 +204,9 @@ func operatorPrometheusContainer(spec v1alpha1.PrometheusServerSpec, opts Worklo
 	return corev1.Container{
 		Name:                     "prometheus",
 		Image:                    prometheusImage(versioned, opts.DefaultPrometheusImage),
+		ImagePullPolicy:          spec.ImagePullPolicy,
 		Args:                     commandLine(args),
-		Ports:                    []corev1.ContainerPort{{Name: "web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		Ports:                    []corev1.ContainerPort{{Name: portName(spec), ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
 		StartupProbe:             &startup,
 		ReadinessProbe:           ready,
 		LivenessProbe:            httpProbe(spec, webPath(spec, "/-/healthy"), 5, 6),

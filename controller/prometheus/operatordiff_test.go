@@ -52,8 +52,9 @@ func operatorConfigKnown() map[string]knownDifference {
 		"probe-auth-tls":            {sections: []string{"job probe/monitoring/web"}, reason: tlsFiles},
 		"sm-tls-secret":             {sections: []string{"job serviceMonitor/monitoring/app/0"}, reason: tlsFiles},
 		"sm-tls-configmap-insecure": {sections: []string{"rejected", "job serviceMonitor/monitoring/app/0", "job serviceMonitor/monitoring/app/1"}, reason: caConfigMap},
+		"alerting-options":          {sections: []string{"alerting"}, reason: tlsFiles},
 	}
-	for _, name := range []string{"alerting-options", "alerting-relabelings", "global-enforced-limits", "global-query-log-rule-offset", "global-scrape-limits", "remote-read", "remote-write-options", "remote-write-v2"} {
+	for _, name := range []string{"global-enforced-limits", "global-query-log-rule-offset", "global-scrape-limits", "remote-read", "remote-write-v2"} {
 		known[name] = knownDifference{sections: []string{"refused"}, reason: refused}
 	}
 	return known

@@ -193,7 +193,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	}), "rejections sorted by kind, namespace and name")
 	s := out.ConfigSecret
 	require.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, s.TypeMeta)
-	require.Equal(t, server.Name+"-config", s.Name)
+	require.Equal(t, ConfigSecretName(server), s.Name)
 	require.Equal(t, server.Namespace, s.Namespace)
 	require.Equal(t, server.Name, s.Labels[labelConfig])
 	require.Equal(t, corev1.SecretTypeOpaque, s.Type)
@@ -212,6 +212,10 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.Equal(t, web.Secret, out.WebConfigSecret)
 	require.Subset(t, out.SecretRefs, web.Refs)
 	opts.RuleShards, opts.reload = len(shards), web.Reload
+	if operatorLayout(server) { // The pods roll on the web configuration's hash.
+		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
+		opts.webConfigHash = hex.EncodeToString(sum[:])
+	}
 	svc, sts := renderWorkload(server, opts)
 	require.Equal(t, svc, out.Service)
 	require.Len(t, out.StatefulSets, shardCount(server))

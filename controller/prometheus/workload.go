@@ -283,7 +283,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	reloaderSecurity := containerSecurity()
 	if operator {
 		reloaderSecurity = operatorReloaderSecurity(spec)
-		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(src.prometheusMounts, web.ServerMounts, userMounts))
+		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
 		meta, security, spread = operatorPodMetadata(server, shard, opts.webConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}

@@ -336,6 +336,9 @@ func (n *Node) startControlPlane(ctx context.Context) error {
 	if n.Config, err = clientcmd.BuildConfigFromFlags("", n.Kubeconfig); err != nil {
 		return err
 	}
+	if err := inlineTLSFiles(n.Config); err != nil {
+		return err
+	}
 	n.Config.QPS, n.Config.Burst = 100, 200
 	if n.client, err = kubernetes.NewForConfig(n.Config); err != nil {
 		return err
@@ -493,4 +496,28 @@ func (n *Node) ContainerPID(containerID string) (int, error) {
 // kind (e.g. kubernetes.io~configmap).
 func (n *Node) VolumeDir(podUID, kind, volume string) string {
 	return n.path("kubelet", "pods", podUID, "volumes", kind, volume)
+}
+
+// inlineTLSFiles reads the CA, certificate and key files of cfg into its
+// data fields and forgets the paths. client-go caches TLS transports by
+// the paths of files given alone: a second node started by the same
+// process, with new files at the same paths, would be reached through the
+// first node's transport and its CA ("certificate signed by unknown
+// authority").
+func inlineTLSFiles(cfg *rest.Config) error {
+	tls := &cfg.TLSClientConfig
+	for _, f := range []struct {
+		path *string
+		data *[]byte
+	}{{&tls.CAFile, &tls.CAData}, {&tls.CertFile, &tls.CertData}, {&tls.KeyFile, &tls.KeyData}} {
+		if *f.path == "" || len(*f.data) > 0 {
+			continue
+		}
+		b, err := os.ReadFile(*f.path)
+		if err != nil {
+			return err
+		}
+		*f.data, *f.path = b, ""
+	}
+	return nil
 }
