@@ -45,7 +45,7 @@ func runTakeover(b *testing.B) string {
 	start := time.Now()
 	cl.deployController(b)
 	// Samples on both sides of each hand-off.
-	time.Sleep(30 * time.Second) //nolint:forbidigo // A benchmark's settle time, not a wait for a condition.
+	time.Sleep(30 * time.Second) // A benchmark's settle time, not a wait for a condition.
 
 	handOff := func(id string, ours bool) time.Duration {
 		at := time.Now()
@@ -65,7 +65,7 @@ func runTakeover(b *testing.B) string {
 		return time.Since(at)
 	}
 	to := handOff(takeoverID, true)
-	time.Sleep(30 * time.Second) //nolint:forbidigo // Idem.
+	time.Sleep(30 * time.Second)
 	// A rule edit once taken over, until both replicas serve it.
 	edited := time.Now()
 	cl.addOperatorRule(b, name, "podreload:takeover_bench:edit")
@@ -76,7 +76,7 @@ func runTakeover(b *testing.B) string {
 	}
 	edit := time.Since(edited)
 	back := handOff("", false)
-	time.Sleep(30 * time.Second) //nolint:forbidigo // Idem.
+	time.Sleep(30 * time.Second)
 
 	var stamps []float64
 	window := time.Since(start).Round(time.Second) + time.Minute
