@@ -39,6 +39,9 @@ type configInput struct {
 	// Secrets holds the Secrets the server and the monitors reference, by
 	// "namespace/name".
 	Secrets map[string]*corev1.Secret
+	// ConfigMaps holds the ConfigMaps the monitors reference (TLS CAs and
+	// certificates, OAuth2 client ids), by "namespace/name".
+	ConfigMaps map[string]*corev1.ConfigMap
 }
 
 // rejection is an object left out of the configuration, and why (for an
@@ -136,7 +139,7 @@ func (p configParts) head(ruleFiles []string) ([]byte, error) {
 }
 
 func newRenderer(in configInput) *renderer {
-	return &renderer{lookup: store.NewLookup(store.Objects{Secrets: in.Secrets}), srv: in.Server}
+	return &renderer{lookup: store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps}), srv: in.Server}
 }
 
 // renderer renders one configuration: it holds the inputs and what it

@@ -242,14 +242,14 @@ func renderedGolden(config []byte, rejected []rejection, err error) []byte {
 }
 
 // loadConfigInput reads a bundle of YAML documents: at most one
-// PrometheusServer, ServiceMonitors, PodMonitors, Probes, ScrapeConfigs and
-// Secrets, and a
+// PrometheusServer, ServiceMonitors, PodMonitors, Probes, ScrapeConfigs,
+// Secrets and ConfigMaps, and a
 // test-only document of kind RuleFiles whose files field gives the rule
 // files, returned apart as render passes them. Unknown fields are errors,
 // so a typo in a fixture cannot go unnoticed.
 func loadConfigInput(t *testing.T, path string) (configInput, []string) {
 	t.Helper()
-	in := configInput{Secrets: map[string]*corev1.Secret{}}
+	in := configInput{Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	var ruleFiles []string
 	readDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
@@ -268,6 +268,9 @@ func loadConfigInput(t *testing.T, path string) (configInput, []string) {
 		case "Secret":
 			s := decodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
+		case "ConfigMap":
+			cm := decodeDocument[corev1.ConfigMap](t, doc)
+			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		case "RuleFiles":
 			var rf struct {
 				metav1.TypeMeta `json:",inline"`

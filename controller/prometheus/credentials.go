@@ -54,6 +54,34 @@ func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, erro
 	return string(v), nil
 }
 
+// secretOrConfigMap returns the value of the key ref names, in a Secret
+// or, as prometheus-operator allows for CAs, certificates and OAuth2
+// client ids, a ConfigMap (written inline, as Secrets' values are).
+func (r *renderer) secretOrConfigMap(ns string, ref monitoringv1.SecretOrConfigMap) (string, error) {
+	if ref.Secret != nil {
+		return r.secret(ns, *ref.Secret)
+	}
+	if ref.ConfigMap.Name == "" {
+		return "", errors.New("configmap name is empty")
+	}
+	v, err := r.lookup.ConfigMap(ns, *ref.ConfigMap)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(v) {
+		return "", fmt.Errorf("configmap %q: the value of key %q is not UTF-8 text", ns+"/"+ref.ConfigMap.Name, ref.ConfigMap.Key)
+	}
+	return string(v), nil
+}
+
+// refName names the object and key ref names, for messages.
+func refName(ns string, ref monitoringv1.SecretOrConfigMap) string {
+	if ref.Secret != nil {
+		return fmt.Sprintf("key %q of secret %q", ref.Secret.Key, ns+"/"+ref.Secret.Name)
+	}
+	return fmt.Sprintf("key %q of configmap %q", ref.ConfigMap.Key, ns+"/"+ref.ConfigMap.Name)
+}
+
 // The renderers of credentials below take the path of their field, and
 // return errors that start with it.
 
@@ -101,12 +129,10 @@ func (r *renderer) authorization(ns, path string, a *monitoringv1.SafeAuthorizat
 func (r *renderer) oauth2(ns, path string, o *monitoringv1.OAuth2) (yaml.MapItem, error) {
 	var id string
 	switch {
-	case o.ClientID.ConfigMap != nil:
-		return yaml.MapItem{}, fmt.Errorf("%s.clientId: ConfigMap references are not supported, use a Secret", path)
-	case o.ClientID.Secret == nil:
+	case o.ClientID.Secret == nil && o.ClientID.ConfigMap == nil:
 		return yaml.MapItem{}, fmt.Errorf("%s.clientId: must be set", path)
 	default:
-		v, err := r.secret(ns, *o.ClientID.Secret)
+		v, err := r.secretOrConfigMap(ns, o.ClientID)
 		if err != nil {
 			return yaml.MapItem{}, fmt.Errorf("%s.clientId: %w", path, err)
 		}
@@ -160,27 +186,26 @@ func (r *renderer) tlsConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.M
 		{"cert", "cert", "certFile", "cert_file", t.CertFile, t.Cert},
 		{"keySecret", "key", "keyFile", "key_file", t.KeyFile, monitoringv1.SecretOrConfigMap{Secret: t.KeySecret}},
 	} {
+		set := f.ref.Secret != nil || f.ref.ConfigMap != nil
 		switch {
-		case f.ref.ConfigMap != nil:
-			return yaml.MapItem{}, fmt.Errorf("%s.%s: ConfigMap references are not supported, use a Secret", path, f.field)
-		case f.ref.Secret != nil && f.file != "":
+		case set && f.file != "":
 			return yaml.MapItem{}, fmt.Errorf("%s: %s and %s are mutually exclusive", path, f.field, f.fileField)
-		case f.ref.Secret != nil:
-			v, err := r.secret(ns, *f.ref.Secret)
+		case set:
+			v, err := r.secretOrConfigMap(ns, f.ref)
 			if err != nil {
 				return yaml.MapItem{}, fmt.Errorf("%s.%s: %w", path, f.field, err)
 			}
 			// Prometheus refuses the whole configuration when a CA holds
 			// no certificate it can use: only this monitor is left out.
 			if f.key == "ca" && !x509.NewCertPool().AppendCertsFromPEM([]byte(v)) {
-				return yaml.MapItem{}, fmt.Errorf("%s.%s: key %q of secret %q holds no PEM certificate", path, f.field, f.ref.Secret.Key, ns+"/"+f.ref.Secret.Name)
+				return yaml.MapItem{}, fmt.Errorf("%s.%s: %s holds no PEM certificate", path, f.field, refName(ns, f.ref))
 			}
 			cfg = append(cfg, yaml.MapItem{Key: f.key, Value: v})
 		case f.file != "":
 			cfg = append(cfg, yaml.MapItem{Key: f.fileKey, Value: f.file})
 		}
 	}
-	hasCert := t.Cert.Secret != nil || t.CertFile != ""
+	hasCert := t.Cert.Secret != nil || t.Cert.ConfigMap != nil || t.CertFile != ""
 	hasKey := t.KeySecret != nil || t.KeyFile != ""
 	if hasCert != hasKey {
 		return yaml.MapItem{}, fmt.Errorf("%s: a client certificate and its key must be set together", path)

@@ -43,15 +43,14 @@ type knownDifference struct {
 // cases not listed must give the same configuration as prometheus-operator.
 func operatorConfigKnown() map[string]knownDifference {
 	const (
-		refused     = "fromPrometheus refuses a field the case sets (the failure lists them)"
-		tlsFiles    = "render inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/prometheus/certs: the same bytes in another form"
-		caConfigMap = "render rejects a TLS CA from a ConfigMap, which prometheus-operator mounts"
+		refused  = "fromPrometheus refuses a field the case sets (the failure lists them)"
+		tlsFiles = "render inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/prometheus/certs: the same bytes in another form"
 	)
 	known := map[string]knownDifference{
 		"pm-tls":                    {sections: []string{"job podMonitor/monitoring/app/0"}, reason: tlsFiles},
 		"probe-auth-tls":            {sections: []string{"job probe/monitoring/web"}, reason: tlsFiles},
 		"sm-tls-secret":             {sections: []string{"job serviceMonitor/monitoring/app/0"}, reason: tlsFiles},
-		"sm-tls-configmap-insecure": {sections: []string{"rejected", "job serviceMonitor/monitoring/app/0", "job serviceMonitor/monitoring/app/1"}, reason: caConfigMap},
+		"sm-tls-configmap-insecure": {sections: []string{"job serviceMonitor/monitoring/app/0"}, reason: tlsFiles},
 		"alerting-options":          {sections: []string{"alerting"}, reason: tlsFiles},
 	}
 	for _, name := range []string{"global-enforced-limits", "global-query-log-rule-offset", "global-scrape-limits", "remote-read", "remote-write-v2"} {

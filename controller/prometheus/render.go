@@ -185,6 +185,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Probes:          sel.probes,
 		ScrapeConfigs:   sel.scrapeConfigs,
 		Secrets:         in.Secrets,
+		ConfigMaps:      in.ConfigMaps,
 	})
 	wg.Wait()
 	refs := store.Union(parts.secrets, web.Refs)
