@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,6 +66,31 @@ func TestTakeoverOnNode(t *testing.T) {
 		}
 		// A figure, not an assert: make bench measures it.
 		t.Logf("rule edit served by both replicas %v after the edit", time.Since(edited).Round(time.Millisecond))
+	})
+	t.Run("a Prometheus with a refused field stays untouched", func(t *testing.T) {
+		refused := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "default", Name: "refused", Annotations: map[string]string{"operator.prometheus.io/controller-id": takeoverID},
+		}}
+		refused.Spec.Thanos = &monitoringv1.ThanosSpec{}
+		refused.Spec.ServiceMonitorSelector = &metav1.LabelSelector{}
+		require.NoError(t, cl.c.Create(t.Context(), refused))
+		eventually(t, time.Minute, "UnsupportedFields and its Event", func() error {
+			if err := cl.prometheusCondition(t, "refused", "UnsupportedFields", monitoringv1.ConditionTrue); err != nil {
+				return err
+			}
+			events, err := cl.kube.EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, e := range events.Items {
+				if e.Reason == "UnsupportedFields" && e.Regarding.Name == "refused" && strings.Contains(e.Note, "thanos") {
+					return nil
+				}
+			}
+			return errors.New("no UnsupportedFields Event")
+		})
+		_, err := cl.kube.AppsV1().StatefulSets("default").Get(t.Context(), "prometheus-refused", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a StatefulSet for a refused Prometheus: %v", err)
 	})
 	during := time.Now()
 	eventually(t, time.Minute, "a sample during the takeover", func() error { return cl.seriesAt(t, pods[0], operatorRecord, during) })
