@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -143,6 +144,9 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 	if p.DeletionTimestamp != nil {
 		// Its objects go with it, by their owner references.
 		t.forget(key)
+		if handedTo(&p, t.id) {
+			return t.dropFinalizer(ctx, &p)
+		}
 		return nil
 	}
 	if !handedTo(&p, t.id) {
@@ -167,6 +171,31 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 		return err
 	}
 	return errors.Join(res.err, t.writeStatus(ctx, &p, server, res, ""))
+}
+
+// finalizerStatusCleanup is the finalizer prometheus-operator puts on a
+// Prometheus (with its StatusForConfigurationResources feature gate) to
+// remove the Prometheus from the status of the monitors it selected
+// before it goes; prometheus-operator removes it only from the objects
+// whose controller id is its own.
+const finalizerStatusCleanup = "monitoring.coreos.com/status-cleanup"
+
+// dropFinalizer removes prometheus-operator's finalizer from p, taken over
+// and being deleted, which would otherwise never go. The monitors'
+// bindings to p it guards are prometheus-operator's, which the controller
+// does not write: they stay.
+func (t *takeover) dropFinalizer(ctx context.Context, p *monitoringv1.Prometheus) error {
+	if !controllerutil.ContainsFinalizer(p, finalizerStatusCleanup) {
+		return nil
+	}
+	base := p.DeepCopy()
+	controllerutil.RemoveFinalizer(p, finalizerStatusCleanup)
+	t.r.writer.Count(monitoringv1.PrometheusesKind, "patch")
+	if err := t.r.client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove the finalizer %s of Prometheus %s/%s: %w", finalizerStatusCleanup, p.Namespace, p.Name, err)
+	}
+	t.r.logger.Info("removed prometheus-operator's finalizer of a Prometheus taken over and deleted", "prometheus", client.ObjectKeyFromObject(p), "finalizer", finalizerStatusCleanup)
+	return nil
 }
 
 // refuse tells, in a Warning Event and the log, once per message, why p

@@ -237,10 +237,17 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	// Deleted mid-takeover, its StatefulSet written, the rest not yet:
 	// forgotten, nothing written again (the garbage collector deletes
 	// its objects; there is none here).
+	// With prometheus-operator's status-cleanup finalizer, which the
+	// controller removes: prometheus-operator no longer would.
 	gone := operatorPrometheus(ns, "gone", "podreload")
+	gone.Finalizers = []string{finalizerStatusCleanup}
 	cp.create(t, gone)
 	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-gone"}, &appsv1.StatefulSet{})
 	require.NoError(t, cp.c.Delete(t.Context(), gone))
+	eventually(t, func(c *assert.CollectT) {
+		err := cp.c.Get(t.Context(), client.ObjectKeyFromObject(gone), &monitoringv1.Prometheus{})
+		assert.True(c, apierrors.IsNotFound(err), "the Prometheus gone, its finalizer removed: %v", err)
+	})
 	settled := len(run.settleOrNone(t))
 	cp.create(t, prometheusRule(ns, "after-gone", nil, "up"))
 	for _, w := range run.settleOrNone(t)[settled:] {
