@@ -15,10 +15,12 @@ import (
 // once per queue pass, wrote them about 25 times each in a burst of 2,000
 // creates (docs/benchmarks.md, BenchmarkScale). The numbers:
 //
-//   - An event after a second without a render (idleGap) renders at once:
-//     a single edit is written as fast as before (< 100 ms).
+//   - An event quietGap (100 ms) or more after the server's last event and
+//     the end of its last render renders at once: a single edit is written
+//     as fast as before (< 100 ms), and so are edits a few hundred
+//     milliseconds apart (make bench's pipeline edits every 250 ms).
 //   - Otherwise the render waits until the server's events have been quiet
-//     for quietGap (100 ms), so that it comes 0.1 s after the last create
+//     for quietGap, so that it comes 0.1 s after the last create
 //     of a burst plus one render (about 0.2 s for 2,000 objects): the 0.5 s
 //     from the last create to convergence is kept. A burst's creates come
 //     a few milliseconds apart (2,000 in 6 to 10 s from 16 clients); 100 ms
@@ -30,7 +32,6 @@ import (
 //     Secrets, 4 statuses, the rule ConfigMaps created and changed), under
 //     the 20 prometheus-operator's operator needs; 10 s, 5 times.
 const (
-	idleGap  = time.Second
 	quietGap = 100 * time.Millisecond
 	maxWait  = 3 * time.Second
 )
@@ -78,8 +79,8 @@ func (c *coalescer) wait(key types.NamespacedName) time.Duration {
 	case w.failed:
 		w.first, w.due = time.Time{}, time.Time{}
 		return 0
-	case w.first.IsZero() && (w.done.IsZero() || now.Sub(w.done) >= idleGap):
-		w.due = time.Time{}
+	case w.first.IsZero() && now.Sub(w.last) >= quietGap && now.Sub(w.done) >= quietGap:
+		w.last, w.due = now, time.Time{}
 		return 0
 	case w.first.IsZero():
 		w.first, w.last = now, now

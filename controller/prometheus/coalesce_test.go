@@ -55,7 +55,7 @@ func TestCoalescer(t *testing.T) {
 			renders: []time.Duration{0, 3200 * time.Millisecond, 6400 * time.Millisecond, 7095 * time.Millisecond},
 		},
 		{
-			name: "an edit a second after the last render renders at once",
+			name: "an edit well after the last render renders at once",
 			events: append(every(10*time.Millisecond, 0, 500*time.Millisecond),
 				1800*time.Millisecond),
 			// 0; the rest at 490 + 100 ms, until 790 ms; 1.8 s is more
@@ -63,9 +63,15 @@ func TestCoalescer(t *testing.T) {
 			renders: []time.Duration{0, 590 * time.Millisecond, 1800 * time.Millisecond},
 		},
 		{
-			name:    "an edit less than a second after the last render waits for the quiet gap",
-			events:  append(every(10*time.Millisecond, 0, 500*time.Millisecond), 1700*time.Millisecond),
-			renders: []time.Duration{0, 590 * time.Millisecond, 1800 * time.Millisecond},
+			name:    "edits a little more than a render and the quiet gap apart render at once",
+			events:  []time.Duration{0, 400 * time.Millisecond, 800 * time.Millisecond},
+			renders: []time.Duration{0, 400 * time.Millisecond, 800 * time.Millisecond},
+		},
+		{
+			name:   "an edit less than the quiet gap after the last render waits for the quiet gap",
+			events: append(every(10*time.Millisecond, 0, 500*time.Millisecond), 850*time.Millisecond),
+			// 590 until 790; 850 is 60 ms after.
+			renders: []time.Duration{0, 590 * time.Millisecond, 950 * time.Millisecond},
 		},
 	}
 	for _, tc := range tests {
