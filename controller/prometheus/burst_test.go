@@ -113,3 +113,41 @@ func (cp *controlPlane) testBurst(t *testing.T) {
 	})
 	assert.Equal(t, before, metricValue(t, run.reg, "podreload_controller_reconciles_total"), "renders for a report")
 }
+
+// testStatusUpgrade: a status an earlier version of the controller
+// patched (a left-out object, a rejected count) loses the fields the
+// controller no longer sets at its first apply.
+func (cp *controlPlane) testStatusUpgrade(t *testing.T) {
+	ns := cp.namespace(t, "status-upgrade", nil)
+	srv := server(ns, "main", nil)
+	cp.create(t, srv)
+	base := srv.DeepCopy()
+	srv.Status.Rules = v1alpha1.Selection{Selected: 1, Rejected: 1}
+	srv.Status.LeftOut = []v1alpha1.LeftOutObject{{Kind: kindPrometheusRule, Namespace: ns, Name: "gone", Reason: "invalid"}}
+	srv.Status.LeftOutCount = 1
+	require.NoError(t, cp.c.Status().Patch(t.Context(), srv, client.MergeFrom(base), client.FieldOwner("earlier-controller")))
+
+	cp.start(t, kube.Options{Namespaces: []string{ns}})
+	eventually(t, func(c *assert.CollectT) {
+		status := cp.status(t, srv)
+		assert.NotEmpty(c, status.ContentHash)
+		assert.Empty(c, status.LeftOut)
+		assert.Zero(c, status.LeftOutCount)
+		assert.Equal(c, v1alpha1.Selection{}, status.Rules)
+	})
+}
+
+func TestPrune(t *testing.T) {
+	u := map[string]any{
+		"a": nil,
+		"b": map[string]any{"c": nil, "d": map[string]any{}},
+		"e": map[string]any{"f": int64(1), "g": nil},
+		"h": []any{map[string]any{"i": nil, "j": "k"}},
+		"l": int64(0),
+	}
+	assert.Equal(t, map[string]any{
+		"e": map[string]any{"f": int64(1)},
+		"h": []any{map[string]any{"j": "k"}},
+		"l": int64(0),
+	}, prune(u))
+}

@@ -83,6 +83,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("config applied", cp.testConfigApplied)
 	t.Run("report storm", cp.testReportStorm)
 	t.Run("burst", cp.testBurst)
+	t.Run("status upgrade", cp.testStatusUpgrade)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration split into parts", cp.testSplit)
 	t.Run("invalid objects", cp.testInvalid)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,10 +46,13 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 	}
 	key := client.ObjectKeyFromObject(server)
 	r.mu.Lock()
-	if last, ok := r.statuses[key]; ok {
-		server.Status = *last.DeepCopy()
-	}
+	last, ok := r.statuses[key]
 	r.mu.Unlock()
+	if ok {
+		server.Status = *last.DeepCopy()
+	} else if err := r.upgradeStatusFields(ctx, key); err != nil {
+		return err
+	}
 	before := server.Status.ContentHash
 	status := r.status(server, objs, sets, cond)
 	var applied metav1.Condition
@@ -90,13 +95,69 @@ func (r *reconciler) applyStatus(ctx context.Context, server *v1alpha1.Prometheu
 		"apiVersion": v1alpha1.GroupVersion().String(),
 		"kind":       v1alpha1.Kind,
 		"metadata":   map[string]any{"name": server.Name, "namespace": server.Namespace},
-		"status":     u,
+		"status":     prune(u),
 	}}
 	r.writer.Count(v1alpha1.Kind, "apply-status")
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
 	return nil
+}
+
+// upgradeStatusFields makes the status fields written by updates and
+// patches (earlier versions of the controller patched the status) fields
+// the controller applied, so that the next apply removes those it no
+// longer sets (a leftOut list emptied, a count back to 0). It is done
+// before the first status write of each server since the controller
+// started; the cache holds no managed fields, so the server is read from
+// the API server.
+func (r *reconciler) upgradeStatusFields(ctx context.Context, key types.NamespacedName) error {
+	var live v1alpha1.PrometheusServer
+	if err := r.reader.Get(ctx, key, &live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	managers := sets.New[string]()
+	for _, e := range live.ManagedFields {
+		if e.Subresource == "status" && e.Operation == metav1.ManagedFieldsOperationUpdate {
+			managers.Insert(e.Manager)
+		}
+	}
+	if managers.Len() == 0 {
+		return nil
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, managers, kube.Name, csaupgrade.Subresource("status"))
+	if err != nil || patch == nil {
+		return err
+	}
+	r.writer.Count(v1alpha1.Kind, "patch")
+	if err := r.client.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("upgrade managed status fields of PrometheusServer %s: %w", key, err)
+	}
+	return nil
+}
+
+// prune removes from u, in place, the null values and the objects left
+// empty (the converter gives an empty Selection as null, which the API
+// server refuses in an apply): a field not applied is zero, once no other
+// field manager owns it.
+func prune(u map[string]any) map[string]any {
+	for k, v := range u {
+		switch v := v.(type) {
+		case nil:
+			delete(u, k)
+		case map[string]any:
+			if len(prune(v)) == 0 {
+				delete(u, k)
+			}
+		case []any:
+			for _, e := range v {
+				if m, ok := e.(map[string]any); ok {
+					prune(m)
+				}
+			}
+		}
+	}
+	return u
 }
 
 // reconcileStatus updates the status of the PrometheusServer req names
