@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,8 +48,6 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 	r.mu.Unlock()
 	if ok {
 		server.Status = *last.DeepCopy()
-	} else if err := r.upgradeStatusFields(ctx, key); err != nil {
-		return err
 	}
 	before := server.Status.ContentHash
 	status := r.status(server, objs, sets, cond)
@@ -72,7 +68,7 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 	meta.SetStatusCondition(&status.Conditions, applied)
 	r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
 	if !equality.Semantic.DeepEqual(status, server.Status) {
-		if err := r.applyStatus(ctx, server, status); err != nil {
+		if err := r.applyStatus(ctx, server, status, !ok); err != nil {
 			return err
 		}
 		server.Status = status
@@ -85,53 +81,47 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 }
 
 // applyStatus applies status as server's status, with server-side apply
-// by the controller's field manager, forcing.
-func (r *reconciler) applyStatus(ctx context.Context, server *v1alpha1.PrometheusServer, status v1alpha1.PrometheusServerStatus) error {
+// by the controller's field manager, forcing. The first apply of a server
+// since the controller started (first) sets the fields status leaves
+// empty explicitly, zero: an earlier version of the controller patched the
+// status, and what it set stays until another apply owns it (a leftOut
+// list emptied, a rejected count back to 0); owned, the next applies,
+// without them, remove them.
+func (r *reconciler) applyStatus(ctx context.Context, server *v1alpha1.PrometheusServer, status v1alpha1.PrometheusServerStatus, first bool) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 	if err != nil {
 		return fmt.Errorf("status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
+	u = prune(u)
+	if first {
+		for _, k := range []string{"serviceMonitors", "podMonitors", "probes", "scrapeConfigs", "rules"} {
+			sel, _ := u[k].(map[string]any)
+			if sel == nil {
+				sel = map[string]any{}
+				u[k] = sel
+			}
+			for _, f := range []string{"selected", "rejected"} {
+				if _, ok := sel[f]; !ok {
+					sel[f] = int64(0)
+				}
+			}
+		}
+		for k, zero := range map[string]any{"leftOut": []any{}, "leftOutCount": int64(0), "replicas": int64(0), "shards": int64(0),
+			"readyReplicas": int64(0), "configHash": "", "contentHash": ""} {
+			if _, ok := u[k]; !ok {
+				u[k] = zero
+			}
+		}
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion().String(),
 		"kind":       v1alpha1.Kind,
 		"metadata":   map[string]any{"name": server.Name, "namespace": server.Namespace},
-		"status":     prune(u),
+		"status":     u,
 	}}
 	r.writer.Count(v1alpha1.Kind, "apply-status")
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
-	}
-	return nil
-}
-
-// upgradeStatusFields makes the status fields written by updates and
-// patches (earlier versions of the controller patched the status) fields
-// the controller applied, so that the next apply removes those it no
-// longer sets (a leftOut list emptied, a count back to 0). It is done
-// before the first status write of each server since the controller
-// started; the cache holds no managed fields, so the server is read from
-// the API server.
-func (r *reconciler) upgradeStatusFields(ctx context.Context, key types.NamespacedName) error {
-	var live v1alpha1.PrometheusServer
-	if err := r.reader.Get(ctx, key, &live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	managers := sets.New[string]()
-	for _, e := range live.ManagedFields {
-		if e.Subresource == "status" && e.Operation == metav1.ManagedFieldsOperationUpdate {
-			managers.Insert(e.Manager)
-		}
-	}
-	if managers.Len() == 0 {
-		return nil
-	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, managers, kube.Name, csaupgrade.Subresource("status"))
-	if err != nil || patch == nil {
-		return err
-	}
-	r.writer.Count(v1alpha1.Kind, "patch")
-	if err := r.client.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return fmt.Errorf("upgrade managed status fields of PrometheusServer %s: %w", key, err)
 	}
 	return nil
 }
