@@ -31,8 +31,8 @@ type Writer struct {
 	scheme *runtime.Scheme
 	logger *slog.Logger
 
-	writes, drift *prometheus.CounterVec
-	recreations   prometheus.Counter
+	writes, drift, conflicts *prometheus.CounterVec
+	recreations              prometheus.Counter
 }
 
 // newWriter returns the Writer of m's clients; a nil logger discards
@@ -52,6 +52,10 @@ func newWriter(logger *slog.Logger, reg prometheus.Registerer, c client.Client, 
 			Name: "podreload_controller_writes_total",
 			Help: "Write calls to the API server, by kind of object and verb.",
 		}, []string{"kind", "verb"}),
+		conflicts: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "podreload_controller_write_conflicts_total",
+			Help: "Write calls to the API server answered 409 Conflict (the cache was behind the object), then retried on the object read again, by kind.",
+		}, []string{"kind"}),
 		drift: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "podreload_controller_drift_corrected_total",
 			Help: "Objects written again, their inputs unchanged, because someone else changed what the controller sets in them, by kind.",
@@ -161,6 +165,7 @@ func write[T client.Object](ctx context.Context, w *Writer, owner Owner, desired
 	wrote := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if wrote { // A conflict: the cache is behind.
+			w.conflicts.WithLabelValues(kind).Inc()
 			if err := w.reader.Get(ctx, key, live); err != nil {
 				return err
 			}

@@ -171,12 +171,14 @@ func (cp *controlPlane) testConfigApplied(t *testing.T) {
 	// Back to what it runs: one status write for the report, and none
 	// while nothing changes.
 	settled := len(run.settle(t))
+	renders := metricValue(t, run.reg, "podreload_controller_reconciles_total")
 	report("main-1", contract.Applied{Hash: want, Time: at.Format(time.RFC3339)})
 	eventually(t, func(c *assert.CollectT) {
 		condition(c, metav1.ConditionTrue, "Applied", "every ready replica runs "+want[:12])
 	})
 	writes := run.settle(t)[settled:]
 	require.Equal(t, []string{"PATCH " + statusPath(srv)}, writes)
+	assert.Equal(t, renders, metricValue(t, run.reg, "podreload_controller_reconciles_total"), "the report updates the status without a render")
 }
 
 // statusPath is the path of srv's status.
@@ -185,7 +187,8 @@ func statusPath(srv *v1alpha1.PrometheusServer) string {
 }
 
 // testReportStorm has five replicas report at once, then one restart: at
-// most one status write per report, each a patch, the conflicts retried.
+// most one status write per report, each a patch, none refused with a
+// conflict.
 func (cp *controlPlane) testReportStorm(t *testing.T) {
 	ns := cp.namespace(t, "storm", nil)
 	run := cp.start(t, kube.Options{Namespaces: []string{ns}})
@@ -216,6 +219,7 @@ func (cp *controlPlane) testReportStorm(t *testing.T) {
 		assert.Len(c, cp.status(t, srv).ReplicaStatuses, 5)
 	})
 	settled := len(run.settle(t))
+	renders := metricValue(t, run.reg, "podreload_controller_reconciles_total")
 
 	report, err := json.Marshal(contract.Applied{Hash: want, Time: time.Now().UTC().Format(time.RFC3339)})
 	require.NoError(t, err)
@@ -235,6 +239,8 @@ func (cp *controlPlane) testReportStorm(t *testing.T) {
 		assert.Equal(t, "PATCH "+statusPath(srv), w)
 	}
 	assert.Equal(t, 1.0, metricValue(t, run.reg, "podreload_controller_config_applied", "namespace", ns, "name", "main"))
+	assert.Empty(t, run.Conflicts(), "writes refused with 409 Conflict")
+	assert.Equal(t, renders, metricValue(t, run.reg, "podreload_controller_reconciles_total"), "the reports update the status without a render")
 
 	// A pod restarting: gone, then back not ready, ready but not yet
 	// reporting (Pending), then reporting (applied).
@@ -253,4 +259,6 @@ func (cp *controlPlane) testReportStorm(t *testing.T) {
 	require.NoError(t, cp.c.Patch(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-4"}},
 		client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AppliedAnnotation, report))))
 	eventually(t, applied)
+	assert.Empty(t, run.Conflicts(), "writes refused with 409 Conflict")
+	assert.Zero(t, metricValue(t, run.reg, "podreload_controller_write_conflicts_total"))
 }

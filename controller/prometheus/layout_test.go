@@ -379,7 +379,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	_, err := rand.Read(head)
 	require.NoError(t, err)
 	parts := configParts{jobs: &jobStream{}}
-	objs, err := renderConfigSecrets(server, head, parts, nil)
+	objs, err := renderConfigSecrets(server, head, parts, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigParts)
@@ -387,7 +387,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	require.ErrorContains(t, objs.Oversized, "more than the 1048576 bytes a Secret holds (prometheus-operator's layout cannot split it into parts)")
 
 	// Past what a config-reloader renders, its jobs are being split.
-	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), configParts{jobs: &jobStream{splitting: true}}, nil)
+	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), configParts{jobs: &jobStream{splitting: true}}, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigParts)
@@ -395,7 +395,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 
 	// The same configuration in podreload's layout is split.
 	server.Annotations = nil
-	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), parts, nil)
+	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), parts, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.NotNil(t, objs.ConfigSecret)
 	require.Equal(t, "main-config", objs.ConfigSecret.Name)

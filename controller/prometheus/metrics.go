@@ -22,7 +22,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
 		reconciles: f.NewCounter(prometheus.CounterOpts{
 			Name: "podreload_controller_reconciles_total",
-			Help: "PrometheusServer reconciliations.",
+			Help: "PrometheusServer reconciliations: renders, a burst of events coalesced into one; a status update from the pods' reports alone is not one.",
 		}),
 		errors: f.NewCounter(prometheus.CounterOpts{
 			Name: "podreload_controller_reconcile_errors_total",

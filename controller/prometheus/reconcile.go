@@ -48,6 +48,12 @@ type reconciler struct {
 	workload WorkloadOptions
 	// writer writes the objects of the servers.
 	writer *kube.Writer
+	// coalescer spaces the renders of a server in a burst of events.
+	coalescer *coalescer
+
+	// work is held by a render and by a status update without one
+	// (reconcileStatus), which run in two controllers.
+	work sync.Mutex
 
 	mu sync.Mutex
 	// caches are the rule caches, by server.
@@ -59,6 +65,9 @@ type reconciler struct {
 	warned map[types.NamespacedName]map[rejection]struct{}
 	// written is the content each server's status last showed written.
 	written map[types.NamespacedName]written
+	// statuses are the statuses the controller last wrote, or found
+	// already written, by server.
+	statuses map[types.NamespacedName]v1alpha1.PrometheusServerStatus
 	// takeover is set on the reconciler of the Prometheus objects taken
 	// over from prometheus-operator (takeover.go); nil on the
 	// reconciler of PrometheusServers.
@@ -66,7 +75,14 @@ type reconciler struct {
 }
 
 // Reconcile makes the objects of the PrometheusServer req names match it.
+// It is called for every event of what the server selects or owns; in a
+// burst of them it waits (coalesce.go), and renders once for many.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if wait := r.coalescer.wait(req.NamespacedName); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	r.work.Lock()
+	defer r.work.Unlock()
 	start := time.Now()
 	r.metrics.reconciles.Inc()
 	var err error
@@ -75,6 +91,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		err = r.reconcile(ctx, req.NamespacedName)
 	}
+	r.coalescer.rendered(req.NamespacedName, err != nil)
 	r.metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.metrics.errors.Inc() // controller-runtime logs it, and retries.
@@ -228,7 +245,9 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	delete(r.caches, key)
 	delete(r.warned, key)
 	delete(r.written, key)
+	delete(r.statuses, key)
 	r.mu.Unlock()
+	r.coalescer.forget(key)
 	r.refs.Forget(key)
 	for _, k := range selectedKinds() {
 		r.metrics.selected.DeleteLabelValues(key.Namespace, key.Name, k.kind)

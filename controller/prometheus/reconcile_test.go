@@ -82,6 +82,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("deploy's RBAC", cp.testDeployRBAC)
 	t.Run("config applied", cp.testConfigApplied)
 	t.Run("report storm", cp.testReportStorm)
+	t.Run("burst", cp.testBurst)
+	t.Run("status upgrade", cp.testStatusUpgrade)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration split into parts", cp.testSplit)
 	t.Run("invalid objects", cp.testInvalid)
@@ -116,7 +118,16 @@ type running struct {
 	reg    *prometheus.Registry
 	mu     sync.Mutex
 	writes []string // "METHOD path" of each write request, in order.
-	done   chan error
+	// conflicts are the write requests answered 409 Conflict.
+	conflicts []string
+	done      chan error
+}
+
+// Conflicts returns the write requests answered 409 Conflict so far.
+func (r *running) Conflicts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.conflicts)
 }
 
 // Writes returns the write requests made so far.
@@ -162,12 +173,19 @@ type recordingTransport struct {
 }
 
 func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet {
+	if req.Method == http.MethodGet {
+		return t.next.RoundTrip(req)
+	}
+	t.r.mu.Lock()
+	t.r.writes = append(t.r.writes, req.Method+" "+req.URL.Path)
+	t.r.mu.Unlock()
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusConflict {
 		t.r.mu.Lock()
-		t.r.writes = append(t.r.writes, req.Method+" "+req.URL.Path)
+		t.r.conflicts = append(t.r.conflicts, req.Method+" "+req.URL.Path)
 		t.r.mu.Unlock()
 	}
-	return t.next.RoundTrip(req)
+	return resp, err
 }
 
 // start runs a controller limited to namespaces until the test ends,

@@ -431,9 +431,9 @@ func TestRenderSpecErrorSecretRefs(t *testing.T) {
 	}
 }
 
-// TestGzipConfig checks the choice of compression level against the
-// size limit, and that the result does not depend on how the
-// configuration is split.
+// TestGzipConfig checks the compression level (the best, always), the
+// size limit, that the same configuration gives the same bytes, and that
+// the result does not depend on how the configuration is split.
 func TestGzipConfig(t *testing.T) {
 	config, _, err := renderConfig(benchConfigInput(30, 3), []string{benchRuleFile})
 	require.NoError(t, err)
@@ -450,17 +450,15 @@ func TestGzipConfig(t *testing.T) {
 	require.Less(t, best, fast)
 
 	// The XFL byte of the gzip header says which level compressed.
-	const xflBestCompression, xflBestSpeed = 2, 4
+	const xflBestCompression = 2
 	for _, tc := range []struct {
 		name    string
 		limit   int
 		wantXFL byte
 		wantErr string
 	}{
-		{name: "fast fits", limit: corev1.MaxSecretSize, wantXFL: xflBestSpeed},
-		{name: "fast fits exactly", limit: fast, wantXFL: xflBestSpeed},
-		{name: "best fits", limit: fast - 1, wantXFL: xflBestCompression},
-		{name: "best fits exactly", limit: best, wantXFL: xflBestCompression},
+		{name: "fits", limit: corev1.MaxSecretSize, wantXFL: xflBestCompression},
+		{name: "fits exactly", limit: best, wantXFL: xflBestCompression},
 		{
 			name:    "nothing fits",
 			limit:   best - 1,
@@ -477,6 +475,9 @@ func TestGzipConfig(t *testing.T) {
 			require.LessOrEqual(t, len(gz), tc.limit)
 			require.Equal(t, tc.wantXFL, gz[8])
 			require.Equal(t, string(config), string(gunzip(t, gz)))
+			again, err := gzipConfig(tc.limit, config)
+			require.NoError(t, err)
+			require.Equal(t, gz, again, "the same configuration, the same bytes")
 			for _, at := range []int{0, 1, len(config) / 3, len(config) - 1} {
 				split, err := gzipConfig(tc.limit, config[:at], config[at:])
 				require.NoError(t, err)
@@ -563,4 +564,22 @@ func loadInputs(t *testing.T, path string) inputs {
 		}
 	})
 	return in
+}
+
+// TestConfigGzipKept: a render of the same configuration reuses the
+// gzipped bytes of the last one, without compressing again; another
+// configuration is compressed.
+func TestConfigGzipKept(t *testing.T) {
+	cache := new(ruleCache)
+	first, err := render(benchInputs(3, 1), testOptions(), cache)
+	require.NoError(t, err)
+	again, err := render(benchInputs(3, 1), testOptions(), cache)
+	require.NoError(t, err)
+	gz, kept := first.ConfigSecret.Data[ConfigSecretKey], again.ConfigSecret.Data[ConfigSecretKey]
+	require.Same(t, &gz[0], &kept[0], "compressed again")
+	other, err := render(benchInputs(4, 1), testOptions(), cache)
+	require.NoError(t, err)
+	require.NotEqual(t, first.ConfigHash, other.ConfigHash)
+	require.NotEqual(t, gz, other.ConfigSecret.Data[ConfigSecretKey])
+	require.Contains(t, string(gunzip(t, other.ConfigSecret.Data[ConfigSecretKey])), "serviceMonitor/")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -68,10 +69,29 @@ type ruleKey struct {
 // every PromQL expression and every alert template). It keeps only the
 // entries of its last render, so give each PrometheusServer its own. The
 // zero value is ready; it is safe for concurrent use. Objects without a
-// UID or resourceVersion are not cached.
+// UID or resourceVersion are not cached. It also keeps the gzipped
+// configuration of the last render, by the SHA-256 of the configuration.
 type ruleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
+
+	configSum  [sha256.Size]byte
+	configGzip []byte
+}
+
+// gzipped returns the gzipped configuration whose SHA-256 is sum, if it
+// is the last one kept.
+func (c *ruleCache) gzipped(sum [sha256.Size]byte) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.configGzip, c.configGzip != nil && c.configSum == sum
+}
+
+// keepGzipped keeps gz, the gzipped configuration whose SHA-256 is sum.
+func (c *ruleCache) keepGzipped(sum [sha256.Size]byte, gz []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.configSum, c.configGzip = sum, gz
 }
 
 // render turns the PrometheusRules selected for server into rule file

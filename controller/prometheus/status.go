@@ -11,12 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
 )
 
 // written is content the controller wrote, for the time every replica
@@ -27,56 +30,150 @@ type written struct {
 	timed bool // applied and timed, or not to be timed
 }
 
-// writeStatus writes the status of server, with cond, from objs and sts
+// writeStatus writes the status of server, with cond, from objs and sets
 // when they are not nil; nothing is written when the status is the same.
-// The status is patched, with the resourceVersion it was computed from: a
-// conflict (the cache is behind the controller's own last write) is
-// retried on the server read from the API server.
+// The status is computed from the one the controller last wrote (the
+// cache can be behind its own last write) and applied whole, with
+// server-side apply by the controller's field manager, forcing: no
+// read-modify-write, so no conflict to retry whoever wrote last, and the
+// fields it set before and no longer does are removed.
 func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) error {
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
 		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
 	key := client.ObjectKeyFromObject(server)
-	before := server.Status.ContentHash
-	fresh := false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if fresh {
-			if err := r.reader.Get(ctx, key, server); err != nil {
-				return err
-			}
-		}
-		fresh = true
-		status := r.status(server, objs, sets, cond)
-		var applied metav1.Condition
-		status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
-		applied.ObservedGeneration = server.Generation
-		if cond.Status != metav1.ConditionTrue {
-			// This generation is not all written: ConfigApplied does not
-			// speak for it, so that `kubectl wait
-			// --for=condition=ConfigApplied` (which compares the
-			// condition's observedGeneration with the generation) waits
-			// instead of returning for a change that is not live.
-			applied.ObservedGeneration = 0
-			if was := meta.FindStatusCondition(server.Status.Conditions, conditionConfigApplied); was != nil {
-				applied.ObservedGeneration = was.ObservedGeneration
-			}
-		}
-		meta.SetStatusCondition(&status.Conditions, applied)
-		r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
-		if equality.Semantic.DeepEqual(status, server.Status) {
-			return nil
-		}
-		base := server.DeepCopy()
-		server.Status = status
-		r.writer.Count(v1alpha1.Kind, "patch-status")
-		return r.client.Status().Patch(ctx, server, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	})
-	if err != nil {
-		return fmt.Errorf("update status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	r.mu.Lock()
+	last, ok := r.statuses[key]
+	r.mu.Unlock()
+	if ok {
+		server.Status = *last.DeepCopy()
 	}
+	before := server.Status.ContentHash
+	status := r.status(server, objs, sets, cond)
+	var applied metav1.Condition
+	status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
+	applied.ObservedGeneration = server.Generation
+	if cond.Status != metav1.ConditionTrue {
+		// This generation is not all written: ConfigApplied does not
+		// speak for it, so that `kubectl wait
+		// --for=condition=ConfigApplied` (which compares the condition's
+		// observedGeneration with the generation) waits instead of
+		// returning for a change that is not live.
+		applied.ObservedGeneration = 0
+		if was := meta.FindStatusCondition(server.Status.Conditions, conditionConfigApplied); was != nil {
+			applied.ObservedGeneration = was.ObservedGeneration
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, applied)
+	r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
+	if !equality.Semantic.DeepEqual(status, server.Status) {
+		if err := r.applyStatus(ctx, server, status, !ok); err != nil {
+			return err
+		}
+		server.Status = status
+	}
+	r.mu.Lock()
+	r.statuses[key] = server.Status
+	r.mu.Unlock()
 	r.observeApplied(key, before, server.Status)
 	return nil
+}
+
+// applyStatus applies status as server's status, with server-side apply
+// by the controller's field manager, forcing. The first apply of a server
+// since the controller started (first) sets the fields status leaves
+// empty explicitly, zero: an earlier version of the controller patched the
+// status, and what it set stays until another apply owns it (a leftOut
+// list emptied, a rejected count back to 0); owned, the next applies,
+// without them, remove them.
+func (r *reconciler) applyStatus(ctx context.Context, server *v1alpha1.PrometheusServer, status v1alpha1.PrometheusServerStatus, first bool) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return fmt.Errorf("status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
+	u = prune(u)
+	if first {
+		for _, k := range []string{"serviceMonitors", "podMonitors", "probes", "scrapeConfigs", "rules"} {
+			sel, _ := u[k].(map[string]any)
+			if sel == nil {
+				sel = map[string]any{}
+				u[k] = sel
+			}
+			for _, f := range []string{"selected", "rejected"} {
+				if _, ok := sel[f]; !ok {
+					sel[f] = int64(0)
+				}
+			}
+		}
+		for k, zero := range map[string]any{"leftOut": []any{}, "leftOutCount": int64(0), "replicas": int64(0), "shards": int64(0),
+			"readyReplicas": int64(0), "configHash": "", "contentHash": ""} {
+			if _, ok := u[k]; !ok {
+				u[k] = zero
+			}
+		}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion().String(),
+		"kind":       v1alpha1.Kind,
+		"metadata":   map[string]any{"name": server.Name, "namespace": server.Namespace},
+		"status":     u,
+	}}
+	r.writer.Count(v1alpha1.Kind, "apply-status")
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
+	}
+	return nil
+}
+
+// prune removes from u, in place, the null values and the objects left
+// empty (the converter gives an empty Selection as null, which the API
+// server refuses in an apply): a field not applied is zero, once no other
+// field manager owns it.
+func prune(u map[string]any) map[string]any {
+	for k, v := range u {
+		switch v := v.(type) {
+		case nil:
+			delete(u, k)
+		case map[string]any:
+			if len(prune(v)) == 0 {
+				delete(u, k)
+			}
+		case []any:
+			for _, e := range v {
+				if m, ok := e.(map[string]any); ok {
+					prune(m)
+				}
+			}
+		}
+	}
+	return u
+}
+
+// reconcileStatus updates the status of the PrometheusServer req names
+// from its pods' reports of what they apply (ConfigApplied and the
+// replica statuses), without a render: the rest of the status is the one
+// the controller last wrote. Before the first render, or when the server
+// changed since the last one, it leaves the status to the render that
+// comes.
+func (r *reconciler) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.work.Lock()
+	defer r.work.Unlock()
+	r.mu.Lock()
+	last, ok := r.statuses[req.NamespacedName]
+	r.mu.Unlock()
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	var server v1alpha1.PrometheusServer
+	if err := r.client.Get(ctx, req.NamespacedName, &server); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cond := meta.FindStatusCondition(last.Conditions, conditionReconciled)
+	if server.Spec.Paused || cond == nil || cond.ObservedGeneration != server.Generation {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, &server, nil, nil, *cond)
 }
 
 // observeApplied times the content of status from its write to every

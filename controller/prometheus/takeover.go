@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
@@ -70,6 +72,16 @@ type takeover struct {
 	// refused is the message of the last UnsupportedFields Event of each
 	// Prometheus, so that it is told once.
 	refused map[types.NamespacedName]string
+	// synced is the Reconciled condition of the last sync of each
+	// Prometheus, with the generation it was for, for the status updates
+	// without a render (reconcileStatus).
+	synced map[types.NamespacedName]syncedCondition
+}
+
+// syncedCondition is the Reconciled condition of a sync of generation.
+type syncedCondition struct {
+	cond       metav1.Condition
+	generation int64
 }
 
 // handedTo reports whether obj's controller id is id, exactly.
@@ -91,12 +103,46 @@ func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 		return fmt.Errorf("take over Prometheus objects: %w", err)
 	}
 	r := newReconciler(m, logger, metrics, opts)
-	r.takeover = &takeover{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}}
+	r.takeover = &takeover{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{}}
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
-	return r.setup(m, builder.ControllerManagedBy(m).
+	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheus").
 		For(&monitoringv1.Prometheus{}, builder.WithPredicates(changed)),
-		r.takeover.podPrometheus)
+		nil); err != nil {
+		return err
+	}
+	// As for PrometheusServers: the pods' reports update the status alone.
+	return builder.ControllerManagedBy(m).
+		Named("prometheus-status").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.takeover.podPrometheus), builder.WithPredicates(podChanged())).
+		Complete(reconcile.Func(r.takeover.reconcileStatus))
+}
+
+// reconcileStatus updates the status of the Prometheus req names from its
+// pods' reports, without a render, when it was synced last at its current
+// generation; otherwise it leaves the status to the render that comes.
+func (t *takeover) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r := t.r
+	r.work.Lock()
+	defer r.work.Unlock()
+	var p monitoringv1.Prometheus
+	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	server, unsupported := fromPrometheus(&p)
+	if p.DeletionTimestamp != nil || !handedTo(&p, t.id) || len(unsupported) > 0 {
+		return ctrl.Result{}, nil
+	}
+	if p.Spec.Paused { // As reconcile writes it.
+		return ctrl.Result{}, t.writeStatus(ctx, &p, server, synced{}, "")
+	}
+	t.mu.Lock()
+	last, ok := t.synced[req.NamespacedName]
+	t.mu.Unlock()
+	if !ok || p.Generation != last.generation {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, t.writeStatus(ctx, &p, server, synced{cond: last.cond}, "")
 }
 
 // podPrometheus maps a pod to the Prometheus whose StatefulSet runs it,
@@ -170,6 +216,9 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 	if err != nil {
 		return err
 	}
+	t.mu.Lock()
+	t.synced[key] = syncedCondition{cond: res.cond, generation: p.Generation}
+	t.mu.Unlock()
 	return errors.Join(res.err, t.writeStatus(ctx, &p, server, res, ""))
 }
 
@@ -222,6 +271,7 @@ func (t *takeover) refuse(p *monitoringv1.Prometheus, msg string) {
 func (t *takeover) forget(key types.NamespacedName) {
 	t.mu.Lock()
 	delete(t.refused, key)
+	delete(t.synced, key)
 	t.mu.Unlock()
 	t.r.forget(key)
 }

@@ -3,10 +3,12 @@ package prometheus
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
 )
 
@@ -166,6 +169,32 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		assert.Equal(c, int32(1), live.Status.Shards)
 		assert.Equal(c, "app.kubernetes.io/instance=k8s,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=prometheus,operator.prometheus.io/name=k8s,prometheus=k8s", live.Status.Selector)
 	})
+
+	// A replica's report updates ConfigApplied without a render.
+	run.settleOrNone(t)
+	renders := metricValue(t, run.reg, "podreload_controller_reconciles_total")
+	want := contentHash(secret.Data[ConfigSecretKey], []*corev1.ConfigMap{&rules})
+	report, err := json.Marshal(contract.Applied{Hash: want, Time: time.Now().UTC().Format(time.RFC3339)})
+	require.NoError(t, err)
+	pod := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-k8s-0",
+			Labels:      map[string]string{labelOperatorName: "k8s", kube.LabelName: App},
+			Annotations: map[string]string{contract.AppliedAnnotation: string(report)}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}},
+	}
+	cp.create(t, &pod)
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, cp.c.Status().Update(t.Context(), &pod))
+	eventually(t, func(c *assert.CollectT) {
+		var live monitoringv1.Prometheus
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(p), &live)) {
+			if applied := findCondition(live.Status.Conditions, conditionConfigApplied); assert.NotNil(c, applied) {
+				assert.Equal(c, "every ready replica runs "+want[:12], applied.Message)
+			}
+		}
+	})
+	require.Equal(t, renders, metricValue(t, run.reg, "podreload_controller_reconciles_total"), "renders for a report")
+	require.NoError(t, cp.c.Delete(t.Context(), &pod))
 
 	// The claim template edited during the takeover: the live claims
 	// are kept, said in an Event; the StatefulSet is neither deleted nor

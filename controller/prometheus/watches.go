@@ -3,6 +3,7 @@ package prometheus
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -56,7 +57,15 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		Named("prometheusserver").
 		// Status writes change no generation: they do not come back here.
 		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))),
-		r.podServer); err != nil {
+		nil); err != nil {
+		return err
+	}
+	// The pods' reports of what they apply update the status alone, in a
+	// controller of their own: a burst of reports renders nothing.
+	if err := builder.ControllerManagedBy(m).
+		Named("prometheusserver-status").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
+		Complete(reconcile.Func(r.reconcileStatus)); err != nil {
 		return err
 	}
 	if takeOver == nil {
@@ -68,24 +77,27 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 // newReconciler returns a reconciler of m.
 func newReconciler(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions) *reconciler {
 	return &reconciler{
-		client:   m.GetClient(),
-		reader:   m.GetAPIReader(),
-		metadata: m.GetCache(),
-		recorder: m.GetEventRecorder(kube.Name),
-		logger:   logger,
-		metrics:  metrics,
-		workload: opts,
-		writer:   m.Writer(),
-		caches:   map[types.NamespacedName]*ruleCache{},
-		refs:     store.NewTracker(),
-		warned:   map[types.NamespacedName]map[rejection]struct{}{},
-		written:  map[types.NamespacedName]written{},
+		client:    m.GetClient(),
+		reader:    m.GetAPIReader(),
+		metadata:  m.GetCache(),
+		recorder:  m.GetEventRecorder(kube.Name),
+		logger:    logger,
+		metrics:   metrics,
+		workload:  opts,
+		writer:    m.Writer(),
+		caches:    map[types.NamespacedName]*ruleCache{},
+		refs:      store.NewTracker(),
+		warned:    map[types.NamespacedName]map[rejection]struct{}{},
+		written:   map[types.NamespacedName]written{},
+		statuses:  map[types.NamespacedName]v1alpha1.PrometheusServerStatus{},
+		coalescer: newCoalescer(time.Now),
 	}
 }
 
 // setup completes b, the builder of r's controller given the kind it is
 // for, with the watches of what the servers select or reference, the
-// objects written for them, and their pods, mapped by pods.
+// objects written for them, and their pods, mapped by pods unless it is
+// nil.
 func (r *reconciler) setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Request], pods handler.MapFunc) error {
 	// Monitors and rules matter when they are created or deleted, or when
 	// their spec or labels change.
@@ -101,10 +113,11 @@ func (r *reconciler) setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Re
 	for _, k := range selectedKinds() {
 		b = b.Watches(k.object, handler.EnqueueRequestsFromMapFunc(r.selectingServers(k)), changed)
 	}
-	return b.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(pods), builder.WithPredicates(podChanged())).
-		Complete(r)
+	b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if pods != nil {
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(pods), builder.WithPredicates(podChanged()))
+	}
+	return b.Complete(r)
 }
 
 // servers returns the cached PrometheusServers, or for the takeover the
