@@ -196,7 +196,7 @@ func TestTakeoverCheck(t *testing.T) {
   can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet prometheus-k8s (2 replicas each); PVCs and data stay
 Prometheus team-a/with-thanos (controller-id ""):
-  refused: podreload does not support thanos yet; annotated, it stays untouched
+  refused, not supported yet: spec.thanos; annotated, it stays untouched
 `, stdout.String())
 
 	stdout.Reset()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -200,8 +199,8 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 	}
 	server, unsupported := fromPrometheus(&p)
 	if len(unsupported) > 0 {
-		msg := fmt.Sprintf("not taken over, nothing written: podreload does not support %s yet (docs/prometheus-operator.md); remove the %s annotation to hand it back to prometheus-operator",
-			strings.Join(unsupported, ", "), AnnotationControllerID)
+		msg := fmt.Sprintf("not taken over, nothing written: not supported yet: %s (docs/prometheus-operator.md); remove the %s annotation to hand it back to prometheus-operator",
+			UnsupportedMessage(unsupported), AnnotationControllerID)
 		t.refuse(&p, msg)
 		return t.writeStatus(ctx, &p, server, synced{cond: metav1.Condition{
 			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: conditionUnsupportedFields, Message: msg,
