@@ -344,14 +344,8 @@ func versionLabel(spec v1alpha1.PrometheusServerSpec) string {
 func operatorTopologySpread(server *v1alpha1.PrometheusServer, shard int) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range server.Spec.TopologySpreadConstraints {
-		tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
+		tsc := spreadConstraint(c)
 		if c.AdditionalLabelSelectors != nil {
-			if tsc.LabelSelector == nil {
-				tsc.LabelSelector = &metav1.LabelSelector{}
-			}
-			if tsc.LabelSelector.MatchLabels == nil {
-				tsc.LabelSelector.MatchLabels = map[string]string{}
-			}
 			for k, v := range shardLabels(server, shard) {
 				if k == labelOperatorShard && *c.AdditionalLabelSelectors == monitoringv1.ResourceNameLabelSelector {
 					continue

@@ -352,14 +352,8 @@ func podMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.ObjectMeta
 func topologySpread(server *v1alpha1.PrometheusServer, shard int) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range server.Spec.TopologySpreadConstraints {
-		tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
+		tsc := spreadConstraint(c)
 		if c.AdditionalLabelSelectors != nil {
-			if tsc.LabelSelector == nil {
-				tsc.LabelSelector = &metav1.LabelSelector{}
-			}
-			if tsc.LabelSelector.MatchLabels == nil {
-				tsc.LabelSelector.MatchLabels = map[string]string{}
-			}
 			maps.Copy(tsc.LabelSelector.MatchLabels, selectorLabels(server))
 			if *c.AdditionalLabelSelectors == monitoringv1.ShardAndResourceNameLabelSelector {
 				maps.Copy(tsc.LabelSelector.MatchLabels, shardLabels(server, shard))
@@ -372,6 +366,22 @@ func topologySpread(server *v1alpha1.PrometheusServer, shard int) []corev1.Topol
 		out = append(out, tsc)
 	}
 	return out
+}
+
+// spreadConstraint is c as a pod's constraint, with a label selector and
+// its matchLabels ready to take the labels additionalLabelSelectors asks
+// for, when it asks for some.
+func spreadConstraint(c monitoringv1.TopologySpreadConstraint) corev1.TopologySpreadConstraint {
+	tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
+	if c.AdditionalLabelSelectors != nil {
+		if tsc.LabelSelector == nil {
+			tsc.LabelSelector = &metav1.LabelSelector{}
+		}
+		if tsc.LabelSelector.MatchLabels == nil {
+			tsc.LabelSelector.MatchLabels = map[string]string{}
+		}
+	}
+	return tsc
 }
 
 // prometheusContainer runs Prometheus on the rendered configuration.

@@ -43,6 +43,7 @@ import (
 	promserver "github.com/podreload/podreload/controller/prometheus"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/operator"
+	"github.com/podreload/podreload/internal/testenv/wait"
 )
 
 const (
@@ -669,19 +670,5 @@ func auditSide(resource, name string) string {
 // what and cond's last error after timeout.
 func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v", what, t.Context().Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	wait.Until(t, timeout, 200*time.Millisecond, what, cond)
 }

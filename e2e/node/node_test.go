@@ -43,6 +43,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/node"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/internal/testenv/wait"
 )
 
 const (
@@ -174,21 +175,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 // eventuallyEvery is eventually, polling every interval.
 func eventuallyEvery(t testing.TB, timeout, interval time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v", what, t.Context().Err())
-		case <-time.After(interval):
-		}
-	}
+	wait.Until(t, timeout, interval, what, cond)
 }
 
 // readyPod returns the pod name of namespace when all its containers are

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/internal/testenv/wait"
 )
 
 const (
@@ -275,21 +276,7 @@ func writeServiceAccountKubeconfig(t testing.TB, kubeconfig, namespace, name, pa
 // what and cond's last error after timeout.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v", what, t.Context().Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	wait.Until(t, timeout, 200*time.Millisecond, what, cond)
 }
 
 // syncBuffer is a bytes.Buffer a process writes while the test reads it.
