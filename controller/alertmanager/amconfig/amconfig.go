@@ -14,7 +14,10 @@
 package amconfig
 
 import (
+	"fmt"
+
 	"context"
+	"github.com/prometheus/alertmanager/config"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -59,4 +62,28 @@ type Result struct {
 	// LeftOut are the selected AlertmanagerConfigs left out, sorted by
 	// name.
 	LeftOut []LeftOut
+}
+
+// defaultConfig is what prometheus-operator gives an Alertmanager without
+// a configuration: every alert to a receiver that sends nothing.
+const defaultConfig = "route:\n  receiver: \"null\"\nreceivers:\n- name: \"null\"\n"
+
+// Generate returns the configuration of in. An error means the base does
+// not load: the caller keeps the last good configuration.
+//
+// Only the base is built so far; AlertmanagerConfigs are left out, each
+// with that reason.
+func Generate(_ context.Context, in Input) (Result, error) {
+	base := in.Base
+	if base == nil {
+		base = []byte(defaultConfig)
+	}
+	if _, err := config.Load(string(base)); err != nil {
+		return Result{}, fmt.Errorf("alertmanager %s/%s: base configuration: %w", in.Alertmanager.Namespace, in.Alertmanager.Name, err)
+	}
+	res := Result{Config: base}
+	for _, c := range in.Configs {
+		res.LeftOut = append(res.LeftOut, LeftOut{Config: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Reason: "AlertmanagerConfigs are not built yet"})
+	}
+	return res, nil
 }
