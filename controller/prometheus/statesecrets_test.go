@@ -1,0 +1,88 @@
+package prometheus
+
+import (
+	"slices"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// testStateSecrets: without a claim, each pod gets a state Secret, empty,
+// controlled by its server, which the controller creates when missing and
+// deletes with its pod (scale-down) or when the storage becomes a claim,
+// and never writes otherwise: what the reloader writes in it stays, and
+// renders nothing.
+func (cp *controlPlane) testStateSecrets(t *testing.T) {
+	ns := cp.namespace(t, "state-secrets", nil)
+	run := cp.start(t, kube.Options{Namespaces: []string{ns}})
+	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) { s.Replicas = ptr.To[int32](2) })
+	cp.create(t, srv)
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), srv))
+	secretsAre := func(what string, want ...string) {
+		t.Helper()
+		eventually(t, func(c *assert.CollectT) {
+			var list corev1.SecretList
+			if !assert.NoError(c, cp.c.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{labelReloaderState: "main"})) {
+				return
+			}
+			names := []string{}
+			for _, s := range list.Items {
+				if s.DeletionTimestamp == nil {
+					names = append(names, s.Name)
+					assert.True(c, metav1.IsControlledBy(&s, srv), "%s controlled by the server", s.Name)
+				}
+			}
+			slices.Sort(names)
+			assert.Equal(c, append([]string{}, want...), names, what)
+		})
+	}
+	secretsAre("created", "main-0-reloader-state", "main-1-reloader-state")
+
+	// What the reloader writes stays, and renders nothing.
+	run.settle(t)
+	renders, writes := metricValue(t, run.reg, "podreload_controller_reconciles_total"), len(run.Writes())
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-0-reloader-state"}}
+	require.NoError(t, cp.c.Patch(t.Context(), state, client.RawPatch(types.MergePatchType, []byte(`{"data":{"accepted.tar.gz":"YQ=="}}`))))
+	require.Empty(t, run.settleOrNone(t)[writes:], "writes after the reloader's")
+	require.Equal(t, renders, metricValue(t, run.reg, "podreload_controller_reconciles_total"), "renders for a reloader's write")
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.ScrapeInterval = "17s" })
+	eventually(t, func(c *assert.CollectT) { assert.Contains(c, cp.config(t, srv), "scrape_interval: 17s") })
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(state), state))
+	require.Equal(t, map[string][]byte{"accepted.tar.gz": []byte("a")}, state.Data, "the reloader's data, after a render")
+
+	// A state Secret deleted is created again, empty.
+	require.NoError(t, cp.c.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-1-reloader-state"}}))
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.ScrapeInterval = "18s" })
+	secretsAre("created again", "main-0-reloader-state", "main-1-reloader-state")
+
+	// Scale-down: the pod's state Secret goes, the other stays as it is.
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](1) })
+	secretsAre("scaled down", "main-0-reloader-state")
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(state), state))
+	require.Equal(t, map[string][]byte{"accepted.tar.gz": []byte("a")}, state.Data)
+
+	// On a claim, the state is kept there: the Secrets go.
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) {
+		s.Spec.Storage = &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}}
+	})
+	secretsAre("a claim")
+	err := cp.c.Get(t.Context(), client.ObjectKeyFromObject(state), state)
+	require.True(t, apierrors.IsNotFound(err) || state.DeletionTimestamp != nil, "main-0-reloader-state: %v", err)
+}
