@@ -91,7 +91,9 @@ func (r *reconciler) createStateSecrets(ctx context.Context, server *v1alpha1.Pr
 		return err
 	}
 	for _, s := range secrets {
-		if slices.ContainsFunc(live, func(m metav1.PartialObjectMetadata) bool { return m.Name == s.Name && metav1.IsControlledBy(&m, server) }) {
+		if slices.ContainsFunc(live, func(m metav1.PartialObjectMetadata) bool {
+			return m.Name == s.Name && metav1.IsControlledBy(&m, server)
+		}) {
 			continue
 		}
 		// Created, or adopted with its data left as it is.
