@@ -31,7 +31,7 @@ import (
 // StatefulSets, so that their pods find them; the StatefulSets of shards
 // no longer wanted are deleted last, once the configuration with the new
 // shard count is written, and the state Secrets of pods no longer wanted
-// after them. It returns the live StatefulSets, by shard, but
+// emptied after them. It returns the live StatefulSets, by shard, but
 // for those being created again: a *kube.RecreatingError says which.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) ([]*appsv1.StatefulSet, error) {
 	extra, err := r.extraShards(ctx, server, objs.RuleShards)
@@ -124,7 +124,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			live = append(live, sts)
 		}
 	}
-	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.deleteExtraStateSecrets(ctx, server, objs.StateSecrets))
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.retireStateSecrets(ctx, server, objs.StateSecrets))
 }
 
 // deleteExtraParts deletes the part Secrets of the configuration that
