@@ -101,3 +101,37 @@ func (cp *controlPlane) testStateSecrets(t *testing.T) {
 	retired("main-0-reloader-state")
 	retired("main-1-reloader-state")
 }
+
+// testStateSecretsTakeover: a Prometheus taken over without storage gets
+// the state Secrets of prometheus-operator's pod names; handed back, they
+// are emptied once no pod runs our sidecar.
+func (cp *controlPlane) testStateSecretsTakeover(t *testing.T) {
+	ns := cp.namespace(t, "state-secrets-takeover", nil)
+	p := operatorPrometheus(ns, "k8s", "podreload")
+	p.Spec.Storage = nil
+	cp.create(t, p)
+	cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &TakeOver{ControllerID: "podreload"})
+	names := []string{"prometheus-k8s-0-reloader-state", "prometheus-k8s-1-reloader-state"}
+	eventually(t, func(c *assert.CollectT) {
+		for _, name := range names {
+			var s corev1.Secret
+			if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s)) {
+				assert.True(c, metav1.IsControlledBy(&s, p), "%s controlled by the Prometheus", name)
+				assert.Equal(c, "k8s", s.Labels[labelReloaderState])
+			}
+		}
+	})
+	require.NoError(t, cp.c.Patch(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[0]}},
+		client.RawPatch(types.MergePatchType, []byte(`{"data":{"accepted.tar.gz":"YQ=="}}`))))
+
+	edit(t, cp.c, p, func(p *monitoringv1.Prometheus) { p.Annotations[AnnotationControllerID] = "" })
+	eventually(t, func(c *assert.CollectT) {
+		for _, name := range names {
+			var s corev1.Secret
+			if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s)) {
+				assert.Empty(c, s.Data, name)
+				assert.NotContains(c, s.Labels, labelReloaderState, name)
+			}
+		}
+	}, "handed back: the state Secrets emptied")
+}
