@@ -171,7 +171,7 @@ func (s *StateSecret) fetch(ctx context.Context) (map[string][]byte, error) {
 		}
 		b, err := gunzip(gz)
 		if err != nil {
-			return nil, fmt.Errorf("Secret %s: key %s: %w", s.secret, key, err)
+			return nil, fmt.Errorf("gunzip key %s of Secret %s: %w", key, s.secret, err)
 		}
 		files[name] = b
 	}
@@ -272,7 +272,7 @@ func (s *StateSecret) write(ctx context.Context, files map[string][]byte) error 
 		if err != nil {
 			return err
 		}
-		known, written = true, hashFiles(held)
+		written = hashFiles(held)
 	}
 	sum := hashFiles(files)
 	if sum == written {

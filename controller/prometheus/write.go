@@ -38,16 +38,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 	if err != nil {
 		return nil, err
 	}
-	// The Role first: with the API source, it names the part Secrets
-	// the reloaders are about to read.
-	if err := kube.Write(ctx, r.writer, own, objs.Role, kube.SyncRole); err != nil {
-		return nil, err
-	}
-	if err := kube.Write(ctx, r.writer, own, objs.RoleBinding, kube.SyncRoleBinding); err != nil {
-		return nil, err
-	}
-	// The pods' state Secrets before the pods, which read them.
-	if err := r.createStateSecrets(ctx, server, own, objs.StateSecrets); err != nil {
+	if err := r.writeAccess(ctx, server, own, objs); err != nil {
 		return nil, err
 	}
 	writeConfig := func() error {
@@ -125,6 +116,20 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 	}
 	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.retireStateSecrets(ctx, server, objs.StateSecrets))
+}
+
+// writeAccess writes the Role and RoleBinding of the reloaders first:
+// with the API source, the Role names the part Secrets the reloaders are
+// about to read. Then the pods' state Secrets, which the Role names,
+// before the pods, which read them.
+func (r *reconciler) writeAccess(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) error {
+	if err := kube.Write(ctx, r.writer, own, objs.Role, kube.SyncRole); err != nil {
+		return err
+	}
+	if err := kube.Write(ctx, r.writer, own, objs.RoleBinding, kube.SyncRoleBinding); err != nil {
+		return err
+	}
+	return r.createStateSecrets(ctx, server, own, objs.StateSecrets)
 }
 
 // deleteExtraParts deletes the part Secrets of the configuration that
