@@ -160,6 +160,7 @@ type loopbackPod struct {
 	kubelet         *projector.Kubelet // nil without Secret or ConfigMap volumes
 	apiArgs         []string           // for a config-reloader with the API source
 	containers      map[string]*process
+	initLog         string // the init containers' output, after restart
 }
 
 // startPod starts the first pod of sts; images maps each image to the
@@ -263,10 +264,11 @@ func (cl *cluster) startPod(t testing.TB, sts *appsv1.StatefulSet, images map[st
 }
 
 // apiClient reports whether c is a config-reloader that talks to the API
-// server: with the API source, or reporting on its pod.
+// server: with the API source, reporting on its pod, or keeping its state
+// in a Secret.
 func apiClient(c corev1.Container) bool {
 	return slices.ContainsFunc(c.Args, func(a string) bool {
-		return strings.HasPrefix(a, "--config-secret=") || strings.HasPrefix(a, "--report-pod=")
+		return strings.HasPrefix(a, "--config-secret=") || strings.HasPrefix(a, "--report-pod=") || strings.HasPrefix(a, "--state-secret=")
 	})
 }
 

@@ -3,6 +3,7 @@ package reloader
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +43,12 @@ type stateStore struct {
 	dir   string
 	limit int64  // bound on each file read back
 	saved uint64 // acceptedKey of the state last saved; 0 when unknown
-	read  bool   // whether the accepted state was read (or tried)
+	// rejection is the rejection last recorded, as written; nil when
+	// unknown or none.
+	rejection []byte
+	read      bool // whether the accepted state was read (or tried)
+	// mirrorRead is whether the StateMirror was read (or tried).
+	mirrorRead bool
 }
 
 // savedApplied is Applied without its rejection, as saved.
@@ -167,12 +173,16 @@ func (r *Reloader) rejectedNow(st state, rejected *RejectedError) {
 		return
 	}
 	key, err := r.rejectedKey(st)
+	changed := false
 	if err == nil {
-		err = r.state.saveRejection(savedRejection{Key: strconv.FormatUint(key, 16), Content: strconv.FormatUint(acceptedKey(st), 16),
+		changed, err = r.state.saveRejection(savedRejection{Key: strconv.FormatUint(key, 16), Content: strconv.FormatUint(acceptedKey(st), 16),
 			Message: msg, Time: r.report.Rejection.Time})
 	}
 	if err != nil {
 		r.stateError("record the rejection", err)
+	}
+	if changed {
+		r.mirrorState()
 	}
 }
 
@@ -181,8 +191,12 @@ func (r *Reloader) saveAccepted() {
 	if r.state == nil {
 		return
 	}
-	if err := r.state.saveAccepted(r.accepted, savedApplied{Hash: r.report.Hash, Time: r.report.Time}); err != nil {
+	changed, err := r.state.saveAccepted(r.accepted, savedApplied{Hash: r.report.Hash, Time: r.report.Time})
+	if err != nil {
 		r.stateError("keep the accepted state", err)
+	}
+	if changed {
+		r.mirrorState()
 	}
 }
 
@@ -234,17 +248,19 @@ func acceptedKey(st state) uint64 {
 
 // saveAccepted replaces the accepted state with st, unless it is the one
 // saved, and forgets the rejection recorded: it was of an older state.
-func (s *stateStore) saveAccepted(st state, applied savedApplied) error {
+// changed reports whether it touched the directory, also on error.
+func (s *stateStore) saveAccepted(st state, applied savedApplied) (changed bool, err error) {
 	key := acceptedKey(st)
 	if key == s.saved {
-		return nil
+		return false, nil
 	}
+	s.rejection = nil
 	if err := os.Remove(filepath.Join(s.dir, rejectedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove the rejection recorded: %w", err)
+		return true, fmt.Errorf("remove the rejection recorded: %w", err)
 	}
 	meta, err := json.Marshal(applied)
 	if err != nil {
-		return err
+		return true, err
 	}
 	err = s.replace(acceptedFile, func(w io.Writer) error {
 		tw := tar.NewWriter(w)
@@ -268,10 +284,10 @@ func (s *stateStore) saveAccepted(st state, applied savedApplied) error {
 		return errors.Join(append(errs, tw.Close())...)
 	})
 	if err != nil {
-		return err
+		return true, err
 	}
 	s.saved = key
-	return nil
+	return true, nil
 }
 
 // loadAccepted reads the accepted state back; found is false when there
@@ -329,16 +345,25 @@ func (s *stateStore) loadAccepted() (st state, applied savedApplied, found bool,
 	return st, applied, true, nil
 }
 
-// saveRejection records the content the process rejected.
-func (s *stateStore) saveRejection(rej savedRejection) error {
+// saveRejection records the content the process rejected, unless it is
+// the rejection last recorded; changed reports whether it wrote, also on
+// error.
+func (s *stateStore) saveRejection(rej savedRejection) (changed bool, err error) {
 	b, err := json.Marshal(rej)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return s.replace(rejectedFile, func(w io.Writer) error {
+	if bytes.Equal(b, s.rejection) {
+		return false, nil
+	}
+	err = s.replace(rejectedFile, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})
+	if err == nil {
+		s.rejection = b
+	}
+	return true, err
 }
 
 // loadRejection reads the rejection recorded, nil if none.

@@ -141,6 +141,12 @@ type Options struct {
 	// after a rejection (a rejection is reported with KeepAccepted only).
 	// It must not block.
 	OnApplied func(Applied)
+	// StateMirror, with StateDir, keeps a copy of StateDir outside the
+	// pod (a Secret), for a restart that loses StateDir with the pod's
+	// emptyDir: each time StateDir's files change, Run hands them to it;
+	// when Run or RenderOnce starts and StateDir holds neither file, they
+	// are read from it first. Optional.
+	StateMirror StateMirror
 }
 
 // Reloader watches files and reloads a process when their content changes.
@@ -232,6 +238,9 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 	if opts.KeepAccepted && opts.StateDir != "" {
 		r.state = &stateStore{dir: opts.StateDir, limit: opts.MaxConfigSize}
 	}
+	if opts.StateMirror != nil && r.state == nil {
+		return nil, errors.New("a state mirror needs a state dir (KeepAccepted, and StateDir or ConfigOutput)")
+	}
 	return r, nil
 }
 
@@ -261,6 +270,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	r.watcher, r.missing = w, map[string]bool{}
 	defer closeWatcher(w)
 	r.removeTemps()
+	r.restoreMirrored(ctx)
 	r.loadState()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,

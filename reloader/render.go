@@ -10,7 +10,8 @@ import (
 
 // Render writes ConfigOutput (and RulesDir, from a Source) once, without
 // reloading: the init-container mode. Content StateDir records as rejected
-// is not written: the last accepted state is, instead.
+// is not written: the last accepted state is, instead. It does not read
+// the StateMirror: RenderOnce does.
 func (r *Reloader) Render() error {
 	r.removeTemps()
 	r.loadState()
@@ -47,6 +48,7 @@ func (r *Reloader) Render() error {
 // hold yet (its first content, a Secret created later, the configuration's
 // parts), saying what it waits for.
 func (r *Reloader) RenderOnce(ctx context.Context) error {
+	r.restoreMirrored(ctx)
 	if r.opts.Source == nil {
 		if err := r.Render(); err != nil {
 			r.logger.Error("render config", "err", err)

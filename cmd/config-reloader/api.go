@@ -71,3 +71,25 @@ func newReporter(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*a
 	}
 	return apisource.NewReporter(logger, reg, apisource.ReporterOptions{Config: cfg.api.Config, Namespace: ns, Name: name})
 }
+
+// newStateSecret returns the state dir's mirror --state-secret asks for,
+// or nil.
+func newStateSecret(logger *slog.Logger, reg prometheus.Registerer, cfg config) (*apisource.StateSecret, error) {
+	if cfg.stateSecret == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(cfg.stateSecret, "/")
+	if !ok {
+		ns, name = "", cfg.stateSecret
+		if b, err := os.ReadFile(apisource.DefaultNamespaceFile); err == nil {
+			ns = strings.TrimSpace(string(b))
+		}
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--state-secret=%s: want NAMESPACE/NAME, or NAME in a pod", cfg.stateSecret)
+	}
+	if cfg.output == "" && cfg.stateDir == "" {
+		return nil, errors.New("--state-secret mirrors --state-dir: give --config-envsubst-file (the state dir is beside it by default) or --state-dir")
+	}
+	return apisource.NewStateSecret(logger, reg, apisource.StateSecretOptions{Config: cfg.api.Config, Namespace: ns, Name: name})
+}

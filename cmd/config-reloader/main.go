@@ -52,7 +52,7 @@ type config struct {
 	maxSize                               units.Base2Bytes
 	log                                   promslog.Config
 	api                                   apiConfig
-	reportPod                             string
+	reportPod, stateSecret                string
 }
 
 func main() {
@@ -106,7 +106,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
-	rel, err := reloader.New(logger.With("component", "reloader"), reg, reloaderOptions(cfg, logger, trigger, sc.Trimmer, src, reporter))
+	mirror, err := newStateSecret(logger.With("component", "state-secret"), reg, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", program, err)
+		return 2
+	}
+	opts := reloaderOptions(cfg, logger, trigger, sc.Trimmer, src, reporter)
+	if mirror != nil {
+		opts.StateMirror = mirror
+	}
+	rel, err := reloader.New(logger.With("component", "reloader"), reg, opts)
 	if err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
@@ -125,6 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if reporter != nil { // Reporter: what Prometheus runs, into the pod's annotation.
 		sc.Add(reporter.Run)
+	}
+	if mirror != nil { // The state dir's mirror in a Secret.
+		sc.Add(mirror.Run)
 	}
 	// Ready once Prometheus accepted a reload; degraded, not unready, while
 	// the API source serves the last state (the API server out of reach, a
@@ -198,6 +210,7 @@ func newApp(cfg *config) (*kingpin.Application, *logLevel) {
 	a.Flag("api-token-file", "Bearer token for the API server, read again for each request (a rotated token is used at once).").Default(apisource.DefaultTokenFile).StringVar(&cfg.api.TokenFile)
 	a.Flag("api-ca-file", "Certificates that verify the API server.").Default(apisource.DefaultCAFile).StringVar(&cfg.api.CAFile)
 	a.Flag("report-pod", "Write what Prometheus runs (the content hash of what it last accepted, and its last rejection) into this pod's "+contract.AppliedAnnotation+" annotation, NAMESPACE/NAME, through the API server (--api-server, --api-token-file, --api-ca-file); empty reports nothing.").StringVar(&cfg.reportPod)
+	a.Flag("state-secret", "Keep a copy of --state-dir in this Secret, NAMESPACE/NAME or NAME in the pod's namespace, through the API server (--api-server, --api-token-file, --api-ca-file), for a pod whose --state-dir is on an emptyDir: written (gzipped, one patch per change, never holding up a reload) each time the state changes, and read into --state-dir when this container starts and --state-dir holds nothing (a new pod). The Secret must exist; the reloader needs get and patch on it. A state larger than a Secret holds (1 MiB gzipped) is kept in --state-dir only.").StringVar(&cfg.stateSecret)
 	a.Flag("log-format", "Log format: logfmt or json.").Default("logfmt").SetValue(cfg.log.Format)
 	level := &logLevel{level: cfg.log.Level}
 	a.Flag("log-level", "Log level: all (the same as debug), debug, info, warn, error or none (nothing logged).").Default("info").SetValue(level)

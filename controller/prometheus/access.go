@@ -30,7 +30,9 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 // Prometheus runs (the podreload.dev/applied annotation): the Role grants
 // patch on the names of the StatefulSets' pods, <name>-0 to
 // <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
-// resourceNames would grant every pod).
+// resourceNames would grant every pod). Without a claim for Prometheus'
+// storage, they get, update and patch their pods' state Secrets
+// (statesecrets.go), by name.
 //
 // With the API source, the Secret is granted by name, and so are the part
 // Secrets of a split configuration (partSlots of them, so that the Role
@@ -50,6 +52,7 @@ func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *
 		Name: accessName(server), Namespace: server.Namespace, Labels: l,
 		ServiceAccount: server.Spec.ServiceAccountName,
 		Pods:           podNames(server),
+		StateSecrets:   stateSecretNames(server),
 	}
 	if apiSource(server) {
 		a.Secrets = append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,6 +44,10 @@ func TestRenderAccess(t *testing.T) {
 	pods := func(names ...string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: names, Verbs: []string{"patch"}}
 	}
+	// Without a claim, each pod's state Secret by name.
+	state := func(names ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: names, Verbs: []string{"get", "update", "patch"}}
+	}
 	role := func(rules ...rbacv1.PolicyRule) *rbacv1.Role {
 		return &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -50,7 +55,7 @@ func TestRenderAccess(t *testing.T) {
 			Rules:      append([]rbacv1.PolicyRule{}, rules...),
 		}
 	}
-	wantRole := role(secrets, configMaps, pods("main-0"))
+	wantRole := role(secrets, state("main-0-reloader-state"), configMaps, pods("main-0"))
 	binding := func(sa string) *rbacv1.RoleBinding {
 		return &rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
@@ -68,9 +73,15 @@ func TestRenderAccess(t *testing.T) {
 		{name: "default service account", role: wantRole, roleBinding: binding("default")},
 		{name: "service account", server: func(s *v1alpha1.PrometheusServer) { s.Spec.ServiceAccountName = "prometheus" }, role: wantRole, roleBinding: binding("prometheus")},
 		{name: "api spelled out", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceAPI }, role: wantRole, roleBinding: binding("default")},
-		{name: "volume source", server: volume, role: role(pods("main-0")), roleBinding: binding("default")},
+		{name: "volume source", server: volume, role: role(state("main-0-reloader-state"), pods("main-0")), roleBinding: binding("default")},
 		{name: "replicas", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](3) },
-			role: role(secrets, configMaps, pods("main-0", "main-1", "main-2")), roleBinding: binding("default")},
+			role: role(secrets, state("main-0-reloader-state", "main-1-reloader-state", "main-2-reloader-state"), configMaps, pods("main-0", "main-1", "main-2")), roleBinding: binding("default")},
+		{name: "shards", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Shards = ptr.To[int32](2) },
+			role: role(secrets, state("main-0-reloader-state", "main-shard-1-0-reloader-state"), configMaps, pods("main-0", "main-shard-1-0")), roleBinding: binding("default")},
+		// On a claim, the state is kept there: no state Secret.
+		{name: "claim", server: func(s *v1alpha1.PrometheusServer) {
+			s.Spec.Storage = &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{}}
+		}, role: role(secrets, configMaps, pods("main-0")), roleBinding: binding("default")},
 		// No rule without names: it would grant every pod.
 		{name: "no replica", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](0) },
 			role: role(secrets, configMaps), roleBinding: binding("default")},

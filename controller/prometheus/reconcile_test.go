@@ -79,6 +79,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("immutable field", cp.testImmutable)
 	t.Run("drift", cp.testDrift)
 	t.Run("access of the API source", cp.testAccess)
+	t.Run("reloader state Secrets", cp.testStateSecrets)
+	t.Run("reloader state Secrets of a Prometheus taken over", cp.testStateSecretsTakeover)
 	t.Run("deploy's RBAC", cp.testDeployRBAC)
 	t.Run("config applied", cp.testConfigApplied)
 	t.Run("report storm", cp.testReportStorm)

@@ -83,6 +83,10 @@ type objects struct {
 	// ConfigMaps (renderAccess).
 	Role        *rbacv1.Role
 	RoleBinding *rbacv1.RoleBinding
+	// StateSecrets, one per pod named <pod>-reloader-state, empty, hold
+	// the reloaders' state when Prometheus' storage is not a claim
+	// (renderStateSecrets); created when missing, never updated.
+	StateSecrets []*corev1.Secret
 	// Service is the headless Service of the StatefulSet.
 	Service *corev1.Service
 	// StatefulSets run Prometheus and the config-reloader, one per shard,
@@ -216,7 +220,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		return nil, err
 	}
 	role, binding := renderAccess(server, len(cfg.ConfigParts))
-	cfg.Role, cfg.RoleBinding = role, binding
+	cfg.Role, cfg.RoleBinding, cfg.StateSecrets = role, binding, renderStateSecrets(server)
 	cfg.RuleShards, cfg.Service, cfg.StatefulSets = shards, svc, sets
 	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
 	cfg.Selected = map[string]int{}

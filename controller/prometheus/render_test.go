@@ -126,6 +126,13 @@ func renderGolden(t *testing.T, out *objects, err error) []byte {
 			fmt.Fprintf(&b, "# rolebinding %s/%s: %s %s to %s %s/%s\n", rb.Namespace, rb.Name, rb.RoleRef.Kind, rb.RoleRef.Name, sub.Kind, sub.Namespace, sub.Name)
 		}
 	}
+	if len(out.StateSecrets) > 0 {
+		var names []string
+		for _, s := range out.StateSecrets {
+			names = append(names, s.Name)
+		}
+		fmt.Fprintf(&b, "# reloader state secrets, empty, labelled %s: %s\n", labels.Set(out.StateSecrets[0].Labels), strings.Join(names, ", "))
+	}
 	if len(out.StatefulSets) > 1 {
 		var names []string
 		for _, sts := range out.StatefulSets {

@@ -278,7 +278,8 @@ func (t *takeover) forget(key types.NamespacedName) {
 // handBack stops taking over p, whose controller id is no longer ours:
 // nothing of it is written any more but what only this controller wrote.
 // The status fields only it set go, in one write; the reloaders' Role and
-// RoleBinding (only ours use them) once no pod of p runs them.
+// RoleBinding (only ours use them) once no pod of p runs them, and the
+// state Secrets are emptied then.
 func (t *takeover) handBack(ctx context.Context, p *monitoringv1.Prometheus) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
@@ -308,6 +309,11 @@ func (t *takeover) handBack(ctx context.Context, p *monitoringv1.Prometheus) err
 		if _, ours := pod.Annotations[annotationInputHash]; ours {
 			return nil // Its deletion brings the Prometheus back here.
 		}
+	}
+	// prometheus-operator's pods keep no state: an old one must not reach
+	// our pods if p is taken over again.
+	if err := r.retireStateSecrets(ctx, server, nil); err != nil {
+		return err
 	}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: accessName(server)}}
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); client.IgnoreNotFound(err) != nil {

@@ -50,10 +50,6 @@ const (
 	ruleConfigMapsMountPath = "/etc/prometheus/rule-configmaps"
 	// storageMountPath is the TSDB directory.
 	storageMountPath = "/prometheus"
-	// reloaderStateDir is where, on a persistent data volume, the
-	// reloaders keep the state Prometheus last accepted (config-reloader's
-	// --state-dir): the TSDB ignores a directory that is not a block.
-	reloaderStateDir = storageMountPath + "/.podreload-reloader"
 	// annotationInputHash, on the pod template, is a hash of everything
 	// rendered into the pods; the pods roll when it changes. The config
 	// Secret and the rule ConfigMaps are not part of it: they are reloaded.
@@ -268,11 +264,13 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	if operator {
 		storage, storageVolumes, claims = operatorStorage(server)
 	}
+	// The reloaders' state outlives the pod (statesecrets.go): a new pod
+	// starts Prometheus on what it last accepted, not on content it rejected.
 	if len(claims) > 0 {
-		// On the claim the state outlives the pod: a new pod starts
-		// Prometheus on what it last accepted, not on content it rejected.
 		src.args = append(src.args, "--state-dir="+reloaderStateDir)
 		src.reloaderMounts = append(src.reloaderMounts, storage)
+	} else {
+		src.args = append(src.args, stateSecretArg)
 	}
 	web := webPod(server, opts.reload)
 	userVolumes, userMounts := podUserVolumes(spec)

@@ -30,19 +30,15 @@ import (
 // The Role and RoleBinding of the reloaders are written before the
 // StatefulSets, so that their pods find them; the StatefulSets of shards
 // no longer wanted are deleted last, once the configuration with the new
-// shard count is written. It returns the live StatefulSets, by shard, but
+// shard count is written, and the state Secrets of pods no longer wanted
+// emptied after them. It returns the live StatefulSets, by shard, but
 // for those being created again: a *kube.RecreatingError says which.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) ([]*appsv1.StatefulSet, error) {
 	extra, err := r.extraShards(ctx, server, objs.RuleShards)
 	if err != nil {
 		return nil, err
 	}
-	// The Role first: with the API source, it names the part Secrets
-	// the reloaders are about to read.
-	if err := kube.Write(ctx, r.writer, own, objs.Role, kube.SyncRole); err != nil {
-		return nil, err
-	}
-	if err := kube.Write(ctx, r.writer, own, objs.RoleBinding, kube.SyncRoleBinding); err != nil {
+	if err := r.writeAccess(ctx, server, own, objs); err != nil {
 		return nil, err
 	}
 	writeConfig := func() error {
@@ -119,7 +115,21 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			live = append(live, sts)
 		}
 	}
-	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets))
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.retireStateSecrets(ctx, server, objs.StateSecrets))
+}
+
+// writeAccess writes the Role and RoleBinding of the reloaders first:
+// with the API source, the Role names the part Secrets the reloaders are
+// about to read. Then the pods' state Secrets, which the Role names,
+// before the pods, which read them.
+func (r *reconciler) writeAccess(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) error {
+	if err := kube.Write(ctx, r.writer, own, objs.Role, kube.SyncRole); err != nil {
+		return err
+	}
+	if err := kube.Write(ctx, r.writer, own, objs.RoleBinding, kube.SyncRoleBinding); err != nil {
+		return err
+	}
+	return r.createStateSecrets(ctx, server, own, objs.StateSecrets)
 }
 
 // deleteExtraParts deletes the part Secrets of the configuration that

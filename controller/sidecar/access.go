@@ -22,6 +22,10 @@ type Access struct {
 	ConfigMaps bool
 	// Pods are the names of the pods the reloaders report in.
 	Pods []string
+	// StateSecrets are the names of the Secrets the reloaders keep their
+	// state in (config-reloader's --state-secret): they read and write
+	// them, and never create one (a Role cannot grant create by name).
+	StateSecrets []string
 }
 
 // Role renders the Role a, and its RoleBinding to the pods' service
@@ -35,7 +39,8 @@ type Access struct {
 // read one by name). The reloaders patch their own pod to report what the
 // server runs: the Role grants patch on the pods' names, and on no other
 // pod; with no pod it grants none (a rule without resourceNames would
-// grant every pod).
+// grant every pod). The same holds for the state Secrets, which the
+// reloaders get, update and patch.
 func Role(a Access) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	meta := metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: a.Labels}
 	role := &rbacv1.Role{
@@ -45,6 +50,9 @@ func Role(a Access) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	}
 	if len(a.Secrets) > 0 {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: a.Secrets, Verbs: []string{"get", "list", "watch"}})
+	}
+	if len(a.StateSecrets) > 0 {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: a.StateSecrets, Verbs: []string{"get", "update", "patch"}})
 	}
 	if a.ConfigMaps {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}})

@@ -46,9 +46,10 @@ func TestContainers(t *testing.T) {
 // no rule without names where names are the limit.
 func TestRole(t *testing.T) {
 	role, binding := Role(Access{Name: "main-config-reloader", Namespace: "ns", Labels: map[string]string{"a": "b"},
-		Secrets: []string{"main-config"}, ConfigMaps: true, Pods: []string{"main-0"}})
+		Secrets: []string{"main-config"}, ConfigMaps: true, Pods: []string{"main-0"}, StateSecrets: []string{"main-0-reloader-state"}})
 	require.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"main-config"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"main-0-reloader-state"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"main-0"}, Verbs: []string{"patch"}},
 	}, role.Rules)
@@ -57,7 +58,7 @@ func TestRole(t *testing.T) {
 	require.Equal(t, role.Labels, binding.Labels)
 
 	role, binding = Role(Access{Name: "r", Namespace: "ns", ServiceAccount: "prom"})
-	require.Empty(t, role.Rules, "no Secret, ConfigMap or pod: no rule, never one without resourceNames")
+	require.Empty(t, role.Rules, "no Secret, ConfigMap, pod or state Secret: no rule, never one without resourceNames")
 	require.NotNil(t, role.Rules, "an empty list, as the API server returns it")
 	require.Equal(t, "prom", binding.Subjects[0].Name)
 }

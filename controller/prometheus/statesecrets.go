@@ -1,0 +1,161 @@
+package prometheus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// The config-reloaders keep the last state Prometheus accepted, and the
+// content it rejected after it, so that no restart starts Prometheus on
+// content it rejected (issue 31). On a claim, the state dir is on the data
+// volume (reloaderStateDir). Without one, Prometheus' storage is an
+// emptyDir that goes with the pod: the reloaders mirror their state dir
+// in a Secret per pod (config-reloader's --state-secret), which a new
+// pod's init container reads. The controller creates those Secrets empty,
+// as a Role cannot grant create by name, and never writes them after
+// (their data is the reloaders'), but to empty those no longer wanted.
+const (
+	// reloaderStateDir is where, on a persistent data volume, the
+	// reloaders keep the state Prometheus last accepted (config-reloader's
+	// --state-dir): the TSDB ignores a directory that is not a block.
+	reloaderStateDir = storageMountPath + "/.podreload-reloader"
+	// stateSecretSuffix ends the name of a pod's state Secret.
+	stateSecretSuffix = "-reloader-state"
+	// labelReloaderState marks the state Secrets of a server with its
+	// name.
+	labelReloaderState = "podreload.dev/reloader-state"
+	// stateSecretArg is config-reloader's --state-secret, the pod's own.
+	stateSecretArg = "--state-secret=$(POD_NAMESPACE)/$(POD_NAME)" + stateSecretSuffix
+)
+
+// stateInSecrets reports whether the reloaders of server keep their state
+// in Secrets: its storage is not a claim.
+func stateInSecrets(server *v1alpha1.PrometheusServer) bool {
+	_, _, claims := storageVolume(server.Spec.Storage)
+	if operatorLayout(server) {
+		_, _, claims = operatorStorage(server)
+	}
+	return len(claims) == 0
+}
+
+// stateSecretNames are the names of the state Secrets of server's pods,
+// every shard's; none when its storage is a claim.
+func stateSecretNames(server *v1alpha1.PrometheusServer) []string {
+	if !stateInSecrets(server) {
+		return nil
+	}
+	pods := podNames(server)
+	names := make([]string, len(pods))
+	for i, pod := range pods {
+		names[i] = pod + stateSecretSuffix
+	}
+	return names
+}
+
+// renderStateSecrets renders the state Secrets of server's pods, empty.
+// Owner references are not set.
+func renderStateSecrets(server *v1alpha1.PrometheusServer) []*corev1.Secret {
+	var secrets []*corev1.Secret
+	for _, name := range stateSecretNames(server) {
+		secrets = append(secrets, &corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: server.Namespace, Labels: map[string]string{
+				kube.LabelName: App, labelInstance: server.Name, labelReloaderState: server.Name,
+			}},
+			Type: corev1.SecretTypeOpaque,
+		})
+	}
+	return secrets
+}
+
+// createStateSecrets creates those of secrets that do not exist, server
+// (own) their controller; it leaves the others, whose data the reloaders
+// write, as they are. It reads the cached metadata, and an object only
+// when the cache does not list it.
+func (r *reconciler) createStateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, secrets []*corev1.Secret) error {
+	if len(secrets) == 0 {
+		return nil
+	}
+	live, err := r.stateSecrets(ctx, server)
+	if err != nil {
+		return err
+	}
+	for _, s := range secrets {
+		if slices.ContainsFunc(live, func(m metav1.PartialObjectMetadata) bool {
+			return m.Name == s.Name && metav1.IsControlledBy(&m, server)
+		}) {
+			continue
+		}
+		// Created, or adopted with its data left as it is.
+		if err := kube.Write(ctx, r.writer, own, s, func(_, _ *corev1.Secret) bool { return false }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retireStateSecrets empties the state Secrets server controls that
+// secrets does not hold (those of pods scaled down, or all when the
+// storage became a claim) and takes labelReloaderState off them, in one
+// update each: the controller may not delete Secrets (docs/install.md),
+// and an old state must not reach a pod of the same name later. They go
+// with the server; a pod of that name again adopts its Secret, empty.
+func (r *reconciler) retireStateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer, secrets []*corev1.Secret) error {
+	live, err := r.stateSecrets(ctx, server)
+	if err != nil {
+		return err
+	}
+	for i := range live {
+		m := &live[i]
+		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil ||
+			slices.ContainsFunc(secrets, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
+			continue
+		}
+		var s corev1.Secret
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(m), &s); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("get Secret %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		delete(s.Labels, labelReloaderState)
+		s.Data, s.StringData = nil, nil
+		r.writer.Count("Secret", "update")
+		if err := r.client.Update(ctx, &s); err != nil {
+			return fmt.Errorf("empty Secret %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		r.logger.Info("emptied the reloader state Secret of a pod no longer wanted", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
+	}
+	return nil
+}
+
+// stateSecrets lists the cached metadata of the state Secrets of server.
+func (r *reconciler) stateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer) ([]metav1.PartialObjectMetadata, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.metadata.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels{labelReloaderState: server.Name}); err != nil {
+		return nil, fmt.Errorf("list reloader state Secrets: %w", err)
+	}
+	return list.Items, nil
+}
+
+// notStateWrites leaves out the updates of state Secrets: the reloaders
+// write them, which changes nothing the controller renders. Their
+// creation and deletion come through.
+func notStateWrites() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		_, ok := e.ObjectNew.GetLabels()[labelReloaderState]
+		return !ok
+	}}
+}
