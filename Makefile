@@ -77,12 +77,13 @@ bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
 
 # The rest of a node (internal/testenv/node): Kubernetes from the control
-# plane's module, containerd v2 from its own (tools/containerd/go.mod, see
-# there why), runc, CNI plugins and iptables from Debian.
+# plane's module, containerd v2 and CoreDNS from their own
+# (tools/containerd/go.mod, tools/coredns/go.mod, see there why), runc, CNI
+# plugins and iptables from Debian.
 KUBE_NODE_BINARIES := kubelet kube-controller-manager kube-scheduler kube-proxy
 CONTAINERD_BINARIES := containerd containerd-shim-runc-v2 ctr
 DEBIAN_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack
-node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) debian-node-packages ## Build and install what a node needs.
+node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) bin/coredns debian-node-packages ## Build and install what a node needs.
 
 # kubectl: e2e runs `kubectl wait --for=condition=ConfigApplied` as a user
 # does; `make node-up` prints how to use it. All of Kubernetes' binaries in
@@ -95,6 +96,11 @@ $(KUBE_BINARIES:%=bin/%) &: tools/controlplane/go.mod tools/controlplane/go.sum
 # The tags leave out the snapshotters that need cgo and host libraries.
 $(CONTAINERD_BINARIES:%=bin/%) &: tools/containerd/go.mod tools/containerd/go.sum
 	cd $(CURDIR)/tools/containerd && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags no_btrfs,no_devmapper,no_zfs -o $(CURDIR)/bin/ $(CONTAINERD_BINARIES:%=github.com/containerd/containerd/v2/cmd/%)
+
+# The node's cluster DNS: CoreDNS with the plugins tools/coredns/main.go
+# imports only, static.
+bin/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	cd $(CURDIR)/tools/coredns && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w' -o $(CURDIR)/$@ .
 
 # The node runs in the background until `make node-down`; bin/node-up.log
 # has its log.
@@ -254,6 +260,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, files of at most 600 l
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
 	cd tools/containerd && $(GO) mod tidy -diff
+	cd tools/coredns && $(GO) mod tidy -diff
 	cd tools/images && $(GO) vet ./... && $(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	# --allow-serial-runners: a second run (another worktree, an editor)

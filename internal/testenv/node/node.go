@@ -1,9 +1,10 @@
 // Package node starts, for tests, a real single-machine Kubernetes node:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd
-// v2 with runc and the CNI bridge, kube-proxy (iptables) and a kubelet, with
-// the images of `make images` imported. Kubernetes and containerd are built
-// into bin/ by `make node-bins`, which installs runc, the CNI plugins and
-// iptables from Debian.
+// v2 with runc and the CNI bridge, kube-proxy (iptables), a kubelet and
+// CoreDNS as the cluster DNS (cluster.local, at the Service
+// kube-system/kube-dns, 10.96.0.10), with the images of `make images`
+// imported. Kubernetes, containerd and CoreDNS are built into bin/ by `make
+// node-bins`, which installs runc, the CNI plugins and iptables from Debian.
 //
 // Every component runs in a network namespace of its own (the node's
 // "host" network), joined to the machine by a veth pair: the API server is
@@ -146,6 +147,7 @@ func Up(ctx context.Context, logger *slog.Logger, opts Options) (_ *Node, err er
 		f    func(context.Context) error
 	}{
 		{"control plane", n.startControlPlane},
+		{"cluster DNS", n.startDNS},
 		{"containerd", n.startContainerd},
 		{"images", func(ctx context.Context) error { return n.importImages(ctx, opts.Images) }},
 		{"kubelet", n.startKubelet},
@@ -468,7 +470,7 @@ func (n *Node) HostPathDir(name string) string { return n.path("volumes", name) 
 
 // Logs returns the last lines of the log of the component name (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, containerd,
-// kube-proxy, kubelet).
+// kube-proxy, kubelet, coredns).
 func (n *Node) Logs(name string, lines int) string {
 	return tail(n.path("logs", name+".log"), lines)
 }
