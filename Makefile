@@ -149,9 +149,10 @@ bin/prometheus-operator: tools/go.mod tools/go.sum
 # (internal/testenv/node/images_test.go checks they agree).
 IMAGE_ARCHES := amd64 arm64
 HOST_ARCH    := $(shell $(GO) env GOARCH)
-IMAGES       := podreload prometheus pause
+IMAGES       := podreload prometheus alertmanager pause
 PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
 PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
+ALERTMANAGER_IMAGE = quay.io/prometheus/alertmanager:v$(ALERTMANAGER_VERSION)
 PAUSE_IMAGE      := podreload.dev/pause:1
 IMAGEBUILD        = cd $(CURDIR)/tools/images && $(GO) run -mod=readonly . -platform linux/$*
 IMAGEBUILD_SOURCES := $(filter-out %_test.go,$(wildcard tools/images/*.go)) tools/images/go.mod tools/images/go.sum
@@ -164,7 +165,7 @@ images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build 
 host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar
 
 # Kept: they are what the images hold.
-.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus pause prometheus-config-reloader))
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager pause prometheus-config-reloader))
 
 bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
@@ -186,6 +187,22 @@ bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROMETHEUS_IMAGE) -user 65534:65534 -workdir /prometheus -entrypoint /bin/prometheus \
 		-file /bin/prometheus=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+# Static, from tools/alertmanager (bin/alertmanager's module and version).
+bin/linux-%/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
+	cd $(CURDIR)/tools/alertmanager && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
+
+# As the upstream image (its Dockerfile): user nobody, /etc/alertmanager
+# with a default configuration and /alertmanager owned by nobody, working
+# directory /alertmanager, the same entrypoint and default arguments.
+# prometheus-operator and the controller run it with their own arguments.
+bin/images/alertmanager-%.tar: bin/linux-%/alertmanager tools/images/alertmanager.yml $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(ALERTMANAGER_IMAGE) -user 65534:65534 -workdir /alertmanager -entrypoint /bin/alertmanager \
+		-cmd --config.file=/etc/alertmanager/alertmanager.yml -cmd --storage.path=/alertmanager \
+		-file /bin/alertmanager=$(CURDIR)/$< -file /etc/alertmanager/alertmanager.yml=$(CURDIR)/tools/images/alertmanager.yml \
+		-dir /alertmanager -chown /etc/alertmanager=65534:65534 -chown /alertmanager=65534:65534 \
+		-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
 # prometheus-operator's, at the pinned version, named as the operator names
 # it by default; as the upstream image: user nobody. (Its archive also

@@ -382,7 +382,7 @@ func (n *Node) importImages(_ context.Context, images []string) error {
 	if len(images) == 0 {
 		// prometheus-config-reloader is prometheus-operator's, for its
 		// operator's pods (e2e/node's TestOperatorOnNode).
-		for _, name := range []string{"pause", "podreload", "prometheus", "prometheus-config-reloader"} {
+		for _, name := range []string{"pause", "podreload", "prometheus", "alertmanager", "prometheus-config-reloader"} {
 			path, err := toolbin.Path(filepath.Join("images", name+"-"+runtime.GOARCH+".tar"))
 			if err != nil {
 				return fmt.Errorf("%w; `make host-images` builds it", err)
