@@ -54,9 +54,13 @@ const (
 	PauseImage = "podreload.dev/pause:1"
 	// netnsName is the node's network namespace (/run/netns/<name>).
 	netnsName = "podreload-node"
+	// HostIP is the address of the machine's end of the veth pair: pods
+	// reach a server of this machine (a test's) listening there, from the
+	// node's address (the CNI bridge masquerades them).
+	HostIP = "10.89.0.1"
 	// hostVeth is the machine's end of the veth pair, nodeVeth the node's.
 	hostVeth, nodeVeth = "prnode0", "eth0"
-	hostIP, nodeIP     = "10.89.0.1", "10.89.0.2"
+	nodeIP             = "10.89.0.2"
 	// podSubnet is the CNI bridge's, serviceSubnet the Services'.
 	podSubnet, serviceSubnet = "10.88.0.0/24", "10.96.0.0/24"
 	// serviceIP is the kubernetes Service's, in serviceSubnet.
@@ -265,7 +269,7 @@ func network() error {
 		{"ip", "netns", "add", netnsName},
 		{"ip", "-n", netnsName, "link", "set", "lo", "up"},
 		{"ip", "link", "add", hostVeth, "type", "veth", "peer", "name", nodeVeth, "netns", netnsName},
-		{"ip", "addr", "add", hostIP + "/30", "dev", hostVeth},
+		{"ip", "addr", "add", HostIP + "/30", "dev", hostVeth},
 		{"ip", "link", "set", hostVeth, "up"},
 		{"ip", "-n", netnsName, "addr", "add", nodeIP + "/30", "dev", nodeVeth},
 		{"ip", "-n", netnsName, "link", "set", nodeVeth, "up"},
