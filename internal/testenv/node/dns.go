@@ -34,11 +34,10 @@ const (
 )
 
 // corefile is CoreDNS' configuration: the kubernetes plugin answers for
-// the cluster's domain and its reverse zones on the node's address, port
-// 53, from the API server, as the kubernetes plugin's documented default
-// does; with no way out of the node, every other name is refused, nothing
-// is forwarded. The cache is short: a StatefulSet's pod is named as soon as
-// it has an address.
+// the cluster's domain and the reverse zones on the node's address, port
+// 53, from the API server; with no way out of the node nothing is
+// forwarded: CoreDNS refuses every other name. TTL and cache are short (5
+// s): a new StatefulSet pod's name resolves as soon as it has an address.
 func corefile(dir string) string {
 	return ClusterDomain + `:53 in-addr.arpa:53 ip6.arpa:53 {
     bind ` + nodeIP + `
@@ -67,9 +66,7 @@ func (n *Node) startDNS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// kube-system may not exist yet right after the API server is ready;
-	// a Service created there before would fail, but still hold its
-	// address until the API server's repair loop frees it, minutes later.
+	// kube-system may not exist yet right after the API server is ready.
 	if err := n.waitFor(ctx, c, "namespace kube-system", func(ctx context.Context) error {
 		_, err := n.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 		return err
