@@ -16,7 +16,6 @@ import (
 
 	"github.com/blang/semver/v4"
 	alertmanager "github.com/prometheus-operator/prometheus-operator/pkg/alertmanager"
-	validationv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/alertmanager/validation/v1alpha1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus-operator/prometheus-operator/pkg/assets"
@@ -37,6 +36,13 @@ import (
 //
 //go:linkname initializeFromAlertmanagerConfig github.com/prometheus-operator/prometheus-operator/pkg/alertmanager.(*ConfigBuilder).initializeFromAlertmanagerConfig
 func initializeFromAlertmanagerConfig(cb *alertmanager.ConfigBuilder, ctx context.Context, global *monitoringv1.AlertmanagerGlobalConfig, amc *monitoringv1alpha1.AlertmanagerConfig) error
+
+// checkAlertmanagerConfigResource is prometheus-operator's check of an
+// AlertmanagerConfig (validation, references, the Alertmanager version's
+// features), which its selection runs and does not export.
+//
+//go:linkname checkAlertmanagerConfigResource github.com/prometheus-operator/prometheus-operator/pkg/alertmanager.checkAlertmanagerConfigResource
+func checkAlertmanagerConfigResource(ctx context.Context, amc *monitoringv1alpha1.AlertmanagerConfig, amVersion semver.Version, store *assets.StoreBuilder) error
 
 // defaultAlertmanagerConfig is the configuration prometheus-operator
 // gives an Alertmanager whose config Secret or key is missing or empty.
@@ -163,20 +169,17 @@ func generateAlertmanager(ctx context.Context, logger *slog.Logger, in *alertman
 			return nil, fmt.Errorf("global AlertmanagerConfig %s/%s not found", am.Namespace, c.Name)
 		}
 	}
-	newBuilder := func() (*alertmanager.ConfigBuilder, error) {
-		store := assets.NewStoreBuilder(kclient.CoreV1(), kclient.CoreV1())
-		cb := alertmanager.NewConfigBuilder(logger, version, store, am)
-		if global != nil {
-			return cb, initializeFromAlertmanagerConfig(cb, ctx, am.Spec.AlertmanagerConfiguration.Global, global)
-		}
-		return cb, cb.InitializeFromRawConfiguration(raw)
-	}
-
-	selected, err := selectAlertmanagerConfigs(logger, in, newBuilder)
+	store := assets.NewStoreBuilder(kclient.CoreV1(), kclient.CoreV1())
+	selected, err := selectAlertmanagerConfigs(ctx, logger, in, version, store)
 	if err != nil {
 		return nil, err
 	}
-	cb, err := newBuilder()
+	cb := alertmanager.NewConfigBuilder(logger, version, store, am)
+	if global != nil {
+		err = initializeFromAlertmanagerConfig(cb, ctx, am.Spec.AlertmanagerConfiguration.Global, global)
+	} else {
+		err = cb.InitializeFromRawConfiguration(raw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
@@ -215,12 +218,9 @@ func generateAlertmanager(ctx context.Context, logger *slog.Logger, in *alertman
 
 // selectAlertmanagerConfigs selects the AlertmanagerConfigs of in.am as
 // prometheus-operator's selectAlertmanagerConfigs does, and rejects the
-// invalid ones as its checkAlertmanagerConfigResource does: with its
-// validation, then by converting each alone on a new builder (its checks
-// of the references are not exported; a conversion fails on the same
-// missing references). A rejected one is logged, as prometheus-operator
-// logs it.
-func selectAlertmanagerConfigs(logger *slog.Logger, in *alertmanagerInput, newBuilder func() (*alertmanager.ConfigBuilder, error)) (map[string]*monitoringv1alpha1.AlertmanagerConfig, error) {
+// invalid ones with its checkAlertmanagerConfigResource. A rejected one
+// is logged, as prometheus-operator logs it.
+func selectAlertmanagerConfigs(ctx context.Context, logger *slog.Logger, in *alertmanagerInput, version semver.Version, store *assets.StoreBuilder) (map[string]*monitoringv1alpha1.AlertmanagerConfig, error) {
 	am := in.am
 	nsSel := labels.Nothing()
 	if am.Spec.AlertmanagerConfigNamespaceSelector != nil {
@@ -252,15 +252,7 @@ func selectAlertmanagerConfigs(logger *slog.Logger, in *alertmanagerInput, newBu
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		err := validationv1alpha1.ValidateAlertmanagerConfig(out[k])
-		if err == nil {
-			var cb *alertmanager.ConfigBuilder
-			if cb, err = newBuilder(); err != nil {
-				return nil, fmt.Errorf("initialize: %w", err)
-			}
-			err = cb.AddAlertmanagerConfigs(context.Background(), map[string]*monitoringv1alpha1.AlertmanagerConfig{k: out[k]})
-		}
-		if err != nil {
+		if err := checkAlertmanagerConfigResource(ctx, out[k], version, store); err != nil {
 			logger.Warn("skipping alertmanagerconfig", "alertmanagerconfig", k, "err", err.Error())
 			delete(out, k)
 		}

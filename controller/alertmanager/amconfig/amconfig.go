@@ -26,6 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// Version is the version of Alertmanager the configuration is built for
+// and loaded with (that of github.com/prometheus/alertmanager in go.mod,
+// the image's): a field that needs a later one is refused, as
+// prometheus-operator refuses it for an Alertmanager of this version.
+const Version = "0.31.1"
+
 // Resolver reads the values the configuration references, in a namespace.
 type Resolver interface {
 	Secret(ctx context.Context, namespace string, sel corev1.SecretKeySelector) ([]byte, error)

@@ -1,6 +1,9 @@
 package amconfig
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -196,6 +199,29 @@ receivers:
 - name: r`,
 		reason: `route: route[0]: json: cannot unmarshal number into Go struct field Route.groupBy of type []string`,
 	}, {
+		name: "too-new",
+		spec: `
+route: {receiver: r}
+receivers:
+- name: r
+  webhookConfigs:
+  - url: http://x.example.com/
+    payload: '{}'`,
+		reason: `receiver "r": webhookConfigs[0]: payload needs Alertmanager 0.32 or later, the configuration is built for 0.31.1`,
+	}, {
+		name: "invalid-ca",
+		spec: `
+route: {receiver: r}
+receivers:
+- name: r
+  webhookConfigs:
+  - url: https://x.example.com/
+    httpConfig:
+      tlsConfig:
+        ca:
+          secret: {name: hook, key: url}`,
+		reason: `receiver "r": webhookConfigs[0]: tls config: unable to use specified CA cert inline`,
+	}, {
 		name: "email-without-smarthost",
 		spec: `
 route: {receiver: r}
@@ -310,4 +336,15 @@ func TestDeterministic(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(want.Config), string(got.Config))
 	}
+}
+
+// TestVersion checks that Version is the version of Alertmanager's config
+// package go.mod requires, which the tests and the controller are built
+// with.
+func TestVersion(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "..", "go.mod"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\s*github\.com/prometheus/alertmanager v(\S+)$`).FindSubmatch(gomod)
+	require.NotNil(t, m, "go.mod requires no github.com/prometheus/alertmanager")
+	require.Equal(t, string(m[1]), Version, "update Version with go.mod")
 }

@@ -7,6 +7,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	commoncfg "github.com/prometheus/common/config"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -98,6 +99,7 @@ type oauth2 struct {
 	Scopes         []string          `yaml:"scopes,omitempty"`
 	TokenURL       string            `yaml:"token_url"`
 	EndpointParams map[string]string `yaml:"endpoint_params,omitempty"`
+	TLSConfig      *tlsConfig        `yaml:"tls_config,omitempty"`
 	proxy          `yaml:",inline"`
 }
 
@@ -179,8 +181,8 @@ func (r refs) httpConfig(in *monitoringv1alpha1.HTTPConfig) (*httpConfig, error)
 	return out, nil
 }
 
-// oauth2 converts an OAuth2 configuration. Its TLS configuration is not
-// written, as prometheus-operator does not write it.
+// oauth2 converts an OAuth2 configuration. Unlike prometheus-operator,
+// which drops it, its TLS configuration is written.
 func (r refs) oauth2(in *monitoringv1.OAuth2) (*oauth2, error) {
 	id, err := r.secretOrConfigMap(in.ClientID)
 	if err != nil {
@@ -194,10 +196,16 @@ func (r refs) oauth2(in *monitoringv1.OAuth2) (*oauth2, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &oauth2{
+	out := &oauth2{
 		ClientID: id, ClientSecret: secret, Scopes: in.Scopes, TokenURL: string(in.TokenURL),
 		EndpointParams: in.EndpointParams, proxy: p,
-	}, nil
+	}
+	if in.TLSConfig != nil {
+		if out.TLSConfig, err = r.tlsConfig(in.TLSConfig); err != nil {
+			return nil, fmt.Errorf("oauth2: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // tlsConfig converts a TLS configuration, its CA, certificate and key
@@ -225,6 +233,12 @@ func (r refs) tlsConfig(in *monitoringv1.SafeTLSConfig) (*tlsConfig, error) {
 	}
 	if in.MaxVersion != nil {
 		out.MaxVersion = string(*in.MaxVersion)
+	}
+	// Alertmanager reads the CA, certificate and key when it builds a
+	// receiver, after its parser: a reload would fail on them. Read them
+	// here, as prometheus-operator does.
+	if _, err := commoncfg.NewTLSConfig(&commoncfg.TLSConfig{CA: out.CA, Cert: out.Cert, Key: commoncfg.Secret(out.Key)}); err != nil {
+		return nil, fmt.Errorf("tls config: %w", err)
 	}
 	return out, nil
 }

@@ -29,6 +29,12 @@ type receiver struct {
 	RocketChatConfigs []*rocketChatConfig `yaml:"rocketchat_configs,omitempty"`
 }
 
+// tooNew is the error for a field the Alertmanager of Version does not
+// know.
+func tooNew(field, since string) error {
+	return fmt.Errorf("%s needs Alertmanager %s or later, the configuration is built for %s", field, since, Version)
+}
+
 // convertList converts each element of in with conv; the error names the
 // field and the index.
 func convertList[In, Out any](field string, in []In, conv func(In) (*Out, error)) ([]*Out, error) {
@@ -104,8 +110,11 @@ type webhookConfig struct {
 }
 
 // webhook converts a webhook configuration. payload needs Alertmanager
-// 0.32: it is left out, as prometheus-operator leaves it out for 0.31.
+// 0.32: refused, as prometheus-operator refuses it for 0.31.
 func (r refs) webhook(in monitoringv1alpha1.WebhookConfig) (*webhookConfig, error) {
+	if in.Payload != nil {
+		return nil, tooNew("payload", "0.32")
+	}
 	out := &webhookConfig{SendResolved: in.SendResolved, MaxAlerts: in.MaxAlerts}
 	var err error
 	switch {
@@ -176,8 +185,11 @@ type slackConfirm struct {
 }
 
 // slack converts a Slack configuration. updateMessage needs Alertmanager
-// 0.32: it is left out, as prometheus-operator leaves it out for 0.31.
+// 0.32: refused, as prometheus-operator refuses it for 0.31.
 func (r refs) slack(in monitoringv1alpha1.SlackConfig) (*slackConfig, error) {
+	if in.UpdateMessage != nil {
+		return nil, tooNew("updateMessage", "0.32")
+	}
 	out := &slackConfig{
 		SendResolved: in.SendResolved,
 		Channel:      ptr.Deref(in.Channel, ""),

@@ -320,17 +320,22 @@ type snsConfig struct {
 }
 
 type sigv4 struct {
-	Region    string `yaml:"region,omitempty"`
-	AccessKey string `yaml:"access_key,omitempty"`
-	SecretKey string `yaml:"secret_key,omitempty"`
-	Profile   string `yaml:"profile,omitempty"`
-	RoleARN   string `yaml:"role_arn,omitempty"`
+	Region     string `yaml:"region,omitempty"`
+	AccessKey  string `yaml:"access_key,omitempty"`
+	SecretKey  string `yaml:"secret_key,omitempty"`
+	Profile    string `yaml:"profile,omitempty"`
+	RoleARN    string `yaml:"role_arn,omitempty"`
+	ExternalID string `yaml:"external_id,omitempty"`
 }
 
-// sns converts an SNS configuration. useAWSHTTPClient and the role's
-// external id need Alertmanager 0.33: they are left out, as
-// prometheus-operator leaves them out for 0.31.
+// sns converts an SNS configuration. useAWSHTTPClient needs Alertmanager
+// 0.33: refused, as prometheus-operator refuses it for 0.31. The role's
+// external id is written (Alertmanager 0.31 knows it), where
+// prometheus-operator drops it before 0.33.
 func (r refs) sns(in monitoringv1alpha1.SNSConfig) (*snsConfig, error) {
+	if in.UseAWSHTTPClient != nil {
+		return nil, tooNew("useAWSHTTPClient", "0.33")
+	}
 	out := &snsConfig{
 		SendResolved: in.SendResolved,
 		APIURL:       ptr.Deref(in.ApiURL, ""),
@@ -346,7 +351,7 @@ func (r refs) sns(in monitoringv1alpha1.SNSConfig) (*snsConfig, error) {
 		return nil, err
 	}
 	if s := in.Sigv4; s != nil {
-		out.Sigv4 = &sigv4{Region: s.Region, Profile: s.Profile, RoleARN: s.RoleArn}
+		out.Sigv4 = &sigv4{Region: s.Region, Profile: s.Profile, RoleARN: s.RoleArn, ExternalID: s.ExternalID}
 		if s.AccessKey != nil && s.SecretKey != nil {
 			if out.Sigv4.AccessKey, err = r.secret(*s.AccessKey); err != nil {
 				return nil, fmt.Errorf("sigv4 accessKey: %w", err)
