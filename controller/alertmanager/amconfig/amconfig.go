@@ -138,7 +138,7 @@ func Generate(ctx context.Context, in Input) (Result, error) {
 			leaveOut(c, err.Error())
 			continue
 		}
-		if err := load(doc, []*part{p}); err != nil {
+		if _, err := load(doc, []*part{p}); err != nil {
 			leaveOut(c, err.Error())
 			continue
 		}
@@ -147,19 +147,18 @@ func Generate(ctx context.Context, in Input) (Result, error) {
 	// Each loads alone on the base; together they could still clash.
 	// Then the ones that do not load on those accepted before them are
 	// left out, in order.
-	if err := load(doc, parts); err != nil {
+	if res.Config, err = load(doc, parts); err != nil {
 		var accepted []*part
 		for _, p := range parts {
-			if err := load(doc, append(slices.Clip(accepted), p)); err != nil {
+			if _, err := load(doc, append(slices.Clip(accepted), p)); err != nil {
 				leaveOut(p.config, err.Error())
 				continue
 			}
 			accepted = append(accepted, p)
 		}
-		parts = accepted
-	}
-	if res.Config, err = assemble(doc, parts); err != nil {
-		return Result{}, fmt.Errorf("alertmanager %s: %w", name, err)
+		if res.Config, err = load(doc, accepted); err != nil {
+			return Result{}, fmt.Errorf("alertmanager %s: %w", name, err)
+		}
 	}
 	slices.SortFunc(res.LeftOut, func(a, b LeftOut) int {
 		return cmp.Or(cmp.Compare(a.Config.Namespace, b.Config.Namespace), cmp.Compare(a.Config.Name, b.Config.Name))
@@ -187,13 +186,13 @@ func selected(am *monitoringv1.Alertmanager, configs []*monitoringv1alpha1.Alert
 
 // load assembles doc and parts and loads the result with Alertmanager's
 // configuration package; the error is the parser's.
-func load(doc baseDocument, parts []*part) error {
+func load(doc baseDocument, parts []*part) ([]byte, error) {
 	b, err := assemble(doc, parts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := config.Load(string(b)); err != nil {
-		return fmt.Errorf("alertmanager refuses the configuration: %w", err)
+		return nil, fmt.Errorf("alertmanager refuses the configuration: %w", err)
 	}
-	return nil
+	return b, nil
 }

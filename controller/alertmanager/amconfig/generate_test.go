@@ -1,6 +1,7 @@
 package amconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	monitoringv1beta1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1beta1"
 	"github.com/prometheus/alertmanager/config"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -347,4 +349,78 @@ func TestVersion(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^\s*github\.com/prometheus/alertmanager v(\S+)$`).FindSubmatch(gomod)
 	require.NotNil(t, m, "go.mod requires no github.com/prometheus/alertmanager")
 	require.Equal(t, string(m[1]), Version, "update Version with go.mod")
+}
+
+// TestClash checks the AlertmanagerConfigs that load alone on the base but
+// not together: those that do not load on the ones accepted before them
+// are left out, in order. Names prefixed with a namespace and a name
+// cannot clash for objects the API server accepts (a name has no "/"):
+// the second object here is named as the API server would refuse.
+func TestClash(t *testing.T) {
+	first := amc(t, "a", "b", `
+route: {receiver: c/d}
+receivers:
+- name: c/d`)
+	second := amc(t, "a", "b/c", `
+route: {receiver: d}
+receivers:
+- name: d`)
+	res, err := Generate(t.Context(), Input{
+		Alertmanager: alertmanager(""),
+		Configs:      []*monitoringv1alpha1.AlertmanagerConfig{second, first, amc(t, "team-a", "fine", hookSpec)},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []LeftOut{{
+		Config: types.NamespacedName{Namespace: "a", Name: "b/c"},
+		Reason: `alertmanager refuses the configuration: notification config name "a/b/c/d" is not unique`,
+	}}, res.LeftOut)
+	cfg, err := config.Load(string(res.Config))
+	require.NoError(t, err)
+	var receivers []string
+	for _, r := range cfg.Receivers {
+		receivers = append(receivers, r.Name)
+	}
+	require.Equal(t, []string{"null", "a/b/c/d", "team-a/fine/hook"}, receivers)
+}
+
+// TestV1beta1 checks that an AlertmanagerConfig read as v1beta1 (where
+// the CRD serves it) and converted to v1alpha1 with prometheus-operator's
+// conversion gives the same configuration as the v1alpha1 object.
+func TestV1beta1(t *testing.T) {
+	alpha := amc(t, "team-a", "hooks", hookSpec)
+	beta := &monitoringv1beta1.AlertmanagerConfig{}
+	require.NoError(t, beta.ConvertFrom(alpha))
+	require.NotEmpty(t, beta.Spec.Receivers[0].WebhookConfigs, "the v1beta1 object has the webhook")
+	converted := &monitoringv1alpha1.AlertmanagerConfig{}
+	require.NoError(t, beta.ConvertTo(converted))
+
+	want, err := Generate(t.Context(), Input{Alertmanager: alertmanager(""), Configs: []*monitoringv1alpha1.AlertmanagerConfig{alpha}})
+	require.NoError(t, err)
+	got, err := Generate(t.Context(), Input{Alertmanager: alertmanager(""), Configs: []*monitoringv1alpha1.AlertmanagerConfig{converted}})
+	require.NoError(t, err)
+	require.Equal(t, string(want.Config), string(got.Config))
+	require.Contains(t, string(got.Config), "team-a/hooks/hook")
+}
+
+// BenchmarkGenerate measures Generate for an Alertmanager that selects n
+// AlertmanagerConfigs, each loaded alone on the base and then together.
+func BenchmarkGenerate(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var configs []*monitoringv1alpha1.AlertmanagerConfig
+			for i := range n {
+				c := &monitoringv1alpha1.AlertmanagerConfig{}
+				require.NoError(b, sigsyaml.UnmarshalStrict([]byte(hookSpec), &c.Spec))
+				c.Namespace, c.Name = fmt.Sprintf("team-%04d", i), "hooks"
+				configs = append(configs, c)
+			}
+			in := Input{Alertmanager: alertmanager(""), Configs: configs}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Generate(b.Context(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
