@@ -59,12 +59,14 @@ type globalConfig struct {
 }
 
 // convertGlobal converts spec.alertmanagerConfiguration.global; its
-// references are read in the Alertmanager's namespace. The Mattermost
-// webhook needs Alertmanager 0.32: it is left out, as prometheus-operator
-// leaves it out for 0.31.
+// references are read in the Alertmanager's namespace. Mattermost needs
+// Alertmanager 0.32: refused, as prometheus-operator refuses it for 0.31.
 func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig) (*globalConfig, error) {
 	if in == nil {
 		return nil, nil
+	}
+	if in.MattermostConfig != nil {
+		return nil, tooNew("mattermost", "0.32")
 	}
 	out := &globalConfig{ResolveTimeout: string(in.ResolveTimeout), PagerdutyURL: string(ptr.Deref(in.PagerdutyURL, ""))}
 	if err := r.convertSMTP(out, in.SMTPConfig); err != nil {

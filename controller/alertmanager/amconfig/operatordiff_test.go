@@ -308,3 +308,40 @@ func configSections(t *testing.T, whose string, b []byte) map[string]string {
 	}
 	return out
 }
+
+// TestOperatorBaseErrors checks, for each case under testdata/base-errors,
+// that prometheus-operator generates no configuration (bin/opconfig exits
+// 1) and that Generate returns the error given here: the Alertmanager
+// keeps its last good configuration.
+func TestOperatorBaseErrors(t *testing.T) {
+	opconfig, err := toolbin.Path("opconfig")
+	require.NoError(t, err)
+	want := map[string]string{
+		"broken-secret":         `alertmanager monitoring/main: base configuration: undefined receiver "nowhere" used in route`,
+		"global-mattermost":     "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost needs Alertmanager 0.32 or later, the configuration is built for 0.31.1",
+		"global-missing":        "alertmanager monitoring/main: spec.alertmanagerConfiguration: AlertmanagerConfig monitoring/global not found",
+		"global-missing-secret": `alertmanager monitoring/main: spec.alertmanagerConfiguration.global: slackApiUrl: key "url" of secret monitoring/missing: not found`,
+		"global-root-continue":  "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot continue",
+		"global-root-matchers":  "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot have matchers",
+	}
+	cases, err := filepath.Glob(filepath.Join("testdata", "base-errors", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, cases, len(want))
+	for _, path := range cases {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			require.Contains(t, want, name)
+			cmd := exec.CommandContext(t.Context(), opconfig, "--alertmanager", path)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			_, err := cmd.Output()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "prometheus-operator generates a configuration")
+			require.Equal(t, 1, exit.ExitCode(), stderr.String())
+			t.Logf("prometheus-operator: %s", stderr.String())
+
+			_, err = Generate(t.Context(), caseInput(t, path))
+			require.EqualError(t, err, want[name])
+		})
+	}
+}
