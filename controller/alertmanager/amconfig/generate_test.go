@@ -424,3 +424,37 @@ func BenchmarkGenerate(b *testing.B) {
 		})
 	}
 }
+
+// TestContinueAsWritten checks the opt-in out of prometheus-operator's
+// forced continue: with the annotation, a first-level route continues
+// only when its AlertmanagerConfig says so.
+func TestContinueAsWritten(t *testing.T) {
+	stop := amc(t, "team-a", "stop", hookSpec)
+	goOn := amc(t, "team-b", "go-on", hookSpec)
+	goOn.Spec.Route.Continue = true
+	for _, tc := range []struct {
+		annotation string
+		want       []bool
+	}{
+		{annotation: "", want: []bool{true, true}},
+		{annotation: "forced", want: []bool{true, true}},
+		{annotation: ContinueAsWritten, want: []bool{false, true}},
+	} {
+		t.Run(tc.annotation, func(t *testing.T) {
+			am := alertmanager("")
+			if tc.annotation != "" {
+				am.Annotations = map[string]string{AnnotationContinue: tc.annotation}
+			}
+			res, err := Generate(t.Context(), Input{Alertmanager: am, Configs: []*monitoringv1alpha1.AlertmanagerConfig{stop, goOn}})
+			require.NoError(t, err)
+			cfg, err := config.Load(string(res.Config))
+			require.NoError(t, err)
+			var got []bool
+			for _, r := range cfg.Route.Routes {
+				got = append(got, r.Continue)
+			}
+			require.Equal(t, tc.want, got)
+			require.Equal(t, []string{`namespace="team-a"`, `severity="critical"`}, matcherStrings(cfg.Route.Routes[0].Matchers), "the namespace matcher stays")
+		})
+	}
+}

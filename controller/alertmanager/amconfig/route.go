@@ -180,25 +180,38 @@ func convertTimeInterval(in monitoringv1alpha1.MuteTimeInterval, key types.Names
 	return out, nil
 }
 
+// AnnotationContinue, set on an Alertmanager to ContinueAsWritten, makes
+// the first-level route of each AlertmanagerConfig continue only when the
+// object says so, instead of always as prometheus-operator forces it.
+const AnnotationContinue = "podreload.dev/alertmanagerconfig-continue"
+
+// ContinueAsWritten is the value of AnnotationContinue that keeps each
+// AlertmanagerConfig's continue.
+const ContinueAsWritten = "as-written"
+
 // strategy is the namespace matcher of
 // spec.alertmanagerConfigMatcherStrategy, applied to an
-// AlertmanagerConfig's first-level route and inhibition rules.
+// AlertmanagerConfig's first-level route and inhibition rules, and
+// whether that route is forced to continue.
 type strategy struct {
 	// enforce is false for None.
 	enforce bool
 	// except is the namespace whose AlertmanagerConfigs get no matcher
 	// (OnNamespaceExceptForAlertmanagerNamespace), "" for none.
 	except string
+	// asWritten keeps the route's continue (AnnotationContinue).
+	asWritten bool
 }
 
 func newStrategy(am *monitoringv1.Alertmanager) strategy {
+	s := strategy{enforce: true, asWritten: am.Annotations[AnnotationContinue] == ContinueAsWritten}
 	switch am.Spec.AlertmanagerConfigMatcherStrategy.Type {
 	case monitoringv1.NoneConfigMatcherStrategyType:
-		return strategy{}
+		s.enforce = false
 	case monitoringv1.OnNamespaceExceptForAlertmanagerNamespaceConfigMatcherStrategyType:
-		return strategy{enforce: true, except: am.Namespace}
+		s.except = am.Namespace
 	}
-	return strategy{enforce: true}
+	return s
 }
 
 func (s strategy) applies(namespace string) bool {
@@ -207,12 +220,15 @@ func (s strategy) applies(namespace string) bool {
 
 // processRoute adds the namespace matcher to a first-level route, and
 // sets continue: every first-level route continues, whatever the
-// strategy, as prometheus-operator forces it.
+// strategy, as prometheus-operator forces it, unless the Alertmanager
+// asks for ContinueAsWritten.
 func (s strategy) processRoute(namespace string, r *route) {
 	if s.applies(namespace) {
 		r.Matchers = append(r.Matchers, namespaceMatcher(namespace))
 	}
-	r.Continue = true
+	if !s.asWritten {
+		r.Continue = true
+	}
 }
 
 // processInhibitRule adds the namespace matcher to the source and target
