@@ -180,9 +180,10 @@ func convertTimeInterval(in monitoringv1alpha1.MuteTimeInterval, key types.Names
 	return out, nil
 }
 
-// AnnotationContinue, set on an Alertmanager to ContinueAsWritten, makes
-// the first-level route of each AlertmanagerConfig continue only when the
-// object says so, instead of always as prometheus-operator forces it.
+// AnnotationContinue is the annotation that, set on an Alertmanager to
+// ContinueAsWritten, makes the first-level route of each
+// AlertmanagerConfig continue only when the object says so, instead of
+// always as prometheus-operator forces it.
 const AnnotationContinue = "podreload.dev/alertmanagerconfig-continue"
 
 // ContinueAsWritten is the value of AnnotationContinue that keeps each
