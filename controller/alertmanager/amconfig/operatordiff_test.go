@@ -46,18 +46,17 @@ type knownDifference struct {
 // cases not listed must give the same configuration as
 // prometheus-operator.
 func operatorConfigKnown() map[string]knownDifference {
+	const badRegexp = "prometheus-operator v0.93.1 writes a matcher whose regular expression does not compile, which Alertmanager refuses: the whole configuration fails to load; Generate leaves that AlertmanagerConfig out with the parser's message"
 	const tlsFiles = "Generate inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/alertmanager/certs: the same bytes in another form"
 	return map[string]knownDifference{
-		"email-tls":       {sections: []string{"receiver team-a/r/ops"}, reason: tlsFiles},
-		"global-smtp":     {sections: []string{"global", "receiver monitoring/global/mail"}, reason: tlsFiles + " (the receiver inherits the global SMTP TLS configuration)"},
-		"http-tls":        {sections: []string{"receiver team-a/tls/ops"}, reason: tlsFiles},
-		"pushover-sound":  {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops a Pushover receiver's sound; Generate writes it"},
-		"sns-external-id": {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops sigv4's externalId before Alertmanager 0.33; Alertmanager 0.31 knows external_id, Generate writes it"},
-		"http-oauth2-tls": {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops the TLS configuration of an OAuth2 token endpoint; Generate writes it (inline)"},
-		"invalid-regex": {
-			sections: []string{"left out", "refused"},
-			reason:   "prometheus-operator v0.93.1 writes an inhibition rule whose regular expression does not compile, which Alertmanager refuses: the whole configuration fails to load; Generate leaves that AlertmanagerConfig out with the parser's message",
-		},
+		"email-tls":           {sections: []string{"receiver team-a/r/ops"}, reason: tlsFiles},
+		"global-smtp":         {sections: []string{"global", "receiver monitoring/global/mail"}, reason: tlsFiles + " (the receiver inherits the global SMTP TLS configuration)"},
+		"http-tls":            {sections: []string{"receiver team-a/tls/ops"}, reason: tlsFiles},
+		"pushover-sound":      {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops a Pushover receiver's sound; Generate writes it"},
+		"sns-external-id":     {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops sigv4's externalId before Alertmanager 0.33; Alertmanager 0.31 knows external_id, Generate writes it"},
+		"http-oauth2-tls":     {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops the TLS configuration of an OAuth2 token endpoint; Generate writes it (inline)"},
+		"invalid-regex":       {sections: []string{"left out", "refused"}, reason: badRegexp},
+		"invalid-route-regex": {sections: []string{"left out", "refused"}, reason: badRegexp},
 		"rocketchat": {
 			sections: []string{"refused"},
 			reason:   "prometheus-operator v0.93.1 writes is_webview and msg_in_chat_window into Rocket.Chat actions, which Alertmanager 0.31 refuses; Generate writes the actions' text, url and msg only",
