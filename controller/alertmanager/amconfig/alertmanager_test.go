@@ -2,13 +2,14 @@ package amconfig
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,12 +39,10 @@ func TestAlertmanagerLoads(t *testing.T) {
 	log, err := os.Create(filepath.Join(dir, "log"))
 	require.NoError(t, err)
 	defer log.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	// Port 0: the port is the one Alertmanager logs, none is reserved
+	// ahead for it.
 	cmd := exec.CommandContext(t.Context(), bin, "--config.file="+path, "--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=")
+		"--web.listen-address=127.0.0.1:0", "--cluster.listen-address=")
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -54,8 +53,19 @@ func TestAlertmanagerLoads(t *testing.T) {
 			t.Logf("alertmanager's log:\n%s", b)
 		}
 	})
-	url := "http://" + addr
+	var url string
 	wait.Until(t, time.Minute, 50*time.Millisecond, "alertmanager ready", func() error {
+		if url == "" {
+			b, err := os.ReadFile(log.Name())
+			if err != nil {
+				return err
+			}
+			m := listeningRE.FindSubmatch(b)
+			if m == nil {
+				return errors.New("alertmanager logs no address yet")
+			}
+			url = "http://" + string(m[1])
+		}
 		_, err := request(http.MethodGet, url+"/-/ready")
 		return err
 	})
@@ -83,6 +93,9 @@ func TestAlertmanagerLoads(t *testing.T) {
 		require.Equal(t, receiverNames(t, res.Config), receiverNames(t, []byte(status.Config.Original)), "%s: alertmanager does not run the configuration", c)
 	}
 }
+
+// listeningRE finds the address Alertmanager listens on in its log.
+var listeningRE = regexp.MustCompile(`msg="Listening on" address=(127\.0\.0\.1:[0-9]+)`)
 
 // request sends a request without a body and returns the response's body,
 // or an error with it when the status is not 200.
