@@ -239,13 +239,15 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code, deploy/cr
 	rm -f charts/podreload/crds/*.yaml
 	cp deploy/crds/*.yaml charts/podreload/crds/
 
+# TESTFLAGS go to every go test of make test: -json, say, gives each test's
+# time (docs/development.md).
 test: lint build tools host-images node-bins ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
+	$(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
 	@# Without -race: the packages it links are then those `make images` compiled.
-	cd tools/images && $(GO) test -count=1 ./...
+	cd tools/images && $(GO) test -count=1 $(TESTFLAGS) ./...
 	@# After the rest: the node's Prometheus runs in this machine's PID namespace,
 	@# where e2e's signal tests must find the only prometheus process.
-	$(GO) test -race -count=1 -p 1 -timeout 30m ./internal/testenv/node/ ./e2e/node/
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(TESTFLAGS) ./internal/testenv/node/ ./e2e/node/
 
 unit: tools bin/images/podreload-$(HOST_ARCH).tar ## Run the unit tests only.
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
