@@ -151,7 +151,7 @@ func TestRenderSplit(t *testing.T) {
 		require.Equal(t, map[string]string{kube.LabelName: App, labelInstance: "main", labelConfig: "main", labelConfigPart: fmt.Sprint(i + 1)}, p.Labels)
 		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), maxPartGzip)
 	}
-	require.Equal(t, []string{"main-config-1", "main-config-2"}, names)
+	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3"}, names)
 
 	main := gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey])
 	var directives []byte
@@ -164,10 +164,12 @@ func TestRenderSplit(t *testing.T) {
 	require.Equal(t, contentHash(objs.ConfigSecret.Data[ConfigSecretKey], objs.RuleShards), objs.ContentHash)
 
 	var cfg struct {
-		ScrapeConfigFiles []string `yaml:"scrape_config_files"`
+		ScrapeConfigFiles []string         `yaml:"scrape_config_files"`
+		ScrapeConfigs     []map[string]any `yaml:"scrape_configs"`
 	}
 	require.NoError(t, yaml.Unmarshal(main, &cfg))
-	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml"}, cfg.ScrapeConfigFiles)
+	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml", "parts/main-config-3.yaml"}, cfg.ScrapeConfigFiles)
+	require.Empty(t, cfg.ScrapeConfigs, "the jobs are all in the parts")
 
 	got := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
 	require.ElementsMatch(t, []string{
@@ -253,6 +255,40 @@ func TestChunkJobsStable(t *testing.T) {
 			require.Equal(t, change.want, changed, "chunks changed")
 		})
 	}
+}
+
+// TestPartCache renders the jobs of a split configuration twice through
+// one partCache, one job changed the second time: only its part is
+// compressed again, the others are the same bytes, reused.
+func TestPartCache(t *testing.T) {
+	var cache partCache
+	render := func(changed int) [][]byte {
+		s := &jobStream{cache: &cache, splitting: true}
+		for i := range 20000 {
+			item := bytes.Repeat([]byte{byte('a' + i%26)}, 2000)
+			if i == changed {
+				item[0] = 'X'
+			}
+			require.NoError(t, s.addSplit([]job{{monitor: i, name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: item}}))
+		}
+		require.NoError(t, s.close())
+		cache.rotate()
+		return s.gzipped
+	}
+	before := render(-1)
+	require.Greater(t, len(before), 3)
+	after := render(10000)
+	require.Len(t, after, len(before))
+	reused := 0
+	for i := range before {
+		if &before[i][0] == &after[i][0] {
+			reused++
+		} else {
+			require.NotEqual(t, before[i], after[i], "part %d compressed again, unchanged", i+1)
+		}
+	}
+	require.Equal(t, len(before)-1, reused)
+	require.Len(t, cache.last, len(after), "the parts of the last render only")
 }
 
 // testSplit makes the configuration of a PrometheusServer too large for

@@ -81,7 +81,8 @@ type ruleKey struct {
 // entries of its last render, so give each PrometheusServer its own. The
 // zero value is ready; it is safe for concurrent use. Objects without a
 // UID or resourceVersion are not cached. It also keeps the gzipped
-// configuration of the last render, by the SHA-256 of the configuration.
+// configuration of the last render, by the SHA-256 of the configuration,
+// and its gzipped parts when it was split (partCache).
 type ruleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
@@ -92,6 +93,9 @@ type ruleCache struct {
 	// buckets is the number of rule ConfigMaps of the last render
 	// (ruleBuckets), 0 before the first.
 	buckets int
+	// parts are the gzipped parts of the configuration of the last
+	// render, when it was split.
+	parts partCache
 }
 
 // gzipped returns the gzipped configuration whose SHA-256 is sum, if it
