@@ -54,8 +54,13 @@ func (f editFigures) String() string {
 		return ""
 	}
 	lat := slices.Sorted(slices.Values(f.latency))
-	return fmt.Sprintf("%.1f KB, %v / %v", float64(slices.Max(f.bytes))/1e3,
-		lat[len(lat)/2].Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond))
+	round := func(d time.Duration) time.Duration {
+		if d >= time.Second {
+			return d.Round(10 * time.Millisecond)
+		}
+		return d.Round(100 * time.Microsecond)
+	}
+	return fmt.Sprintf("%.1f KB, %v / %v", float64(slices.Max(f.bytes))/1e3, round(lat[len(lat)/2]), round(lat[len(lat)-1]))
 }
 
 // replaceSection replaces what lies between the markers of section name in

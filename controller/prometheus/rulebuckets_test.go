@@ -254,19 +254,37 @@ func TestRuleWrites(t *testing.T) {
 			desired: [][]string{{"a", "c"}, {"b", "d"}},
 			interim: 2,
 		},
+		{
+			name:    "a chain of moves, from the older layout",
+			live:    [][]string{{"a", "b"}, {"c", "d"}, {"e"}},
+			desired: [][]string{{"a"}, {"b", "c"}, {"d", "e"}},
+			interim: 1,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			live, desired := configMaps("main", tc.live), configMaps("main", tc.desired)
 			state := stateOf(live)
 			before := state.files()
 			kept := stateOf(desired).files()
-			writes := ruleWrites(live, desired)
-			require.Len(t, writes, len(desired)+tc.interim)
-			for _, w := range writes {
-				state[w.Name] = w.BinaryData
-				have := state.files()
-				for f := range before {
-					require.True(t, !kept[f] || have[f], "%s missing after writing %s", f, w.Name)
+			phases := ruleWrites(live, desired)
+			require.Len(t, slices.Concat(phases...), len(desired)+tc.interim)
+			// The writes of a phase may land in any order: every prefix
+			// of each, in both orders, keeps every file.
+			for _, phase := range phases {
+				reversed := slices.Clone(phase)
+				slices.Reverse(reversed)
+				for _, order := range [][]*corev1.ConfigMap{phase, reversed} {
+					s := maps.Clone(state)
+					for _, w := range order {
+						s[w.Name] = w.BinaryData
+						have := s.files()
+						for f := range before {
+							require.True(t, !kept[f] || have[f], "%s missing after writing %s", f, w.Name)
+						}
+					}
+				}
+				for _, w := range phase {
+					state[w.Name] = w.BinaryData
 				}
 			}
 			for name := range state {

@@ -1,23 +1,29 @@
 package prometheus
 
 import (
+	"errors"
 	"maps"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
 // ruleWrites orders the writes of the rule ConfigMaps desired, given the
 // live ones, so that no file one of them holds disappears from the pods in
-// between, wherever it moves (from prometheus-operator-sized shards of an
-// older version, or when their number changes). It returns the
-// ConfigMaps to write, in order: first those that lose no file another
-// one gets; then, for those that do, each with the files it gives to
+// between, wherever it moves (from the 512 KiB shards of an older version,
+// or when their number changes). It returns the ConfigMaps to write in
+// phases, each written once the one before is: first those that give no
+// file to another; then those that do, each with the files it gives to
 // another of them kept (an interim version: a file is then in two
-// ConfigMaps for a moment, never in none), and each as desired. With the
-// hashed layout (packShards) a ConfigMap that gives files away never gets
-// any from another that does, so the interim versions are only written on
-// the upgrade from the older layout, whose shards could swap files.
-func ruleWrites(live, desired []*corev1.ConfigMap) []*corev1.ConfigMap {
+// ConfigMaps for a moment, never in none), or as desired when it gives
+// files only to those of the first phase; then those with an interim
+// version, as desired. Every ConfigMap then holds at least its desired
+// files before any gives a file away to it: the writes of a phase may go
+// in any order, or at once. With the hashed
+// layout (packShards) a ConfigMap that gives files away never gets any
+// from another that does, so the interim versions are only written on the
+// upgrade from the older layout, whose shards could swap files.
+func ruleWrites(live, desired []*corev1.ConfigMap) [][]*corev1.ConfigMap {
 	liveByName := make(map[string]*corev1.ConfigMap, len(live))
 	for _, cm := range live {
 		liveByName[cm.Name] = cm
@@ -47,7 +53,6 @@ func ruleWrites(live, desired []*corev1.ConfigMap) []*corev1.ConfigMap {
 			first = append(first, cm)
 			continue
 		}
-		last = append(last, cm)
 		var kept map[string][]byte
 		for _, key := range keys {
 			if _, receiverGives := gives[wanted[key]]; receiverGives {
@@ -57,12 +62,49 @@ func ruleWrites(live, desired []*corev1.ConfigMap) []*corev1.ConfigMap {
 				kept[key] = liveByName[cm.Name].BinaryData[key]
 			}
 		}
-		if kept != nil {
-			i := cm.DeepCopy()
-			i.BinaryData = kept
-			interim = append(interim, i)
+		if kept == nil {
+			// It gives files only to ConfigMaps of the first phase.
+			interim = append(interim, cm)
+			continue
+		}
+		i := cm.DeepCopy()
+		i.BinaryData = kept
+		interim, last = append(interim, i), append(last, cm)
+	}
+	var phases [][]*corev1.ConfigMap
+	for _, p := range [][]*corev1.ConfigMap{first, interim, last} {
+		if len(p) > 0 {
+			phases = append(phases, p)
 		}
 	}
-	out := append(first, interim...)
-	return append(out, last...)
+	return phases
+}
+
+// maxParallelWrites bounds the rule ConfigMaps written at once: a burst
+// rewrites each of them (16 for 1,000 PrometheusRules), one after the
+// other a round trip each.
+const maxParallelWrites = 8
+
+// writeAll writes objs at once, maxParallelWrites at most at a time, with
+// write, and returns when all are written, the errors joined.
+func writeAll(objs []*corev1.ConfigMap, write func(*corev1.ConfigMap) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	sem := make(chan struct{}, maxParallelWrites)
+	for _, o := range objs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := write(o); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

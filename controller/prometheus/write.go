@@ -26,7 +26,8 @@ import (
 // before it, and those it no longer names deleted after it. No rule file disappears from the pods
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, a file moving between shards is written where it goes
-// before it is removed from where it was (ruleWrites), and the configuration, whose rule_files name the
+// before it is removed from where it was (ruleWrites: the shards of one
+// phase are written at once), and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
 // The Role and RoleBinding of the reloaders are written before the
 // StatefulSets, so that their pods find them; the StatefulSets of shards
@@ -67,8 +68,10 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			return nil, err
 		}
 	}
-	for _, cm := range ruleWrites(liveRules, objs.RuleShards) {
-		if err := kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap); err != nil {
+	for _, phase := range ruleWrites(liveRules, objs.RuleShards) {
+		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
+			return kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap)
+		}); err != nil {
 			return nil, err
 		}
 	}
