@@ -19,10 +19,11 @@ import (
 // files only to those of the first phase; then those with an interim
 // version, as desired. Every ConfigMap then holds at least its desired
 // files before any gives a file away to it: the writes of a phase may go
-// in any order, or at once. With the hashed
-// layout (packShards) a ConfigMap that gives files away never gets any
-// from another that does, so the interim versions are only written on the
-// upgrade from the older layout, whose shards could swap files.
+// in any order, or at once. Among the hashed ConfigMaps (packShards) one
+// that gives files away never gets any from another that does, so interim
+// versions are only written on the upgrade from the older layout, whose
+// shards could swap files, and for the large files, each in a ConfigMap of
+// its own in name order, when one is added or removed before others.
 func ruleWrites(live, desired []*corev1.ConfigMap) [][]*corev1.ConfigMap {
 	liveByName := make(map[string]*corev1.ConfigMap, len(live))
 	for _, cm := range live {
