@@ -68,12 +68,8 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			return nil, err
 		}
 	}
-	for _, phase := range ruleWrites(liveRules, objs.RuleShards) {
-		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
-			return kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap)
-		}); err != nil {
-			return nil, err
-		}
+	if err := r.writeRuleShards(ctx, own, liveRules, objs.RuleShards); err != nil {
+		return nil, err
 	}
 	for _, cm := range extra {
 		if err := r.writer.Delete(ctx, "ConfigMap", cm); err != nil {
@@ -124,6 +120,19 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 	}
 	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets))
+}
+
+// writeRuleShards writes the rule ConfigMaps shards, given the live ones,
+// in the phases of ruleWrites, the ConfigMaps of a phase at once.
+func (r *reconciler) writeRuleShards(ctx context.Context, own kube.Owner, live, shards []*corev1.ConfigMap) error {
+	for _, phase := range ruleWrites(live, shards) {
+		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
+			return kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteExtraParts deletes the part Secrets of the configuration that
