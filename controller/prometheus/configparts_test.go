@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,6 +291,44 @@ func TestPartCache(t *testing.T) {
 	}
 	require.Equal(t, len(before)-1, reused)
 	require.Len(t, cache.last, len(after), "the parts of the last render only")
+}
+
+// TestSplitSingleEdit splits 20,000 jobs, then the same with one changed:
+// one part Secret changes, and the config Secret, which holds no job, only
+// by the hash naming that part.
+func TestSplitSingleEdit(t *testing.T) {
+	srv := server("monitoring", "main", nil)
+	render := func(changed int) *splitConfig {
+		s := &jobStream{}
+		for i := range 20000 {
+			name := fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i)
+			item := fmt.Appendf(nil, "- job_name: %s\n  scrape_interval: %ds\n  static_configs:\n  - targets: [app-%05d:8080]\n", name, 30+i%7, i)
+			if i == changed {
+				item = fmt.Appendf(nil, "- job_name: %s\n  scrape_interval: 31s\n  static_configs:\n  - targets: [changed:8080]\n", name)
+			}
+			// Some 1.1 KB a job, 22 MB in all: more than a config Secret.
+			item = fmt.Appendf(item, "    labels: {pad: %s}\n", strings.Repeat(strconv.Itoa(i), 1000/len(strconv.Itoa(i))))
+			s.monitors = append(s.monitors, monitorRef{kind: monitoringv1.ServiceMonitorsKind, namespace: "ns", name: name})
+			require.NoError(t, s.add([]job{{monitor: i, name: name, item: item}}))
+		}
+		require.True(t, s.splitting)
+		out, err := split(srv, []byte("global: {}\n"), configParts{jobs: s})
+		require.NoError(t, err)
+		return out
+	}
+	before, after := render(-1), render(12345)
+	require.Greater(t, len(before.parts), 1)
+	require.Len(t, after.parts, len(before.parts))
+	changed := 0
+	for i := range before.parts {
+		if !bytes.Equal(before.parts[i].Data[ConfigSecretKey], after.parts[i].Data[ConfigSecretKey]) {
+			changed++
+		}
+	}
+	require.Equal(t, 1, changed, "parts changed")
+	require.NotEqual(t, before.main, after.main)
+	require.Less(t, len(after.mainGzip), 4<<10, "the config Secret holds the parts' names and hashes only")
+	require.Contains(t, string(after.main), "scrape_configs: []\n")
 }
 
 // testSplit makes the configuration of a PrometheusServer too large for
