@@ -296,3 +296,34 @@ func TestRuleWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleCacheSeed checks that a controller that restarts keeps the
+// number of hashed ConfigMaps the previous one had, where the hysteresis
+// kept it above the least that holds the files: seeded from the live
+// ConfigMaps (a large file's alone not counted), it renders the same.
+func TestRuleCacheSeed(t *testing.T) {
+	all := sizedFiles(repeated(1000, 500)...)
+	n := ruleBuckets(all, 0)
+	k := len(all)
+	for k > 0 && ruleBuckets(all[:k], 0) == n {
+		k--
+	}
+	files := all[:k]
+	require.Equal(t, n, ruleBuckets(files, n), "%d files: kept at %d by the hysteresis", k, n)
+	require.Less(t, ruleBuckets(files, 0), n, "%d files: fewer from scratch", k)
+
+	large := ruleResult{name: "large.yaml", gz: make([]byte, 20<<10)}
+	live := packShards(testServer(), append(slices.Clone(files), large), n)
+	require.Len(t, live, n+1)
+	var c ruleCache
+	require.False(t, c.seeded())
+	c.seed(live)
+	require.True(t, c.seeded())
+	require.Equal(t, n, c.buckets)
+	c.seed(nil)
+	require.Equal(t, n, c.buckets, "seeded once")
+
+	var empty ruleCache
+	empty.seed(nil)
+	require.False(t, empty.seeded())
+}

@@ -113,6 +113,46 @@ func (c *ruleCache) keepGzipped(sum [sha256.Size]byte, gz []byte) {
 	c.configSum, c.configGzip = sum, gz
 }
 
+// seeded reports whether c has rendered, or been seeded.
+func (c *ruleCache) seeded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buckets != 0
+}
+
+// seed sets, before the first render, the number of hashed rule
+// ConfigMaps of the previous render from live, the rule ConfigMaps written
+// before (by this controller's previous process): the hysteresis of
+// ruleBuckets then holds across restarts, and a restart moves no file. It
+// counts those that do not hold a single large file, rounded down to a
+// power of two.
+func (c *ruleCache) seed(live []*corev1.ConfigMap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buckets != 0 {
+		return
+	}
+	n := 0
+	for _, cm := range live {
+		large := false
+		if len(cm.BinaryData) == 1 {
+			for key, gz := range cm.BinaryData {
+				large = largeFile(ruleResult{name: strings.TrimSuffix(key, gzipSuffix), gz: gz})
+			}
+		}
+		if !large {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	c.buckets = 1
+	for 2*c.buckets <= n {
+		c.buckets *= 2
+	}
+}
+
 // render turns the PrometheusRules selected for server into rule file
 // ConfigMaps named <server>-rulefiles-<i> in the server's namespace. Files
 // are named <namespace>-<name>-<uid>.yaml, stored gzipped (gzipRuleFile)
