@@ -292,7 +292,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, files of at most 600 l
 bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the reloaders, the controller and the pipeline; writes docs/benchmarks.md.
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/...
-	$(GO) test -run NONE -bench Scale -benchtime 1x ./cmd/controller/
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Scale -benchtime 1x -timeout 30m ./cmd/controller/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource|AppliedStatus' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'NodeRuleEdit|Takeover' -benchtime 1x -timeout 90m ./e2e/node/

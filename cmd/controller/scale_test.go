@@ -1,30 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +30,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller"
 	promserver "github.com/podreload/podreload/controller/prometheus"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
@@ -100,7 +93,8 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	if _, err := os.Stat(bin); err != nil {
 		b.Fatalf("%s is missing: run `make build` to build it (%v)", bin, err)
 	}
-	env := controlplane.Start(b, filepath.Join("..", "..", "deploy", "crds"))
+	flags, audit := auditFlags(b, b.TempDir())
+	env := controlplane.StartWithFlags(b, flags, filepath.Join("..", "..", "deploy", "crds"))
 	c := scaleClient(b, env.Config)
 	ctx := b.Context()
 
@@ -154,7 +148,7 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	// Later writes would count too: stop when they have.
 	end := ctl.settle(b)
 	b.Logf("after convergence: %.0f more reconciles, %.0f more writes", end.reconciles-at.reconciles, end.writes-at.writes)
-	prog.verify(b, sc.jobs())
+	size := prog.verify(b, sc.jobs())
 	rss := ctl.rss(b)
 	for _, e := range prog.timeline() {
 		b.Logf("%8v %s", e.at.Sub(first).Round(time.Millisecond), e.what)
@@ -166,6 +160,19 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	b.Logf("controller CPU since the first create: %.2f s; reconciliations took %.2f s, %.0f ms on average",
 		end.cpu-base.cpu, end.reconcileTime-base.reconcileTime, 1000*(end.reconcileTime-base.reconcileTime)/reconciles)
 	b.Logf("client-side throttling in the controller's log: %d lines", ctl.count(b, "client-side throttling"))
+	writes := summarize(auditWrites(b, audit, first, byUserAgent(controller.Name)))
+	b.Logf("the controller's writes since the first create, from the API server's audit log: %s", writes)
+	settle := func() series { return ctl.settle(b).writesBy }
+	ruleEdit := measureEdits(b, settle, prog, "PrometheusRule", func(i int) {
+		editObject(b, c, scaleRule(ns, 0), func(r *monitoringv1.PrometheusRule) {
+			r.Spec.Groups[0].Rules[0].Expr = intstr.FromString(fmt.Sprintf("vector(%d)", i))
+		})
+	})
+	monitorEdit := measureEdits(b, settle, prog, "ServiceMonitor", func(i int) {
+		editObject(b, c, scaleServiceMonitor(ns, 0, sc.endpoints), func(m *monitoringv1.ServiceMonitor) {
+			m.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 31+i))
+		})
+	})
 
 	b.ReportMetric(p.converged.Sub(last).Seconds(), "converge-s")
 	b.ReportMetric(p.converged.Sub(first).Seconds(), "total-s")
@@ -179,6 +186,15 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	b.ReportMetric(rss.peak/1e6, "peak-rss-MB")
 	b.ReportMetric(rss.now/1e6, "rss-MB")
 	b.ReportMetric(rss.anon/1e6, "rss-anon-MB")
+	b.ReportMetric(float64(writes.ok), "audit-writes")
+	b.ReportMetric(float64(writes.c409), "audit-409s")
+	ruleEdit.report(b, "rule-edit")
+	monitorEdit.report(b, "monitor-edit")
+	writeScaleSection(b, "scale-"+sc.name, scaleFigures{
+		controller: "podreload", create: last.Sub(first), converge: p.converged.Sub(last),
+		config: p.config.Sub(last), rules: p.rules.Sub(last), writes: writes, reconciles: reconciles,
+		cpu: end.cpu - base.cpu, peakRSS: rss.peak, size: size, ruleEdit: ruleEdit, monitorEdit: monitorEdit,
+	})
 	ctl.stop(b)
 }
 
@@ -302,12 +318,13 @@ type progress struct {
 	config, rules          time.Time
 	converged              time.Time
 	wantJobs, wantFiles    int
-	secret                 []byte            // the config Secret's configuration
-	main                   string            // the config Secret's name
-	parts                  map[string][]byte // the configurations of its part Secrets, by name
-	partJobs               map[string]int    // the jobs of each Secret, the config Secret's included
-	shards                 map[string]int
+	secret                 []byte              // the config Secret's configuration
+	main                   string              // the config Secret's name
+	parts                  map[string][]byte   // the configurations of its part Secrets, by name
+	partJobs               map[string]int      // the jobs of each Secret, the config Secret's included
+	shards                 map[string][]string // the rule files of each ConfigMap
 	events                 []progressEvent
+	writes                 []objectWrite
 	secretErr, watchClosed error
 }
 
@@ -326,14 +343,19 @@ type tracker struct {
 // watchProgress watches the config Secret and the rule file ConfigMaps of
 // server until the benchmark ends.
 func watchProgress(b *testing.B, c client.WithWatch, server *v1alpha1.PrometheusServer, sc scaleCase) *tracker {
-	t := &tracker{p: progress{wantJobs: sc.jobs(), wantFiles: sc.rules, shards: map[string]int{},
-		main: promserver.ConfigSecretName(server), parts: map[string][]byte{}, partJobs: map[string]int{}}}
-	// The config Secret and its part Secrets, when it is split.
-	secrets, err := c.Watch(b.Context(), &corev1.SecretList{}, client.InNamespace(server.Namespace),
-		client.MatchingLabels{"podreload.dev/config": server.Name})
+	return watchObjects(b, c, sc, server.Namespace, promserver.ConfigSecretName(server),
+		client.MatchingLabels{"podreload.dev/config": server.Name}, client.MatchingLabels{promserver.LabelRuleFiles: server.Name})
+}
+
+// watchObjects watches, in namespace ns, the Secrets labelled secrets that
+// hold a configuration (the config Secret main and its parts) and the rule
+// ConfigMaps labelled rules, until the benchmark ends.
+func watchObjects(b *testing.B, c client.WithWatch, sc scaleCase, ns, main string, secretLabels, ruleLabels client.MatchingLabels) *tracker {
+	t := &tracker{p: progress{wantJobs: sc.jobs(), wantFiles: sc.rules, shards: map[string][]string{},
+		main: main, parts: map[string][]byte{}, partJobs: map[string]int{}}}
+	secrets, err := c.Watch(b.Context(), &corev1.SecretList{}, client.InNamespace(ns), secretLabels)
 	must(b, err)
-	shards, err := c.Watch(b.Context(), &corev1.ConfigMapList{}, client.InNamespace(server.Namespace),
-		client.MatchingLabels{promserver.LabelRuleFiles: server.Name})
+	shards, err := c.Watch(b.Context(), &corev1.ConfigMapList{}, client.InNamespace(ns), ruleLabels)
 	must(b, err)
 	done := make(chan struct{})
 	go func() {
@@ -377,8 +399,12 @@ func (t *tracker) secretEvent(ev watch.Event) {
 	if !ok {
 		return
 	}
+	if _, config := s.Data[promserver.ConfigSecretKey]; !config && ev.Type != watch.Deleted {
+		return // Another Secret of prometheus-operator's (TLS assets, web configuration).
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.p.writes = append(t.p.writes, written(now, "Secret", s, ev.Type))
 	if ev.Type == watch.Deleted {
 		delete(t.p.parts, s.Name)
 		delete(t.p.partJobs, s.Name)
@@ -418,18 +444,24 @@ func (t *tracker) shardEvent(ev watch.Event) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.p.writes = append(t.p.writes, written(now, "ConfigMap", cm, ev.Type))
 	if ev.Type == watch.Deleted {
 		delete(t.p.shards, cm.Name)
 	} else {
 		// Rule files are stored gzipped in BinaryData since 85ee542; a
 		// shard an older controller wrote holds them in Data.
-		t.p.shards[cm.Name] = len(cm.Data) + len(cm.BinaryData)
+		t.p.shards[cm.Name] = slices.Concat(slices.Collect(maps.Keys(cm.Data)), slices.Collect(maps.Keys(cm.BinaryData)))
 	}
-	t.p.files = 0
-	for _, n := range t.p.shards {
-		t.p.files += n
+	// Distinct files: one moving between ConfigMaps is in both for a
+	// moment.
+	files := map[string]bool{}
+	for _, keys := range t.p.shards {
+		for _, k := range keys {
+			files[strings.TrimSuffix(k, ".gz")] = true
+		}
 	}
-	t.event(now, fmt.Sprintf("ConfigMap %s %s: %d rule files; %d in %d ConfigMaps", cm.Name, ev.Type, t.p.shards[cm.Name], t.p.files, len(t.p.shards)))
+	t.p.files = len(files)
+	t.event(now, fmt.Sprintf("ConfigMap %s %s: %d rule files; %d in %d ConfigMaps", cm.Name, ev.Type, len(t.p.shards[cm.Name]), t.p.files, len(t.p.shards)))
 	if t.p.files != t.p.wantFiles {
 		t.p.rules, t.p.converged = time.Time{}, time.Time{}
 	} else if t.p.rules.IsZero() {
@@ -456,6 +488,7 @@ func (t *tracker) snapshot() progress {
 	defer t.mu.Unlock()
 	p := t.p
 	p.parts, p.partJobs, p.shards = maps.Clone(p.parts), maps.Clone(p.partJobs), maps.Clone(p.shards)
+	p.writes = slices.Clone(p.writes)
 	return p
 }
 
@@ -472,8 +505,9 @@ func (t *tracker) err() error {
 }
 
 // verify parses the last configuration in full, its parts included: it
-// has want scrape jobs, all different, and names every part.
-func (t *tracker) verify(b *testing.B, want int) {
+// has want scrape jobs, all different, and names every part. It returns
+// its size.
+func (t *tracker) verify(b *testing.B, want int) configSize {
 	b.Helper()
 	p := t.snapshot()
 	data, err := gunzip(p.secret)
@@ -513,7 +547,12 @@ func (t *tracker) verify(b *testing.B, want int) {
 	}
 	b.Logf("configuration: %d bytes, %d gzipped, in %d Secrets; %d scrape jobs; %d rule files in %d ConfigMaps; rule_files %v",
 		size, gzipped, 1+len(p.parts), len(names), p.files, len(p.shards), cfg.RuleFiles)
+	return configSize{plain: size, gzipped: gzipped, secrets: 1 + len(p.parts), ruleConfigMaps: len(p.shards)}
 }
+
+// configSize is the size of a configuration, in all its Secrets, and the
+// number of rule ConfigMaps.
+type configSize struct{ plain, gzipped, secrets, ruleConfigMaps int }
 
 func gunzip(data []byte) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
@@ -535,234 +574,4 @@ func countJobs(gz []byte) (int, error) {
 		return 0, err
 	}
 	return len(jobLine.FindAllIndex(data, -1)), nil
-}
-
-// runningController is the controller binary, started by a benchmark.
-type runningController struct {
-	cmd    *exec.Cmd
-	addr   string
-	log    string
-	exited chan struct{}
-	err    error // Set when exited is closed.
-}
-
-// startController runs bin against the API server of kubeconfig, until
-// it is ready to serve.
-func startController(b *testing.B, bin, kubeconfig string) *runningController {
-	dir := b.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(b, err)
-	addr := l.Addr().String()
-	must(b, l.Close())
-	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
-	must(b, err)
-	r := &runningController{addr: addr, log: logFile.Name(), exited: make(chan struct{})}
-	r.cmd = exec.Command(bin, "--kubeconfig="+kubeconfig, "--web.listen-address="+addr)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	must(b, r.cmd.Start())
-	go func() {
-		r.err = r.cmd.Wait()
-		logFile.Close()
-		close(r.exited)
-	}()
-	b.Cleanup(func() {
-		select {
-		case <-r.exited:
-		default:
-			_ = r.cmd.Process.Kill() // It may have just exited: Wait says how it ended.
-			<-r.exited
-		}
-		if b.Failed() {
-			r.tail(b)
-		}
-	})
-	waitUntil(b, r, "the controller to be ready", time.Minute, func() bool {
-		resp, err := http.Get("http://" + addr + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return r
-}
-
-// tail logs the last lines of the controller's log.
-func (r *runningController) tail(b *testing.B) {
-	data, err := os.ReadFile(r.log)
-	if err != nil {
-		b.Log(err)
-		return
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	b.Logf("the controller's log (%d lines), last lines:\n%s", len(lines), strings.Join(lines[max(len(lines)-40, 0):], "\n"))
-}
-
-// count returns the lines of the controller's log that hold s.
-func (r *runningController) count(b *testing.B, s string) int {
-	data, err := os.ReadFile(r.log)
-	must(b, err)
-	return bytes.Count(data, []byte(s))
-}
-
-// waitUntil polls cond every 10 ms until it holds; it fails when timeout
-// passes first or the controller exits.
-func waitUntil(b *testing.B, r *runningController, what string, timeout time.Duration, cond func() bool) {
-	b.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-r.exited:
-			b.Fatalf("waiting for %s: the controller exited: %v", what, r.err)
-		case <-deadline.C:
-			b.Fatalf("waiting for %s: not done after %v", what, timeout)
-		}
-	}
-}
-
-// counts are sums of the controller's counters.
-type counts struct {
-	writes, reconciles, requests float64
-	writesBy, requestsBy         series
-	// cpu is the controller's CPU time, reconcileTime the time its
-	// reconciliations took, in seconds.
-	cpu, reconcileTime float64
-	// heap are the Go heap gauges: in use, obtained from the system, and
-	// the next GC's goal.
-	heap [3]float64
-}
-
-func (c counts) String() string {
-	return fmt.Sprintf("%.0f writes, %.0f reconciles, %.0f API requests; Go heap in use %.1f MB, from the system %.1f MB, GC goal %.1f MB",
-		c.writes, c.reconciles, c.requests, c.heap[0]/1e6, c.heap[1]/1e6, c.heap[2]/1e6)
-}
-
-// series are counter values by label values.
-type series map[string]float64
-
-// minus returns the increase of s since old, without the series that did
-// not increase.
-func (s series) minus(old series) string {
-	var parts []string
-	for k, v := range s {
-		if d := v - old[k]; d > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%.0f", k, d))
-		}
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, " ")
-}
-
-// scrape reads the controller's counters from its /metrics.
-func (r *runningController) scrape() (counts, error) {
-	resp, err := http.Get("http://" + r.addr + "/metrics")
-	if err != nil {
-		return counts{}, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return counts{}, fmt.Errorf("parse the controller's metrics: %w", err)
-	}
-	c := counts{writesBy: series{}, requestsBy: series{}}
-	sum := func(name string, by []string, into series) float64 {
-		var total float64
-		for _, m := range families[name].GetMetric() {
-			v := m.GetCounter().GetValue()
-			total += v
-			if into != nil {
-				var key []string
-				for _, l := range m.GetLabel() {
-					if slices.Contains(by, l.GetName()) {
-						key = append(key, l.GetValue())
-					}
-				}
-				into[strings.Join(key, "/")] += v
-			}
-		}
-		return total
-	}
-	c.writes = sum("podreload_controller_writes_total", []string{"kind", "verb"}, c.writesBy)
-	c.reconciles = sum("podreload_controller_reconciles_total", nil, nil)
-	c.requests = sum("rest_client_requests_total", []string{"code", "method"}, c.requestsBy)
-	c.cpu = sum("process_cpu_seconds_total", nil, nil)
-	for _, m := range families["podreload_controller_reconcile_duration_seconds"].GetMetric() {
-		c.reconcileTime += m.GetHistogram().GetSampleSum()
-	}
-	for i, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_sys_bytes", "go_memstats_next_gc_bytes"} {
-		for _, m := range families[name].GetMetric() {
-			c.heap[i] = m.GetGauge().GetValue()
-		}
-	}
-	return c, nil
-}
-
-// settle waits until the controller's writes and reconciles have not
-// changed for a second, and returns its counters then.
-func (r *runningController) settle(b *testing.B) counts {
-	b.Helper()
-	var last counts
-	var since time.Time
-	waitUntil(b, r, "the controller to settle", time.Minute, func() bool {
-		c, err := r.scrape()
-		if err != nil {
-			b.Logf("scrape the controller: %v", err)
-			return false
-		}
-		if c.writes != last.writes || c.reconciles != last.reconciles || since.IsZero() {
-			last, since = c, time.Now()
-			return false
-		}
-		return time.Since(since) >= time.Second
-	})
-	return last
-}
-
-// memory is the RSS of a process, in bytes.
-type memory struct{ peak, now, anon float64 }
-
-func (m memory) String() string {
-	return fmt.Sprintf("peak RSS %.1f MB, RSS %.1f MB (anonymous %.1f MB)", m.peak/1e6, m.now/1e6, m.anon/1e6)
-}
-
-// rss reads the controller's memory from /proc.
-func (r *runningController) rss(b *testing.B) memory {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
-	must(b, err)
-	defer f.Close()
-	var m memory
-	fields := map[string]*float64{"VmHWM:": &m.peak, "VmRSS:": &m.now, "RssAnon:": &m.anon}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		f := strings.Fields(s.Text())
-		if p, ok := fields[f[0]]; ok && len(f) == 3 && f[2] == "kB" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			must(b, err)
-			*p = kb * 1024
-		}
-	}
-	must(b, s.Err())
-	if m.peak == 0 || m.now == 0 {
-		b.Fatalf("no VmHWM or VmRSS in /proc/%d/status", r.cmd.Process.Pid)
-	}
-	return m
-}
-
-// stop sends SIGTERM to the controller and checks it exits 0.
-func (r *runningController) stop(b *testing.B) {
-	b.Helper()
-	must(b, r.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-r.exited:
-		if r.err != nil {
-			b.Fatalf("the controller stopped with %v", r.err)
-		}
-	case <-time.After(30 * time.Second):
-		b.Fatal("the controller did not stop within 30s of SIGTERM")
-	}
 }

@@ -42,6 +42,9 @@ type configInput struct {
 	// ConfigMaps holds the ConfigMaps the monitors reference (TLS CAs and
 	// certificates, OAuth2 client ids), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
+	// Parts keeps the gzipped parts of a split configuration from one
+	// render to the next (partCache); nil compresses every part.
+	Parts *partCache
 }
 
 // rejection is an object left out of the configuration, and why (for an
@@ -179,7 +182,7 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 	var (
 		rejected []rejection
 		addErr   error
-		jobs     = &jobStream{}
+		jobs     = &jobStream{cache: in.Parts}
 		p        = configParts{global: yaml.MapSlice{server.global}, jobs: jobs}
 	)
 	err = r.eachMonitor(in, func(kind, namespace, name string, js []yaml.MapSlice, err error) {

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,7 +153,7 @@ func TestRenderSplit(t *testing.T) {
 		require.Equal(t, map[string]string{kube.LabelName: App, labelInstance: "main", labelConfig: "main", labelConfigPart: fmt.Sprint(i + 1)}, p.Labels)
 		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), maxPartGzip)
 	}
-	require.Equal(t, []string{"main-config-1", "main-config-2"}, names)
+	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3"}, names)
 
 	main := gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey])
 	var directives []byte
@@ -164,10 +166,12 @@ func TestRenderSplit(t *testing.T) {
 	require.Equal(t, contentHash(objs.ConfigSecret.Data[ConfigSecretKey], objs.RuleShards), objs.ContentHash)
 
 	var cfg struct {
-		ScrapeConfigFiles []string `yaml:"scrape_config_files"`
+		ScrapeConfigFiles []string         `yaml:"scrape_config_files"`
+		ScrapeConfigs     []map[string]any `yaml:"scrape_configs"`
 	}
 	require.NoError(t, yaml.Unmarshal(main, &cfg))
-	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml"}, cfg.ScrapeConfigFiles)
+	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml", "parts/main-config-3.yaml"}, cfg.ScrapeConfigFiles)
+	require.Empty(t, cfg.ScrapeConfigs, "the jobs are all in the parts")
 
 	got := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
 	require.ElementsMatch(t, []string{
@@ -253,6 +257,78 @@ func TestChunkJobsStable(t *testing.T) {
 			require.Equal(t, change.want, changed, "chunks changed")
 		})
 	}
+}
+
+// TestPartCache renders the jobs of a split configuration twice through
+// one partCache, one job changed the second time: only its part is
+// compressed again, the others are the same bytes, reused.
+func TestPartCache(t *testing.T) {
+	var cache partCache
+	render := func(changed int) [][]byte {
+		s := &jobStream{cache: &cache, splitting: true}
+		for i := range 20000 {
+			item := bytes.Repeat([]byte{byte('a' + i%26)}, 2000)
+			if i == changed {
+				item[0] = 'X'
+			}
+			require.NoError(t, s.addSplit([]job{{monitor: i, name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: item}}))
+		}
+		require.NoError(t, s.close())
+		cache.rotate()
+		return s.gzipped
+	}
+	before := render(-1)
+	require.Greater(t, len(before), 3)
+	after := render(10000)
+	require.Len(t, after, len(before))
+	reused := 0
+	for i := range before {
+		if &before[i][0] == &after[i][0] {
+			reused++
+		} else {
+			require.NotEqual(t, before[i], after[i], "part %d compressed again, unchanged", i+1)
+		}
+	}
+	require.Equal(t, len(before)-1, reused)
+	require.Len(t, cache.last, len(after), "the parts of the last render only")
+}
+
+// TestSplitSingleEdit splits 20,000 jobs, then the same with one changed:
+// one part Secret changes, and the config Secret, which holds no job, only
+// by the hash naming that part.
+func TestSplitSingleEdit(t *testing.T) {
+	srv := server("monitoring", "main", nil)
+	render := func(changed int) *splitConfig {
+		s := &jobStream{}
+		for i := range 20000 {
+			name := fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i)
+			item := fmt.Appendf(nil, "- job_name: %s\n  scrape_interval: %ds\n  static_configs:\n  - targets: [app-%05d:8080]\n", name, 30+i%7, i)
+			if i == changed {
+				item = fmt.Appendf(nil, "- job_name: %s\n  scrape_interval: 31s\n  static_configs:\n  - targets: [changed:8080]\n", name)
+			}
+			// Some 1.1 KB a job, 22 MB in all: more than a config Secret.
+			item = fmt.Appendf(item, "    labels: {pad: %s}\n", strings.Repeat(strconv.Itoa(i), 1000/len(strconv.Itoa(i))))
+			s.monitors = append(s.monitors, monitorRef{kind: monitoringv1.ServiceMonitorsKind, namespace: "ns", name: name})
+			require.NoError(t, s.add([]job{{monitor: i, name: name, item: item}}))
+		}
+		require.True(t, s.splitting)
+		out, err := split(srv, []byte("global: {}\n"), configParts{jobs: s})
+		require.NoError(t, err)
+		return out
+	}
+	before, after := render(-1), render(12345)
+	require.Greater(t, len(before.parts), 1)
+	require.Len(t, after.parts, len(before.parts))
+	changed := 0
+	for i := range before.parts {
+		if !bytes.Equal(before.parts[i].Data[ConfigSecretKey], after.parts[i].Data[ConfigSecretKey]) {
+			changed++
+		}
+	}
+	require.Equal(t, 1, changed, "parts changed")
+	require.NotEqual(t, before.main, after.main)
+	require.Less(t, len(after.mainGzip), 4<<10, "the config Secret holds the parts' names and hashes only")
+	require.Contains(t, string(after.main), "scrape_configs: []\n")
 }
 
 // testSplit makes the configuration of a PrometheusServer too large for

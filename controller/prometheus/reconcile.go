@@ -150,13 +150,17 @@ func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer
 	// again with them.
 	var objs *objects
 	refs := r.refs.Refs(key)
+	cache := r.ruleCache(key)
+	if err := r.seedRuleCache(ctx, server, cache); err != nil {
+		return synced{}, err
+	}
 	for {
 		var read store.Objects
 		if read, err = store.Read(ctx, r.reader, refs); err != nil {
 			return synced{}, err
 		}
 		in.Secrets, in.ConfigMaps = read.Secrets, read.ConfigMaps
-		objs, err = render(in, r.workload, r.ruleCache(key))
+		objs, err = render(in, r.workload, cache)
 		var specErr *specError
 		var seen []store.Ref
 		switch {
@@ -225,6 +229,20 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 		}
 	}
 	return in, nil
+}
+
+// seedRuleCache seeds cache, before its first render, with the rule
+// ConfigMaps server has (ruleCache.seed).
+func (r *reconciler) seedRuleCache(ctx context.Context, server *v1alpha1.PrometheusServer, cache *ruleCache) error {
+	if cache.seeded() {
+		return nil
+	}
+	live, _, err := r.liveShards(ctx, server, nil)
+	if err != nil {
+		return err
+	}
+	cache.seed(live)
+	return nil
 }
 
 // ruleCache returns the rule cache of a server.

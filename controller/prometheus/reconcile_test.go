@@ -323,16 +323,19 @@ func (cp *controlPlane) waitJobs(t *testing.T, s *v1alpha1.PrometheusServer, wan
 	return config
 }
 
-// ruleFiles returns the rule file names of s, by shard.
+// ruleFiles returns the rule file names of s, by shard: nil for a shard
+// missing below the last one (while extra ones are deleted one by one).
 func (cp *controlPlane) ruleFiles(t *testing.T, s *v1alpha1.PrometheusServer) [][]string {
 	var cms corev1.ConfigMapList
 	require.NoError(t, cp.c.List(t.Context(), &cms, client.InNamespace(s.Namespace), client.MatchingLabels{LabelRuleFiles: s.Name}))
-	shards := make([][]string, len(cms.Items))
+	var shards [][]string
 	for _, cm := range cms.Items {
 		var i int
 		_, err := fmt.Sscanf(strings.TrimPrefix(cm.Name, s.Name+"-rulefiles-"), "%d", &i)
 		require.NoError(t, err)
-		require.Less(t, i, len(shards), "shard %s", cm.Name)
+		for len(shards) <= i {
+			shards = append(shards, nil)
+		}
 		for name := range shardRules(t, &cm) {
 			shards[i] = append(shards[i], name)
 		}
@@ -534,49 +537,51 @@ func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
 		}
 	})
 
-	// Four files of 150 KiB gzipped and a small one: three big ones fill the first
-	// 512 KiB shard, the small one fits there too, the last goes to a
-	// second shard. With the API source, the configuration names it
-	// before it is created; with the volume source, it names a padded set
-	// of them and does not change.
+	// Three files of 18 KiB gzipped (some 25 KiB in base64), large ones
+	// (largeFile), and the small one: the small one stays in the first
+	// ConfigMap, each large one gets one of its own, in name order. With
+	// the API source, the configuration names them before they are
+	// created; with the volume source, it names a padded set of 4 and does
+	// not change.
 	before := len(run.Writes())
 	var big []*monitoringv1.PrometheusRule
-	for _, name := range []string{"b1", "b2", "b3", "b4"} {
-		r := paddedRule(ns, name, 150<<10)
+	for _, name := range []string{"b1", "b2", "b3"} {
+		r := paddedRule(ns, name, 18<<10)
 		cp.create(t, r)
 		big = append(big, r)
 	}
-	cp.waitRules(t, srv,
-		slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[0]), fileOf(big[1]), fileOf(big[2])})),
-		[]string{fileOf(big[3])})
+	cp.waitRules(t, srv, []string{fileOf(small)}, []string{fileOf(big[0])}, []string{fileOf(big[1])}, []string{fileOf(big[2])})
 	writes := run.Writes()[before:]
 	base := "/api/v1/namespaces/" + ns + "/configmaps"
 	config := "PUT /api/v1/namespaces/" + ns + "/secrets/" + ConfigSecretName(srv)
 	create := slices.Index(writes, "POST "+base)
-	require.GreaterOrEqual(t, create, 0, "second shard created: %q", writes)
+	require.GreaterOrEqual(t, create, 0, "shards created: %q", writes)
 	if source == v1alpha1.SourceAPI {
-		require.True(t, slices.Contains(writes[:create], config), "configuration written before the second shard: %q", writes)
+		require.True(t, slices.Contains(writes[:create], config), "configuration written before the new shards: %q", writes)
 	} else {
 		require.NotContains(t, writes, config)
 	}
 
-	// Shrink: the last file moves to the first shard, which is written
-	// before the second one is deleted; with the API source, the
-	// configuration stops naming it after that.
+	// Shrink: the last large file moves to the second ConfigMap, which is
+	// last written before the last of the others is deleted (the
+	// deletions may be rendered one by one); with the API source, the
+	// configuration stops naming them after that.
 	before = len(run.Writes())
-	require.NoError(t, cp.c.Delete(t.Context(), big[0]))
-	cp.waitRules(t, srv, slices.Sorted(slices.Values([]string{fileOf(small), fileOf(big[1]), fileOf(big[2]), fileOf(big[3])})))
+	for _, r := range big[:2] {
+		require.NoError(t, cp.c.Delete(t.Context(), r))
+	}
+	cp.waitRules(t, srv, []string{fileOf(small)}, []string{fileOf(big[2])})
 	if source == v1alpha1.SourceAPI {
 		eventually(t, func(c *assert.CollectT) {
 			assert.Contains(c, run.Writes()[before:], config)
 		})
 	}
 	writes = run.Writes()[before:]
-	update := slices.Index(writes, "PUT "+base+"/"+ruleShardName(srv, 0))
-	del := slices.Index(writes, "DELETE "+base+"/"+ruleShardName(srv, 1))
-	require.True(t, update >= 0 && del > update, "first shard updated before the second is deleted: %q", writes)
+	lastDelete := max(lastIndex(writes, "DELETE "+base+"/"+ruleShardName(srv, 2)), lastIndex(writes, "DELETE "+base+"/"+ruleShardName(srv, 3)))
+	update := lastIndex(writes, "PUT "+base+"/"+ruleShardName(srv, 1))
+	require.True(t, update >= 0 && lastDelete > update, "second shard written before the last one is deleted: %q", writes)
 	if source == v1alpha1.SourceAPI {
-		require.Greater(t, slices.Index(writes, config), del, "configuration written after the second shard is deleted: %q", writes)
+		require.Greater(t, lastIndex(writes, config), lastDelete, "configuration written after the shards are deleted: %q", writes)
 	} else {
 		require.NotContains(t, writes, config)
 	}
@@ -587,6 +592,16 @@ func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
 	var after appsv1.StatefulSet
 	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &after))
 	require.Equal(t, sts.ResourceVersion, after.ResourceVersion, "StatefulSet untouched")
+}
+
+// lastIndex is the index of the last s in list, or -1.
+func lastIndex(list []string, s string) int {
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i] == s {
+			return i
+		}
+	}
+	return -1
 }
 
 func (cp *controlPlane) testImmutable(t *testing.T) {

@@ -190,6 +190,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		ScrapeConfigs:   sel.scrapeConfigs,
 		Secrets:         in.Secrets,
 		ConfigMaps:      in.ConfigMaps,
+		Parts:           &cache.parts,
 	})
 	wg.Wait()
 	refs := store.Union(parts.secrets, web.Refs)
@@ -203,6 +204,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	rejected = sortRejections(append(rejected, rejectedRules...))
 
 	cfg, err := renderConfigSecrets(server, head, parts, shards, cache)
+	cache.parts.rotate()
 	if err != nil {
 		return nil, err
 	}

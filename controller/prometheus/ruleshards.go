@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,11 +26,20 @@ import (
 )
 
 const (
-	// maxShardBytes bounds the rule files of one ConfigMap: the sum of
-	// the lengths of its binaryData values, the files gzipped, keys and
-	// metadata not counted, which leaves ample room under the API
-	// server's 1 MiB object limit.
+	// maxShardBytes bounds one rule file gzipped: a larger one is
+	// rejected. A file that size has a ConfigMap of its own (shardTarget),
+	// half the API server's 1 MiB object limit. In prometheus-operator's
+	// layout it bounds the plain files of a ConfigMap.
 	maxShardBytes = 512 << 10
+	// shardTarget bounds a rule ConfigMap as sent to the API server and to
+	// every watcher (shardCost, metadata not counted): the rules are
+	// spread over enough ConfigMaps (ruleBuckets) that an edit of one
+	// PrometheusRule rewrites one ConfigMap of at most 56 KiB of rule
+	// files, under 64 KiB with its metadata. A ConfigMap holding a single
+	// file larger than that holds that file alone.
+	shardTarget = 56 << 10
+	// maxRuleShards bounds the number of rule ConfigMaps of a server.
+	maxRuleShards = 1024
 	// gzipSuffix ends the binaryData key of a gzipped rule file: the
 	// config-reloaders write the file X for the key X.gz, gunzipped.
 	gzipSuffix = ".gz"
@@ -70,13 +81,21 @@ type ruleKey struct {
 // entries of its last render, so give each PrometheusServer its own. The
 // zero value is ready; it is safe for concurrent use. Objects without a
 // UID or resourceVersion are not cached. It also keeps the gzipped
-// configuration of the last render, by the SHA-256 of the configuration.
+// configuration of the last render, by the SHA-256 of the configuration,
+// and its gzipped parts when it was split (partCache).
 type ruleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
 
 	configSum  [sha256.Size]byte
 	configGzip []byte
+
+	// buckets is the number of rule ConfigMaps of the last render
+	// (ruleBuckets), 0 before the first.
+	buckets int
+	// parts are the gzipped parts of the configuration of the last
+	// render, when it was split.
+	parts partCache
 }
 
 // gzipped returns the gzipped configuration whose SHA-256 is sum, if it
@@ -94,14 +113,57 @@ func (c *ruleCache) keepGzipped(sum [sha256.Size]byte, gz []byte) {
 	c.configSum, c.configGzip = sum, gz
 }
 
+// seeded reports whether c has rendered, or been seeded.
+func (c *ruleCache) seeded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buckets != 0
+}
+
+// seed sets, before the first render, the number of hashed rule
+// ConfigMaps of the previous render from live, the rule ConfigMaps written
+// before (by this controller's previous process): the hysteresis of
+// ruleBuckets then holds across restarts, and a restart moves no file. It
+// counts those that do not hold a single large file, rounded down to a
+// power of two.
+func (c *ruleCache) seed(live []*corev1.ConfigMap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buckets != 0 {
+		return
+	}
+	n := 0
+	for _, cm := range live {
+		large := false
+		if len(cm.BinaryData) == 1 {
+			for key, gz := range cm.BinaryData {
+				large = largeFile(ruleResult{name: strings.TrimSuffix(key, gzipSuffix), gz: gz})
+			}
+		}
+		if !large {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	c.buckets = 1
+	for 2*c.buckets <= n {
+		c.buckets *= 2
+	}
+}
+
 // render turns the PrometheusRules selected for server into rule file
-// ConfigMaps named <server>-rulefiles-<i> in the server's namespace, each
-// holding at most 512 KiB of rule files gzipped (counted as the sum of the
-// gzipped files' lengths). Files are named <namespace>-<name>-<uid>.yaml,
-// stored gzipped (gzipRuleFile) under the binaryData key of that name
-// with ".gz" appended, and placed first-fit in name order, so the same
-// rules always give the same ConfigMaps. A PrometheusRule that Prometheus
-// would refuse, whose file alone exceeds a ConfigMap gzipped, or which a
+// ConfigMaps named <server>-rulefiles-<i> in the server's namespace. Files
+// are named <namespace>-<name>-<uid>.yaml, stored gzipped (gzipRuleFile)
+// under the binaryData key of that name with ".gz" appended, and placed
+// by a hash of their name into one of a power of two of ConfigMaps, enough
+// for each to stay within shardTarget (ruleBuckets, packShards), or, for a
+// file larger than a quarter of that, into a ConfigMap of its own: an edit
+// of one PrometheusRule rewrites one small ConfigMap, and the same rules
+// give the same ConfigMaps (after the same previous render: the number of
+// hashed ConfigMaps changes only on large growth or shrinkage). A PrometheusRule that Prometheus
+// would refuse, whose file alone exceeds maxShardBytes gzipped, or which a
 // config-reloader would refuse to gunzip (more than maxConfigBytes), is
 // left out and returned as rejected, sorted by namespace and name; the
 // others are kept. Owner references are not set.
@@ -156,29 +218,106 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	if operatorLayout(server) {
 		return packPlainShards(server, files), rejected
 	}
-	return packShards(server, files), rejected
+	var small []ruleResult
+	for _, f := range files {
+		if !largeFile(f) {
+			small = append(small, f)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buckets = ruleBuckets(small, c.buckets)
+	return packShards(server, files, c.buckets), rejected
 }
 
-// packShards places files, each at most maxShardBytes gzipped, into rule
-// file ConfigMaps of server, first-fit in name order, each holding at
-// most maxShardBytes of them gzipped.
-func packShards(server *v1alpha1.PrometheusServer, files []ruleResult) []*corev1.ConfigMap {
-	files = slices.SortedFunc(slices.Values(files), func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
-	var (
-		shards []*corev1.ConfigMap
-		used   []int
-	)
+// packShards places files into rule file ConfigMaps of server: each
+// small one into the one of the first buckets its name hashes to
+// (ruleBucket), each large one (largeFile) into one of its own after
+// them, in name order; none without files. Where a small file goes
+// depends on its name and the number of buckets only: a file added,
+// changed or removed rewrites its ConfigMap alone, and when the number
+// doubles, a file of the i-th ConfigMap stays there or moves to the
+// (i+buckets)-th. A large file added or removed moves the large ones
+// after it, each to the next ConfigMap or the previous one.
+func packShards(server *v1alpha1.PrometheusServer, files []ruleResult, buckets int) []*corev1.ConfigMap {
+	if len(files) == 0 {
+		return nil
+	}
+	shards := make([]*corev1.ConfigMap, buckets)
+	for i := range shards {
+		shards[i] = ruleShard(server, i)
+	}
+	var large []ruleResult
 	for _, f := range files {
-		i := slices.IndexFunc(used, func(n int) bool { return n+len(f.gz) <= maxShardBytes })
-		if i < 0 {
-			i = len(shards)
-			shards = append(shards, ruleShard(server, i))
-			used = append(used, 0)
+		if largeFile(f) {
+			large = append(large, f)
+			continue
 		}
-		shards[i].BinaryData[f.name+gzipSuffix] = f.gz
-		used[i] += len(f.gz)
+		shards[ruleBucket(f.name, buckets)].BinaryData[f.name+gzipSuffix] = f.gz
+	}
+	slices.SortFunc(large, func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
+	for _, f := range large {
+		cm := ruleShard(server, len(shards))
+		cm.BinaryData[f.name+gzipSuffix] = f.gz
+		shards = append(shards, cm)
 	}
 	return shards
+}
+
+// largeFile reports whether f takes more than a quarter of shardTarget:
+// hashed with others, it would make their ConfigMap large, or make many
+// more ConfigMaps necessary for it to share one with none of its kind.
+func largeFile(f ruleResult) bool {
+	return shardCost(f) > shardTarget/4
+}
+
+// ruleBucket is the ConfigMap, of buckets (a power of two), of the file
+// name.
+func ruleBucket(name string, buckets int) int {
+	return int(xxhash.Sum64String(name) & uint64(buckets-1))
+}
+
+// shardCost is what the file f adds to a ConfigMap as written, in JSON:
+// its value in base64, its key twice (the API server lists it in the
+// managed fields too) and some quotes and separators.
+func shardCost(f ruleResult) int {
+	return base64.StdEncoding.EncodedLen(len(f.gz)) + 2*len(f.name+gzipSuffix) + 16
+}
+
+// ruleBuckets is the number of hashed rule ConfigMaps for files, the
+// small ones, from prev, that of the previous render (0 for none): a
+// power of two, doubled while a
+// ConfigMap of more than one file would exceed shardTarget (up to
+// maxRuleShards), and halved while half as many would each stay within
+// three quarters of it. Between the two, the number stays: rules that
+// grow or shrink a little do not move files between ConfigMaps.
+func ruleBuckets(files []ruleResult, prev int) int {
+	n := 1
+	for n < min(prev, maxRuleShards) {
+		n *= 2
+	}
+	for n < maxRuleShards && overfull(files, n, shardTarget) {
+		n *= 2
+	}
+	for n > 1 && !overfull(files, n/2, shardTarget*3/4) {
+		n /= 2
+	}
+	return n
+}
+
+// overfull reports whether, spread over buckets ConfigMaps, files would
+// fill one holding more than one file beyond limit (shardCost).
+func overfull(files []ruleResult, buckets, limit int) bool {
+	cost, count := make([]int, buckets), make([]int, buckets)
+	for _, f := range files {
+		b := ruleBucket(f.name, buckets)
+		cost[b] += shardCost(f)
+		count[b]++
+		if count[b] > 1 && cost[b] > limit {
+			return true
+		}
+	}
+	return false
 }
 
 func cacheable(r *monitoringv1.PrometheusRule) bool {

@@ -25,7 +25,9 @@ import (
 // the last one written stays; with one, its part Secrets are written
 // before it, and those it no longer names deleted after it. No rule file disappears from the pods
 // between two states: rule shards are created or updated before the extra
-// ones are deleted, and the configuration, whose rule_files name the
+// ones are deleted, a file moving between shards is written where it goes
+// before it is removed from where it was (ruleWrites: the shards of one
+// phase are written at once), and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
 // The Role and RoleBinding of the reloaders are written before the
 // StatefulSets, so that their pods find them; the StatefulSets of shards
@@ -34,7 +36,7 @@ import (
 // emptied after them. It returns the live StatefulSets, by shard, but
 // for those being created again: a *kube.RecreatingError says which.
 func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) ([]*appsv1.StatefulSet, error) {
-	extra, err := r.extraShards(ctx, server, objs.RuleShards)
+	liveRules, extra, err := r.liveShards(ctx, server, objs.RuleShards)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +64,8 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 			return nil, err
 		}
 	}
-	for _, cm := range objs.RuleShards {
-		if err := kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap); err != nil {
-			return nil, err
-		}
+	if err := r.writeRuleShards(ctx, own, liveRules, objs.RuleShards); err != nil {
+		return nil, err
 	}
 	for _, cm := range extra {
 		if err := r.writer.Delete(ctx, "ConfigMap", cm); err != nil {
@@ -132,6 +132,19 @@ func (r *reconciler) writeAccess(ctx context.Context, server *v1alpha1.Prometheu
 	return r.createStateSecrets(ctx, server, own, objs.StateSecrets)
 }
 
+// writeRuleShards writes the rule ConfigMaps shards, given the live ones,
+// in the phases of ruleWrites, the ConfigMaps of a phase at once.
+func (r *reconciler) writeRuleShards(ctx context.Context, own kube.Owner, live, shards []*corev1.ConfigMap) error {
+	for _, phase := range ruleWrites(live, shards) {
+		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
+			return kube.Write(ctx, r.writer, own, cm, kube.SyncConfigMap)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // deleteExtraParts deletes the part Secrets of the configuration that
 // server controls and parts does not hold: once the config Secret no
 // longer names them.
@@ -178,21 +191,24 @@ func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.Pro
 	return nil
 }
 
-// extraShards returns the rule file ConfigMaps server controls that are
-// not among shards.
-func (r *reconciler) extraShards(ctx context.Context, server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap) ([]*corev1.ConfigMap, error) {
+// liveShards returns the rule file ConfigMaps server controls, and those
+// of them that are not among shards.
+func (r *reconciler) liveShards(ctx context.Context, server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap) (live, extra []*corev1.ConfigMap, err error) {
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels(ruleFilesLabels(server))); err != nil {
-		return nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
+		return nil, nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
 	}
-	var extra []*corev1.ConfigMap
 	for i := range cms.Items {
 		cm := &cms.Items[i]
-		if metav1.IsControlledBy(cm, server) && !slices.ContainsFunc(shards, func(s *corev1.ConfigMap) bool { return s.Name == cm.Name }) {
+		if !metav1.IsControlledBy(cm, server) {
+			continue
+		}
+		live = append(live, cm)
+		if !slices.ContainsFunc(shards, func(s *corev1.ConfigMap) bool { return s.Name == cm.Name }) {
 			extra = append(extra, cm)
 		}
 	}
-	return extra, nil
+	return live, extra, nil
 }
 
 // keepImmutable copies into desired, the StatefulSet of a Prometheus taken

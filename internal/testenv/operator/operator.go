@@ -71,6 +71,10 @@ type Process struct {
 	// Kubeconfig is the path of the kubeconfig it runs with: its
 	// ServiceAccount's token.
 	Kubeconfig string
+	// PID is its process id (its CPU time and memory are in /proc/PID).
+	PID int
+	// MetricsURL is the address of its /metrics.
+	MetricsURL string
 	stop       func()
 	logs       *syncBuffer
 }
@@ -156,9 +160,10 @@ func objects(t testing.TB) []*unstructured.Unstructured {
 // once its Prometheus controller is ready. id is its --controller-id:
 // empty, its default, reconciles the Prometheus objects without the
 // operator.prometheus.io/controller-id annotation or with an empty value.
-// The operator stops with the test, or earlier with Stop; its log goes to
-// the test's log when the test fails.
-func Start(t testing.TB, kubeconfig, id string) *Process {
+// args are more flags of the operator's; it logs at the debug level unless
+// they set --log-level. The operator stops with the test, or earlier with
+// Stop; its log goes to the test's log when the test fails.
+func Start(t testing.TB, kubeconfig, id string, args ...string) *Process {
 	t.Helper()
 	Install(t, kubeconfig)
 	bin, err := toolbin.Path("prometheus-operator")
@@ -169,11 +174,14 @@ func Start(t testing.TB, kubeconfig, id string) *Process {
 	// The operator has no --kubeconfig flag: it reads KUBECONFIG. Its
 	// HTTP server (metrics, health) on a free port of the loopback, which
 	// it logs (address).
-	args := []string{"--web.listen-address=127.0.0.1:0", "--log-level=debug"}
-	if id != "" {
-		args = append(args, "--controller-id="+id)
+	flags := []string{"--web.listen-address=127.0.0.1:0"}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--log-level=") }) {
+		flags = append(flags, "--log-level=debug")
 	}
-	cmd := exec.Command(bin, args...)
+	if id != "" {
+		flags = append(flags, "--controller-id="+id)
+	}
+	cmd := exec.Command(bin, append(flags, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+own)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -205,6 +213,7 @@ func Start(t testing.TB, kubeconfig, id string) *Process {
 	// Ready: its Prometheus controller has synced its caches. It exits
 	// at once on a bad flag or kubeconfig, or with no permission for any
 	// controller.
+	var metrics string
 	eventually(t, time.Minute, "prometheus-operator ready", func() error {
 		select {
 		case err := <-done:
@@ -216,9 +225,10 @@ func Start(t testing.TB, kubeconfig, id string) *Process {
 		if m == nil {
 			return errors.New("its web server has not started")
 		}
-		return ready(t.Context(), "http://"+m[1]+"/metrics")
+		metrics = "http://" + m[1] + "/metrics"
+		return ready(t.Context(), metrics)
 	})
-	return &Process{Kubeconfig: own, stop: stop, logs: logs}
+	return &Process{Kubeconfig: own, PID: cmd.Process.Pid, MetricsURL: metrics, stop: stop, logs: logs}
 }
 
 // ready returns nil once the operator's metrics at url say its Prometheus

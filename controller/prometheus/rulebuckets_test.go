@@ -1,0 +1,329 @@
+package prometheus
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// sizedFiles are files named f000.yaml, f001.yaml... of gzipped sizes.
+func sizedFiles(sizes ...int) []ruleResult {
+	files := make([]ruleResult, len(sizes))
+	for i, size := range sizes {
+		files[i] = ruleResult{name: fmt.Sprintf("f%03d.yaml", i), gz: make([]byte, size)}
+	}
+	return files
+}
+
+// repeated is n times size.
+func repeated(n, size int) []int {
+	sizes := make([]int, n)
+	for i := range sizes {
+		sizes[i] = size
+	}
+	return sizes
+}
+
+// checkLayout checks that shards hold exactly files: each small one in
+// the hashed ConfigMap its name hashes to, a ConfigMap of more than one
+// of them within shardTarget, then each large one alone, in name order.
+func checkLayout(t *testing.T, shards []*corev1.ConfigMap, files []ruleResult) {
+	t.Helper()
+	var large []string
+	for _, f := range files {
+		if largeFile(f) {
+			large = append(large, f.name+gzipSuffix)
+		}
+	}
+	slices.Sort(large)
+	n := len(shards) - len(large)
+	require.Positive(t, n)
+	require.Zero(t, n&(n-1), "a power of two: %d", n)
+	held := 0
+	for i, cm := range shards {
+		require.Equal(t, "main-rulefiles-"+strconv.Itoa(i), cm.Name)
+		require.Empty(t, cm.Data)
+		held += len(cm.BinaryData)
+		if i >= n {
+			require.Equal(t, []string{large[i-n]}, slices.Collect(maps.Keys(cm.BinaryData)), cm.Name)
+			continue
+		}
+		cost := 0
+		for key, gz := range cm.BinaryData {
+			name, ok := strings.CutSuffix(key, gzipSuffix)
+			require.True(t, ok, key)
+			f := ruleResult{name: name, gz: gz}
+			require.False(t, largeFile(f), "%s in %s", name, cm.Name)
+			require.Equal(t, i, ruleBucket(name, n), "%s in %s", name, cm.Name)
+			cost += shardCost(f)
+		}
+		if len(cm.BinaryData) > 1 {
+			require.LessOrEqual(t, cost, shardTarget, cm.Name)
+		}
+	}
+	require.Equal(t, len(files), held)
+}
+
+func TestPackShards(t *testing.T) {
+	require.Nil(t, packShards(testServer(), nil, 4), "no files, no ConfigMaps")
+
+	// Empty buckets are ConfigMaps all the same: the count is the
+	// configuration's rule_files.
+	files := sizedFiles(100, 100)
+	shards := packShards(testServer(), files, 8)
+	require.Len(t, shards, 8)
+	checkLayout(t, shards, files)
+
+	// Large files come after the hashed ConfigMaps, each alone.
+	files = sizedFiles(100, 20<<10, 100, 300<<10, 15<<10)
+	shards = packShards(testServer(), files, 2)
+	require.Len(t, shards, 5)
+	checkLayout(t, shards, files)
+	require.Equal(t, []string{"f001.yaml.gz"}, slices.Collect(maps.Keys(shards[2].BinaryData)))
+
+	// Doubling keeps a file where it was or moves it to a new ConfigMap.
+	files = sizedFiles(repeated(200, 100)...)
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		for _, f := range files {
+			b, b2 := ruleBucket(f.name, n), ruleBucket(f.name, 2*n)
+			require.True(t, b2 == b || b2 == b+n, "%s: %d of %d, then %d of %d", f.name, b, n, b2, 2*n)
+		}
+	}
+}
+
+func TestRuleBuckets(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+		prev  int
+		want  int // 0: the least count that holds them
+	}{
+		{name: "no files", want: 1},
+		{name: "one small file", sizes: []int{1000}, want: 1},
+		{name: "one file larger than the target alone", sizes: []int{300 << 10}, want: 1},
+		{name: "small files within the target", sizes: repeated(40, 1000), want: 1},
+		{name: "1,000 files of 500 bytes", sizes: repeated(1000, 500)},
+		{name: "large files apart", sizes: append(repeated(6, 40<<10), 1000), want: 1},
+		{name: "halved only while half as many hold them at three quarters", sizes: repeated(40, 1000), prev: 4, want: 2},
+		{name: "halved when half holds them at three quarters", sizes: repeated(10, 1000), prev: 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := sizedFiles(tc.sizes...)
+			var small []ruleResult
+			for _, f := range files {
+				if !largeFile(f) {
+					small = append(small, f)
+				}
+			}
+			n := ruleBuckets(small, tc.prev)
+			if tc.want > 0 {
+				require.Equal(t, tc.want, n)
+			}
+			require.False(t, overfull(small, n, shardTarget), "within the target at %d", n)
+			if tc.prev == 0 && n > 1 {
+				require.True(t, overfull(small, n/2, shardTarget), "the least count: %d", n)
+			}
+			if len(files) > 0 {
+				checkLayout(t, packShards(testServer(), files, n), files)
+			}
+		})
+	}
+
+	// Growth of a few percent keeps the count (hysteresis), past the
+	// target doubles it.
+	files := sizedFiles(repeated(1000, 500)...)
+	n := ruleBuckets(files, 0)
+	require.Equal(t, n, ruleBuckets(files[:950], n), "5 % fewer files: same count")
+	require.Equal(t, 2*n, ruleBuckets(sizedFiles(repeated(1300, 500)...), n), "30 % more: doubled")
+	require.Equal(t, maxRuleShards, ruleBuckets(sizedFiles(repeated(30000, 10<<10)...), 0), "bounded")
+}
+
+// TestRenderRulesSingleEdit renders 1,000 PrometheusRules, then the same
+// with one of them edited: one ConfigMap changes, of less than 64 KiB as
+// JSON, and its other files are those it held.
+func TestRenderRulesSingleEdit(t *testing.T) {
+	rules := benchRules(1000)
+	var cache ruleCache
+	before, rejected := cache.render(testServer(), rules)
+	require.Empty(t, rejected)
+	require.Greater(t, len(before), 4, "the rules spread over several ConfigMaps")
+	var files []ruleResult
+	for _, cm := range before {
+		for key, gz := range cm.BinaryData {
+			files = append(files, ruleResult{name: strings.TrimSuffix(key, gzipSuffix), gz: gz})
+		}
+	}
+	checkLayout(t, before, files)
+	require.Len(t, files, 1000)
+	checkRules(t, before)
+
+	edited := rules[417]
+	edited.ResourceVersion = "2"
+	edited.Spec.Groups[0].Rules[0].Expr = intstr.FromString("sum(up)")
+	after, _ := cache.render(testServer(), rules)
+	require.Len(t, after, len(before))
+	var changed []string
+	for i := range after {
+		if !equalBinary(before[i].BinaryData, after[i].BinaryData) {
+			changed = append(changed, after[i].Name)
+			require.Equal(t, slices.Sorted(maps.Keys(before[i].BinaryData)), slices.Sorted(maps.Keys(after[i].BinaryData)))
+			require.Contains(t, after[i].BinaryData, ruleFileName(edited)+gzipSuffix)
+			b, err := json.Marshal(after[i])
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(b), 64<<10, "%s as JSON", after[i].Name)
+			t.Logf("%s: %d files, %d bytes as JSON; %d ConfigMaps", after[i].Name, len(after[i].BinaryData), len(b), len(after))
+		}
+	}
+	require.Len(t, changed, 1)
+}
+
+func equalBinary(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
+}
+
+// ruleState is the rule files of live ConfigMaps: by ConfigMap, its keys.
+type ruleState map[string]map[string][]byte
+
+func stateOf(cms []*corev1.ConfigMap) ruleState {
+	s := ruleState{}
+	for _, cm := range cms {
+		s[cm.Name] = cm.BinaryData
+	}
+	return s
+}
+
+func (s ruleState) files() map[string]bool {
+	files := map[string]bool{}
+	for _, data := range s {
+		for key := range data {
+			files[key] = true
+		}
+	}
+	return files
+}
+
+func configMaps(server string, layout [][]string) []*corev1.ConfigMap {
+	var cms []*corev1.ConfigMap
+	for i, keys := range layout {
+		cm := ruleShard(testServer(), i)
+		cm.Name = server + "-rulefiles-" + strconv.Itoa(i)
+		for _, k := range keys {
+			cm.BinaryData[k] = []byte(k)
+		}
+		cms = append(cms, cm)
+	}
+	return cms
+}
+
+// TestRuleWrites applies the writes ruleWrites orders, one by one, then
+// deletes the extra ConfigMaps, as write does: a file there before and
+// after is in some ConfigMap at every step.
+func TestRuleWrites(t *testing.T) {
+	hashed := func(n int, names ...string) [][]string {
+		layout := make([][]string, n)
+		for _, name := range names {
+			b := ruleBucket(name, n)
+			layout[b] = append(layout[b], name)
+		}
+		return layout
+	}
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprintf("f%02d.yaml.gz", i))
+	}
+	for _, tc := range []struct {
+		name          string
+		live, desired [][]string
+		interim       int
+	}{
+		{name: "upgrade from one shard", live: [][]string{many}, desired: hashed(8, many...)},
+		{name: "doubled", live: hashed(4, many...), desired: hashed(8, many...)},
+		{name: "halved", live: hashed(8, many...), desired: hashed(4, many...)},
+		{name: "a file added, one removed", live: hashed(4, many[1:]...), desired: hashed(4, many[:39]...)},
+		{
+			name:    "shards that swap files, from the older layout",
+			live:    [][]string{{"a", "b"}, {"c", "d"}},
+			desired: [][]string{{"a", "c"}, {"b", "d"}},
+			interim: 2,
+		},
+		{
+			name:    "a chain of moves, from the older layout",
+			live:    [][]string{{"a", "b"}, {"c", "d"}, {"e"}},
+			desired: [][]string{{"a"}, {"b", "c"}, {"d", "e"}},
+			interim: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live, desired := configMaps("main", tc.live), configMaps("main", tc.desired)
+			state := stateOf(live)
+			before := state.files()
+			kept := stateOf(desired).files()
+			phases := ruleWrites(live, desired)
+			require.Len(t, slices.Concat(phases...), len(desired)+tc.interim)
+			// The writes of a phase may land in any order: every prefix
+			// of each, in both orders, keeps every file.
+			for _, phase := range phases {
+				reversed := slices.Clone(phase)
+				slices.Reverse(reversed)
+				for _, order := range [][]*corev1.ConfigMap{phase, reversed} {
+					s := maps.Clone(state)
+					for _, w := range order {
+						s[w.Name] = w.BinaryData
+						have := s.files()
+						for f := range before {
+							require.True(t, !kept[f] || have[f], "%s missing after writing %s", f, w.Name)
+						}
+					}
+				}
+				for _, w := range phase {
+					state[w.Name] = w.BinaryData
+				}
+			}
+			for name := range state {
+				if !slices.ContainsFunc(desired, func(cm *corev1.ConfigMap) bool { return cm.Name == name }) {
+					delete(state, name)
+				}
+			}
+			require.Equal(t, stateOf(desired), state)
+		})
+	}
+}
+
+// TestRuleCacheSeed checks that a controller that restarts keeps the
+// number of hashed ConfigMaps the previous one had, where the hysteresis
+// kept it above the least that holds the files: seeded from the live
+// ConfigMaps (a large file's alone not counted), it renders the same.
+func TestRuleCacheSeed(t *testing.T) {
+	all := sizedFiles(repeated(1000, 500)...)
+	n := ruleBuckets(all, 0)
+	k := len(all)
+	for k > 0 && ruleBuckets(all[:k], 0) == n {
+		k--
+	}
+	files := all[:k]
+	require.Equal(t, n, ruleBuckets(files, n), "%d files: kept at %d by the hysteresis", k, n)
+	require.Less(t, ruleBuckets(files, 0), n, "%d files: fewer from scratch", k)
+
+	large := ruleResult{name: "large.yaml", gz: make([]byte, 20<<10)}
+	live := packShards(testServer(), append(slices.Clone(files), large), n)
+	require.Len(t, live, n+1)
+	var c ruleCache
+	require.False(t, c.seeded())
+	c.seed(live)
+	require.True(t, c.seeded())
+	require.Equal(t, n, c.buckets)
+	c.seed(nil)
+	require.Equal(t, n, c.buckets, "seeded once")
+
+	var empty ruleCache
+	empty.seed(nil)
+	require.False(t, empty.seeded())
+}
