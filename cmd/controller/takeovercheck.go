@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // takeoverCheck prints, for each Prometheus object of files (or of the
@@ -46,7 +47,7 @@ func takeoverCheck(ctx context.Context, kubeconfig string, files []string, stdou
 		fmt.Fprintf(stdout, "Prometheus %s/%s (controller-id %q):\n", c.Namespace, c.Name, c.ControllerID)
 		if len(c.Unsupported) > 0 {
 			code = 1
-			fmt.Fprintf(stdout, "  refused, not supported yet: %s; annotated, it stays untouched\n", promserver.UnsupportedMessage(c.Unsupported))
+			fmt.Fprintf(stdout, "  refused, not supported yet: %s; annotated, it stays untouched\n", takeover.UnsupportedMessage(c.Unsupported))
 			continue
 		}
 		fmt.Fprintf(stdout, "  can be taken over: annotate it with %s=<the controller's --controller-id>\n", promserver.AnnotationControllerID)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // operatorBaseImage and operatorDefaultVersion (layout_workload.go) make
@@ -33,7 +34,7 @@ const unmanagedConfiguration = "serviceMonitorSelector, podMonitorSelector, prob
 // prometheus-operator cannot parse, and unmanagedConfiguration, sorted.
 func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServerSpec, unsupported []string) {
 	in = *in.DeepCopy()
-	unsupported = refusedFields(in)
+	unsupported = takeover.RefusedFields(in, operatorFields())
 	image, ok := operatorImage(&in)
 	if !ok {
 		unsupported = append(unsupported, "version")

@@ -1,8 +1,6 @@
 package prometheus
 
 import (
-	"strings"
-
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/utils/ptr"
 )
@@ -35,19 +33,4 @@ func CheckTakeover(p *monitoringv1.Prometheus) Check {
 		c.StatefulSets = append(c.StatefulSets, shardName(server, shard))
 	}
 	return c
-}
-
-// UnsupportedMessage says what of unsupported (fromPrometheus') keeps a
-// Prometheus from being taken over: the field paths under spec, and the
-// reasons that are not a field's.
-func UnsupportedMessage(unsupported []string) string {
-	out := make([]string, len(unsupported))
-	for i, u := range unsupported {
-		if strings.ContainsAny(u, " :") {
-			out[i] = u
-		} else {
-			out[i] = "spec." + u
-		}
-	}
-	return strings.Join(out, "; ")
 }
