@@ -40,9 +40,11 @@ import (
 // stops matching, the controller stops writing at once and deletes
 // nothing; prometheus-operator, whose id now matches, takes the objects
 // back.
-// AnnotationControllerID is prometheus-operator's annotation naming the
-// controller of a Prometheus object (takeover.AnnotationControllerID).
-const AnnotationControllerID = takeover.AnnotationControllerID
+const (
+	// AnnotationControllerID is prometheus-operator's annotation naming the
+	// controller of a Prometheus object (takeover.AnnotationControllerID).
+	AnnotationControllerID = takeover.AnnotationControllerID
+)
 
 // TakeOver configures the reconciler of prometheus-operator's Prometheus
 // objects.
