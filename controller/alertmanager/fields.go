@@ -1,7 +1,6 @@
 package alertmanager
 
 import (
-	"reflect"
 	"slices"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -91,8 +90,7 @@ func operatorFields() []takeover.Field {
 		mapped("web.timeout", flag),
 		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
 		refuse("clusterTLS", "mutual TLS between the peers is not rendered yet"),
-		refuseBut("alertmanagerConfiguration", "the base configuration from an AlertmanagerConfig is built by package amconfig; its templates are not mounted yet; accepted: without templates",
-			func(v reflect.Value) bool { return v.Elem().FieldByName("Templates").Len() == 0 }),
+		refuse("alertmanagerConfiguration", "the base configuration from an AlertmanagerConfig (and its templates' volume) is not built yet: with it, the base would be the default configuration"),
 		refuseBut("automountServiceAccountToken", "the config-reloader reads the configuration through the API server with the pod's token; accepted: true", takeover.OnlyBool(true)),
 		mapped("enableFeatures", "--enable-feature"),
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),

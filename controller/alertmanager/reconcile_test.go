@@ -134,6 +134,11 @@ const baseConfig = "route:\n  receiver: team\nreceivers:\n- name: team\n"
 // first handed back.
 func TestReconciler(t *testing.T) {
 	env := controlplane.Start(t, filepath.Join("..", "..", "deploy", "crds"))
+	t.Run("take over, generate, refuse, hand back", func(t *testing.T) { testTakeover(t, env) })
+	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
+}
+
+func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	c := newClient(t, env.Config)
 	ctx := t.Context()
 	ns := "am-takeover"

@@ -148,7 +148,6 @@ func acceptedValues() map[string][]string {
 		"listenLocal":                  {`false`},
 		"hostNetwork":                  {`false`},
 		"automountServiceAccountToken": {`true`},
-		"alertmanagerConfiguration":    {`{"name": "global"}`},
 	}
 }
 
@@ -157,7 +156,6 @@ func acceptedValues() map[string][]string {
 func refusedValues() map[string]string {
 	return map[string]string{
 		"automountServiceAccountToken": `false`,
-		"alertmanagerConfiguration":    `{"name": "global", "templates": [{"configMap": {"name": "t", "key": "t.tmpl"}}]}`,
 	}
 }
 
