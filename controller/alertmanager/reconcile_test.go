@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/alertmanager/amconfig"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
@@ -231,7 +232,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	eventually(t, func(ct *assert.CollectT) {
 		assert.True(ct, hasEvent(t, c, ns, "broken", "LeftOut", "left out of Alertmanager "+ns+"/main: "), "the LeftOut Event on the AlertmanagerConfig")
 	})
-	require.InDelta(t, 1, testutil.ToFloat64(leftOutGauge(t, reg, ns, "main")), 0)
+	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
 
 	// The governing Service, shared, and the reloaders' Role.
 	var svc corev1.Service
@@ -277,13 +278,31 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	require.Equal(t, before, generated.Data["alertmanager.yaml.gz"], "the last good configuration kept")
 	require.Zero(t, counter(t, reg, "podreload_controller_drift_corrected_total"), "the StatefulSet applied holds what the controller renders: no apply again")
 
-	// Hand back: our status fields go; a pod running our sidecar keeps the
-	// reloaders' Role until it goes; nothing else is deleted.
+	// A replica reports what its Alertmanager runs (as its reloader does,
+	// no kubelet runs here): ConfigApplied follows it.
+	applied, err := json.Marshal(contract.Applied{Hash: contract.Sum(before, nil), Time: "2026-11-27T05:00:00Z"})
+	require.NoError(t, err)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alertmanager-main-0", Labels: sts.Spec.Template.Labels, Annotations: map[string]string{kube.AnnotationInputHash: "x"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "alertmanager", Image: "x"}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alertmanager-main-0", Labels: sts.Spec.Template.Labels,
+			Annotations: map[string]string{kube.AnnotationInputHash: "x", contract.AppliedAnnotation: string(applied)}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "alertmanager", Image: "x"}}},
 	}
 	require.NoError(t, c.Create(ctx, pod))
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, c.Status().Update(ctx, pod))
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		if cond := takeover.FindCondition(live.Status.Conditions, sidecar.ConditionConfigApplied); assert.NotNil(ct, cond) {
+			assert.Equal(ct, monitoringv1.ConditionTrue, cond.Status)
+			assert.Contains(ct, cond.Message, "every ready replica runs")
+		}
+	})
+	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanager_config_applied"), 0)
+
+	// Hand back: our status fields go; a pod running our sidecar keeps the
+	// reloaders' Role until it goes; nothing else is deleted.
 	edit(t, c, am, func(a *monitoringv1.Alertmanager) { delete(a.Annotations, takeover.AnnotationControllerID) })
 	eventually(t, func(ct *assert.CollectT) {
 		if assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
@@ -325,6 +344,22 @@ func gunzip(t *testing.T, b []byte) string {
 	return string(out)
 }
 
+// gauge sums the samples of the gauge name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
 // counter sums the samples of the counter name in reg.
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -339,29 +374,4 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
-}
-
-// leftOutGauge is the left-out gauge of an Alertmanager in reg.
-func leftOutGauge(t *testing.T, reg *prometheus.Registry, ns, name string) prometheus.Collector {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "podreload_controller_alertmanagerconfigs_left_out" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["namespace"] == ns && l["alertmanager"] == name {
-				g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"})
-				g.Set(m.GetGauge().GetValue())
-				return g
-			}
-		}
-	}
-	require.Fail(t, "no left-out gauge", "%s/%s", ns, name)
-	return nil
 }
