@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -339,35 +338,11 @@ func (r *reconciler) handBack(ctx context.Context, am *monitoringv1.Alertmanager
 		}
 		r.logger.Info("handed back", "alertmanager", key, "controller_id", am.Annotations[takeover.AnnotationControllerID])
 	}
-	var role rbacv1.Role
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: accessName(am.Name)}, &role)
-	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(&role, am)) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get Role %s/%s: %w", am.Namespace, accessName(am.Name), err)
-	}
-	pods, err := r.pods(ctx, am)
-	if err != nil {
+	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, am, accessName(am.Name), func(ctx context.Context) ([]corev1.Pod, error) { return r.pods(ctx, am) })
+	if !deleted {
 		return err
 	}
-	for _, pod := range pods {
-		if _, ours := pod.Annotations[kube.AnnotationInputHash]; ours {
-			return nil // Its deletion brings the Alertmanager back here.
-		}
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: am.Namespace, Name: accessName(am.Name)}}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("get RoleBinding %s/%s: %w", am.Namespace, binding.Name, err)
-	} else if err == nil && metav1.IsControlledBy(binding, am) {
-		if err := r.writer.Delete(ctx, "RoleBinding", binding); err != nil {
-			return err
-		}
-	}
-	if err := r.writer.Delete(ctx, "Role", &role); err != nil {
-		return err
-	}
-	r.logger.Info("deleted the reloaders' Role: no pod of the Alertmanager handed back runs them", "alertmanager", key, "role", role.Name)
+	r.logger.Info("deleted the reloaders' Role: no pod of the Alertmanager handed back runs them", "alertmanager", key, "role", accessName(am.Name))
 	return nil
 }
 

@@ -36,7 +36,8 @@ func fieldMatrix() string {
 
 What podreload does with each field of a ` + "`monitoring.coreos.com/v1` `Prometheus`" + `
 (prometheus-operator's types at v0.94.1, go.mod) when it takes the object
-over ([takeover.md](takeover.md)):
+over ([takeover.md](takeover.md); the ` + "`Alertmanager`" + ` fields are in
+[prometheus-operator-alertmanager.md](prometheus-operator-alertmanager.md)):
 
 - **mapped**: carried into the PrometheusServer the object is rendered as,
   with prometheus-operator's meaning and defaults;

@@ -10,7 +10,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,35 +266,17 @@ func (t *takingOver) handBack(ctx context.Context, p *monitoringv1.Prometheus) e
 		r.logger.Info("handed back", "prometheus", key, "controller_id", p.Annotations[AnnotationControllerID])
 	}
 	server, _ := fromPrometheus(p)
-	var role rbacv1.Role
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: accessName(server)}, &role)
-	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(&role, p)) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get Role %s/%s: %w", p.Namespace, accessName(server), err)
-	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
-		return fmt.Errorf("list pods of Prometheus %s: %w", key, err)
-	}
-	for _, pod := range pods.Items {
-		if _, ours := pod.Annotations[annotationInputHash]; ours {
-			return nil // Its deletion brings the Prometheus back here.
+	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, p, accessName(server), func(ctx context.Context) ([]corev1.Pod, error) {
+		var pods corev1.PodList
+		if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
+			return nil, fmt.Errorf("list pods of Prometheus %s: %w", key, err)
 		}
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: accessName(server)}}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("get RoleBinding %s/%s: %w", p.Namespace, binding.Name, err)
-	} else if err == nil && metav1.IsControlledBy(binding, p) {
-		if err := r.writer.Delete(ctx, "RoleBinding", binding); err != nil {
-			return err
-		}
-	}
-	if err := r.writer.Delete(ctx, "Role", &role); err != nil {
+		return pods.Items, nil
+	})
+	if !deleted {
 		return err
 	}
-	r.logger.Info("deleted the reloaders' Role: no pod of the Prometheus handed back runs them", "prometheus", key, "role", role.Name)
+	r.logger.Info("deleted the reloaders' Role: no pod of the Prometheus handed back runs them", "prometheus", key, "role", accessName(server))
 	return nil
 }
 
