@@ -59,13 +59,13 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	return c
 }
 
-// start runs a controller of the Alertmanagers handed to podreload in ns
-// until the test ends; it returns the registry of its metrics.
-func start(t *testing.T, cfg *rest.Config, ns string) *prometheus.Registry {
+// start runs a controller of the Alertmanagers handed to podreload in
+// namespaces until the test ends; it returns the registry of its metrics.
+func start(t *testing.T, cfg *rest.Config, namespaces ...string) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	m, err := kube.NewManager(logger, reg, kube.Options{Config: cfg, Namespaces: []string{ns}, Names: []string{App}, AddToScheme: []func(*runtime.Scheme) error{AddToScheme}})
+	m, err := kube.NewManager(logger, reg, kube.Options{Config: cfg, Namespaces: namespaces, Names: []string{App}, AddToScheme: []func(*runtime.Scheme) error{AddToScheme}})
 	require.NoError(t, err)
 	require.NoError(t, Setup(m, logger, reg, Options{ControllerID: "podreload", ReloaderImage: "podreload:test"}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,7 +164,9 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	refused.Spec.Containers = []corev1.Container{{Name: "extra", Image: "x"}}
 	require.NoError(t, c.Create(ctx, refused))
 
-	reg := start(t, env.Config, ns)
+	other := "am-takeover-team"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other, Labels: map[string]string{"team": "a"}}}))
+	reg := start(t, env.Config, ns, other)
 
 	// Refused: its condition and Event, nothing written.
 	eventually(t, func(ct *assert.CollectT) {
@@ -233,6 +235,17 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 		assert.True(ct, hasEvent(t, c, ns, "broken", "LeftOut", "left out of Alertmanager "+ns+"/main: "), "the LeftOut Event on the AlertmanagerConfig")
 	})
 	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	// One created later, in a namespace of the namespace selector: the
+	// watches bring it in.
+	edit(t, c, am, func(a *monitoringv1.Alertmanager) {
+		a.Spec.AlertmanagerConfigNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	})
+	late := amc.DeepCopy()
+	late.ObjectMeta = metav1.ObjectMeta{Namespace: other, Name: "late"}
+	require.NoError(t, c.Create(ctx, late))
+	eventually(t, func(ct *assert.CollectT) {
+		assert.True(ct, hasEvent(t, c, other, "late", "LeftOut", "left out of Alertmanager "+ns+"/main: "), "the LeftOut Event on the AlertmanagerConfig created later")
+	})
 
 	// The governing Service, shared, and the reloaders' Role.
 	var svc corev1.Service

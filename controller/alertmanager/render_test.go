@@ -2,8 +2,6 @@ package alertmanager
 
 import (
 	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
 )
 
 func TestMain(m *testing.M) {
@@ -35,16 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // golden compares got with the file path, or rewrites the file with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./controller/alertmanager/ -update to create it")
-	require.Equal(t, string(want), string(got), "run go test ./controller/alertmanager/ -update to accept the change")
-}
+func golden(t *testing.T, path string, got []byte) { goldenfile.Check(t, path, got) }
 
 // testAlertmanager is an Alertmanager with 3 replicas, storage, a peer
 // besides its replicas and a few flags, handed to id.

@@ -64,6 +64,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	} else {
 		logger.Warn("the AlertmanagerConfig CRD is not installed: Alertmanagers taken over select none", "err", err)
 	}
+	b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceAlertmanagers), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	if err := b.Complete(r); err != nil {
 		return err
 	}
@@ -114,6 +115,19 @@ func (r *reconciler) configAlertmanagers(ctx context.Context, _ client.Object) [
 	var out []ctrl.Request
 	for _, am := range r.handed(ctx) {
 		if am.Spec.AlertmanagerConfigSelector != nil {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
+		}
+	}
+	return out
+}
+
+// namespaceAlertmanagers maps a namespace whose labels changed to the
+// Alertmanagers handed to the controller that select AlertmanagerConfigs
+// by namespace labels.
+func (r *reconciler) namespaceAlertmanagers(ctx context.Context, _ client.Object) []ctrl.Request {
+	var out []ctrl.Request
+	for _, am := range r.handed(ctx) {
+		if am.Spec.AlertmanagerConfigSelector != nil && am.Spec.AlertmanagerConfigNamespaceSelector != nil {
 			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
 		}
 	}
