@@ -19,7 +19,6 @@ const minVersion = "a version before v0.30.0: prometheus-operator's flags for it
 // of docs/prometheus-operator.md is its rendering (TestFieldMatrix).
 func operatorFields() []takeover.Field {
 	const (
-		pod      = "a pod setting podreload does not render for Alertmanager yet"
 		asIs     = "as prometheus-operator sets it in the pods"
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
@@ -43,7 +42,7 @@ func operatorFields() []takeover.Field {
 		mapped("retention", "--data.retention; unset is 120h"),
 		refuseBut("storage.disableMountSubPath", "the data volume's sub-path is always alertmanager-db; accepted: false", takeover.OnlyBool(false)),
 		mapped("storage.emptyDir", "the data volume"),
-		refuse("storage.ephemeral", "an ephemeral data volume is not rendered yet"),
+		mapped("storage.ephemeral", "the data volume, an ephemeral one"),
 		mapped("storage.volumeClaimTemplate", "the claim template alertmanager-<name>-db (or its name), ReadWriteOnce by default; an existing StatefulSet's templates are kept"),
 		mapped("volumes", "after the data volume"),
 		mapped("volumeMounts", "Alertmanager's, after spec.secrets and spec.configMaps"),
@@ -58,14 +57,14 @@ func operatorFields() []takeover.Field {
 		mapped("tolerations", asIs),
 		mapped("topologySpreadConstraints", asIs),
 		mapped("securityContext", "the pod's, as is; unset, the reloaders run as 65534, the image's user"),
-		refuse("dnsPolicy", pod),
-		refuse("dnsConfig", pod),
+		mapped("dnsPolicy", asIs+"; ClusterFirstWithHostNet by default on the host's network"),
+		mapped("dnsConfig", asIs),
 		mapped("enableServiceLinks", asIs),
 		refuse("serviceName", "a governing Service of the user's is not checked yet"),
 		mapped("serviceAccountName", "the pods', and the subject of the reloaders' RoleBinding"),
-		refuseBut("listenLocal", "the reloaders reload Alertmanager on 127.0.0.1 in any case; accepted: false", takeover.OnlyBool(false)),
+		mapped("listenLocal", "--web.listen-address=127.0.0.1:9093, no web port nor probes, as prometheus-operator; the reloaders reload Alertmanager on 127.0.0.1 in any case"),
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
-		refuse("updateStrategy", "a StatefulSet update strategy is not rendered yet"),
+		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
 		refuse("containers", "merging containers into the rendered ones (a strategic merge patch) is not supported yet"),
 		refuse("initContainers", "merging init containers into the rendered ones is not supported yet"),
 		mapped("priorityClassName", asIs),
@@ -83,7 +82,7 @@ func operatorFields() []takeover.Field {
 		mapped("alertmanagerConfigMatcherStrategy", "the namespace matcher of each AlertmanagerConfig's route (package amconfig)"),
 		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
 		mapped("hostAliases", asIs),
-		refuseBut("hostNetwork", pod+"; accepted: false", takeover.OnlyBool(false)),
+		mapped("hostNetwork", asIs),
 		refuse("web.tlsConfig", "TLS on Alertmanager's web server is not rendered yet"),
 		refuse("web.httpConfig", "Alertmanager's web server's HTTP settings are not rendered yet"),
 		mapped("web.getConcurrency", flag),

@@ -163,12 +163,13 @@ func volumes(am *monitoringv1.Alertmanager) ([]corev1.Volume, []corev1.VolumeMou
 	mounts = append(mounts, am.Spec.VolumeMounts...)
 	vols = append(vols, corev1.Volume{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: webConfigName(am.Name)}}})
 	mounts = append(mounts, corev1.VolumeMount{Name: "web-config", MountPath: webConfigDir + "/" + webconfig.SecretKey, SubPath: webconfig.SecretKey, ReadOnly: true})
-	if st := am.Spec.Storage; st == nil || st.EmptyDir != nil {
-		v := corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
-		if st != nil {
-			v.EmptyDir = st.EmptyDir
-		}
-		vols = append(vols, v)
+	switch st := am.Spec.Storage; {
+	case st == nil:
+		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	case st.EmptyDir != nil:
+		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: st.EmptyDir}})
+	case st.Ephemeral != nil:
+		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{Ephemeral: st.Ephemeral}})
 	}
 	return append(vols, am.Spec.Volumes...), mounts
 }
@@ -251,7 +252,10 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 			Tolerations:                   am.Spec.Tolerations,
 			Affinity:                      am.Spec.Affinity,
 			TopologySpreadConstraints:     am.Spec.TopologySpreadConstraints,
-			HostAliases:                   hostAliases(am.Spec.HostAliases),
+			HostAliases:                   takeover.HostAliases(am.Spec.HostAliases),
+			HostNetwork:                   am.Spec.HostNetwork,
+			DNSPolicy:                     takeover.DNSPolicy(am.Spec.DNSPolicy, am.Spec.HostNetwork),
+			DNSConfig:                     takeover.PodDNSConfig(am.Spec.DNSConfig),
 			EnableServiceLinks:            am.Spec.EnableServiceLinks,
 			HostUsers:                     am.Spec.HostUsers,
 			ImagePullSecrets:              am.Spec.ImagePullSecrets,
@@ -308,15 +312,6 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []c
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
-}
-
-// hostAliases are spec.hostAliases as the pod's.
-func hostAliases(in []monitoringv1.HostAlias) []corev1.HostAlias {
-	var out []corev1.HostAlias
-	for _, h := range in {
-		out = append(out, corev1.HostAlias{IP: h.IP, Hostnames: h.Hostnames})
-	}
-	return out
 }
 
 // containerSecurity is prometheus-operator's securityContext of its

@@ -276,13 +276,26 @@ func statefulSet(in inputs) (*appsv1.StatefulSet, error) {
 			ServiceName:                          serviceName,
 			PodManagementPolicy:                  policy,
 			MinReadySeconds:                      ptr.Deref(am.Spec.MinReadySeconds, 0),
-			UpdateStrategy:                       appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			UpdateStrategy:                       updateStrategy(am.Spec.UpdateStrategy),
 			Template:                             template,
 			VolumeClaimTemplates:                 claims,
 			PersistentVolumeClaimRetentionPolicy: am.Spec.PersistentVolumeClaimRetentionPolicy,
 		},
 	}
 	return sts, nil
+}
+
+// updateStrategy is the StatefulSet's update strategy
+// (pkg/operator/statefulset.go UpdateStrategyForStatefulSet).
+func updateStrategy(s *monitoringv1.StatefulSetUpdateStrategy) appsv1.StatefulSetUpdateStrategy {
+	if s == nil {
+		return appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	}
+	out := appsv1.StatefulSetUpdateStrategy{Type: appsv1.StatefulSetUpdateStrategyType(s.Type)}
+	if s.RollingUpdate != nil {
+		out.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: s.RollingUpdate.MaxUnavailable}
+	}
+	return out
 }
 
 // claimTemplates is the claim template of spec.storage, as

@@ -135,8 +135,6 @@ func TestFieldsCoverTheSpec(t *testing.T) {
 func acceptedValues() map[string][]string {
 	return map[string][]string{
 		"storage.disableMountSubPath":  {`false`},
-		"listenLocal":                  {`false`},
-		"hostNetwork":                  {`false`},
 		"automountServiceAccountToken": {`true`},
 	}
 }
@@ -212,4 +210,37 @@ controller renders (prometheus-operator fails on both).
 `)
 	b.WriteString(takeover.Matrix(operatorFields()))
 	golden(t, "../../docs/prometheus-operator-alertmanager.md", []byte(b.String()))
+}
+
+// TestRenderPodFields: the pod settings of the spec, as prometheus-operator
+// renders them.
+func TestRenderPodFields(t *testing.T) {
+	am := testAlertmanager("ns", "a", "")
+	am.Spec.ListenLocal = true
+	am.Spec.HostNetwork = true
+	am.Spec.DNSConfig = &monitoringv1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}, Options: []monitoringv1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}}
+	am.Spec.UpdateStrategy = &monitoringv1.StatefulSetUpdateStrategy{Type: monitoringv1.OnDeleteStatefulSetStrategyType}
+	am.Spec.Storage = &monitoringv1.StorageSpec{Ephemeral: &corev1.EphemeralVolumeSource{}}
+	am.Spec.HostAliases = []monitoringv1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"smtp"}}}
+	require.Empty(t, fromAlertmanager(am))
+	objs, err := render(inputs{am: am, config: []byte("x")})
+	require.NoError(t, err)
+	pod := objs.sts.Spec.Template.Spec
+	require.Contains(t, pod.Containers[0].Args, "--web.listen-address=127.0.0.1:9093")
+	require.Nil(t, pod.Containers[0].LivenessProbe)
+	require.Nil(t, pod.Containers[0].ReadinessProbe)
+	require.Len(t, pod.Containers[0].Ports, 2, "the mesh ports only")
+	require.True(t, pod.HostNetwork)
+	require.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy)
+	require.Equal(t, &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}}, pod.DNSConfig)
+	require.Equal(t, []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"smtp"}}}, pod.HostAliases)
+	require.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, objs.sts.Spec.UpdateStrategy.Type)
+	require.Empty(t, objs.sts.Spec.VolumeClaimTemplates)
+	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "alertmanager-a-db" && v.Ephemeral != nil }))
+	require.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "alertmanager-a-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
+	am.Spec.DNSPolicy = ptr.To(monitoringv1.DNSPolicy("Default"))
+	objs, err = render(inputs{am: am})
+	require.NoError(t, err)
+	require.Equal(t, corev1.DNSDefault, objs.sts.Spec.Template.Spec.DNSPolicy)
+	require.Nil(t, objs.generated, "no configuration: the generated Secret is kept as it is")
 }
