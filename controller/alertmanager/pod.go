@@ -138,9 +138,9 @@ func additional(am *monitoringv1.Alertmanager, name string) bool {
 // volumes are the pod's volumes and Alertmanager's mounts, in
 // prometheus-operator's order: the generated Secret (where the
 // configuration's templates are), the reloaders' output, spec.secrets and
-// spec.configMaps, the web configuration, the data volume unless it is a
-// claim, spec.volumes.
-func volumes(am *monitoringv1.Alertmanager) ([]corev1.Volume, []corev1.VolumeMount) {
+// spec.configMaps, the web configuration and its TLS files (webPod), the
+// data volume unless it is a claim, spec.volumes.
+func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.Volume, []corev1.VolumeMount) {
 	vols := []corev1.Volume{
 		{Name: "config-volume", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: generatedName(am.Name)}}},
 		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
@@ -161,8 +161,9 @@ func volumes(am *monitoringv1.Alertmanager) ([]corev1.Volume, []corev1.VolumeMou
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(configMapsDir, c), ReadOnly: true})
 	}
 	mounts = append(mounts, am.Spec.VolumeMounts...)
-	vols = append(vols, corev1.Volume{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: webConfigName(am.Name)}}})
-	mounts = append(mounts, corev1.VolumeMount{Name: "web-config", MountPath: webConfigDir + "/" + webconfig.SecretKey, SubPath: webconfig.SecretKey, ReadOnly: true})
+	web := webPod(am, reload)
+	vols = append(vols, web.Volumes...)
+	mounts = append(mounts, web.ServerMounts...)
 	switch st := am.Spec.Storage; {
 	case st == nil:
 		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -212,9 +213,11 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	}
 	maps.Copy(labels, selector)
 	annotations[annotationDefaultContainer] = "alertmanager"
+	annotations[annotationWebConfig] = fileHash(in.web.File)
 
-	vols, mounts := volumes(am)
-	alertmanager := alertmanagerContainer(am, img, mounts)
+	vols, mounts := volumes(am, in.web.Reload)
+	web := webPod(am, in.web.Reload)
+	alertmanager := alertmanagerContainer(am, img, mounts, web.Scheme)
 	reloaderSecurity := containerSecurity()
 	if am.Spec.SecurityContext == nil {
 		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
@@ -228,8 +231,10 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 			// The configuration's templates, which the kubelet projects.
 			"--watched-dir=" + configDir,
 		},
-		ReloadArgs:      []string{"--reload-url=http://127.0.0.1:" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
+		ReloadArgs: append([]string{"--reload-url=" + web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
+			web.ReloaderArgs...),
 		Mounts:          []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}},
+		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: reloaderSecurity,
 	})
 	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
@@ -270,8 +275,8 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 }
 
 // alertmanagerContainer is Alertmanager's container, running img with
-// mounts.
-func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []corev1.VolumeMount) corev1.Container {
+// mounts, its probes over scheme (http or https).
+func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []corev1.VolumeMount, scheme string) corev1.Container {
 	resources := *am.Spec.Resources.DeepCopy()
 	if resources.Requests == nil {
 		resources.Requests = corev1.ResourceList{}
@@ -287,7 +292,7 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []c
 	if !am.Spec.ListenLocal {
 		ports = append([]corev1.ContainerPort{{Name: portName(am), ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}, ports...)
 		get := func(p string) corev1.ProbeHandler {
-			return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path.Clean(routePrefix(am) + p), Port: intstr.FromString(portName(am))}}
+			return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path.Clean(routePrefix(am) + p), Port: intstr.FromString(portName(am)), Scheme: corev1.URIScheme(strings.ToUpper(scheme))}}
 		}
 		// prometheus-operator's numbers, with the API server's defaults of
 		// the others (periodSeconds 10, successThreshold 1) written out:

@@ -168,7 +168,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	own := kube.Owner{Key: "alertmanager", Object: am, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}
 	res := synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "the objects match the spec"}}
 	in := inputs{am: am, reloaderImage: r.opts.ReloaderImage}
-	config, err := r.configure(ctx, am)
+	config, refs, err := r.configure(ctx, am)
 	if err != nil {
 		// The generated Secret keeps the last good configuration.
 		r.metrics.errors.Inc()
@@ -179,6 +179,17 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 		r.tell(am, nil, "InvalidConfiguration", "")
 		in.config, in.templates = config.config, config.templates
 	}
+	web, err := renderWeb(ctx, r.reader, am)
+	// A change of what the configuration or spec.web read renders again.
+	r.refs.Remember(key, store.Union(refs, web.Refs))
+	if err != nil {
+		// Nothing is written: the pods would not start.
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidWebConfig", Message: err.Error()}
+		r.tell(am, nil, "InvalidWebConfig", err.Error())
+		return res, nil
+	}
+	r.tell(am, nil, "InvalidWebConfig", "")
+	in.web = web
 	var live appsv1.StatefulSet
 	switch err := r.reader.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: stsName(am.Name)}, &live); {
 	case err == nil:
@@ -248,25 +259,25 @@ type configuration struct {
 }
 
 // configure builds am's configuration with amconfig.Generate from its
-// base and the AlertmanagerConfigs it selects, remembers what it read for
-// the Tracker, and tells about each AlertmanagerConfig left out: a
+// base and the AlertmanagerConfigs it selects, returns what it read (for
+// the Tracker), and tells about each AlertmanagerConfig left out: a
 // Warning Event on it, once per reason, a log line and the gauge.
-func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanager) (configuration, error) {
+func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanager) (configuration, []store.Ref, error) {
 	key := client.ObjectKeyFromObject(am)
+	refs := []store.Ref{{Kind: store.Secret, Namespace: am.Namespace, Name: configSecretName(am)}}
 	baseConfig, templates, err := base(ctx, r.reader, am)
 	if err != nil {
-		return configuration{}, err
+		return configuration{}, refs, err
 	}
 	configs, err := selectConfigs(ctx, r.client, am)
 	if err != nil {
-		return configuration{}, err
+		return configuration{}, refs, err
 	}
 	res := &resolver{reader: r.reader}
-	refs := []store.Ref{{Kind: store.Secret, Namespace: am.Namespace, Name: configSecretName(am)}}
 	out, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: am, Base: baseConfig, Configs: configs, Resolver: res})
-	r.refs.Remember(key, store.Union(refs, res.refs))
+	refs = store.Union(refs, res.refs)
 	if err != nil {
-		return configuration{}, err
+		return configuration{}, refs, err
 	}
 	r.metrics.leftOut.WithLabelValues(am.Namespace, am.Name).Set(float64(len(out.LeftOut)))
 	left := map[types.NamespacedName]string{}
@@ -279,7 +290,7 @@ func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanage
 			r.logger.Warn("AlertmanagerConfig left out", "alertmanager", key, "alertmanagerconfig", client.ObjectKeyFromObject(c), "reason", reason)
 		}
 	}
-	return configuration{config: out.Config, templates: templates}, nil
+	return configuration{config: out.Config, templates: templates}, refs, nil
 }
 
 // reasonNote is the note of the Event on an AlertmanagerConfig left out of

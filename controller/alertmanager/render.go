@@ -124,6 +124,9 @@ type inputs struct {
 	live *appsv1.StatefulSet
 	// reloaderImage is the config-reloader's image.
 	reloaderImage string
+	// web is spec.web's configuration file, and how the reloaders verify
+	// Alertmanager's certificate.
+	web webconfig.Rendered
 }
 
 // objects are what render writes for an Alertmanager.
@@ -142,7 +145,11 @@ type objects struct {
 // render renders the objects of in.am, which fromAlertmanager accepted.
 func render(in inputs) (*objects, error) {
 	am := in.am
-	objs := &objects{web: secret(am, webConfigName(am.Name), map[string][]byte{webconfig.SecretKey: {}})}
+	file := in.web.File
+	if file == nil {
+		file = []byte{}
+	}
+	objs := &objects{web: secret(am, webConfigName(am.Name), map[string][]byte{webconfig.SecretKey: file})}
 	if in.config != nil {
 		gz, err := gzipped(in.config)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
@@ -56,7 +58,11 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretAlertmanagers))
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretAlertmanagers)).
+		// spec.web's files may be ConfigMaps, the user's: the manager's
+		// cache of every ConfigMap's metadata tells when one changes.
+		WatchesRawSource(source.Kind(m.ConfigMaps(), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
+			handler.TypedEnqueueRequestsFromMapFunc(r.configMapAlertmanagers)))
 	gkc := monitoringv1alpha1.SchemeGroupVersion.WithKind(monitoringv1alpha1.AlertmanagerConfigKind).GroupKind()
 	if _, err := m.GetRESTMapper().RESTMapping(gkc, monitoringv1alpha1.SchemeGroupVersion.Version); err == nil {
 		b = b.Watches(&monitoringv1alpha1.AlertmanagerConfig{}, handler.EnqueueRequestsFromMapFunc(r.configAlertmanagers),
@@ -103,6 +109,16 @@ func (r *reconciler) secretAlertmanagers(ctx context.Context, obj client.Object)
 		if am.Namespace == ref.Namespace && configSecretName(&am) == ref.Name {
 			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
 		}
+	}
+	return out
+}
+
+// configMapAlertmanagers maps a ConfigMap to the Alertmanagers whose
+// spec.web reads it.
+func (r *reconciler) configMapAlertmanagers(_ context.Context, obj *metav1.PartialObjectMetadata) []ctrl.Request {
+	var out []ctrl.Request
+	for _, key := range r.refs.Owners(store.Ref{Kind: store.ConfigMap, Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
+		out = append(out, ctrl.Request{NamespacedName: key})
 	}
 	return out
 }
