@@ -109,7 +109,7 @@ func args(am *monitoringv1.Alertmanager) []string {
 	a = append(a, "--cluster.label="+ptr.Deref(am.Spec.ClusterLabel, am.Namespace+"/"+am.Name))
 	// The peers by the DNS search path of the pods' namespace.
 	for i := range n {
-		a = append(a, fmt.Sprintf("--cluster.peer=%s-%d.%s:9094", stsName(am.Name), i, governingServiceName))
+		a = append(a, fmt.Sprintf("--cluster.peer=%s-%d.%s:9094", stsName(am.Name), i, serviceName(am)))
 	}
 	for _, p := range am.Spec.AdditionalPeers {
 		a = append(a, "--cluster.peer="+p)
@@ -176,9 +176,9 @@ func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.V
 }
 
 // subPath is the data volume's sub-path: alertmanager-db whenever
-// spec.storage is set.
+// spec.storage is set, unless it says disableMountSubPath.
 func subPath(am *monitoringv1.Alertmanager) string {
-	if am.Spec.Storage == nil {
+	if am.Spec.Storage == nil || am.Spec.Storage.DisableMountSubPath {
 		return ""
 	}
 	return storageSubPath

@@ -212,10 +212,12 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	if err := kube.Write(ctx, r.writer, own, objs.web, kube.SyncSecret); err != nil {
 		return res, err
 	}
-	shared := own
-	shared.Adopt = nil
-	if err := kube.WriteShared(ctx, r.writer, shared, objs.service, kube.SyncService); err != nil {
-		return res, err
+	if objs.service != nil {
+		shared := own
+		shared.Adopt = nil
+		if err := kube.WriteShared(ctx, r.writer, shared, objs.service, kube.SyncService); err != nil {
+			return res, err
+		}
 	}
 	if err := kube.Write(ctx, r.writer, own, objs.role, kube.SyncRole); err != nil {
 		return res, err

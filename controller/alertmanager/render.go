@@ -133,10 +133,11 @@ type inputs struct {
 type objects struct {
 	// generated is nil when in.config is.
 	generated, web *corev1.Secret
-	service        *corev1.Service
-	sts            *appsv1.StatefulSet
-	role           *rbacv1.Role
-	binding        *rbacv1.RoleBinding
+	// service is nil with spec.serviceName.
+	service *corev1.Service
+	sts     *appsv1.StatefulSet
+	role    *rbacv1.Role
+	binding *rbacv1.RoleBinding
 	// contentHash is what the reloaders report once Alertmanager runs the
 	// generated configuration (contract.Sum of the key as stored).
 	contentHash string
@@ -163,7 +164,9 @@ func render(in inputs) (*objects, error) {
 		objs.generated = secret(am, generatedName(am.Name), data)
 		objs.contentHash = contract.Sum(gz, nil)
 	}
-	objs.service = service(am)
+	if am.Spec.ServiceName == nil {
+		objs.service = service(am)
+	}
 	sts, err := statefulSet(in)
 	if err != nil {
 		return nil, err
@@ -214,6 +217,16 @@ func gzipped(b []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// serviceName is the governing Service of am's StatefulSet: the shared
+// alertmanager-operated, or spec.serviceName, the user's, which the
+// controller does not write (getServiceName).
+func serviceName(am *monitoringv1.Alertmanager) string {
+	if am.Spec.ServiceName != nil {
+		return *am.Spec.ServiceName
+	}
+	return governingServiceName
+}
+
 // portName is the name of Alertmanager's web port.
 func portName(am *monitoringv1.Alertmanager) string {
 	if am.Spec.PortName != "" {
@@ -252,7 +265,7 @@ func statefulSet(in inputs) (*appsv1.StatefulSet, error) {
 	am := in.am
 	selector := &metav1.LabelSelector{MatchLabels: selectorLabels(am.Name)}
 	claims := claimTemplates(am)
-	serviceName := governingServiceName
+	serviceName := serviceName(am)
 	policy := appsv1.PodManagementPolicyType(ptr.Deref(am.Spec.PodManagementPolicy, monitoringv1.ParallelPodManagement))
 	if in.live != nil {
 		selector, claims, serviceName, policy = in.live.Spec.Selector, in.live.Spec.VolumeClaimTemplates, in.live.Spec.ServiceName, in.live.Spec.PodManagementPolicy

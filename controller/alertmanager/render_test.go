@@ -134,7 +134,6 @@ func TestFieldsCoverTheSpec(t *testing.T) {
 // acceptedValues are values of refused fields that are taken over.
 func acceptedValues() map[string][]string {
 	return map[string][]string{
-		"storage.disableMountSubPath":  {`false`},
 		"automountServiceAccountToken": {`true`},
 	}
 }
@@ -238,6 +237,14 @@ func TestRenderPodFields(t *testing.T) {
 	require.Empty(t, objs.sts.Spec.VolumeClaimTemplates)
 	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "alertmanager-a-db" && v.Ephemeral != nil }))
 	require.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "alertmanager-a-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
+	am.Spec.Storage = &monitoringv1.StorageSpec{DisableMountSubPath: true}
+	am.Spec.ServiceName = ptr.To("my-am")
+	objs, err = render(inputs{am: am})
+	require.NoError(t, err)
+	require.Contains(t, objs.sts.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "alertmanager-a-db", MountPath: "/alertmanager"})
+	require.Equal(t, "my-am", objs.sts.Spec.ServiceName)
+	require.Nil(t, objs.service, "the user's governing Service: alertmanager-operated not written")
+	require.Contains(t, objs.sts.Spec.Template.Spec.Containers[0].Args, "--cluster.peer=alertmanager-a-0.my-am:9094")
 	am.Spec.DNSPolicy = ptr.To(monitoringv1.DNSPolicy("Default"))
 	objs, err = render(inputs{am: am})
 	require.NoError(t, err)
