@@ -404,3 +404,16 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, kv ...string) 
 	}
 	return sum
 }
+
+// TestSetupWithoutCRD: on a cluster without prometheus-operator's CRDs
+// the controller runs all the same, and says why no Alertmanager is taken
+// over.
+func TestSetupWithoutCRD(t *testing.T) {
+	env := controlplane.Start(t)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	m, err := kube.NewManager(logger, prometheus.NewRegistry(), kube.Options{Config: env.Config, Names: []string{App}, AddToScheme: []func(*runtime.Scheme) error{AddToScheme}})
+	require.NoError(t, err)
+	require.NoError(t, Setup(m, logger, prometheus.NewRegistry(), Options{ControllerID: "podreload"}))
+	require.Contains(t, logs.String(), "the Alertmanager CRD is not installed: no Alertmanager object is taken over")
+}
