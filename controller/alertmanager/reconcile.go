@@ -184,6 +184,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	r.refs.Remember(key, store.Union(refs, web.Refs))
 	if err != nil {
 		// Nothing is written: the pods would not start.
+		r.metrics.errors.Inc()
 		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidWebConfig", Message: err.Error()}
 		r.tell(am, nil, "InvalidWebConfig", err.Error())
 		return res, nil
