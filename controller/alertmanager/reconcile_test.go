@@ -16,7 +16,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,6 +37,7 @@ import (
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/metricvalue"
 	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
@@ -236,7 +236,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	eventually(t, func(ct *assert.CollectT) {
 		assert.True(ct, hasEvent(t, c, ns, "broken", "LeftOut", "left out of Alertmanager "+ns+"/main: "), "the LeftOut Event on the AlertmanagerConfig")
 	})
-	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
 	// One created later, in a namespace of the namespace selector: the
 	// watches bring it in.
 	edit(t, c, am, func(a *monitoringv1.Alertmanager) {
@@ -291,7 +291,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	})
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&generated), &generated))
 	require.Equal(t, before, generated.Data["alertmanager.yaml.gz"], "the last good configuration kept")
-	require.Positive(t, counter(t, reg, "podreload_controller_alertmanager_errors_total"), "the configuration that does not load is counted")
+	require.Positive(t, metricvalue.Sum(t, reg, "podreload_controller_alertmanager_errors_total"), "the configuration that does not load is counted")
 
 	// A replica reports what its Alertmanager runs (as its reloader does,
 	// no kubelet runs here): ConfigApplied follows it.
@@ -314,7 +314,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 			assert.Contains(ct, cond.Message, "every ready replica runs")
 		}
 	})
-	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanager_config_applied"), 0)
+	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanager_config_applied"), 0)
 
 	// One change of the StatefulSet's spec through the takeover and every
 	// change since (an apply that changes nothing keeps the generation):
@@ -363,46 +363,6 @@ func gunzip(t *testing.T, b []byte) string {
 	out, err := io.ReadAll(zr)
 	require.NoError(t, err)
 	return string(out)
-}
-
-// gauge sums the samples of the gauge name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
-// counter sums the samples of the counter name in reg that have the
-// label values of kv (name, value, ...).
-func counter(t *testing.T, reg *prometheus.Registry, name string, kv ...string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for i := 0; i+1 < len(kv); i += 2 {
-				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == kv[i] && l.GetValue() == kv[i+1] }) {
-					continue metrics
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
 }
 
 // TestSetupWithoutCRD: on a cluster without prometheus-operator's CRDs
