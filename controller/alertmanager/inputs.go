@@ -12,6 +12,7 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,7 +76,11 @@ func selectConfigs(ctx context.Context, c client.Reader, am *monitoringv1.Alertm
 	var out []*monitoringv1alpha1.AlertmanagerConfig
 	for _, ns := range namespaces {
 		var list monitoringv1alpha1.AlertmanagerConfigList
-		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel})
+		if meta.IsNoMatchError(err) {
+			return nil, nil // Without the CRD there is none to select.
+		}
+		if err != nil {
 			return nil, fmt.Errorf("list AlertmanagerConfigs in %s: %w", ns, err)
 		}
 		for i := range list.Items {
