@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -376,4 +377,31 @@ func TestSetupWithoutCRD(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, Setup(m, logger, prometheus.NewRegistry(), Options{ControllerID: "podreload"}))
 	require.Contains(t, logs.String(), "the Alertmanager CRD is not installed: no Alertmanager object is taken over")
+}
+
+// TestWithoutAlertmanagerConfigCRD: with the Alertmanager CRD and not the
+// AlertmanagerConfig one, an Alertmanager with a selector is taken over,
+// selecting none.
+func TestWithoutAlertmanagerConfigCRD(t *testing.T) {
+	dir := t.TempDir()
+	crd, err := os.ReadFile(filepath.Join("..", "..", "deploy", "crds", "monitoring.coreos.com_alertmanagers.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "monitoring.coreos.com_alertmanagers.yaml"), crd, 0o600))
+	env := controlplane.Start(t, dir)
+	c := newClient(t, env.Config)
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-amc"}}))
+	am := testAlertmanager("no-amc", "main", "podreload")
+	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{}
+	require.NoError(t, c.Create(ctx, am))
+	start(t, env.Config, "no-amc")
+	eventually(t, func(ct *assert.CollectT) {
+		var live monitoringv1.Alertmanager
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		if rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled); assert.NotNil(ct, rec) {
+			assert.Equal(ct, monitoringv1.ConditionTrue, rec.Status, rec.Message)
+		}
+	})
 }
