@@ -10,6 +10,7 @@
 // Its files:
 //   - render.go: pure, the Alertmanager and its inputs in, the objects out;
 //   - pod.go: the pod template, Alertmanager's flags and the reloaders;
+//   - web.go: spec.web's configuration file and what it puts in the pods;
 //   - fields.go: every field of the spec, mapped, ignored or refused;
 //   - inputs.go: the configuration's inputs (the configSecret, the
 //     AlertmanagerConfigs selected, the Secrets they reference), built
@@ -17,7 +18,8 @@
 //   - reconcile.go: the reconciler, the order of the writes, the hand-back;
 //   - status.go: the status as prometheus-operator writes it, and
 //     ConfigApplied;
-//   - watches.go: what is watched, and which Alertmanager each event is for.
+//   - watches.go: what is watched, and which Alertmanager each event is for;
+//   - check.go: what `controller takeover-check` says of an Alertmanager.
 package alertmanager
 
 import (
