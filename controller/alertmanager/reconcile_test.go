@@ -317,6 +317,21 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	})
 	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanager_config_applied"), 0)
 
+	// Taken over and deleted, with prometheus-operator's status-cleanup
+	// finalizer, which the controller removes: prometheus-operator no
+	// longer would.
+	gone := testAlertmanager(ns, "gone", "podreload")
+	gone.Finalizers = []string{takeover.FinalizerStatusCleanup}
+	require.NoError(t, c.Create(ctx, gone))
+	eventually(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-gone"}, &appsv1.StatefulSet{}))
+	})
+	require.NoError(t, c.Delete(ctx, gone))
+	eventually(t, func(ct *assert.CollectT) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(gone), &monitoringv1.Alertmanager{})
+		assert.True(ct, apierrors.IsNotFound(err), "the Alertmanager gone, its finalizer removed: %v", err)
+	})
+
 	// One change of the StatefulSet's spec through the takeover and every
 	// change since (an apply that changes nothing keeps the generation):
 	// one rolling update.
