@@ -200,7 +200,7 @@ Prometheus team-a/with-thanos (controller-id ""):
 Alertmanager monitoring/main (controller-id ""):
   can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-main (3 replicas each); PVCs and data stay
-Alertmanager team-a/with-sidecar (controller-id ""):
+Alertmanager team-a/patched-reloader (controller-id ""):
   refused, not supported yet: spec.containers; annotated, it stays untouched
 `, stdout.String())
 

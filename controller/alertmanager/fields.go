@@ -1,6 +1,7 @@
 package alertmanager
 
 import (
+	"reflect"
 	"slices"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -65,8 +66,10 @@ func operatorFields() []takeover.Field {
 		mapped("listenLocal", "--web.listen-address=127.0.0.1:9093, no web port nor probes, as prometheus-operator; the reloaders reload Alertmanager on 127.0.0.1 in any case"),
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
 		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
-		refuse("containers", "merging containers into the rendered ones (a strategic merge patch) is not supported yet"),
-		refuse("initContainers", "merging init containers into the rendered ones is not supported yet"),
+		refuseBut("containers", "containers of the user's, appended after the rendered ones as prometheus-operator appends them; accepted: those not named as a rendered one (alertmanager, config-reloader), whose patch (a strategic merge) is not rendered yet",
+			namesNone("alertmanager", "config-reloader")),
+		refuseBut("initContainers", "init containers of the user's, appended after the rendered one; accepted: those not named init-config-reloader, whose patch is not rendered yet",
+			namesNone("init-config-reloader")),
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
 		mapped("clusterAdvertiseAddress", flag),
@@ -95,6 +98,18 @@ func operatorFields() []takeover.Field {
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),
 		mapped("terminationGracePeriodSeconds", "default 120"),
 		mapped("hostUsers", asIs),
+	}
+}
+
+// namesNone accepts a list of containers none of which has one of names.
+func namesNone(names ...string) func(reflect.Value) bool {
+	return func(v reflect.Value) bool {
+		for i := range v.Len() {
+			if slices.Contains(names, v.Index(i).FieldByName("Name").String()) {
+				return false
+			}
+		}
+		return true
 	}
 }
 

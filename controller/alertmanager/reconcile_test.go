@@ -164,7 +164,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	opSTS := operatorStatefulSet(am)
 	require.NoError(t, c.Create(ctx, opSTS, client.FieldOwner(takeover.OperatorFieldManager)))
 	refused := testAlertmanager(ns, "refused", "podreload")
-	refused.Spec.Containers = []corev1.Container{{Name: "extra", Image: "x"}}
+	refused.Spec.Containers = []corev1.Container{{Name: "config-reloader", Image: "x"}}
 	require.NoError(t, c.Create(ctx, refused))
 
 	other := "am-takeover-team"

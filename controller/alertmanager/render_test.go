@@ -134,6 +134,8 @@ func TestFieldsCoverTheSpec(t *testing.T) {
 // acceptedValues are values of refused fields that are taken over.
 func acceptedValues() map[string][]string {
 	return map[string][]string{
+		"containers":                   {`[{"name": "proxy", "image": "proxy"}]`},
+		"initContainers":               {`[{"name": "setup", "image": "setup"}]`},
 		"automountServiceAccountToken": {`true`},
 	}
 }
@@ -142,6 +144,8 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
+		"containers":                   `[{"name": "config-reloader", "resources": {}}]`,
+		"initContainers":               `[{"name": "init-config-reloader", "resources": {}}]`,
 		"automountServiceAccountToken": `false`,
 	}
 }
@@ -221,6 +225,8 @@ func TestRenderPodFields(t *testing.T) {
 	am.Spec.UpdateStrategy = &monitoringv1.StatefulSetUpdateStrategy{Type: monitoringv1.OnDeleteStatefulSetStrategyType}
 	am.Spec.Storage = &monitoringv1.StorageSpec{Ephemeral: &corev1.EphemeralVolumeSource{}}
 	am.Spec.HostAliases = []monitoringv1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"smtp"}}}
+	am.Spec.Containers = []corev1.Container{{Name: "proxy", Image: "proxy"}}
+	am.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "setup"}}
 	require.Empty(t, fromAlertmanager(am))
 	objs, err := render(inputs{am: am, config: []byte("x")})
 	require.NoError(t, err)
@@ -234,6 +240,8 @@ func TestRenderPodFields(t *testing.T) {
 	require.Equal(t, &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}}, pod.DNSConfig)
 	require.Equal(t, []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"smtp"}}}, pod.HostAliases)
 	require.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, objs.sts.Spec.UpdateStrategy.Type)
+	require.Equal(t, []string{"alertmanager", "config-reloader", "proxy"}, names(pod.Containers), "the user's containers after the rendered ones")
+	require.Equal(t, []string{"init-config-reloader", "setup"}, names(pod.InitContainers))
 	require.Empty(t, objs.sts.Spec.VolumeClaimTemplates)
 	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "alertmanager-a-db" && v.Ephemeral != nil }))
 	require.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "alertmanager-a-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
@@ -250,4 +258,13 @@ func TestRenderPodFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, corev1.DNSDefault, objs.sts.Spec.Template.Spec.DNSPolicy)
 	require.Nil(t, objs.generated, "no configuration: the generated Secret is kept as it is")
+}
+
+// names are the names of containers.
+func names(containers []corev1.Container) []string {
+	out := make([]string, len(containers))
+	for i, c := range containers {
+		out[i] = c.Name
+	}
+	return out
 }
