@@ -28,8 +28,9 @@ type Options struct {
 	// PrometheusServers (default images); RuleShards is ignored.
 	Prometheus promserver.WorkloadOptions
 	// TakeOver, when not nil, reconciles prometheus-operator's Prometheus
-	// objects handed to TakeOver.ControllerID besides PrometheusServers
-	// (docs/takeover.md).
+	// and Alertmanager objects handed to TakeOver.ControllerID besides
+	// PrometheusServers (docs/takeover.md, docs/takeover-alertmanager.md);
+	// the Alertmanagers' config-reloader is Prometheus.DefaultReloaderImage.
 	TakeOver *promserver.TakeOver
 	// LeaderElection makes the controller write only while it holds the
 	// Lease LeaderElectionID in LeaderElectionNamespace.

@@ -1,0 +1,72 @@
+package alertmanager
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/selfsigned"
+)
+
+// testWebTLS: an Alertmanager serving HTTPS whose certificate's Secret
+// does not exist yet is Reconciled False with the reason, nothing of its
+// pods written; once the Secret exists its web configuration is written,
+// and its pods are probed and reloaded over HTTPS, the reloaders verifying
+// the certificate.
+func testWebTLS(t *testing.T, env *controlplane.ControlPlane) {
+	c := newClient(t, env.Config)
+	ctx := t.Context()
+	ns := "am-web-tls"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	am := testAlertmanager(ns, "tls", "podreload")
+	am.Spec.Secrets = nil
+	cert := corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "am-tls"}, Key: corev1.TLSCertKey}
+	am.Spec.Web = &monitoringv1.AlertmanagerWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+		Cert:      monitoringv1.SecretOrConfigMap{Secret: &cert},
+		KeySecret: corev1.SecretKeySelector{LocalObjectReference: cert.LocalObjectReference, Key: corev1.TLSPrivateKeyKey},
+	}}}
+	require.NoError(t, c.Create(ctx, am))
+	start(t, env.Config, ns)
+
+	var live monitoringv1.Alertmanager
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		if rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled); assert.NotNil(ct, rec) {
+			assert.Equal(ct, "InvalidWebConfig", rec.Reason)
+			assert.Contains(ct, rec.Message, `"am-web-tls/am-tls" not found`)
+		}
+	})
+	require.Error(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-tls"}, &appsv1.StatefulSet{}), "nothing of the pods written")
+
+	certPEM, keyPEM := selfsigned.Cert(t, "localhost")
+	require.NoError(t, c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "am-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+	}))
+	var sts appsv1.StatefulSet
+	eventually(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-tls"}, &sts))
+	})
+	var web corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-tls-web-config"}, &web))
+	require.Contains(t, string(web.Data["web-config.yaml"]), "tls_server_config")
+	pod := sts.Spec.Template.Spec
+	require.Equal(t, corev1.URISchemeHTTPS, pod.Containers[0].ReadinessProbe.HTTPGet.Scheme)
+	require.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "web-config", MountPath: "/etc/alertmanager/web_config/web-config.yaml", SubPath: "web-config.yaml", ReadOnly: true})
+	reloader := pod.Containers[1]
+	require.Contains(t, reloader.Args, "--reload-url=https://localhost:9093/-/reload")
+	require.True(t, slices.ContainsFunc(reloader.Args, func(a string) bool { return strings.HasPrefix(a, "--reload-tls-ca-file=/etc/alertmanager/web_tls/") }), "the reloaders verify the certificate")
+	require.Equal(t, fileHash(web.Data["web-config.yaml"]), sts.Spec.Template.Annotations[annotationWebConfig], "a change of the file rolls the pods")
+}
