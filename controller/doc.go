@@ -6,7 +6,12 @@
 // depguard, .golangci.yml):
 //
 //	controller/           Options, New, the table of managed kinds
-//	controller/prometheus the PrometheusServer kind: render, reconcile, status
+//	controller/prometheus the PrometheusServer kind, and prometheus-operator's
+//	                      Prometheus taken over: render, reconcile, status
+//	controller/alertmanager prometheus-operator's Alertmanager taken over;
+//	                      amconfig/ builds its configuration
+//	controller/takeover   kind-neutral: what the kinds taken over share (the
+//	                      controller id, the hand-back, the field tables)
 //	controller/kube       kind-neutral: the manager and its caches; writing
 //	                      objects (create or update, server-side apply of
 //	                      StatefulSets with recreate, delete), owner any object
@@ -14,12 +19,12 @@
 //	                      typed references, one resolver, who references what
 //	controller/webconfig  kind-neutral: the web configuration file of spec.web
 //	                      (exporter-toolkit's), its checks and pod parts
-//	controller/sidecar    kind-neutral: the config-reloader's containers and
-//	                      the Role and RoleBinding of its pods
+//	controller/sidecar    kind-neutral: the config-reloader's containers,
+//	                      the Role and RoleBinding of its pods, their reports
 //	contract/             what the controller and the config-reloader agree on:
 //	                      the content hash, the applied report, the part lines
 //
-// A kind imports kube, store, webconfig, sidecar and contract, never
+// A kind imports kube, store, webconfig, sidecar, takeover and contract, never
 // another kind nor this package; they know no kind. docs/adding-a-kind.md
 // says where a new kind goes, step by step.
 package controller

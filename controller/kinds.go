@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/podreload/podreload/controller/alertmanager"
 	"github.com/podreload/podreload/controller/kube"
 	promserver "github.com/podreload/podreload/controller/prometheus"
 )
@@ -27,6 +28,12 @@ func kinds() []kind {
 	return []kind{
 		{name: promserver.App, addToScheme: promserver.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 			return promserver.Setup(m, logger, reg, opts.Prometheus, opts.TakeOver)
+		}},
+		{name: alertmanager.App, addToScheme: alertmanager.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+			if opts.TakeOver == nil {
+				return nil
+			}
+			return alertmanager.Setup(m, logger, reg, alertmanager.Options{ControllerID: opts.TakeOver.ControllerID, ReloaderImage: opts.Prometheus.DefaultReloaderImage})
 		}},
 	}
 }

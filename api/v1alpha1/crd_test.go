@@ -38,6 +38,8 @@ const (
 // other kinds of upstreamTypes are not deployed.
 func upstreamCRDs() []string {
 	return []string{
+		"monitoring.coreos.com_alertmanagerconfigs.yaml",
+		"monitoring.coreos.com_alertmanagers.yaml",
 		"monitoring.coreos.com_podmonitors.yaml",
 		"monitoring.coreos.com_probes.yaml",
 		"monitoring.coreos.com_prometheuses.yaml",
@@ -183,6 +185,22 @@ func TestCRDs(t *testing.T) {
 			plural:     "prometheuses",
 			shortNames: []string{"prom"},
 			version:    "v1",
+		},
+		{
+			file:       "monitoring.coreos.com_alertmanagers.yaml",
+			group:      "monitoring.coreos.com",
+			kind:       "Alertmanager",
+			plural:     "alertmanagers",
+			shortNames: []string{"am"},
+			version:    "v1",
+		},
+		{
+			file:       "monitoring.coreos.com_alertmanagerconfigs.yaml",
+			group:      "monitoring.coreos.com",
+			kind:       "AlertmanagerConfig",
+			plural:     "alertmanagerconfigs",
+			shortNames: []string{"amcfg"},
+			version:    "v1alpha1",
 		},
 		{
 			file:       "monitoring.coreos.com_prometheusrules.yaml",

@@ -113,7 +113,7 @@ func TestRun(t *testing.T) {
 func TestCRDs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crds", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 7, "deploy/crds: run make generate")
+	require.Len(t, files, 9, "deploy/crds: run make generate")
 	var all, ours []byte
 	var names []string
 	for _, f := range files {
@@ -197,6 +197,11 @@ func TestTakeoverCheck(t *testing.T) {
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet prometheus-k8s (2 replicas each); PVCs and data stay
 Prometheus team-a/with-thanos (controller-id ""):
   refused, not supported yet: spec.thanos; annotated, it stays untouched
+Alertmanager monitoring/main (controller-id ""):
+  can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-main (3 replicas each); PVCs and data stay
+Alertmanager team-a/with-sidecar (controller-id ""):
+  refused, not supported yet: spec.containers; annotated, it stays untouched
 `, stdout.String())
 
 	stdout.Reset()

@@ -3,7 +3,6 @@ package prometheus
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // operatorBaseImage and operatorDefaultVersion (layout_workload.go) make
@@ -33,7 +33,7 @@ const unmanagedConfiguration = "serviceMonitorSelector, podMonitorSelector, prob
 // prometheus-operator cannot parse, and unmanagedConfiguration, sorted.
 func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServerSpec, unsupported []string) {
 	in = *in.DeepCopy()
-	unsupported = refusedFields(in)
+	unsupported = takeover.RefusedFields(in, operatorFields())
 	image, ok := operatorImage(&in)
 	if !ok {
 		unsupported = append(unsupported, "version")
@@ -167,50 +167,11 @@ func operatorExcluded(in monitoringv1.PrometheusSpec) []monitoringv1.ObjectRefer
 // operatorDefaultVersion), in that order of preference. ok is false for a
 // version that is not one, which prometheus-operator fails on.
 func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
-	// prometheus-operator parses the version whatever the image.
-	version, ok := semverTolerant(cmp.Or(spec.Version, operatorDefaultVersion))
-	if s := strings.TrimSpace(ptr.Deref(spec.Image, "")); s != "" {
-		return ptr.Deref(spec.Image, ""), ok
-	}
-	base := cmp.Or(spec.BaseImage, operatorBaseImage)
-	name := base[strings.LastIndexByte(base, '/')+1:]
-	switch {
-	case strings.ContainsAny(name, ":@"):
-		return base, ok
-	case spec.SHA != "":
-		return base + "@sha256:" + spec.SHA, ok
-	case spec.Tag != "":
-		return base + ":" + spec.Tag, ok
-	}
-	return base + ":v" + version, ok
-}
-
-// semverTolerant reads a version as prometheus-operator does (blang's
-// semver.ParseTolerant: spaces and a leading v trimmed, leading zeros
-// dropped, a missing minor or patch is 0) and returns it without the v;
-// ok is false when it is not a version.
-func semverTolerant(v string) (string, bool) {
-	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 3 && strings.ContainsAny(parts[len(parts)-1], "+-") {
-		return v, false
-	}
-	for len(parts) < 3 {
-		parts = append(parts, "0")
-	}
-	core, suffix := parts[2], ""
-	if i := strings.IndexAny(core, "+-"); i >= 0 {
-		core, suffix = core[:i], core[i:]
-	}
-	nums := []string{parts[0], parts[1], core}
-	for i, n := range nums {
-		u, err := strconv.ParseUint(n, 10, 64)
-		if err != nil {
-			return v, false
-		}
-		nums[i] = strconv.FormatUint(u, 10)
-	}
-	return strings.Join(nums, ".") + suffix, true
+	image, _, ok = takeover.Image(takeover.ImageSpec{
+		Image: spec.Image, BaseImage: spec.BaseImage, DefaultBaseImage: operatorBaseImage,
+		Version: spec.Version, DefaultVersion: operatorDefaultVersion, Tag: spec.Tag, SHA: spec.SHA,
+	})
+	return image, ok
 }
 
 // convertStorage is spec.storage: an emptyDir, or, with neither emptyDir

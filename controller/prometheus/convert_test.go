@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -218,10 +219,10 @@ func TestConvertMappedFields(t *testing.T) {
 		})
 	}
 	for _, f := range operatorFields() {
-		if f.class == fieldMapped {
-			require.True(t, tested[f.path], "%s: a mapped field without a case", f.path)
+		if f.Class == takeover.ClassMapped {
+			require.True(t, tested[f.Path], "%s: a mapped field without a case", f.Path)
 		} else {
-			require.False(t, tested[f.path], "%s: a case of a field that is not mapped", f.path)
+			require.False(t, tested[f.Path], "%s: a case of a field that is not mapped", f.Path)
 		}
 	}
 }

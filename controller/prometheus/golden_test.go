@@ -2,12 +2,11 @@ package prometheus
 
 import (
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
 )
 
 func TestMain(m *testing.M) {
@@ -22,13 +21,4 @@ func TestMain(m *testing.M) {
 }
 
 // golden compares got with the file path, or rewrites the file with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./controller/prometheus/ -update to create it")
-	require.Equal(t, string(want), string(got), "run go test ./controller/prometheus/ -update to accept the change")
-}
+func golden(t *testing.T, path string, got []byte) { goldenfile.Check(t, path, got) }

@@ -1,8 +1,6 @@
 package prometheus
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -10,118 +8,16 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/controller/takeover"
 )
-
-// specFields lists the fields of the struct type t by JSON path under
-// prefix, inlined fields flattened, with their types.
-func specFields(t reflect.Type, prefix string) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		switch {
-		case tag == "-" || !sf.IsExported():
-		case tag == "" && sf.Anonymous:
-			for p, ft := range specFields(sf.Type, prefix) {
-				out[p] = ft
-			}
-		default:
-			out[prefix+tag] = sf.Type
-		}
-	}
-	return out
-}
-
-// structOf is t without pointers, and the item type of a list: the
-// struct whose fields rows below path classify.
-func structOf(t reflect.Type) (reflect.Type, bool) {
-	list := false
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-		list = list || t.Kind() == reflect.Slice
-		t = t.Elem()
-	}
-	return t, list
-}
-
-// uncoveredFields walks the struct type typ as operatorFields classifies
-// it: missing are its fields without a row (nor rows under them that
-// classify their sub-fields), unknown the rows naming no field of typ.
-func uncoveredFields(typ reflect.Type, fields []operatorField) (missing, unknown []string) {
-	rows := map[string]bool{}
-	for _, f := range fields {
-		rows[f.path] = false
-	}
-	var walk func(t reflect.Type, prefix string)
-	walk = func(t reflect.Type, prefix string) {
-		for p, ft := range specFields(t, prefix) {
-			if _, ok := rows[p]; ok {
-				rows[p] = true
-				continue
-			}
-			st, list := structOf(ft)
-			below := p + "."
-			if list {
-				below = p + "[]."
-			}
-			expanded := st.Kind() == reflect.Struct && slices.ContainsFunc(fields, func(f operatorField) bool {
-				return strings.HasPrefix(f.path, below)
-			})
-			if !expanded {
-				missing = append(missing, p)
-				continue
-			}
-			walk(st, below)
-		}
-	}
-	walk(typ, "")
-	for p, seen := range rows {
-		if !seen {
-			unknown = append(unknown, p)
-		}
-	}
-	slices.Sort(missing)
-	slices.Sort(unknown)
-	return missing, unknown
-}
 
 // TestOperatorFieldsCoverTheSpec fails when a field of the pinned
 // PrometheusSpec has no row (an upgrade of the types added one), when a
 // row names a field that does not exist (or one under a row that covers
 // it), or when a row is malformed.
 func TestOperatorFieldsCoverTheSpec(t *testing.T) {
-	paths := map[string]bool{}
-	for _, f := range operatorFields() {
-		require.False(t, paths[f.path], "%s: two rows", f.path)
-		paths[f.path] = true
-		require.NotEmpty(t, f.note, "%s: no note", f.path)
-		require.Contains(t, []fieldClass{fieldMapped, fieldIgnored, fieldRefused}, f.class, f.path)
-		require.True(t, f.accepts == nil || f.class == fieldRefused, "%s: accepts on a row that is not refused", f.path)
-	}
-	missing, unknown := uncoveredFields(reflect.TypeFor[monitoringv1.PrometheusSpec](), operatorFields())
-	require.Empty(t, missing, "fields of monitoringv1.PrometheusSpec without a row in operatorFields: classify them")
-	require.Empty(t, unknown, "rows of operatorFields naming no field of monitoringv1.PrometheusSpec (or under a row that covers them)")
-}
-
-// TestOperatorFieldsCoverageFails: the walk reports a field the table
-// lacks, at the top and under a list classified item by item, and a row
-// naming no field.
-func TestOperatorFieldsCoverageFails(t *testing.T) {
-	type item struct {
-		A string `json:"a"`
-		B string `json:"b,omitempty"`
-	}
-	type grown struct {
-		monitoringv1.PrometheusSpec `json:",inline"`
-		NewField                    string `json:"newField,omitempty"`
-		Items                       []item `json:"items,omitempty"`
-	}
-	fields := slices.Concat(operatorFields(), []operatorField{
-		{path: "items[].a", class: fieldMapped, note: "x"},
-		{path: "gone", class: fieldMapped, note: "x"},
-	})
-	missing, unknown := uncoveredFields(reflect.TypeFor[grown](), fields)
-	require.Equal(t, []string{"items[].b", "newField"}, missing)
-	require.Equal(t, []string{"gone"}, unknown)
+	require.NoError(t, takeover.CheckTable(reflect.TypeFor[monitoringv1.PrometheusSpec](), operatorFields()))
 }
 
 // TestOperatorFieldMatrix checks docs/prometheus-operator.md is the
@@ -140,7 +36,8 @@ func fieldMatrix() string {
 
 What podreload does with each field of a ` + "`monitoring.coreos.com/v1` `Prometheus`" + `
 (prometheus-operator's types at v0.94.1, go.mod) when it takes the object
-over ([takeover.md](takeover.md)):
+over ([takeover.md](takeover.md); the ` + "`Alertmanager`" + ` fields are in
+[prometheus-operator-alertmanager.md](prometheus-operator-alertmanager.md)):
 
 - **mapped**: carried into the PrometheusServer the object is rendered as,
   with prometheus-operator's meaning and defaults;
@@ -165,17 +62,7 @@ Two refusals are not of one field:
   takeover would overwrite it.
 
 `)
-	counts := map[fieldClass]int{}
-	for _, f := range operatorFields() {
-		counts[f.class]++
-	}
-	fmt.Fprintf(&b, "%d fields: %d mapped, %d ignored, %d refused.\n\n", len(operatorFields()), counts[fieldMapped], counts[fieldIgnored], counts[fieldRefused])
-	b.WriteString("| field | class | maps to, or why |\n|---|---|---|\n")
-	rows := operatorFields()
-	slices.SortStableFunc(rows, func(a, b operatorField) int { return strings.Compare(a.path, b.path) })
-	for _, f := range rows {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.path, f.class, f.note)
-	}
+	b.WriteString(takeover.Matrix(operatorFields()))
 	return b.String()
 }
 
@@ -211,97 +98,31 @@ func refusedValues() map[string]string {
 	}
 }
 
-// setPath sets the field at path in spec (a pointer to a PrometheusSpec)
-// to value (JSON), or to a non-zero value of its type when value is
-// empty; a list on the way gets one item.
-func setPath(t *testing.T, spec reflect.Value, path, value string) {
-	t.Helper()
-	v := spec.Elem()
-	segs := strings.Split(path, ".")
-	for i, seg := range segs {
-		f, ok := jsonField(v, strings.TrimSuffix(seg, "[]"))
-		require.True(t, ok, "%s: no field %s", path, seg)
-		if i == len(segs)-1 {
-			if value != "" {
-				require.NoError(t, json.Unmarshal([]byte(value), f.Addr().Interface()), path)
-			} else {
-				fill(f)
-			}
-			return
-		}
-		if strings.HasSuffix(seg, "[]") {
-			if f.Len() == 0 {
-				f.Set(reflect.Append(f, reflect.New(f.Type().Elem()).Elem()))
-			}
-			f = f.Index(0)
-		}
-		if f.Kind() == reflect.Pointer {
-			if f.IsNil() {
-				f.Set(reflect.New(f.Type().Elem()))
-			}
-			f = f.Elem()
-		}
-		v = f
-	}
-}
-
-// fill sets v to a non-zero value of its type.
-func fill(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		fill(v.Elem())
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		v.SetInt(7)
-	case reflect.Slice:
-		item := reflect.New(v.Type().Elem()).Elem()
-		fill(item)
-		v.Set(reflect.Append(reflect.MakeSlice(v.Type(), 0, 1), item))
-	case reflect.Map:
-		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		fill(k)
-		fill(e)
-		v.Set(reflect.MakeMap(v.Type()))
-		v.SetMapIndex(k, e)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i))
-				return
-			}
-		}
-	}
-}
-
 // TestConvertRefusedFields: a Prometheus setting one refused field lists
 // exactly its path; one setting it to an accepted value lists nothing.
 func TestConvertRefusedFields(t *testing.T) {
 	for _, f := range operatorFields() {
-		if f.class != fieldRefused {
+		if f.Class != takeover.ClassRefused {
 			continue
 		}
-		t.Run(f.path, func(t *testing.T) {
+		t.Run(f.Path, func(t *testing.T) {
 			p := testPrometheus()
-			setPath(t, reflect.ValueOf(&p.Spec), f.path, refusedValues()[f.path])
+			require.NoError(t, takeover.SetPath(reflect.ValueOf(&p.Spec), f.Path, refusedValues()[f.Path]))
 			_, unsupported := fromPrometheus(p)
-			require.Equal(t, []string{f.path}, unsupported)
+			require.Equal(t, []string{f.Path}, unsupported)
 
-			ok := acceptedValues()[f.path]
-			require.Equal(t, f.accepts != nil, len(ok) > 0, "a field with accepted values has an example of each, and only those")
+			ok := acceptedValues()[f.Path]
+			require.Equal(t, f.Accepts != nil, len(ok) > 0, "a field with accepted values has an example of each, and only those")
 			for _, v := range ok {
 				p := testPrometheus()
-				setPath(t, reflect.ValueOf(&p.Spec), f.path, v)
+				require.NoError(t, takeover.SetPath(reflect.ValueOf(&p.Spec), f.Path, v))
 				_, unsupported := fromPrometheus(p)
 				require.Empty(t, unsupported, v)
 			}
 		})
 	}
 	for path := range acceptedValues() {
-		require.True(t, slices.ContainsFunc(operatorFields(), func(f operatorField) bool { return f.path == path && f.accepts != nil }), path)
+		require.True(t, slices.ContainsFunc(operatorFields(), func(f takeover.Field) bool { return f.Path == path && f.Accepts != nil }), path)
 	}
 }
 

@@ -61,27 +61,6 @@ func userVolumeName(prefix, name string) string {
 	return label[:min(len(label), validation.DNS1123LabelMaxLength)]
 }
 
-// podDNSConfig is c as the pod's DNS configuration.
-func podDNSConfig(c *monitoringv1.PodDNSConfig) *corev1.PodDNSConfig {
-	if c == nil {
-		return nil
-	}
-	out := &corev1.PodDNSConfig{Nameservers: c.Nameservers, Searches: c.Searches}
-	for _, o := range c.Options {
-		out.Options = append(out.Options, corev1.PodDNSConfigOption{Name: o.Name, Value: o.Value})
-	}
-	return out
-}
-
-// hostAliases is aliases as the pod's.
-func hostAliases(aliases []monitoringv1.HostAlias) []corev1.HostAlias {
-	var out []corev1.HostAlias
-	for _, a := range aliases {
-		out = append(out, corev1.HostAlias{IP: a.IP, Hostnames: a.Hostnames})
-	}
-	return out
-}
-
 // portName is the name of Prometheus' container port: spec.portName, or web.
 func portName(spec v1alpha1.PrometheusServerSpec) string {
 	return cmp.Or(spec.PortName, "web")

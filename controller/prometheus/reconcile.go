@@ -32,8 +32,6 @@ const (
 	// conditionAvailable is True when every replica of a PrometheusServer
 	// is ready.
 	conditionAvailable = "Available"
-	// maxEventNote is the longest note of an events.k8s.io/v1 Event.
-	maxEventNote = 1024
 )
 
 // reconciler is the Reconciler of PrometheusServers.
@@ -71,7 +69,7 @@ type reconciler struct {
 	// takeover is set on the reconciler of the Prometheus objects taken
 	// over from prometheus-operator (takeover.go); nil on the
 	// reconciler of PrometheusServers.
-	takeover *takeover
+	takeover *takingOver
 }
 
 // Reconcile makes the objects of the PrometheusServer req names match it.
@@ -288,7 +286,7 @@ func (r *reconciler) warn(own kube.Owner, in inputs, rejected []rejection) {
 
 // event emits a Warning Event about regarding.
 func (r *reconciler) event(regarding, related runtime.Object, reason, note string) {
-	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", truncate(note, maxEventNote))
+	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
 }
 
 // rejectedObject returns the candidate of in that rej names.

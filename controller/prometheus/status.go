@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
 )
 
 // written is content the controller wrote, for the time every replica
@@ -52,7 +52,7 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 	before := server.Status.ContentHash
 	status := r.status(server, objs, sets, cond)
 	var applied metav1.Condition
-	status.ReplicaStatuses, applied = configApplied(status.ContentHash, pods.Items)
+	status.ReplicaStatuses, applied = sidecar.Applied(status.ContentHash, pods.Items)
 	applied.ObservedGeneration = server.Generation
 	if cond.Status != metav1.ConditionTrue {
 		// This generation is not all written: ConfigApplied does not
@@ -198,21 +198,8 @@ func (r *reconciler) observeApplied(key types.NamespacedName, before string, sta
 }
 
 // maxLeftOut bounds the objects status.leftOut lists; each one's reason
-// is cut as an Event's note is (maxEventNote): 50 KiB at most.
+// is cut as an Event's note is (kube.MaxEventNote): 50 KiB at most.
 const maxLeftOut = 50
-
-// truncate shortens s to at most n bytes, marking the cut, on a rune
-// boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
 
 // status is the status of server with cond, from objs when it is not nil
 // and from the live StatefulSets of its shards, sets. It sets the gauges of
@@ -237,7 +224,7 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 		for i, rej := range objs.Rejected {
 			counts[rej.Kind].Rejected++
 			if i < maxLeftOut {
-				status.LeftOut = append(status.LeftOut, v1alpha1.LeftOutObject{Kind: rej.Kind, Namespace: rej.Namespace, Name: rej.Name, Reason: truncate(rej.Reason, maxEventNote)})
+				status.LeftOut = append(status.LeftOut, v1alpha1.LeftOutObject{Kind: rej.Kind, Namespace: rej.Namespace, Name: rej.Name, Reason: kube.Truncate(rej.Reason, kube.MaxEventNote)})
 			}
 		}
 		for kind, c := range counts {
@@ -270,3 +257,7 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 	meta.SetStatusCondition(&status.Conditions, available)
 	return status
 }
+
+// conditionConfigApplied is the condition of what the replicas run
+// (sidecar.Applied).
+const conditionConfigApplied = sidecar.ConditionConfigApplied

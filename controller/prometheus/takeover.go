@@ -10,22 +10,21 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // Taking over prometheus-operator's Prometheus objects (docs/takeover.md):
@@ -41,14 +40,9 @@ import (
 // nothing; prometheus-operator, whose id now matches, takes the objects
 // back.
 const (
-	// AnnotationControllerID is prometheus-operator's annotation naming
-	// the controller of a Prometheus object.
-	AnnotationControllerID = "operator.prometheus.io/controller-id"
-	// operatorFieldManager is prometheus-operator's field manager.
-	operatorFieldManager = "PrometheusOperator"
-	// conditionUnsupportedFields is True on a Prometheus that sets fields
-	// the controller cannot render: it is not taken over.
-	conditionUnsupportedFields = "UnsupportedFields"
+	// AnnotationControllerID is prometheus-operator's annotation naming the
+	// controller of a Prometheus object (takeover.AnnotationControllerID).
+	AnnotationControllerID = takeover.AnnotationControllerID
 )
 
 // TakeOver configures the reconciler of prometheus-operator's Prometheus
@@ -63,7 +57,7 @@ type TakeOver struct {
 
 // takeover is what the reconciler of Prometheus objects has besides a
 // reconciler's.
-type takeover struct {
+type takingOver struct {
 	r  *reconciler
 	id string
 
@@ -83,11 +77,6 @@ type syncedCondition struct {
 	generation int64
 }
 
-// handedTo reports whether obj's controller id is id, exactly.
-func handedTo(obj metav1.Object, id string) bool {
-	return obj.GetAnnotations()[AnnotationControllerID] == id
-}
-
 // setupTakeover sets up the reconciler of the Prometheus objects handed to
 // to.ControllerID. A Prometheus matters when it is created or deleted, and
 // when its spec, labels or annotations (the controller id) change.
@@ -102,7 +91,7 @@ func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 		return fmt.Errorf("take over Prometheus objects: %w", err)
 	}
 	r := newReconciler(m, logger, metrics, opts)
-	r.takeover = &takeover{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{}}
+	r.takeover = &takingOver{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{}}
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheus").
@@ -113,14 +102,14 @@ func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 	// As for PrometheusServers: the pods' reports update the status alone.
 	return builder.ControllerManagedBy(m).
 		Named("prometheus-status").
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.takeover.podPrometheus), builder.WithPredicates(podChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.takeover.podPrometheus), builder.WithPredicates(sidecar.PodChanged())).
 		Complete(reconcile.Func(r.takeover.reconcileStatus))
 }
 
 // reconcileStatus updates the status of the Prometheus req names from its
 // pods' reports, without a render, when it was synced last at its current
 // generation; otherwise it leaves the status to the render that comes.
-func (t *takeover) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (t *takingOver) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r := t.r
 	r.work.Lock()
 	defer r.work.Unlock()
@@ -129,7 +118,7 @@ func (t *takeover) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	server, unsupported := fromPrometheus(&p)
-	if p.DeletionTimestamp != nil || !handedTo(&p, t.id) || len(unsupported) > 0 {
+	if p.DeletionTimestamp != nil || !takeover.HandedTo(&p, t.id) || len(unsupported) > 0 {
 		return ctrl.Result{}, nil
 	}
 	if p.Spec.Paused { // As reconcile writes it.
@@ -146,7 +135,7 @@ func (t *takeover) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.
 
 // podPrometheus maps a pod to the Prometheus whose StatefulSet runs it,
 // named by prometheus-operator's labelOperatorName.
-func (t *takeover) podPrometheus(_ context.Context, obj client.Object) []ctrl.Request {
+func (t *takingOver) podPrometheus(_ context.Context, obj client.Object) []ctrl.Request {
 	name := obj.GetLabels()[labelOperatorName]
 	if name == "" {
 		return nil
@@ -156,7 +145,7 @@ func (t *takeover) podPrometheus(_ context.Context, obj client.Object) []ctrl.Re
 
 // servers returns the cached Prometheus objects taken over, converted;
 // those with unsupported fields are not.
-func (t *takeover) servers(ctx context.Context) []v1alpha1.PrometheusServer {
+func (t *takingOver) servers(ctx context.Context) []v1alpha1.PrometheusServer {
 	var list monitoringv1.PrometheusList
 	if err := t.r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		t.r.logger.Error("list Prometheus objects", "err", err)
@@ -164,7 +153,7 @@ func (t *takeover) servers(ctx context.Context) []v1alpha1.PrometheusServer {
 	}
 	var out []v1alpha1.PrometheusServer
 	for i := range list.Items {
-		if !handedTo(&list.Items[i], t.id) {
+		if !takeover.HandedTo(&list.Items[i], t.id) {
 			continue
 		}
 		if s, unsupported := fromPrometheus(&list.Items[i]); len(unsupported) == 0 {
@@ -176,7 +165,7 @@ func (t *takeover) servers(ctx context.Context) []v1alpha1.PrometheusServer {
 
 // reconcile makes the objects of the Prometheus key names match it when
 // it is handed to the controller, and hands it back otherwise.
-func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) error {
+func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName) error {
 	r := t.r
 	var p monitoringv1.Prometheus
 	if err := r.client.Get(ctx, key, &p); err != nil {
@@ -189,21 +178,20 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 	if p.DeletionTimestamp != nil {
 		// Its objects go with it, by their owner references.
 		t.forget(key)
-		if handedTo(&p, t.id) {
+		if takeover.HandedTo(&p, t.id) {
 			return t.dropFinalizer(ctx, &p)
 		}
 		return nil
 	}
-	if !handedTo(&p, t.id) {
+	if !takeover.HandedTo(&p, t.id) {
 		return t.handBack(ctx, &p)
 	}
 	server, unsupported := fromPrometheus(&p)
 	if len(unsupported) > 0 {
-		msg := fmt.Sprintf("not taken over, nothing written: not supported yet: %s (docs/prometheus-operator.md); remove the %s annotation to hand it back to prometheus-operator",
-			UnsupportedMessage(unsupported), AnnotationControllerID)
+		msg := takeover.RefusedMessage(unsupported, "docs/prometheus-operator.md")
 		t.refuse(&p, msg)
 		return t.writeStatus(ctx, &p, server, synced{cond: metav1.Condition{
-			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: conditionUnsupportedFields, Message: msg,
+			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: takeover.ConditionUnsupportedFields, Message: msg,
 		}}, msg)
 	}
 	t.refuse(&p, "")
@@ -211,7 +199,7 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 		r.logger.Debug("paused", "prometheus", key)
 		return t.writeStatus(ctx, &p, server, synced{}, "")
 	}
-	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{operatorFieldManager}, Orphan: true})
+	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true})
 	if err != nil {
 		return err
 	}
@@ -221,34 +209,20 @@ func (t *takeover) reconcile(ctx context.Context, key types.NamespacedName) erro
 	return errors.Join(res.err, t.writeStatus(ctx, &p, server, res, ""))
 }
 
-// finalizerStatusCleanup is the finalizer prometheus-operator puts on a
-// Prometheus (with its StatusForConfigurationResources feature gate) to
-// remove the Prometheus from the status of the monitors it selected
-// before it goes; prometheus-operator removes it only from the objects
-// whose controller id is its own.
-const finalizerStatusCleanup = "monitoring.coreos.com/status-cleanup"
-
-// dropFinalizer removes prometheus-operator's finalizer from p, taken over
-// and being deleted, which would otherwise never go. The monitors'
-// bindings to p it guards are prometheus-operator's, which the controller
-// does not write: they stay.
-func (t *takeover) dropFinalizer(ctx context.Context, p *monitoringv1.Prometheus) error {
-	if !controllerutil.ContainsFinalizer(p, finalizerStatusCleanup) {
-		return nil
+// dropFinalizer removes prometheus-operator's status-cleanup finalizer
+// from p, taken over and being deleted (takeover.DropFinalizer): the
+// monitors' bindings to p it guards stay.
+func (t *takingOver) dropFinalizer(ctx context.Context, p *monitoringv1.Prometheus) error {
+	dropped, err := takeover.DropFinalizer(ctx, t.r.client, t.r.writer, monitoringv1.PrometheusesKind, p)
+	if dropped {
+		t.r.logger.Info("removed prometheus-operator's finalizer of a Prometheus taken over and deleted", "prometheus", client.ObjectKeyFromObject(p), "finalizer", takeover.FinalizerStatusCleanup)
 	}
-	base := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, finalizerStatusCleanup)
-	t.r.writer.Count(monitoringv1.PrometheusesKind, "patch")
-	if err := t.r.client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove the finalizer %s of Prometheus %s/%s: %w", finalizerStatusCleanup, p.Namespace, p.Name, err)
-	}
-	t.r.logger.Info("removed prometheus-operator's finalizer of a Prometheus taken over and deleted", "prometheus", client.ObjectKeyFromObject(p), "finalizer", finalizerStatusCleanup)
-	return nil
+	return err
 }
 
 // refuse tells, in a Warning Event and the log, once per message, why p
 // is not taken over; an empty msg forgets the last one.
-func (t *takeover) refuse(p *monitoringv1.Prometheus, msg string) {
+func (t *takingOver) refuse(p *monitoringv1.Prometheus, msg string) {
 	key := client.ObjectKeyFromObject(p)
 	t.mu.Lock()
 	told := t.refused[key] == msg
@@ -263,11 +237,11 @@ func (t *takeover) refuse(p *monitoringv1.Prometheus, msg string) {
 	}
 	t.r.metrics.errors.Inc()
 	t.r.logger.Warn("unsupported fields", "prometheus", key, "err", msg)
-	t.r.event(p, nil, conditionUnsupportedFields, msg)
+	t.r.event(p, nil, takeover.ConditionUnsupportedFields, msg)
 }
 
 // forget drops what is kept about a Prometheus.
-func (t *takeover) forget(key types.NamespacedName) {
+func (t *takingOver) forget(key types.NamespacedName) {
 	t.mu.Lock()
 	delete(t.refused, key)
 	delete(t.synced, key)
@@ -279,11 +253,11 @@ func (t *takeover) forget(key types.NamespacedName) {
 // nothing of it is written any more but what only this controller wrote.
 // The status fields only it set go, in one write; the reloaders' Role and
 // RoleBinding (only ours use them) once no pod of p runs them.
-func (t *takeover) handBack(ctx context.Context, p *monitoringv1.Prometheus) error {
+func (t *takingOver) handBack(ctx context.Context, p *monitoringv1.Prometheus) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
 	t.forget(key)
-	if findCondition(p.Status.Conditions, conditionConfigApplied) != nil {
+	if takeover.FindCondition(p.Status.Conditions, conditionConfigApplied) != nil {
 		// Only this controller writes ConfigApplied: no status, applied
 		// by its field manager, removes what it alone set.
 		if err := t.applyStatus(ctx, p, map[string]any{}); err != nil {
@@ -292,93 +266,29 @@ func (t *takeover) handBack(ctx context.Context, p *monitoringv1.Prometheus) err
 		r.logger.Info("handed back", "prometheus", key, "controller_id", p.Annotations[AnnotationControllerID])
 	}
 	server, _ := fromPrometheus(p)
-	var role rbacv1.Role
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: accessName(server)}, &role)
-	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(&role, p)) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get Role %s/%s: %w", p.Namespace, accessName(server), err)
-	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
-		return fmt.Errorf("list pods of Prometheus %s: %w", key, err)
-	}
-	for _, pod := range pods.Items {
-		if _, ours := pod.Annotations[annotationInputHash]; ours {
-			return nil // Its deletion brings the Prometheus back here.
+	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, p, accessName(server), func(ctx context.Context) ([]corev1.Pod, error) {
+		var pods corev1.PodList
+		if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
+			return nil, fmt.Errorf("list pods of Prometheus %s: %w", key, err)
 		}
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: accessName(server)}}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("get RoleBinding %s/%s: %w", p.Namespace, binding.Name, err)
-	} else if err == nil && metav1.IsControlledBy(binding, p) {
-		if err := r.writer.Delete(ctx, "RoleBinding", binding); err != nil {
-			return err
-		}
-	}
-	if err := r.writer.Delete(ctx, "Role", &role); err != nil {
+		return pods.Items, nil
+	})
+	if !deleted {
 		return err
 	}
-	r.logger.Info("deleted the reloaders' Role: no pod of the Prometheus handed back runs them", "prometheus", key, "role", role.Name)
+	r.logger.Info("deleted the reloaders' Role: no pod of the Prometheus handed back runs them", "prometheus", key, "role", accessName(server))
 	return nil
 }
 
-// findCondition returns the condition of type typ, or nil.
-func findCondition(conds []monitoringv1.Condition, typ string) *monitoringv1.Condition {
-	for i := range conds {
-		if string(conds[i].Type) == typ {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-// applyStatus applies status as p's status, with server-side apply by the
-// controller's field manager, forcing: the fields it sets become its own,
-// those it set before and no longer does are removed.
-func (t *takeover) applyStatus(ctx context.Context, p *monitoringv1.Prometheus, status map[string]any) error {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": monitoringv1.SchemeGroupVersion.String(),
-		"kind":       monitoringv1.PrometheusesKind,
-		"metadata":   map[string]any{"name": p.Name, "namespace": p.Namespace},
-	}}
-	if len(status) > 0 { // None at all (an empty one reads as null) owns no field.
-		u.Object["status"] = status
-	}
-	t.r.writer.Count(monitoringv1.PrometheusesKind, "apply-status")
-	if err := t.r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply status of Prometheus %s/%s: %w", p.Namespace, p.Name, err)
-	}
-	return nil
-}
-
-// setCondition sets c in conds as meta.SetStatusCondition does: the
-// transition time stays while the status does.
-func setCondition(conds *[]monitoringv1.Condition, c monitoringv1.Condition) {
-	if was := findCondition(*conds, string(c.Type)); was != nil {
-		if was.Status == c.Status {
-			c.LastTransitionTime = was.LastTransitionTime
-		}
-		*was = c
-		return
-	}
-	*conds = append(*conds, c)
-}
-
-// fromCondition is c as a Prometheus condition of generation gen, with
-// the transition time of now.
-func fromCondition(c metav1.Condition, gen int64) monitoringv1.Condition {
-	return monitoringv1.Condition{
-		Type: monitoringv1.ConditionType(c.Type), Status: monitoringv1.ConditionStatus(c.Status),
-		Reason: c.Reason, Message: truncate(c.Message, maxEventNote), ObservedGeneration: gen,
-		LastTransitionTime: metav1.Now(),
-	}
+// applyStatus applies status as p's status (takeover.ApplyStatus).
+func (t *takingOver) applyStatus(ctx context.Context, p *monitoringv1.Prometheus, status map[string]any) error {
+	gvk := monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusesKind)
+	return takeover.ApplyStatus(ctx, t.r.client, t.r.writer, gvk, client.ObjectKeyFromObject(p), status)
 }
 
 // sets returns the live StatefulSets of server's shards, for a status
 // written without a sync.
-func (t *takeover) sets(ctx context.Context, server *v1alpha1.PrometheusServer) ([]*appsv1.StatefulSet, error) {
+func (t *takingOver) sets(ctx context.Context, server *v1alpha1.PrometheusServer) ([]*appsv1.StatefulSet, error) {
 	var out []*appsv1.StatefulSet
 	for shard := range shardCount(server) {
 		var sts appsv1.StatefulSet
@@ -398,20 +308,20 @@ func (t *takeover) sets(ctx context.Context, server *v1alpha1.PrometheusServer) 
 // conditionsOf returns the conditions the controller sets on p: the
 // Reconciled one (res.cond; Reconciled True when empty), ConfigApplied,
 // and UnsupportedFields when refused is set.
-func (t *takeover) conditionsOf(p *monitoringv1.Prometheus, res synced, applied metav1.Condition, refused string) []monitoringv1.Condition {
+func (t *takingOver) conditionsOf(p *monitoringv1.Prometheus, res synced, applied metav1.Condition, refused string) []monitoringv1.Condition {
 	conds := append([]monitoringv1.Condition(nil), p.Status.Conditions...)
 	cond := res.cond
 	if cond.Type == "" {
 		cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Paused", Message: "spec.paused: nothing is written"}
 	}
-	setCondition(&conds, fromCondition(cond, p.Generation))
-	setCondition(&conds, fromCondition(applied, applied.ObservedGeneration))
+	takeover.SetCondition(&conds, takeover.FromCondition(cond, p.Generation))
+	takeover.SetCondition(&conds, takeover.FromCondition(applied, applied.ObservedGeneration))
 	if refused != "" {
-		setCondition(&conds, fromCondition(metav1.Condition{Type: conditionUnsupportedFields, Status: metav1.ConditionTrue, Reason: conditionUnsupportedFields, Message: refused}, p.Generation))
+		takeover.SetCondition(&conds, takeover.FromCondition(metav1.Condition{Type: takeover.ConditionUnsupportedFields, Status: metav1.ConditionTrue, Reason: takeover.ConditionUnsupportedFields, Message: refused}, p.Generation))
 	}
 	keep := conds[:0]
 	for _, c := range conds {
-		if string(c.Type) == conditionUnsupportedFields && refused == "" {
+		if string(c.Type) == takeover.ConditionUnsupportedFields && refused == "" {
 			continue
 		}
 		keep = append(keep, c)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // writeStatus applies the status of a Prometheus taken over, as
@@ -25,18 +27,18 @@ import (
 // the pods; nothing is written when it is the same. A Prometheus refused
 // (refused is the message) gets its Reconciled and UnsupportedFields
 // conditions only: the rest stays prometheus-operator's.
-func (t *takeover) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, res synced, refused string) error {
+func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, res synced, refused string) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
 	if refused != "" {
 		conds := t.conditionsOf(p, res, metav1.Condition{}, refused)
 		var mine []monitoringv1.Condition
 		for _, c := range conds {
-			if string(c.Type) == conditionReconciled || string(c.Type) == conditionUnsupportedFields {
+			if string(c.Type) == conditionReconciled || string(c.Type) == takeover.ConditionUnsupportedFields {
 				mine = append(mine, c)
 			}
 		}
-		if equality.Semantic.DeepEqual(mine, pick(p.Status.Conditions, conditionReconciled, conditionUnsupportedFields)) {
+		if equality.Semantic.DeepEqual(mine, takeover.Pick(p.Status.Conditions, conditionReconciled, takeover.ConditionUnsupportedFields)) {
 			return nil
 		}
 		u, err := toMap(monitoringv1.PrometheusStatus{Conditions: mine})
@@ -62,11 +64,11 @@ func (t *takeover) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, 
 	if res.objs != nil && res.objs.ConfigSecret != nil {
 		want = res.objs.ContentHash
 	}
-	_, applied := configApplied(want, pods.Items)
+	_, applied := sidecar.Applied(want, pods.Items)
 	applied.ObservedGeneration = p.Generation
 	if res.cond.Type != "" && res.cond.Status != metav1.ConditionTrue {
 		applied.ObservedGeneration = 0 // As for a PrometheusServer (writeStatus).
-		if was := findCondition(p.Status.Conditions, conditionConfigApplied); was != nil {
+		if was := takeover.FindCondition(p.Status.Conditions, conditionConfigApplied); was != nil {
 			applied.ObservedGeneration = was.ObservedGeneration
 		}
 	}
@@ -75,7 +77,7 @@ func (t *takeover) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, 
 	status := operatorStatus(p, server, sets)
 	status.Conditions = t.conditionsOf(p, res, applied, "")
 	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
-	setCondition(&status.Conditions, availableCondition(p, server, sets))
+	takeover.SetCondition(&status.Conditions, availableCondition(p, server, sets))
 	before := r.written[key].hash
 	if !equality.Semantic.DeepEqual(status, p.Status) {
 		u, err := toMap(status)
@@ -88,19 +90,6 @@ func (t *takeover) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, 
 	}
 	r.observeApplied(key, before, v1alpha1.PrometheusServerStatus{ContentHash: want, Conditions: []metav1.Condition{applied}})
 	return nil
-}
-
-// pick returns the conditions of the given types, in order.
-func pick(conds []monitoringv1.Condition, types ...string) []monitoringv1.Condition {
-	var out []monitoringv1.Condition
-	for _, c := range conds {
-		for _, typ := range types {
-			if string(c.Type) == typ {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
 }
 
 // toMap converts status to the map an apply configuration holds.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // operatorWrittenStatefulSet is a StatefulSet as prometheus-operator writes one
@@ -93,7 +94,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	cp.create(t, p, prometheusRule(ns, "first", nil, "up"))
 	// Written by prometheus-operator: its field manager.
 	opSTS := operatorWrittenStatefulSet(p)
-	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(operatorFieldManager)))
+	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(takeover.OperatorFieldManager)))
 	run := cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &TakeOver{ControllerID: "podreload"})
 
 	// Not ours: nothing written, whatever the case or spaces of the id.
@@ -126,7 +127,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	var full appsv1.StatefulSet // With its managed fields.
 	require.NoError(t, cp.c.Get(t.Context(), stsKey, &full))
 	for _, m := range full.ManagedFields {
-		require.NotEqual(t, operatorFieldManager, m.Manager, "prometheus-operator still manages fields")
+		require.NotEqual(t, takeover.OperatorFieldManager, m.Manager, "prometheus-operator still manages fields")
 	}
 	var owners []string
 	for _, o := range sts.OwnerReferences {
@@ -161,11 +162,11 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		if !assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(p), &live)) {
 			return
 		}
-		rec := findCondition(live.Status.Conditions, conditionReconciled)
+		rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled)
 		if assert.NotNil(c, rec) {
 			assert.Equal(c, monitoringv1.ConditionTrue, rec.Status, rec.Message)
 		}
-		assert.NotNil(c, findCondition(live.Status.Conditions, conditionConfigApplied))
+		assert.NotNil(c, takeover.FindCondition(live.Status.Conditions, conditionConfigApplied))
 		assert.Equal(c, int32(1), live.Status.Shards)
 		assert.Equal(c, "app.kubernetes.io/instance=k8s,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=prometheus,operator.prometheus.io/name=k8s,prometheus=k8s", live.Status.Selector)
 	})
@@ -188,7 +189,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	eventually(t, func(c *assert.CollectT) {
 		var live monitoringv1.Prometheus
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(p), &live)) {
-			if applied := findCondition(live.Status.Conditions, conditionConfigApplied); assert.NotNil(c, applied) {
+			if applied := takeover.FindCondition(live.Status.Conditions, conditionConfigApplied); assert.NotNil(c, applied) {
 				assert.Equal(c, "every ready replica runs "+want[:12], applied.Message)
 			}
 		}
@@ -225,7 +226,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		if !assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(refused), &live)) {
 			return
 		}
-		cond := findCondition(live.Status.Conditions, conditionUnsupportedFields)
+		cond := takeover.FindCondition(live.Status.Conditions, takeover.ConditionUnsupportedFields)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, monitoringv1.ConditionTrue, cond.Status)
 			assert.Contains(c, cond.Message, "thanos")
@@ -233,7 +234,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		var events eventsv1.EventList
 		if assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns))) {
 			assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-				return e.Reason == conditionUnsupportedFields && e.Regarding.Name == "refused" && strings.Contains(e.Note, "thanos")
+				return e.Reason == takeover.ConditionUnsupportedFields && e.Regarding.Name == "refused" && strings.Contains(e.Note, "thanos")
 			}), "an UnsupportedFields Event")
 		}
 	})
@@ -253,7 +254,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		if !assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(clash), &live)) {
 			return
 		}
-		rec := findCondition(live.Status.Conditions, conditionReconciled)
+		rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled)
 		if assert.NotNil(c, rec) {
 			assert.Equal(c, monitoringv1.ConditionFalse, rec.Status)
 			assert.Contains(c, rec.Message, "StatefulSet "+ns+"/prometheus-clash: it is controlled by ConfigMap someone-else")
@@ -269,7 +270,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	// With prometheus-operator's status-cleanup finalizer, which the
 	// controller removes: prometheus-operator no longer would.
 	gone := operatorPrometheus(ns, "gone", "podreload")
-	gone.Finalizers = []string{finalizerStatusCleanup}
+	gone.Finalizers = []string{takeover.FinalizerStatusCleanup}
 	cp.create(t, gone)
 	cp.waitFor(t, client.ObjectKey{Namespace: ns, Name: "prometheus-gone"}, &appsv1.StatefulSet{})
 	require.NoError(t, cp.c.Delete(t.Context(), gone))
@@ -290,7 +291,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	eventually(t, func(c *assert.CollectT) {
 		var live monitoringv1.Prometheus
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(p), &live)) {
-			assert.Nil(c, findCondition(live.Status.Conditions, conditionConfigApplied), "our condition removed")
+			assert.Nil(c, takeover.FindCondition(live.Status.Conditions, conditionConfigApplied), "our condition removed")
 		}
 		err := cp.c.Get(t.Context(), client.ObjectKeyFromObject(&role), &rbacv1.Role{})
 		assert.True(c, apierrors.IsNotFound(err), "the Role deleted: %v", err)

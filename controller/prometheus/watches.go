@@ -25,6 +25,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -64,7 +65,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	// controller of their own: a burst of reports renders nothing.
 	if err := builder.ControllerManagedBy(m).
 		Named("prometheusserver-status").
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(podChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(sidecar.PodChanged())).
 		Complete(reconcile.Func(r.reconcileStatus)); err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (r *reconciler) setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Re
 	}
 	b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceServers), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	if pods != nil {
-		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(pods), builder.WithPredicates(podChanged()))
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(pods), builder.WithPredicates(sidecar.PodChanged()))
 	}
 	return b.Complete(r)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/controller/webconfig"
 )
 
@@ -317,8 +318,8 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 			ImagePullSecrets:              spec.ImagePullSecrets,
 			SchedulerName:                 spec.SchedulerName,
 			DNSPolicy:                     corev1.DNSPolicy(ptr.Deref(spec.DNSPolicy, "")),
-			DNSConfig:                     podDNSConfig(spec.DNSConfig),
-			HostAliases:                   hostAliases(spec.HostAliases),
+			DNSConfig:                     takeover.PodDNSConfig(spec.DNSConfig),
+			HostAliases:                   takeover.HostAliases(spec.HostAliases),
 			EnableServiceLinks:            spec.EnableServiceLinks,
 			HostUsers:                     spec.HostUsers,
 		},

@@ -1,4 +1,4 @@
-package prometheus
+package sidecar
 
 import (
 	"cmp"
@@ -17,20 +17,20 @@ import (
 	"github.com/podreload/podreload/contract"
 )
 
-// conditionConfigApplied is True when every ready replica of a
-// PrometheusServer runs the content the controller last wrote, as the
-// config-reloaders report it in their pods (contract.AppliedAnnotation,
-// written under the Role of renderAccess): the pods are what the
-// controller watches anyway, the report needs no port to scrape and no
-// other process, and the sidecar may patch its own pod only.
-const conditionConfigApplied = "ConfigApplied"
+// ConditionConfigApplied is True when every ready replica of an object
+// runs the content the controller last wrote, as the config-reloaders
+// report it in their pods (contract.AppliedAnnotation, written under the
+// grant of Role): the pods are what the controller watches anyway, the
+// report needs no port to scrape and no other process, and the sidecar
+// may patch its own pod only.
+const ConditionConfigApplied = "ConfigApplied"
 
 // maxPodsNamed bounds the pods a ConfigApplied message names.
 const maxPodsNamed = 10
 
-// configApplied returns what each pod of pods runs, by name, and the
+// Applied returns what each pod of pods runs, by name, and the
 // ConfigApplied condition for want, the content hash last written.
-func configApplied(want string, pods []corev1.Pod) ([]v1alpha1.ReplicaStatus, metav1.Condition) {
+func Applied(want string, pods []corev1.Pod) ([]v1alpha1.ReplicaStatus, metav1.Condition) {
 	pods = slices.SortedFunc(slices.Values(pods), func(a, b corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 	var (
 		replicas                   []v1alpha1.ReplicaStatus
@@ -55,7 +55,7 @@ func configApplied(want string, pods []corev1.Pod) ([]v1alpha1.ReplicaStatus, me
 			unknown = append(unknown, pod.Name)
 		}
 	}
-	cond := metav1.Condition{Type: conditionConfigApplied, Status: metav1.ConditionFalse, Reason: "Pending"}
+	cond := metav1.Condition{Type: ConditionConfigApplied, Status: metav1.ConditionFalse, Reason: "Pending"}
 	var waiting []string
 	if len(pending) > 0 {
 		waiting = append(waiting, fmt.Sprintf("%s not running %.12s yet", describePods(pending), want))
@@ -139,9 +139,9 @@ func describePods(pods []string) string {
 	return what + strings.Join(pods, ", ")
 }
 
-// podChanged passes the pod events that may change ConfigApplied: a pod
+// PodChanged passes the pod events that may change ConfigApplied: a pod
 // created or deleted, its report or its readiness changed.
-func podChanged() predicate.Predicate {
+func PodChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, okOld := e.ObjectOld.(*corev1.Pod)

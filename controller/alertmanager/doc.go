@@ -1,0 +1,41 @@
+// Package alertmanager reconciles prometheus-operator's Alertmanager
+// objects handed to the controller (operator.prometheus.io/controller-id,
+// package takeover) in prometheus-operator's layout at v0.93.1: the
+// StatefulSet alertmanager-<name> with its selector and claim template,
+// the shared governing Service alertmanager-operated, the generated
+// configuration Secret alertmanager-<name>-generated, the web config
+// Secret, so that the pods roll once onto the same PVCs, with podreload's
+// config-reloader (API source) beside Alertmanager, and back.
+//
+// Its files:
+//   - render.go: pure, the Alertmanager and its inputs in, the objects out;
+//   - pod.go: the pod template, Alertmanager's flags and the reloaders;
+//   - fields.go: every field of the spec, mapped, ignored or refused;
+//   - inputs.go: the configuration's inputs (the configSecret, the
+//     AlertmanagerConfigs selected, the Secrets they reference), built
+//     with package amconfig;
+//   - reconcile.go: the reconciler, the order of the writes, the hand-back;
+//   - status.go: the status as prometheus-operator writes it, and
+//     ConfigApplied;
+//   - watches.go: what is watched, and which Alertmanager each event is for.
+package alertmanager
+
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// App is the value of kube.LabelName on the objects of the kind: the
+// value prometheus-operator gives it on an Alertmanager's StatefulSet and
+// pods (pkg/alertmanager/operator.go applicationNameLabelValue), so that
+// the manager caches them.
+const App = "alertmanager"
+
+// AddToScheme adds the types the kind reconciles and watches.
+func AddToScheme(s *runtime.Scheme) error {
+	if err := monitoringv1.AddToScheme(s); err != nil {
+		return err
+	}
+	return monitoringv1alpha1.AddToScheme(s)
+}

@@ -1,0 +1,123 @@
+package alertmanager
+
+import (
+	"slices"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+
+	"github.com/podreload/podreload/controller/takeover"
+)
+
+// minVersion is the oldest Alertmanager whose flags args renders as
+// prometheus-operator does (--cluster.peer-name, --dispatch.start-delay:
+// 0.30).
+const minVersion = "a version before v0.30.0: prometheus-operator's flags for it are not rendered"
+
+// operatorFields is the takeover's field coverage of prometheus-operator's
+// Alertmanager spec (the main module's types, v0.94.1): every field has a
+// row (TestFieldsCoverTheSpec walks the type), and the Alertmanager part
+// of docs/prometheus-operator.md is its rendering (TestFieldMatrix).
+func operatorFields() []takeover.Field {
+	const (
+		asIs     = "as prometheus-operator sets it in the pods"
+		flag     = "Alertmanager's flag, as prometheus-operator renders it"
+		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
+	)
+	refuse, refuseBut, mapped := takeover.Refuse, takeover.RefuseBut, takeover.Mapped
+	return []takeover.Field{
+		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
+		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
+		mapped("imagePullPolicy", "on Alertmanager and the config-reloaders"),
+		mapped("version", "the image's tag with no image (default v0.33.1, prometheus-operator's), and the version label of the pods; "+minVersion+" is refused, and so is a version that is not one"),
+		mapped("tag", "deprecated: the image's tag, as prometheus-operator composes it"),
+		mapped("sha", "deprecated: the image's digest, as prometheus-operator composes it"),
+		mapped("baseImage", "deprecated: the image's repository, as prometheus-operator composes it"),
+		mapped("imagePullSecrets", asIs),
+		mapped("secrets", "mounted at /etc/alertmanager/secrets/<name> in Alertmanager"),
+		mapped("configMaps", "mounted at /etc/alertmanager/configmaps/<name> in Alertmanager"),
+		mapped("configSecret", "the base configuration's Secret (key alertmanager.yaml; default alertmanager-<name>); its other keys are copied into the generated Secret, as prometheus-operator copies them"),
+		mapped("logLevel", flag+" (Alertmanager only: the reloaders keep their own)"),
+		mapped("logFormat", flag+" (Alertmanager only: the reloaders keep their own)"),
+		mapped("replicas", "unset is 1, negative 0, as prometheus-operator; one --cluster.peer per replica"),
+		mapped("retention", "--data.retention; unset is 120h"),
+		refuseBut("storage.disableMountSubPath", "the data volume's sub-path is always alertmanager-db; accepted: false", takeover.OnlyBool(false)),
+		mapped("storage.emptyDir", "the data volume"),
+		mapped("storage.ephemeral", "the data volume, an ephemeral one"),
+		mapped("storage.volumeClaimTemplate", "the claim template alertmanager-<name>-db (or its name), ReadWriteOnce by default; an existing StatefulSet's templates are kept"),
+		mapped("volumes", "after the data volume"),
+		mapped("volumeMounts", "Alertmanager's, after spec.secrets and spec.configMaps"),
+		mapped("persistentVolumeClaimRetentionPolicy", asIs),
+		mapped("externalUrl", flag),
+		mapped("routePrefix", flag+", and the paths of the probes and of the reload"),
+		mapped("paused", "nothing is written"),
+		mapped("nodeSelector", asIs),
+		mapped("schedulerName", asIs),
+		mapped("resources", "Alertmanager's; a memory request of 200Mi unless one is set"),
+		mapped("affinity", asIs),
+		mapped("tolerations", asIs),
+		mapped("topologySpreadConstraints", asIs),
+		mapped("securityContext", "the pod's, as is; unset, the reloaders run as 65534, the image's user"),
+		mapped("dnsPolicy", asIs+"; ClusterFirstWithHostNet by default on the host's network"),
+		mapped("dnsConfig", asIs),
+		mapped("enableServiceLinks", asIs),
+		refuse("serviceName", "a governing Service of the user's is not checked yet"),
+		mapped("serviceAccountName", "the pods', and the subject of the reloaders' RoleBinding"),
+		mapped("listenLocal", "--web.listen-address=127.0.0.1:9093, no web port nor probes, as prometheus-operator; the reloaders reload Alertmanager on 127.0.0.1 in any case"),
+		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
+		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
+		refuse("containers", "merging containers into the rendered ones (a strategic merge patch) is not supported yet"),
+		refuse("initContainers", "merging init containers into the rendered ones is not supported yet"),
+		mapped("priorityClassName", asIs),
+		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
+		mapped("clusterAdvertiseAddress", flag),
+		mapped("clusterGossipInterval", flag),
+		mapped("clusterLabel", "--cluster.label; unset, <namespace>/<name>"),
+		mapped("clusterPushpullInterval", flag),
+		mapped("clusterPeerTimeout", flag),
+		refuse("clusterPeerName", "newer than prometheus-operator v0.93.1, which always names a peer after its pod"),
+		mapped("portName", "the name of the web port, of the Service's port and of the probes' (default web)"),
+		mapped("forceEnableClusterMode", "clustering with one replica"),
+		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
+		mapped("alertmanagerConfigNamespaceSelector", "the namespaces of the AlertmanagerConfigs: nil the Alertmanager's, {} every one"),
+		mapped("alertmanagerConfigMatcherStrategy", "the namespace matcher of each AlertmanagerConfig's route (package amconfig)"),
+		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
+		mapped("hostAliases", asIs),
+		mapped("hostNetwork", asIs),
+		refuse("web.tlsConfig", "TLS on Alertmanager's web server is not rendered yet"),
+		refuse("web.httpConfig", "Alertmanager's web server's HTTP settings are not rendered yet"),
+		mapped("web.getConcurrency", flag),
+		mapped("web.timeout", flag),
+		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
+		refuse("clusterTLS", "mutual TLS between the peers is not rendered yet"),
+		refuse("alertmanagerConfiguration", "the base configuration from an AlertmanagerConfig (and its templates' volume) is not built yet: with it, the base would be the default configuration"),
+		refuseBut("automountServiceAccountToken", "the config-reloader reads the configuration through the API server with the pod's token; accepted: true", takeover.OnlyBool(true)),
+		mapped("enableFeatures", "--enable-feature"),
+		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),
+		mapped("terminationGracePeriodSeconds", "default 120"),
+		mapped("hostUsers", asIs),
+	}
+}
+
+// fromAlertmanager returns what keeps am from being taken over: the paths
+// of the refused fields it sets (takeover.RefusedFields), a version that
+// is not one or is too old, an additional flag the controller renders;
+// sorted. None means it can be.
+func fromAlertmanager(am *monitoringv1.Alertmanager) []string {
+	unsupported := takeover.RefusedFields(am.Spec, operatorFields())
+	if _, version, ok := image(am); !ok {
+		unsupported = append(unsupported, "version: not a version")
+	} else if !takeover.AtLeast(version, 0, 30) {
+		unsupported = append(unsupported, "version: "+minVersion)
+	}
+	rendered := args(&monitoringv1.Alertmanager{ObjectMeta: am.ObjectMeta, Spec: *am.Spec.DeepCopy()})
+	for _, x := range am.Spec.AdditionalArgs {
+		name := "--" + x.Name
+		if slices.ContainsFunc(rendered[:len(rendered)-len(am.Spec.AdditionalArgs)], func(a string) bool {
+			return a == name || len(a) > len(name) && a[:len(name)+1] == name+"="
+		}) {
+			unsupported = append(unsupported, "additionalArgs: "+x.Name+" is rendered by the controller")
+		}
+	}
+	slices.Sort(unsupported)
+	return slices.Compact(unsupported)
+}

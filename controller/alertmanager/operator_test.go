@@ -1,0 +1,85 @@
+package alertmanager
+
+import (
+	"slices"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/operator"
+)
+
+// reloaderOf returns the image of sts' config-reloader container, "" when
+// it has none.
+func reloaderOf(sts *appsv1.StatefulSet) string {
+	i := slices.IndexFunc(sts.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "config-reloader" })
+	if i < 0 {
+		return ""
+	}
+	return sts.Spec.Template.Spec.Containers[i].Image
+}
+
+// testOperator runs prometheus-operator's own operator (v0.93.1, default
+// controller id) on the control plane: it writes an Alertmanager's
+// objects; annotated, the Alertmanager is taken over in place, the
+// operator's objects adopted; the annotation removed, the operator takes
+// it back, in place too. No kubelet runs: the StatefulSet is what is
+// compared.
+func testOperator(t *testing.T, env *controlplane.ControlPlane) {
+	c := newClient(t, env.Config)
+	ctx := t.Context()
+	ns := "am-operator"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	operator.Start(t, env.Kubeconfig, "")
+
+	am := testAlertmanager(ns, "main", "")
+	delete(am.Annotations, takeover.AnnotationControllerID)
+	am.Spec.AdditionalPeers = nil
+	am.Spec.Secrets = nil
+	require.NoError(t, c.Create(ctx, am))
+	key := client.ObjectKey{Namespace: ns, Name: "alertmanager-main"}
+	var opSTS appsv1.StatefulSet
+	eventually(t, func(ct *assert.CollectT) {
+		if assert.NoError(ct, c.Get(ctx, key, &opSTS)) {
+			assert.Contains(ct, reloaderOf(&opSTS), "prometheus-config-reloader", "the operator's reloader")
+		}
+	})
+	var opSecret corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-generated"}, &opSecret))
+
+	start(t, env.Config, ns)
+	edit(t, c, am, func(a *monitoringv1.Alertmanager) {
+		a.Annotations = map[string]string{takeover.AnnotationControllerID: "podreload"}
+	})
+	var sts appsv1.StatefulSet
+	eventually(t, func(ct *assert.CollectT) {
+		if assert.NoError(ct, c.Get(ctx, key, &sts)) {
+			assert.Equal(ct, "podreload:test", reloaderOf(&sts), "our reloader")
+		}
+	})
+	require.Equal(t, opSTS.UID, sts.UID, "adopted in place")
+	require.Equal(t, opSTS.Spec.Selector, sts.Spec.Selector)
+	require.Equal(t, opSTS.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name, "the same PVCs")
+	require.Equal(t, opSTS.Spec.Template.Spec.Containers[0].Args[:3], sts.Spec.Template.Spec.Containers[0].Args[:3], "config, storage and retention as the operator's")
+	var generated corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&opSecret), &generated))
+	require.Equal(t, opSecret.UID, generated.UID, "the generated Secret adopted in place")
+
+	// Handed back: the operator rewrites the StatefulSet, in place.
+	edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Annotations = nil })
+	eventually(t, func(ct *assert.CollectT) {
+		if assert.NoError(ct, c.Get(ctx, key, &sts)) {
+			assert.Contains(ct, reloaderOf(&sts), "prometheus-config-reloader", "the operator's reloader again")
+		}
+	})
+	require.Equal(t, opSTS.UID, sts.UID, "taken back in place")
+	require.Equal(t, opSTS.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name)
+}

@@ -1,0 +1,325 @@
+package alertmanager
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/units"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/controller/webconfig"
+)
+
+// nobody is the user of the Alertmanager image, which the reloaders run
+// as when the pod sets none.
+const nobody = 65534
+
+// image is the Alertmanager image prometheus-operator runs for am, and its
+// version without the v; ok is false for a version that is not one.
+func image(am *monitoringv1.Alertmanager) (img, version string, ok bool) {
+	return takeover.Image(takeover.ImageSpec{
+		Image: am.Spec.Image, BaseImage: am.Spec.BaseImage, DefaultBaseImage: defaultBaseImage,
+		Version: am.Spec.Version, DefaultVersion: defaultVersion, Tag: am.Spec.Tag, SHA: am.Spec.SHA,
+	})
+}
+
+// routePrefix is the prefix of Alertmanager's HTTP paths.
+func routePrefix(am *monitoringv1.Alertmanager) string {
+	return cmp.Or(am.Spec.RoutePrefix, "/")
+}
+
+// args are Alertmanager's flags, in prometheus-operator's order
+// (makeStatefulSetSpec), for versions from 0.30 (fromAlertmanager refuses
+// older ones), then spec.additionalArgs.
+func args(am *monitoringv1.Alertmanager) []string {
+	a := []string{
+		"--config.file=" + configOutFile,
+		"--storage.path=" + storageDir,
+		"--data.retention=" + cmp.Or(string(am.Spec.Retention), defaultRetention),
+	}
+	n := replicas(am)
+	if n == 1 && !am.Spec.ForceEnableClusterMode {
+		a = append(a, "--cluster.listen-address=")
+	} else {
+		a = append(a, "--cluster.listen-address=[$(POD_IP)]:9094")
+	}
+	if am.Spec.ListenLocal {
+		a = append(a, "--web.listen-address=127.0.0.1:9093")
+	} else {
+		a = append(a, "--web.listen-address=:9093")
+	}
+	if am.Spec.ExternalURL != "" {
+		a = append(a, "--web.external-url="+am.Spec.ExternalURL)
+	}
+	if len(am.Spec.EnableFeatures) > 0 {
+		features := make([]string, len(am.Spec.EnableFeatures))
+		for i, f := range am.Spec.EnableFeatures {
+			features[i] = string(f)
+		}
+		a = append(a, "--enable-feature="+strings.Join(features, ","))
+	}
+	a = append(a, "--web.route-prefix="+routePrefix(am))
+	if web := am.Spec.Web; web != nil && web.GetConcurrency != nil {
+		a = append(a, fmt.Sprintf("--web.get-concurrency=%d", *web.GetConcurrency))
+	}
+	if web := am.Spec.Web; web != nil && web.Timeout != nil {
+		a = append(a, fmt.Sprintf("--web.timeout=%d", *web.Timeout))
+	}
+	if l := am.Spec.Limits; l != nil {
+		if l.MaxSilences != nil {
+			a = append(a, fmt.Sprintf("--silences.max-silences=%d", *l.MaxSilences))
+		}
+		if l.MaxPerSilenceBytes != nil && *l.MaxPerSilenceBytes != "" {
+			b, _ := units.ParseBase2Bytes(string(*l.MaxPerSilenceBytes))
+			a = append(a, fmt.Sprintf("--silences.max-per-silence-bytes=%d", int64(b)))
+		}
+	}
+	if s := am.Spec.MinReadySeconds; s != nil && !additional(am, "dispatch.start-delay") {
+		a = append(a, fmt.Sprintf("--dispatch.start-delay=%ds", *s))
+	}
+	if am.Spec.LogLevel != "" && am.Spec.LogLevel != "info" {
+		a = append(a, "--log.level="+am.Spec.LogLevel)
+	}
+	if am.Spec.LogFormat != "" && am.Spec.LogFormat != "logfmt" {
+		a = append(a, "--log.format="+am.Spec.LogFormat)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"cluster.advertise-address", am.Spec.ClusterAdvertiseAddress},
+		{"cluster.gossip-interval", string(am.Spec.ClusterGossipInterval)},
+		{"cluster.pushpull-interval", string(am.Spec.ClusterPushpullInterval)},
+		{"cluster.peer-timeout", string(am.Spec.ClusterPeerTimeout)},
+	} {
+		if f.value != "" {
+			a = append(a, "--"+f.name+"="+f.value)
+		}
+	}
+	a = append(a, "--cluster.peer-name=$(POD_NAME)")
+	a = append(a, "--cluster.label="+ptr.Deref(am.Spec.ClusterLabel, am.Namespace+"/"+am.Name))
+	// The peers by the DNS search path of the pods' namespace.
+	for i := range n {
+		a = append(a, fmt.Sprintf("--cluster.peer=%s-%d.%s:9094", stsName(am.Name), i, governingServiceName))
+	}
+	for _, p := range am.Spec.AdditionalPeers {
+		a = append(a, "--cluster.peer="+p)
+	}
+	a = append(a, "--cluster.reconnect-timeout=5m", "--web.config.file="+webConfigDir+"/"+webconfig.SecretKey)
+	for _, x := range am.Spec.AdditionalArgs {
+		if x.Value == "" {
+			a = append(a, "--"+x.Name)
+		} else {
+			a = append(a, "--"+x.Name+"="+x.Value)
+		}
+	}
+	return a
+}
+
+// additional reports whether spec.additionalArgs sets the flag name.
+func additional(am *monitoringv1.Alertmanager, name string) bool {
+	for _, x := range am.Spec.AdditionalArgs {
+		if strings.TrimPrefix(x.Name, "--") == name {
+			return true
+		}
+	}
+	return false
+}
+
+// volumes are the pod's volumes and Alertmanager's mounts, in
+// prometheus-operator's order: the generated Secret (where the
+// configuration's templates are), the reloaders' output, spec.secrets and
+// spec.configMaps, the web configuration, the data volume unless it is a
+// claim, spec.volumes.
+func volumes(am *monitoringv1.Alertmanager) ([]corev1.Volume, []corev1.VolumeMount) {
+	vols := []corev1.Volume{
+		{Name: "config-volume", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: generatedName(am.Name)}}},
+		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "config-volume", MountPath: configDir},
+		{Name: "config-out", MountPath: configOutDir, ReadOnly: true},
+		{Name: dataVolume(am), MountPath: storageDir, SubPath: subPath(am)},
+	}
+	for _, s := range am.Spec.Secrets {
+		name := dns1123("secret-" + s)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(secretsDir, s), ReadOnly: true})
+	}
+	for _, c := range am.Spec.ConfigMaps {
+		name := dns1123("configmap-" + c)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(configMapsDir, c), ReadOnly: true})
+	}
+	mounts = append(mounts, am.Spec.VolumeMounts...)
+	vols = append(vols, corev1.Volume{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: webConfigName(am.Name)}}})
+	mounts = append(mounts, corev1.VolumeMount{Name: "web-config", MountPath: webConfigDir + "/" + webconfig.SecretKey, SubPath: webconfig.SecretKey, ReadOnly: true})
+	switch st := am.Spec.Storage; {
+	case st == nil:
+		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	case st.EmptyDir != nil:
+		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: st.EmptyDir}})
+	case st.Ephemeral != nil:
+		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{Ephemeral: st.Ephemeral}})
+	}
+	return append(vols, am.Spec.Volumes...), mounts
+}
+
+// subPath is the data volume's sub-path: alertmanager-db whenever
+// spec.storage is set.
+func subPath(am *monitoringv1.Alertmanager) string {
+	if am.Spec.Storage == nil {
+		return ""
+	}
+	return storageSubPath
+}
+
+// dns1123 is name as a volume name, as prometheus-operator's
+// ResourceNamer makes it: lower-cased, other characters than [a-z0-9-]
+// replaced by -, at most 63 characters, no - at either end.
+func dns1123(name string) string {
+	b := []byte(strings.ToLower(name))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	return strings.Trim(string(b), "-")
+}
+
+// podTemplate is the pod template of in.am, its pods labelled with
+// selector.
+func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec, error) {
+	am := in.am
+	img, version, _ := image(am)
+	labels := map[string]string{labelVersion: version}
+	annotations := map[string]string{}
+	if md := am.Spec.PodMetadata; md != nil {
+		maps.Copy(labels, md.Labels)
+		maps.Copy(annotations, md.Annotations)
+	}
+	maps.Copy(labels, selector)
+	annotations[annotationDefaultContainer] = "alertmanager"
+
+	vols, mounts := volumes(am)
+	alertmanager := alertmanagerContainer(am, img, mounts)
+	reloaderSecurity := containerSecurity()
+	if am.Spec.SecurityContext == nil {
+		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	}
+	initReloader, reloader := sidecar.Containers(sidecar.Spec{
+		Image: in.reloaderImage,
+		SourceArgs: []string{
+			"--config-secret=" + am.Namespace + "/" + generatedName(am.Name),
+			"--config-secret-key=" + configKey,
+			"--config-envsubst-file=" + configOutFile,
+			// The configuration's templates, which the kubelet projects.
+			"--watched-dir=" + configDir,
+		},
+		ReloadArgs:      []string{"--reload-url=http://127.0.0.1:" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
+		Mounts:          []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}},
+		SecurityContext: reloaderSecurity,
+	})
+	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
+
+	t := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			// Whatever the service account says: the sidecar reports, and
+			// reads through the API server.
+			AutomountServiceAccountToken:  ptr.To(true),
+			NodeSelector:                  am.Spec.NodeSelector,
+			SchedulerName:                 am.Spec.SchedulerName,
+			PriorityClassName:             am.Spec.PriorityClassName,
+			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(am.Spec.TerminationGracePeriodSeconds, defaultGracePeriod)),
+			InitContainers:                []corev1.Container{initReloader},
+			Containers:                    []corev1.Container{alertmanager, reloader},
+			Volumes:                       vols,
+			ServiceAccountName:            am.Spec.ServiceAccountName,
+			SecurityContext:               am.Spec.SecurityContext,
+			Tolerations:                   am.Spec.Tolerations,
+			Affinity:                      am.Spec.Affinity,
+			TopologySpreadConstraints:     am.Spec.TopologySpreadConstraints,
+			HostAliases:                   takeover.HostAliases(am.Spec.HostAliases),
+			HostNetwork:                   am.Spec.HostNetwork,
+			DNSPolicy:                     takeover.DNSPolicy(am.Spec.DNSPolicy, am.Spec.HostNetwork),
+			DNSConfig:                     takeover.PodDNSConfig(am.Spec.DNSConfig),
+			EnableServiceLinks:            am.Spec.EnableServiceLinks,
+			HostUsers:                     am.Spec.HostUsers,
+			ImagePullSecrets:              am.Spec.ImagePullSecrets,
+		},
+	}
+	hash, err := inputHash(t)
+	if err != nil {
+		return t, fmt.Errorf("alertmanager %s/%s: pod template: %w", am.Namespace, am.Name, err)
+	}
+	t.Annotations[kube.AnnotationInputHash] = hash
+	return t, nil
+}
+
+// alertmanagerContainer is Alertmanager's container, running img with
+// mounts.
+func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []corev1.VolumeMount) corev1.Container {
+	resources := *am.Spec.Resources.DeepCopy()
+	if resources.Requests == nil {
+		resources.Requests = corev1.ResourceList{}
+	}
+	if _, ok := resources.Requests[corev1.ResourceMemory]; !ok {
+		resources.Requests[corev1.ResourceMemory] = resource.MustParse("200Mi")
+	}
+	ports := []corev1.ContainerPort{
+		{Name: "mesh-tcp", ContainerPort: meshPort, Protocol: corev1.ProtocolTCP},
+		{Name: "mesh-udp", ContainerPort: meshPort, Protocol: corev1.ProtocolUDP},
+	}
+	var liveness, readiness *corev1.Probe
+	if !am.Spec.ListenLocal {
+		ports = append([]corev1.ContainerPort{{Name: portName(am), ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}, ports...)
+		get := func(p string) corev1.ProbeHandler {
+			return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path.Clean(routePrefix(am) + p), Port: intstr.FromString(portName(am))}}
+		}
+		// prometheus-operator's numbers, with the API server's defaults of
+		// the others (periodSeconds 10, successThreshold 1) written out:
+		// the StatefulSet holds them, and a difference would apply it again.
+		liveness = &corev1.Probe{ProbeHandler: get("/-/healthy"), TimeoutSeconds: 3, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 10}
+		readiness = &corev1.Probe{ProbeHandler: get("/-/ready"), InitialDelaySeconds: 3, TimeoutSeconds: 3, PeriodSeconds: 5, SuccessThreshold: 1, FailureThreshold: 10}
+	}
+	return corev1.Container{
+		Name:            "alertmanager",
+		Image:           img,
+		ImagePullPolicy: am.Spec.ImagePullPolicy,
+		Args:            args(am),
+		Ports:           ports,
+		VolumeMounts:    mounts,
+		LivenessProbe:   liveness,
+		ReadinessProbe:  readiness,
+		Resources:       resources,
+		SecurityContext: containerSecurity(),
+		Env: []corev1.EnvVar{
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// containerSecurity is prometheus-operator's securityContext of its
+// containers.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}

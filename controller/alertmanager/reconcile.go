@@ -1,0 +1,361 @@
+package alertmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/alertmanager/amconfig"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
+)
+
+const (
+	// conditionReconciled is True when the objects of an Alertmanager
+	// match its spec and the objects it selects.
+	conditionReconciled = "Reconciled"
+	// docLink names where the fields are listed.
+	docLink = "docs/prometheus-operator.md"
+)
+
+// Options configure the reconciler of Alertmanager objects.
+type Options struct {
+	// ControllerID is the value of takeover.AnnotationControllerID of the
+	// Alertmanager objects taken over (the match is exact; empty takes
+	// those without the annotation).
+	ControllerID string
+	// ReloaderImage is the config-reloader's image in the pods.
+	ReloaderImage string
+}
+
+// reconciler is the Reconciler of Alertmanager objects.
+type reconciler struct {
+	client   client.Client
+	reader   client.Reader
+	recorder recorder.EventRecorder
+	logger   *slog.Logger
+	writer   *kube.Writer
+	refs     *store.Tracker
+	opts     Options
+	metrics  metrics
+
+	// work is held by a render and by a status update without one.
+	work sync.Mutex
+
+	mu sync.Mutex
+	// told are the messages of the Events told about each Alertmanager
+	// and AlertmanagerConfig, so that each is told once.
+	told map[string]string
+	// synced is the Reconciled condition of each Alertmanager's last sync,
+	// and the content hash it wrote, for the status without a render.
+	synced map[types.NamespacedName]synced
+}
+
+// synced is what a sync of an Alertmanager's generation did.
+type synced struct {
+	cond       metav1.Condition
+	generation int64
+	hash       string
+	sts        *appsv1.StatefulSet
+}
+
+type metrics struct {
+	leftOut       *prometheus.GaugeVec
+	errors        prometheus.Counter
+	configApplied *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) metrics {
+	f := promauto.With(reg)
+	return metrics{
+		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podreload_controller_alertmanagerconfigs_left_out",
+			Help: "AlertmanagerConfigs selected by an Alertmanager taken over and left out of its configuration (a reference that failed, or Alertmanager's parser refused them), by Alertmanager.",
+		}, []string{"namespace", "alertmanager"}),
+		errors: f.NewCounter(prometheus.CounterOpts{
+			Name: "podreload_controller_alertmanager_errors_total",
+			Help: "Alertmanagers taken over not reconciled as their spec says: unsupported fields, a configuration that does not load (the last good one kept), or a write that failed.",
+		}),
+		configApplied: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podreload_controller_alertmanager_config_applied",
+			Help: "1 when every ready replica of an Alertmanager taken over runs the configuration last written, 0 otherwise.",
+		}, []string{"namespace", "alertmanager"}),
+	}
+}
+
+// Reconcile makes the objects of the Alertmanager req names match it when
+// it is handed to the controller, and hands it back otherwise.
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.work.Lock()
+	defer r.work.Unlock()
+	err := r.reconcile(ctx, req.NamespacedName)
+	if err != nil {
+		r.metrics.errors.Inc()
+		r.logger.Error("reconcile", "alertmanager", req.NamespacedName, "err", err)
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
+	var am monitoringv1.Alertmanager
+	if err := r.client.Get(ctx, key, &am); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+			return nil
+		}
+		return fmt.Errorf("get Alertmanager %s: %w", key, err)
+	}
+	if am.DeletionTimestamp != nil {
+		// Its objects go with it, by their owner references.
+		r.forget(key)
+		if !takeover.HandedTo(&am, r.opts.ControllerID) {
+			return nil
+		}
+		dropped, err := takeover.DropFinalizer(ctx, r.client, r.writer, monitoringv1.AlertmanagersKind, &am)
+		if dropped {
+			r.logger.Info("removed prometheus-operator's finalizer of an Alertmanager taken over and deleted", "alertmanager", key, "finalizer", takeover.FinalizerStatusCleanup)
+		}
+		return err
+	}
+	if !takeover.HandedTo(&am, r.opts.ControllerID) {
+		return r.handBack(ctx, &am)
+	}
+	if unsupported := fromAlertmanager(&am); len(unsupported) > 0 {
+		msg := takeover.RefusedMessage(unsupported, docLink)
+		r.tell(&am, nil, takeover.ConditionUnsupportedFields, msg)
+		return r.writeRefused(ctx, &am, msg)
+	}
+	r.tell(&am, nil, takeover.ConditionUnsupportedFields, "")
+	if am.Spec.Paused {
+		return r.writeStatus(ctx, &am, synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Paused", Message: "spec.paused: nothing is written"}})
+	}
+	res, err := r.sync(ctx, &am)
+	if err != nil {
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()}
+	}
+	res.generation = am.Generation
+	r.mu.Lock()
+	r.synced[key] = res
+	r.mu.Unlock()
+	return errors.Join(err, r.writeStatus(ctx, &am, res))
+}
+
+// sync builds the configuration of am and writes its objects, in order:
+// the generated Secret and the web config Secret the pods read, the
+// governing Service, the reloaders' Role, then the StatefulSet, adopted
+// from prometheus-operator (its fields become the controller's; those it
+// does not render go).
+func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (synced, error) {
+	key := client.ObjectKeyFromObject(am)
+	own := kube.Owner{Key: "alertmanager", Object: am, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}
+	res := synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "the objects match the spec"}}
+	in := inputs{am: am, reloaderImage: r.opts.ReloaderImage}
+	config, err := r.configure(ctx, am)
+	if err != nil {
+		// The generated Secret keeps the last good configuration.
+		r.metrics.errors.Inc()
+		r.logger.Warn("configuration not generated: the last good one is kept", "alertmanager", key, "err", err)
+		r.tell(am, nil, "InvalidConfiguration", "the last good configuration is kept: "+err.Error())
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidConfiguration", Message: "the last good configuration is kept: " + err.Error()}
+	} else {
+		r.tell(am, nil, "InvalidConfiguration", "")
+		in.config, in.templates = config.config, config.templates
+	}
+	var live appsv1.StatefulSet
+	switch err := r.reader.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: stsName(am.Name)}, &live); {
+	case err == nil:
+		in.live = &live
+	case !apierrors.IsNotFound(err):
+		return res, fmt.Errorf("get StatefulSet %s/%s: %w", am.Namespace, stsName(am.Name), err)
+	}
+	objs, err := render(in)
+	if err != nil {
+		return res, err
+	}
+	if objs.generated != nil {
+		if err := kube.Write(ctx, r.writer, own, objs.generated, kube.SyncSecret); err != nil {
+			return res, err
+		}
+		res.hash = objs.contentHash
+	} else if res.hash, err = r.writtenHash(ctx, am); err != nil {
+		return res, err
+	}
+	if err := kube.Write(ctx, r.writer, own, objs.web, kube.SyncSecret); err != nil {
+		return res, err
+	}
+	shared := own
+	shared.Adopt = nil
+	if err := kube.WriteShared(ctx, r.writer, shared, objs.service, kube.SyncService); err != nil {
+		return res, err
+	}
+	if err := kube.Write(ctx, r.writer, own, objs.role, kube.SyncRole); err != nil {
+		return res, err
+	}
+	if err := kube.Write(ctx, r.writer, own, objs.binding, kube.SyncRoleBinding); err != nil {
+		return res, err
+	}
+	sts, err := r.writer.ApplyStatefulSet(ctx, own, objs.sts)
+	var recreating *kube.RecreatingError
+	if errors.As(err, &recreating) {
+		// The deletion's event (orphaning the pods) brings the
+		// Alertmanager back here, to create it again.
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "RecreatingStatefulSet", Message: err.Error()}
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	res.sts = sts
+	return res, nil
+}
+
+// writtenHash is the content hash of the generated Secret as it is, for a
+// sync that keeps it.
+func (r *reconciler) writtenHash(ctx context.Context, am *monitoringv1.Alertmanager) (string, error) {
+	var s corev1.Secret
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: generatedName(am.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("get Secret %s/%s: %w", am.Namespace, generatedName(am.Name), err)
+	}
+	return contract.Sum(s.Data[configKey], nil), nil
+}
+
+// configuration is what configure builds.
+type configuration struct {
+	config    []byte
+	templates map[string][]byte
+}
+
+// configure builds am's configuration with amconfig.Generate from its
+// base and the AlertmanagerConfigs it selects, remembers what it read for
+// the Tracker, and tells about each AlertmanagerConfig left out: a
+// Warning Event on it, once per reason, a log line and the gauge.
+func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanager) (configuration, error) {
+	key := client.ObjectKeyFromObject(am)
+	baseConfig, templates, err := base(ctx, r.reader, am)
+	if err != nil {
+		return configuration{}, err
+	}
+	configs, err := selectConfigs(ctx, r.client, am)
+	if err != nil {
+		return configuration{}, err
+	}
+	res := &resolver{reader: r.reader}
+	refs := []store.Ref{{Kind: store.Secret, Namespace: am.Namespace, Name: configSecretName(am)}}
+	out, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: am, Base: baseConfig, Configs: configs, Resolver: res})
+	r.refs.Remember(key, store.Union(refs, res.refs))
+	if err != nil {
+		return configuration{}, err
+	}
+	r.metrics.leftOut.WithLabelValues(am.Namespace, am.Name).Set(float64(len(out.LeftOut)))
+	left := map[types.NamespacedName]string{}
+	for _, l := range out.LeftOut {
+		left[l.Config] = l.Reason
+	}
+	for _, c := range configs {
+		reason := left[client.ObjectKeyFromObject(c)]
+		if r.tell(c, am, "LeftOut", reasonNote(am, reason)) {
+			r.logger.Warn("AlertmanagerConfig left out", "alertmanager", key, "alertmanagerconfig", client.ObjectKeyFromObject(c), "reason", reason)
+		}
+	}
+	return configuration{config: out.Config, templates: templates}, nil
+}
+
+// reasonNote is the note of the Event on an AlertmanagerConfig left out of
+// am's configuration for reason; "" when it is not.
+func reasonNote(am *monitoringv1.Alertmanager, reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return fmt.Sprintf("left out of Alertmanager %s/%s: %s", am.Namespace, am.Name, reason)
+}
+
+// tell emits a Warning Event about regarding with reason and note, once
+// per note, and reports whether it did; an empty note forgets the last
+// one.
+func (r *reconciler) tell(regarding client.Object, related runtime.Object, reason, note string) bool {
+	k := fmt.Sprintf("%T/%s/%s/%s", regarding, regarding.GetNamespace(), regarding.GetName(), reason)
+	r.mu.Lock()
+	told := r.told[k] == note
+	if note == "" {
+		delete(r.told, k)
+	} else {
+		r.told[k] = note
+	}
+	r.mu.Unlock()
+	if told || note == "" {
+		return false
+	}
+	if reason == takeover.ConditionUnsupportedFields {
+		r.metrics.errors.Inc()
+		r.logger.Warn("unsupported fields", "alertmanager", client.ObjectKeyFromObject(regarding), "err", note)
+	}
+	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
+	return true
+}
+
+// forget drops what is kept about an Alertmanager.
+func (r *reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.synced, key)
+	r.mu.Unlock()
+	r.refs.Forget(key)
+	r.metrics.leftOut.DeleteLabelValues(key.Namespace, key.Name)
+	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+// handBack stops taking over am, whose controller id is no longer ours:
+// nothing of it is written any more but what only this controller wrote.
+// The status fields only it set go, in one write; the reloaders' Role and
+// RoleBinding (only ours use them) once no pod of am runs them.
+func (r *reconciler) handBack(ctx context.Context, am *monitoringv1.Alertmanager) error {
+	key := client.ObjectKeyFromObject(am)
+	r.forget(key)
+	if takeover.FindCondition(am.Status.Conditions, conditionConfigApplied) != nil {
+		if err := takeover.ApplyStatus(ctx, r.client, r.writer, gvk(), key, map[string]any{}); err != nil {
+			return err
+		}
+		r.logger.Info("handed back", "alertmanager", key, "controller_id", am.Annotations[takeover.AnnotationControllerID])
+	}
+	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, am, accessName(am.Name), func(ctx context.Context) ([]corev1.Pod, error) { return r.pods(ctx, am) })
+	if !deleted {
+		return err
+	}
+	r.logger.Info("deleted the reloaders' Role: no pod of the Alertmanager handed back runs them", "alertmanager", key, "role", accessName(am.Name))
+	return nil
+}
+
+// pods lists the pods of am's StatefulSet.
+func (r *reconciler) pods(ctx context.Context, am *monitoringv1.Alertmanager) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(am.Namespace), client.MatchingLabels{labelAlertmanager: am.Name, kube.LabelName: App}); err != nil {
+		return nil, fmt.Errorf("list pods of Alertmanager %s/%s: %w", am.Namespace, am.Name, err)
+	}
+	return pods.Items, nil
+}
+
+// gvk is the Alertmanager kind's.
+func gvk() schema.GroupVersionKind {
+	return monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.AlertmanagersKind)
+}

@@ -1,0 +1,390 @@
+package alertmanager
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/alertmanager/amconfig"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/testlog"
+)
+
+// deadline bounds every wait for the controller to converge.
+const deadline = 30 * time.Second
+
+// eventually waits until check passes, trying every 20 ms, within deadline.
+func eventually(t *testing.T, check func(c *assert.CollectT), msgAndArgs ...any) {
+	t.Helper()
+	require.EventuallyWithT(t, check, deadline, 20*time.Millisecond, msgAndArgs...)
+}
+
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	return c
+}
+
+// start runs a controller of the Alertmanagers handed to podreload in
+// namespaces until the test ends; it returns the registry of its metrics.
+func start(t *testing.T, cfg *rest.Config, namespaces ...string) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	m, err := kube.NewManager(logger, reg, kube.Options{Config: cfg, Namespaces: namespaces, Names: []string{App}, AddToScheme: []func(*runtime.Scheme) error{AddToScheme}})
+	require.NoError(t, err)
+	require.NoError(t, Setup(m, logger, reg, Options{ControllerID: "podreload", ReloaderImage: "podreload:test"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	eventually(t, func(c *assert.CollectT) { assert.NoError(c, m.Ready()) }, "caches synced")
+	return reg
+}
+
+// edit reads obj again, changes it with fn and writes it back.
+func edit[T client.Object](t *testing.T, c client.Client, obj T, fn func(T)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		fn(obj)
+		return c.Update(t.Context(), obj)
+	}))
+}
+
+// operatorStatefulSet is a StatefulSet as prometheus-operator writes one
+// for am (started with --labels=team=a), with what podreload does not
+// render: an environment variable, its input hash annotation.
+func operatorStatefulSet(am *monitoringv1.Alertmanager) *appsv1.StatefulSet {
+	sel := map[string]string{
+		"alertmanager": am.Name, "app.kubernetes.io/instance": am.Name, "app.kubernetes.io/managed-by": "prometheus-operator",
+		"app.kubernetes.io/name": "alertmanager", "team": "a",
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: am.Namespace, Name: "alertmanager-" + am.Name,
+			Labels:      map[string]string{"managed-by": "prometheus-operator", "app.kubernetes.io/managed-by": "prometheus-operator", "app.kubernetes.io/name": "alertmanager"},
+			Annotations: map[string]string{"prometheus-operator-input-hash": "1234"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.AlertmanagersKind,
+				Name: am.Name, UID: am.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](3),
+			ServiceName:         "alertmanager-operated",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "alertmanager", Image: "quay.io/prometheus/alertmanager:v0.33.1",
+					Env: []corev1.EnvVar{{Name: "OPERATOR_ONLY", Value: "1"}},
+				}}},
+			},
+			VolumeClaimTemplates: claimTemplates(am),
+		},
+	}
+}
+
+const baseConfig = "route:\n  receiver: team\nreceivers:\n- name: team\n"
+
+// TestReconciler runs the controller against a real kube-apiserver and
+// etcd: an Alertmanager prometheus-operator wrote is taken over, its
+// configuration generated, an AlertmanagerConfig left out, a bad base
+// kept out, an Alertmanager with a refused field left alone, and the
+// first handed back.
+func TestReconciler(t *testing.T) {
+	env := controlplane.Start(t, filepath.Join("..", "..", "deploy", "crds"))
+	t.Run("take over, generate, refuse, hand back", func(t *testing.T) { testTakeover(t, env) })
+	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
+}
+
+func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
+	c := newClient(t, env.Config)
+	ctx := t.Context()
+	ns := "am-takeover"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+
+	am := testAlertmanager(ns, "main", "other")
+	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{}
+	require.NoError(t, c.Create(ctx, am))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alertmanager-main"},
+		Data:       map[string][]byte{"alertmanager.yaml": []byte(baseConfig), "team.tmpl": []byte(`{{ define "x" }}x{{ end }}`)},
+	}))
+	amc := &monitoringv1alpha1.AlertmanagerConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"}}
+	amc.Spec.Route = &monitoringv1alpha1.Route{Receiver: "hook"}
+	amc.Spec.Receivers = []monitoringv1alpha1.Receiver{{Name: "hook", WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
+		URLSecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Key: "url"},
+	}}}}
+	require.NoError(t, c.Create(ctx, amc))
+	opSTS := operatorStatefulSet(am)
+	require.NoError(t, c.Create(ctx, opSTS, client.FieldOwner(takeover.OperatorFieldManager)))
+	refused := testAlertmanager(ns, "refused", "podreload")
+	refused.Spec.Containers = []corev1.Container{{Name: "extra", Image: "x"}}
+	require.NoError(t, c.Create(ctx, refused))
+
+	other := "am-takeover-team"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other, Labels: map[string]string{"team": "a"}}}))
+	reg := start(t, env.Config, ns, other)
+
+	// Refused: its condition and Event, nothing written.
+	eventually(t, func(ct *assert.CollectT) {
+		var live monitoringv1.Alertmanager
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(refused), &live)) {
+			return
+		}
+		cond := takeover.FindCondition(live.Status.Conditions, takeover.ConditionUnsupportedFields)
+		if assert.NotNil(ct, cond) {
+			assert.Contains(ct, cond.Message, "not supported yet: spec.containers (docs/prometheus-operator.md)")
+		}
+		assert.True(ct, hasEvent(t, c, ns, "refused", takeover.ConditionUnsupportedFields, "spec.containers"), "the UnsupportedFields Event")
+	})
+	for _, name := range []string{"alertmanager-refused", "alertmanager-refused-generated"} {
+		require.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})), name)
+	}
+	require.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-refused"}, &appsv1.StatefulSet{})))
+
+	// Not handed over yet: untouched.
+	var sts appsv1.StatefulSet
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &sts))
+	require.Equal(t, "1234", sts.Annotations["prometheus-operator-input-hash"])
+
+	edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Annotations[takeover.AnnotationControllerID] = "podreload" })
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &sts)) {
+			return
+		}
+		assert.True(ct, slices.ContainsFunc(sts.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "config-reloader" }), "our sidecar")
+	})
+	require.Equal(t, opSTS.UID, sts.UID, "adopted, not created again")
+	require.Equal(t, opSTS.Spec.Selector, sts.Spec.Selector, "the selector, with the operator's --labels, kept")
+	require.Equal(t, "a", sts.Spec.Template.Labels["team"])
+	require.Equal(t, "alertmanager-main-db", sts.Spec.VolumeClaimTemplates[0].Name)
+	require.NotContains(t, sts.Annotations, "prometheus-operator-input-hash", "the operator's fields are ours, and went")
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		require.False(t, slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == "OPERATOR_ONLY" }), "container %s: the operator's environment went", ctr.Name)
+	}
+	var full appsv1.StatefulSet // With its managed fields.
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &full))
+	for _, m := range full.ManagedFields {
+		require.NotEqual(t, takeover.OperatorFieldManager, m.Manager, "prometheus-operator still manages fields")
+	}
+	amArgs := sts.Spec.Template.Spec.Containers[0].Args
+	require.Contains(t, amArgs, "--cluster.peer=alertmanager-main-2.alertmanager-operated:9094")
+	require.Contains(t, amArgs, "--cluster.label="+ns+"/main")
+	require.Contains(t, sts.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "alertmanager-main-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
+
+	// The generated configuration: amconfig's, gzipped, with the template.
+	var generated corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-generated"}, &generated))
+	var live monitoringv1.Alertmanager
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(am), &live))
+	var liveAMC monitoringv1alpha1.AlertmanagerConfig
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(amc), &liveAMC))
+	want, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: &live, Base: []byte(baseConfig),
+		Configs: []*monitoringv1alpha1.AlertmanagerConfig{&liveAMC}, Resolver: &resolver{reader: c}})
+	require.NoError(t, err)
+	require.Equal(t, string(want.Config), gunzip(t, generated.Data["alertmanager.yaml.gz"]))
+	require.Equal(t, `{{ define "x" }}x{{ end }}`, string(generated.Data["team.tmpl"]), "the configSecret's other keys, as prometheus-operator copies them")
+	require.True(t, metav1.IsControlledBy(&generated, &live))
+
+	// The AlertmanagerConfig left out: its Event and the gauge.
+	require.Len(t, want.LeftOut, 1, "a webhook URL from a Secret that does not exist")
+	eventually(t, func(ct *assert.CollectT) {
+		assert.True(ct, hasEvent(t, c, ns, "broken", "LeftOut", "left out of Alertmanager "+ns+"/main: "), "the LeftOut Event on the AlertmanagerConfig")
+	})
+	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	// One created later, in a namespace of the namespace selector: the
+	// watches bring it in.
+	edit(t, c, am, func(a *monitoringv1.Alertmanager) {
+		a.Spec.AlertmanagerConfigNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	})
+	late := amc.DeepCopy()
+	late.ObjectMeta = metav1.ObjectMeta{Namespace: other, Name: "late"}
+	require.NoError(t, c.Create(ctx, late))
+	eventually(t, func(ct *assert.CollectT) {
+		assert.True(ct, hasEvent(t, c, other, "late", "LeftOut", "left out of Alertmanager "+ns+"/main: "), "the LeftOut Event on the AlertmanagerConfig created later")
+	})
+
+	// The governing Service, shared, and the reloaders' Role.
+	var svc corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-operated"}, &svc))
+	require.Len(t, svc.Spec.Ports, 3)
+	require.Equal(t, corev1.ProtocolUDP, svc.Spec.Ports[2].Protocol)
+	var role rbacv1.Role
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-podreload"}, &role))
+	require.Equal(t, []string{"alertmanager-main-generated"}, role.Rules[0].ResourceNames)
+
+	// The status: prometheus-operator's, Reconciled, and ConfigApplied.
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled)
+		if assert.NotNil(ct, rec) {
+			assert.Equal(ct, monitoringv1.ConditionTrue, rec.Status)
+		}
+		assert.NotNil(ct, takeover.FindCondition(live.Status.Conditions, sidecar.ConditionConfigApplied))
+		assert.NotNil(ct, takeover.FindCondition(live.Status.Conditions, string(monitoringv1.Available)))
+		assert.Equal(ct, "alertmanager=main,app.kubernetes.io/instance=main,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=alertmanager", live.Status.Selector)
+	})
+
+	// A base that does not load: the last good configuration stays.
+	before := generated.Data["alertmanager.yaml.gz"]
+	var base corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main"}, &base))
+	edit(t, c, &base, func(s *corev1.Secret) { s.Data["alertmanager.yaml"] = []byte("route: [\n") })
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled)
+		if assert.NotNil(ct, rec) {
+			assert.Equal(ct, monitoringv1.ConditionFalse, rec.Status)
+			assert.Equal(ct, "InvalidConfiguration", rec.Reason)
+			assert.Contains(ct, rec.Message, "the last good configuration is kept: alertmanager "+ns+"/main: base configuration")
+		}
+		assert.True(ct, hasEvent(t, c, ns, "main", "InvalidConfiguration", "the last good configuration is kept"))
+	})
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&generated), &generated))
+	require.Equal(t, before, generated.Data["alertmanager.yaml.gz"], "the last good configuration kept")
+	require.Zero(t, counter(t, reg, "podreload_controller_drift_corrected_total"), "the StatefulSet applied holds what the controller renders: no apply again")
+
+	// A replica reports what its Alertmanager runs (as its reloader does,
+	// no kubelet runs here): ConfigApplied follows it.
+	applied, err := json.Marshal(contract.Applied{Hash: contract.Sum(before, nil), Time: "2026-11-27T05:00:00Z"})
+	require.NoError(t, err)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alertmanager-main-0", Labels: sts.Spec.Template.Labels,
+			Annotations: map[string]string{kube.AnnotationInputHash: "x", contract.AppliedAnnotation: string(applied)}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "alertmanager", Image: "x"}}},
+	}
+	require.NoError(t, c.Create(ctx, pod))
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, c.Status().Update(ctx, pod))
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		if cond := takeover.FindCondition(live.Status.Conditions, sidecar.ConditionConfigApplied); assert.NotNil(ct, cond) {
+			assert.Equal(ct, monitoringv1.ConditionTrue, cond.Status)
+			assert.Contains(ct, cond.Message, "every ready replica runs")
+		}
+	})
+	require.InDelta(t, 1, gauge(t, reg, "podreload_controller_alertmanager_config_applied"), 0)
+
+	// Hand back: our status fields go; a pod running our sidecar keeps the
+	// reloaders' Role until it goes; nothing else is deleted.
+	edit(t, c, am, func(a *monitoringv1.Alertmanager) { delete(a.Annotations, takeover.AnnotationControllerID) })
+	eventually(t, func(ct *assert.CollectT) {
+		if assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			assert.Nil(ct, takeover.FindCondition(live.Status.Conditions, sidecar.ConditionConfigApplied), "our condition removed")
+		}
+	})
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&role), &role), "a pod still runs our sidecar")
+	require.NoError(t, c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	eventually(t, func(ct *assert.CollectT) {
+		assert.True(ct, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(&role), &rbacv1.Role{})), "the Role deleted")
+	})
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}} {
+		name := "alertmanager-main"
+		if _, ok := obj.(*corev1.Secret); ok {
+			name += "-generated"
+		}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj), "nothing else deleted")
+	}
+}
+
+// hasEvent reports whether an Event with reason about the object name of
+// ns has a note containing note.
+func hasEvent(t *testing.T, c client.Client, ns, name, reason, note string) bool {
+	var events eventsv1.EventList
+	if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		return false
+	}
+	return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+		return e.Reason == reason && e.Regarding.Name == name && strings.Contains(e.Note, note)
+	})
+}
+
+func gunzip(t *testing.T, b []byte) string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	require.NoError(t, err)
+	out, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// gauge sums the samples of the gauge name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// counter sums the samples of the counter name in reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}

@@ -1,0 +1,246 @@
+package alertmanager
+
+import (
+	"flag"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
+)
+
+func TestMain(m *testing.M) {
+	// Read through flag.Lookup by golden, so that no package variable holds it.
+	flag.Bool("update", false, "rewrite the golden files in testdata/ and the matrix in docs/")
+	goleak.VerifyTestMain(m,
+		// controller-runtime's metadata informers (Secrets' metadata are
+		// watched) wrap their watches with apimachinery's watch.Filter,
+		// whose goroutine can stay blocked sending an event nobody reads
+		// once the informer stopped.
+		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+}
+
+// golden compares got with the file path, or rewrites the file with -update.
+func golden(t *testing.T, path string, got []byte) { goldenfile.Check(t, path, got) }
+
+// testAlertmanager is an Alertmanager with 3 replicas, storage, a peer
+// besides its replicas and a few flags, handed to id.
+func testAlertmanager(ns, name, id string) *monitoringv1.Alertmanager {
+	am := &monitoringv1.Alertmanager{
+		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.AlertmanagersKind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{takeover.AnnotationControllerID: id}, Labels: map[string]string{"team": "a"}},
+	}
+	am.Spec.Replicas = ptr.To[int32](3)
+	am.Spec.Storage = &monitoringv1.StorageSpec{VolumeClaimTemplate: monitoringv1.EmbeddedPersistentVolumeClaim{
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}
+	am.Spec.AdditionalPeers = []string{"other-am.example:9094"}
+	am.Spec.ExternalURL = "https://am.example"
+	am.Spec.LogLevel = "debug"
+	am.Spec.Secrets = []string{"Team_Creds"}
+	return am
+}
+
+// TestRenderStatefulSet is the StatefulSet of testAlertmanager, created
+// (testdata/statefulset.golden), and the facts of prometheus-operator's
+// layout it must keep.
+func TestRenderStatefulSet(t *testing.T) {
+	am := testAlertmanager("monitoring", "main", "podreload")
+	objs, err := render(inputs{am: am, config: []byte("route: {receiver: x}\n"), reloaderImage: "podreload/config-reloader:test"})
+	require.NoError(t, err)
+	b, err := yaml.Marshal(objs.sts)
+	require.NoError(t, err)
+	golden(t, "testdata/statefulset.golden", b)
+
+	sts := objs.sts
+	require.Equal(t, "alertmanager-main", sts.Name)
+	require.Equal(t, "alertmanager-operated", sts.Spec.ServiceName)
+	require.Equal(t, map[string]string{"alertmanager": "main", "app.kubernetes.io/instance": "main", "app.kubernetes.io/managed-by": "prometheus-operator", "app.kubernetes.io/name": "alertmanager"}, sts.Spec.Selector.MatchLabels)
+	require.Equal(t, "alertmanager-main-db", sts.Spec.VolumeClaimTemplates[0].Name)
+	am0 := sts.Spec.Template.Spec.Containers[0]
+	require.Equal(t, "alertmanager", am0.Name)
+	require.Equal(t, "quay.io/prometheus/alertmanager:v0.33.1", am0.Image, "prometheus-operator's default version: a takeover does not change it")
+	require.Contains(t, am0.VolumeMounts, corev1.VolumeMount{Name: "alertmanager-main-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
+	require.Contains(t, am0.VolumeMounts, corev1.VolumeMount{Name: "secret-team-creds", MountPath: "/etc/alertmanager/secrets/Team_Creds", ReadOnly: true})
+	for _, want := range []string{
+		"--config.file=/etc/alertmanager/config_out/alertmanager.env.yaml",
+		"--storage.path=/alertmanager",
+		"--data.retention=120h",
+		"--cluster.listen-address=[$(POD_IP)]:9094",
+		"--cluster.label=monitoring/main",
+		"--cluster.peer=alertmanager-main-0.alertmanager-operated:9094",
+		"--cluster.peer=alertmanager-main-1.alertmanager-operated:9094",
+		"--cluster.peer=alertmanager-main-2.alertmanager-operated:9094",
+		"--cluster.peer=other-am.example:9094",
+		"--web.external-url=https://am.example",
+		"--log.level=debug",
+	} {
+		require.Contains(t, am0.Args, want)
+	}
+	reloader := sts.Spec.Template.Spec.Containers[1]
+	require.Equal(t, "config-reloader", reloader.Name)
+	require.Contains(t, reloader.Args, "--config-secret=monitoring/alertmanager-main-generated")
+	require.Contains(t, reloader.Args, "--reload-url=http://127.0.0.1:9093/-/reload")
+	require.Equal(t, "init-config-reloader", sts.Spec.Template.Spec.InitContainers[0].Name)
+	require.NotEmpty(t, sts.Spec.Template.Annotations[kube.AnnotationInputHash])
+
+	// One replica: no clustering, unless forced.
+	am.Spec.Replicas = ptr.To[int32](1)
+	am.Spec.AdditionalPeers = nil
+	require.Contains(t, args(am), "--cluster.listen-address=")
+	am.Spec.ForceEnableClusterMode = true
+	require.Contains(t, args(am), "--cluster.listen-address=[$(POD_IP)]:9094")
+}
+
+// TestRenderAdopts: an existing StatefulSet's selector (with the
+// operator's --labels), claim templates, service name and pod management
+// policy are kept, and its pods are labelled with that selector.
+func TestRenderAdopts(t *testing.T) {
+	am := testAlertmanager("monitoring", "main", "podreload")
+	live := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{
+		Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"alertmanager": "main", "team": "x"}},
+		ServiceName:          "alertmanager-operated",
+		PodManagementPolicy:  appsv1.OrderedReadyPodManagement,
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "alertmanager-main-db"}}},
+	}}
+	objs, err := render(inputs{am: am, live: live, config: []byte("x")})
+	require.NoError(t, err)
+	require.Equal(t, live.Spec.Selector, objs.sts.Spec.Selector)
+	require.Equal(t, live.Spec.VolumeClaimTemplates, objs.sts.Spec.VolumeClaimTemplates)
+	require.Equal(t, appsv1.OrderedReadyPodManagement, objs.sts.Spec.PodManagementPolicy)
+	require.Equal(t, "x", objs.sts.Spec.Template.Labels["team"])
+}
+
+// TestFieldsCoverTheSpec fails when a field of the main module's
+// AlertmanagerSpec has no row, a row names no field, or a row is
+// malformed.
+func TestFieldsCoverTheSpec(t *testing.T) {
+	require.NoError(t, takeover.CheckTable(reflect.TypeFor[monitoringv1.AlertmanagerSpec](), operatorFields()))
+}
+
+// acceptedValues are values of refused fields that are taken over.
+func acceptedValues() map[string][]string {
+	return map[string][]string{
+		"storage.disableMountSubPath":  {`false`},
+		"automountServiceAccountToken": {`true`},
+	}
+}
+
+// refusedValues are values that refuse a field where the generic filler's
+// would be accepted.
+func refusedValues() map[string]string {
+	return map[string]string{
+		"automountServiceAccountToken": `false`,
+	}
+}
+
+// TestRefusedFields: an Alertmanager setting one refused field lists
+// exactly its path; one setting it to an accepted value lists nothing;
+// so do a version too old or not one, and an additional flag the
+// controller renders.
+func TestRefusedFields(t *testing.T) {
+	require.Empty(t, fromAlertmanager(testAlertmanager("ns", "a", "")))
+	for _, f := range operatorFields() {
+		if f.Class != takeover.ClassRefused {
+			continue
+		}
+		t.Run(f.Path, func(t *testing.T) {
+			am := testAlertmanager("ns", "a", "")
+			require.NoError(t, takeover.SetPath(reflect.ValueOf(&am.Spec), f.Path, refusedValues()[f.Path]))
+			require.Equal(t, []string{f.Path}, fromAlertmanager(am))
+			ok := acceptedValues()[f.Path]
+			require.Equal(t, f.Accepts != nil, len(ok) > 0, "a field with accepted values has an example of each, and only those")
+			for _, v := range ok {
+				am := testAlertmanager("ns", "a", "")
+				require.NoError(t, takeover.SetPath(reflect.ValueOf(&am.Spec), f.Path, v))
+				require.Empty(t, fromAlertmanager(am), v)
+			}
+		})
+	}
+	am := testAlertmanager("ns", "a", "")
+	am.Spec.Version = "v0.29.0"
+	require.Equal(t, []string{"version: " + minVersion}, fromAlertmanager(am))
+	am.Spec.Version = "latest"
+	require.Equal(t, []string{"version: not a version"}, fromAlertmanager(am))
+	am.Spec.Version = ""
+	am.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "cluster.label", Value: "x"}, {Name: "dispatch.start-delay", Value: "1s"}, {Name: "alerts.gc-interval", Value: "1m"}}
+	am.Spec.MinReadySeconds = ptr.To[int32](5)
+	require.Equal(t, []string{"additionalArgs: cluster.label is rendered by the controller"}, fromAlertmanager(am))
+	a := args(am)
+	require.Equal(t, []string{"--cluster.label=x", "--dispatch.start-delay=1s", "--alerts.gc-interval=1m"}, a[len(a)-3:])
+	require.False(t, slices.Contains(a, "--dispatch.start-delay=5s"), "additionalArgs sets it")
+}
+
+// TestFieldMatrix checks the Alertmanager part of
+// docs/prometheus-operator-alertmanager.md is the rendering of the table
+// (-update rewrites it).
+func TestFieldMatrix(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`# prometheus-operator's Alertmanager fields in a takeover
+
+<!-- Generated from controller/alertmanager/fields.go by
+     go test ./controller/alertmanager/ -run TestFieldMatrix -update -->
+
+What podreload does with each field of a ` + "`monitoring.coreos.com/v1` `Alertmanager`" + `
+(prometheus-operator's types at v0.94.1, go.mod) when it takes the object
+over ([takeover.md](takeover.md), [the Prometheus fields](prometheus-operator.md)):
+**mapped** fields are rendered with prometheus-operator's meaning and
+defaults; **ignored** ones change nothing; an object that sets a **refused**
+field (to a value other than those the reason accepts) is not taken over,
+and its ` + "`UnsupportedFields`" + ` condition and Event name the paths. A test walks
+the Go types and fails when a field has no row.
+
+Besides the fields, an Alertmanager is refused with a ` + "`version`" + ` that is
+not one, or before v0.30.0, and with an ` + "`additionalArgs`" + ` flag the
+controller renders (prometheus-operator fails on both).
+
+`)
+	b.WriteString(takeover.Matrix(operatorFields()))
+	golden(t, "../../docs/prometheus-operator-alertmanager.md", []byte(b.String()))
+}
+
+// TestRenderPodFields: the pod settings of the spec, as prometheus-operator
+// renders them.
+func TestRenderPodFields(t *testing.T) {
+	am := testAlertmanager("ns", "a", "")
+	am.Spec.ListenLocal = true
+	am.Spec.HostNetwork = true
+	am.Spec.DNSConfig = &monitoringv1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}, Options: []monitoringv1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}}
+	am.Spec.UpdateStrategy = &monitoringv1.StatefulSetUpdateStrategy{Type: monitoringv1.OnDeleteStatefulSetStrategyType}
+	am.Spec.Storage = &monitoringv1.StorageSpec{Ephemeral: &corev1.EphemeralVolumeSource{}}
+	am.Spec.HostAliases = []monitoringv1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"smtp"}}}
+	require.Empty(t, fromAlertmanager(am))
+	objs, err := render(inputs{am: am, config: []byte("x")})
+	require.NoError(t, err)
+	pod := objs.sts.Spec.Template.Spec
+	require.Contains(t, pod.Containers[0].Args, "--web.listen-address=127.0.0.1:9093")
+	require.Nil(t, pod.Containers[0].LivenessProbe)
+	require.Nil(t, pod.Containers[0].ReadinessProbe)
+	require.Len(t, pod.Containers[0].Ports, 2, "the mesh ports only")
+	require.True(t, pod.HostNetwork)
+	require.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy)
+	require.Equal(t, &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}}, pod.DNSConfig)
+	require.Equal(t, []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"smtp"}}}, pod.HostAliases)
+	require.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, objs.sts.Spec.UpdateStrategy.Type)
+	require.Empty(t, objs.sts.Spec.VolumeClaimTemplates)
+	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "alertmanager-a-db" && v.Ephemeral != nil }))
+	require.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "alertmanager-a-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
+	am.Spec.DNSPolicy = ptr.To(monitoringv1.DNSPolicy("Default"))
+	objs, err = render(inputs{am: am})
+	require.NoError(t, err)
+	require.Equal(t, corev1.DNSDefault, objs.sts.Spec.Template.Spec.DNSPolicy)
+	require.Nil(t, objs.generated, "no configuration: the generated Secret is kept as it is")
+}

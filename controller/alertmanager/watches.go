@@ -1,0 +1,145 @@
+package alertmanager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
+)
+
+// Setup sets up the reconciler of the Alertmanager objects handed to
+// opts.ControllerID with m. Without the Alertmanager CRD there is nothing
+// to take over: it logs why and sets up nothing. An Alertmanager matters
+// when it is created or deleted, and when its spec, labels or annotations
+// (the controller id) change; so do the AlertmanagerConfigs it may select,
+// the Secrets its configuration read, the objects written for it, and its
+// pods' reports (which update its status alone).
+func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	gk := monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.AlertmanagersKind).GroupKind()
+	if _, err := m.GetRESTMapper().RESTMapping(gk, monitoringv1.SchemeGroupVersion.Version); meta.IsNoMatchError(err) {
+		logger.Warn("the Alertmanager CRD is not installed: no Alertmanager object is taken over (install it and restart the controller)", "err", err)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("take over Alertmanager objects: %w", err)
+	}
+	r := &reconciler{
+		client: m.GetClient(), reader: m.GetAPIReader(), recorder: m.GetEventRecorder(kube.Name),
+		logger: logger.With("component", "alertmanager"), writer: m.Writer(), refs: store.NewTracker(), opts: opts,
+		metrics: newMetrics(reg), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
+	}
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	b := builder.ControllerManagedBy(m).
+		Named("alertmanager").
+		For(&monitoringv1.Alertmanager{}, builder.WithPredicates(changed)).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretAlertmanagers))
+	gkc := monitoringv1alpha1.SchemeGroupVersion.WithKind(monitoringv1alpha1.AlertmanagerConfigKind).GroupKind()
+	if _, err := m.GetRESTMapper().RESTMapping(gkc, monitoringv1alpha1.SchemeGroupVersion.Version); err == nil {
+		b = b.Watches(&monitoringv1alpha1.AlertmanagerConfig{}, handler.EnqueueRequestsFromMapFunc(r.configAlertmanagers),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})))
+	} else {
+		logger.Warn("the AlertmanagerConfig CRD is not installed: Alertmanagers taken over select none", "err", err)
+	}
+	b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceAlertmanagers), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	return builder.ControllerManagedBy(m).
+		Named("alertmanager-status").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podAlertmanager), builder.WithPredicates(sidecar.PodChanged())).
+		Complete(reconcile.Func(r.reconcileStatus))
+}
+
+// handed returns the cached Alertmanagers handed to the controller.
+func (r *reconciler) handed(ctx context.Context) []monitoringv1.Alertmanager {
+	var list monitoringv1.AlertmanagerList
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		r.logger.Error("list Alertmanager objects", "err", err)
+		return nil
+	}
+	var out []monitoringv1.Alertmanager
+	for _, am := range list.Items {
+		if takeover.HandedTo(&am, r.opts.ControllerID) {
+			out = append(out, am)
+		}
+	}
+	return out
+}
+
+// secretAlertmanagers maps a Secret to the Alertmanagers whose
+// configuration reads it, and to those whose configSecret it is.
+func (r *reconciler) secretAlertmanagers(ctx context.Context, obj client.Object) []ctrl.Request {
+	ref := store.Ref{Kind: store.Secret, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	var out []ctrl.Request
+	for _, key := range r.refs.Owners(ref) {
+		out = append(out, ctrl.Request{NamespacedName: key})
+	}
+	for _, am := range r.handed(ctx) {
+		// A configSecret created after the render that found none.
+		if am.Namespace == ref.Namespace && configSecretName(&am) == ref.Name {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
+		}
+	}
+	return out
+}
+
+// configAlertmanagers maps an AlertmanagerConfig to the Alertmanagers
+// handed to the controller that select, or selected, it: every one with
+// a selector (a label change may select or drop it; the namespace
+// selectors are read at the render).
+func (r *reconciler) configAlertmanagers(ctx context.Context, _ client.Object) []ctrl.Request {
+	var out []ctrl.Request
+	for _, am := range r.handed(ctx) {
+		if am.Spec.AlertmanagerConfigSelector != nil {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
+		}
+	}
+	return out
+}
+
+// namespaceAlertmanagers maps a namespace whose labels changed to the
+// Alertmanagers handed to the controller that select AlertmanagerConfigs
+// by namespace labels.
+func (r *reconciler) namespaceAlertmanagers(ctx context.Context, _ client.Object) []ctrl.Request {
+	var out []ctrl.Request
+	for _, am := range r.handed(ctx) {
+		if am.Spec.AlertmanagerConfigSelector != nil && am.Spec.AlertmanagerConfigNamespaceSelector != nil {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
+		}
+	}
+	return out
+}
+
+// podAlertmanager maps a pod to the Alertmanager whose StatefulSet runs
+// it, by prometheus-operator's alertmanager label.
+func (r *reconciler) podAlertmanager(_ context.Context, obj client.Object) []ctrl.Request {
+	name := obj.GetLabels()[labelAlertmanager]
+	if name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
