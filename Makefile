@@ -77,12 +77,13 @@ bin/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd $(CURDIR)/tools/controlplane && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
 
 # The rest of a node (internal/testenv/node): Kubernetes from the control
-# plane's module, containerd v2 from its own (tools/containerd/go.mod, see
-# there why), runc, CNI plugins and iptables from Debian.
+# plane's module, containerd v2 and CoreDNS from their own
+# (tools/containerd/go.mod, tools/coredns/go.mod, see there why), runc, CNI
+# plugins and iptables from Debian.
 KUBE_NODE_BINARIES := kubelet kube-controller-manager kube-scheduler kube-proxy
 CONTAINERD_BINARIES := containerd containerd-shim-runc-v2 ctr
 DEBIAN_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack
-node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) debian-node-packages ## Build and install what a node needs.
+node-bins: bin/kube-apiserver bin/etcd $(KUBE_NODE_BINARIES:%=bin/%) $(CONTAINERD_BINARIES:%=bin/%) bin/coredns debian-node-packages ## Build and install what a node needs.
 
 # kubectl: e2e runs `kubectl wait --for=condition=ConfigApplied` as a user
 # does; `make node-up` prints how to use it. All of Kubernetes' binaries in
@@ -95,6 +96,11 @@ $(KUBE_BINARIES:%=bin/%) &: tools/controlplane/go.mod tools/controlplane/go.sum
 # The tags leave out the snapshotters that need cgo and host libraries.
 $(CONTAINERD_BINARIES:%=bin/%) &: tools/containerd/go.mod tools/containerd/go.sum
 	cd $(CURDIR)/tools/containerd && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags no_btrfs,no_devmapper,no_zfs -o $(CURDIR)/bin/ $(CONTAINERD_BINARIES:%=github.com/containerd/containerd/v2/cmd/%)
+
+# The node's cluster DNS: CoreDNS with the plugins tools/coredns/main.go
+# imports only, static.
+bin/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	cd $(CURDIR)/tools/coredns && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w' -o $(CURDIR)/$@ .
 
 # The node runs in the background until `make node-down`; bin/node-up.log
 # has its log.
@@ -143,9 +149,10 @@ bin/prometheus-operator: tools/go.mod tools/go.sum
 # (internal/testenv/node/images_test.go checks they agree).
 IMAGE_ARCHES := amd64 arm64
 HOST_ARCH    := $(shell $(GO) env GOARCH)
-IMAGES       := podreload prometheus pause
+IMAGES       := podreload prometheus alertmanager pause
 PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
 PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
+ALERTMANAGER_IMAGE = quay.io/prometheus/alertmanager:v$(ALERTMANAGER_VERSION)
 PAUSE_IMAGE      := podreload.dev/pause:1
 IMAGEBUILD        = cd $(CURDIR)/tools/images && $(GO) run -mod=readonly . -platform linux/$*
 IMAGEBUILD_SOURCES := $(filter-out %_test.go,$(wildcard tools/images/*.go)) tools/images/go.mod tools/images/go.sum
@@ -158,7 +165,7 @@ images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build 
 host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar
 
 # Kept: they are what the images hold.
-.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus pause prometheus-config-reloader))
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager pause prometheus-config-reloader))
 
 bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
@@ -180,6 +187,22 @@ bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROMETHEUS_IMAGE) -user 65534:65534 -workdir /prometheus -entrypoint /bin/prometheus \
 		-file /bin/prometheus=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+# Static, from tools/alertmanager (bin/alertmanager's module and version).
+bin/linux-%/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
+	cd $(CURDIR)/tools/alertmanager && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
+
+# As the upstream image (its Dockerfile): user nobody, /etc/alertmanager
+# with a default configuration and /alertmanager owned by nobody, working
+# directory /alertmanager, the same entrypoint and default arguments.
+# prometheus-operator and the controller run it with their own arguments.
+bin/images/alertmanager-%.tar: bin/linux-%/alertmanager tools/images/alertmanager.yml $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(ALERTMANAGER_IMAGE) -user 65534:65534 -workdir /alertmanager -entrypoint /bin/alertmanager \
+		-cmd --config.file=/etc/alertmanager/alertmanager.yml -cmd --storage.path=/alertmanager \
+		-file /bin/alertmanager=$(CURDIR)/$< -file /etc/alertmanager/alertmanager.yml=$(CURDIR)/tools/images/alertmanager.yml \
+		-dir /alertmanager -chown /etc/alertmanager=65534:65534 -chown /alertmanager=65534:65534 \
+		-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
 # prometheus-operator's, at the pinned version, named as the operator names
 # it by default; as the upstream image: user nobody. (Its archive also
@@ -254,6 +277,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, files of at most 600 l
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff
 	cd tools/containerd && $(GO) mod tidy -diff
+	cd tools/coredns && $(GO) mod tidy -diff
 	cd tools/images && $(GO) vet ./... && $(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	# --allow-serial-runners: a second run (another worktree, an editor)

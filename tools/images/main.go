@@ -9,6 +9,11 @@
 //	  -platform linux/amd64 -user 65532:65532 -entrypoint /bin/config-reloader \
 //	  -file /bin/config-reloader=bin/linux-amd64/config-reloader
 //
+// An image may also have a CMD (-cmd), empty directories (-dir) and paths
+// owned, with everything under them, by another user than root (-chown
+// /path=uid:gid), as a Dockerfile's `RUN mkdir -p ... && chown -R ...`
+// leaves them.
+//
 // Next to the archive it writes the image's CycloneDX SBOM (podreload-amd64.cdx.json:
 // the Go modules of each binary, from their embedded build information) and
 // its digest, the digest of its manifest (podreload-amd64.digest), which it
@@ -27,6 +32,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -49,14 +55,19 @@ const (
 
 type config struct {
 	out, name, platform, user, workdir string
-	entrypoint                         []string
+	entrypoint, cmd                    []string
 	files                              map[string]string // path in the image to path on the host
+	dirs                               []string          // empty directories
+	owners                             map[string]owner  // path in the image to its owner and that of what is under it
 }
+
+// owner is the user and group IDs of a file.
+type owner struct{ uid, gid int }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg := config{files: map[string]string{}}
+	cfg := config{files: map[string]string{}, owners: map[string]owner{}}
 	fl := flag.NewFlagSet("imagebuild", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&cfg.out, "out", "", "OCI archive to write.")
@@ -68,12 +79,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.entrypoint = append(cfg.entrypoint, s)
 		return nil
 	})
+	fl.Func("cmd", "CMD argument (repeatable): the default arguments of the entrypoint.", func(s string) error {
+		cfg.cmd = append(cfg.cmd, s)
+		return nil
+	})
 	fl.Func("file", "image-path=host-path of a file to add (repeatable); executable if the host file is.", func(s string) error {
 		dst, src, ok := strings.Cut(s, "=")
 		if !ok || !path.IsAbs(dst) {
 			return fmt.Errorf("want /image/path=host/path, got %q", s)
 		}
 		cfg.files[dst] = src
+		return nil
+	})
+	fl.Func("dir", "/image/path of an empty directory to add (repeatable).", func(s string) error {
+		if !path.IsAbs(s) || path.Clean(s) == "/" {
+			return fmt.Errorf("want /image/path, got %q", s)
+		}
+		cfg.dirs = append(cfg.dirs, path.Clean(s))
+		return nil
+	})
+	fl.Func("chown", "image-path=uid:gid: the owner of a path and of everything under it (repeatable).", func(s string) error {
+		p, ids, ok := strings.Cut(s, "=")
+		uid, gid, ok2 := strings.Cut(ids, ":")
+		var o owner
+		var err1, err2 error
+		o.uid, err1 = strconv.Atoi(uid)
+		o.gid, err2 = strconv.Atoi(gid)
+		if !ok || !ok2 || !path.IsAbs(p) || err1 != nil || err2 != nil || o.uid < 0 || o.gid < 0 {
+			return fmt.Errorf("want /image/path=uid:gid, got %q", s)
+		}
+		cfg.owners[path.Clean(p)] = o
 		return nil
 	})
 	if err := fl.Parse(args); err != nil {
@@ -123,7 +158,7 @@ func image(cfg config) (v1.Image, error) {
 	if !ok {
 		return nil, fmt.Errorf("platform %q is not os/architecture", cfg.platform)
 	}
-	layerTar, err := rootfs(cfg.files)
+	layerTar, err := rootfs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +181,7 @@ func image(cfg config) (v1.Image, error) {
 	cf.OS, cf.Architecture = goos, arch
 	cf.Config.User = cfg.user
 	cf.Config.Entrypoint = cfg.entrypoint
+	cf.Config.Cmd = cfg.cmd
 	cf.Config.WorkingDir = cfg.workdir
 	cf.Config.Env = []string{"PATH=/bin"}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
@@ -175,10 +211,11 @@ func writeLayout(cfg config, img v1.Image) error {
 	return archive(dir, cfg.out)
 }
 
-// rootfs returns the layer: the files, the directories above them, /tmp and
-// the user database, sorted, owned by root, with a zero time so that the
-// same binaries make the same image.
-func rootfs(files map[string]string) ([]byte, error) {
+// rootfs returns the layer: the files and directories of cfg, the
+// directories above them, /tmp and the user database, sorted, owned by
+// root unless cfg says otherwise, with a zero time so that the same
+// binaries make the same image.
+func rootfs(cfg config) ([]byte, error) {
 	type entry struct {
 		hdr  tar.Header
 		body []byte
@@ -188,7 +225,10 @@ func rootfs(files map[string]string) ([]byte, error) {
 		"etc/group":  {tar.Header{Typeflag: tar.TypeReg, Mode: 0o644}, []byte(group)},
 		"tmp/":       {tar.Header{Typeflag: tar.TypeDir, Mode: 0o1777}, nil},
 	}
-	for dst, src := range files {
+	for _, d := range cfg.dirs {
+		entries[strings.TrimPrefix(d, "/")+"/"] = entry{tar.Header{Typeflag: tar.TypeDir, Mode: 0o755}, nil}
+	}
+	for dst, src := range cfg.files {
 		body, err := os.ReadFile(src)
 		if err != nil {
 			return nil, err
@@ -208,6 +248,18 @@ func rootfs(files map[string]string) ([]byte, error) {
 			if _, ok := entries[d+"/"]; !ok {
 				entries[d+"/"] = entry{tar.Header{Typeflag: tar.TypeDir, Mode: 0o755}, nil}
 			}
+		}
+	}
+	for p, o := range cfg.owners {
+		found := false
+		for name, e := range entries {
+			if n := "/" + strings.TrimSuffix(name, "/"); n == p || strings.HasPrefix(n, p+"/") {
+				e.hdr.Uid, e.hdr.Gid = o.uid, o.gid
+				entries[name], found = e, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("chown %s: no such path in the image", p)
 		}
 	}
 	var buf bytes.Buffer

@@ -38,6 +38,7 @@ func (n *Node) writeConfig(opts Options) error {
 		{"controller-manager", "system:kube-controller-manager", ""},
 		{"scheduler", "system:kube-scheduler", ""},
 		{"kube-proxy", "system:kube-proxy", ""},
+		{"coredns", dnsUser, ""},
 	}
 	var tokens strings.Builder
 	for _, u := range users {
@@ -62,6 +63,7 @@ func (n *Node) writeConfig(opts Options) error {
 		"etc/kube-proxy.yaml":        kubeProxyConfig(n.Dir),
 		"etc/kubelet.yaml":           kubeletConfig(n.Dir, opts.SyncFrequency),
 		"etc/resolv.conf":            "",
+		"etc/Corefile":               corefile(n.Dir),
 	}
 	for name, content := range files {
 		if err := n.writeFile(name, content); err != nil {
@@ -170,7 +172,8 @@ conntrack:
 
 // kubeletConfig: cgroup v1 allowed (this machine has hybrid cgroups), no
 // image garbage collection (the images cannot be pulled again), pod logs
-// in dir.
+// in dir, the cluster DNS (startDNS) in the pods' resolv.conf; the node's
+// own resolv.conf is empty (no way out).
 func kubeletConfig(dir string, syncFrequency time.Duration) string {
 	sync := ""
 	if syncFrequency > 0 {
@@ -192,6 +195,8 @@ tlsCertFile: ` + dir + `/pki/kubelet.crt
 tlsPrivateKeyFile: ` + dir + `/pki/kubelet.key
 readOnlyPort: 0
 resolvConf: ` + dir + `/etc/resolv.conf
+clusterDNS: [` + DNSServiceIP + `]
+clusterDomain: ` + ClusterDomain + `
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi"}

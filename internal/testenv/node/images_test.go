@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	amconfig "github.com/prometheus/alertmanager/config"
 	"github.com/stretchr/testify/require"
 
 	"github.com/podreload/podreload/internal/testenv/toolbin"
@@ -31,8 +32,11 @@ type ociImage struct {
 	// digest is the digest of its manifest, from the index.
 	digest               string
 	name, platform, user string
-	entrypoint           []string
-	files                map[string]int64 // path to mode, with tar's c_ISDIR (0o40000) for a directory
+	workdir              string
+	entrypoint, cmd      []string
+	files                map[string]int64  // path to mode, with tar's c_ISDIR (0o40000) for a directory
+	owners               map[string]string // path to uid:gid
+	contents             map[string][]byte // path of a file that is not executable to its content
 }
 
 // readImage reads the single image of an OCI archive, with the standard
@@ -93,6 +97,8 @@ func readImage(archive string) (ociImage, error) {
 		name:     m.Annotations["io.containerd.image.name"],
 		platform: m.Platform.OS + "/" + m.Platform.Architecture,
 		files:    map[string]int64{},
+		owners:   map[string]string{},
+		contents: map[string][]byte{},
 	}
 	var manifest struct {
 		Config descriptor
@@ -104,8 +110,8 @@ func readImage(archive string) (ociImage, error) {
 	var config struct {
 		OS, Architecture string
 		Config           struct {
-			User       string
-			Entrypoint []string
+			User, WorkingDir string
+			Entrypoint, Cmd  []string
 		}
 	}
 	if err := blob(manifest.Config, &config); err != nil {
@@ -114,7 +120,8 @@ func readImage(archive string) (ociImage, error) {
 	if p := config.OS + "/" + config.Architecture; p != img.platform {
 		return ociImage{}, fmt.Errorf("config is for %s, index for %s", p, img.platform)
 	}
-	img.user, img.entrypoint = config.Config.User, config.Config.Entrypoint
+	img.user, img.workdir = config.Config.User, config.Config.WorkingDir
+	img.entrypoint, img.cmd = config.Config.Entrypoint, config.Config.Cmd
 	for _, l := range manifest.Layers {
 		b, err := raw(l)
 		if err != nil {
@@ -137,7 +144,14 @@ func readImage(archive string) (ociImage, error) {
 			if hdr.Typeflag == tar.TypeDir {
 				mode |= cISDIR
 			}
-			img.files["/"+strings.TrimSuffix(hdr.Name, "/")] = mode
+			name := "/" + strings.TrimSuffix(hdr.Name, "/")
+			img.files[name] = mode
+			img.owners[name] = fmt.Sprintf("%d:%d", hdr.Uid, hdr.Gid)
+			if hdr.Typeflag == tar.TypeReg && mode&0o111 == 0 {
+				if img.contents[name], err = io.ReadAll(lr); err != nil {
+					return ociImage{}, fmt.Errorf("read layer %s: %w", l.Digest, err)
+				}
+			}
 		}
 	}
 	return img, nil
@@ -211,13 +225,57 @@ func TestImageMatchesDockerfile(t *testing.T) {
 	}
 }
 
+// TestAlertmanagerImage checks that the Alertmanager image of `make
+// images` has the layout of the upstream image (its Dockerfile), which
+// prometheus-operator and the controller expect: /bin/alertmanager of the
+// image's version, run as nobody from /alertmanager with the upstream
+// default arguments, /etc/alertmanager and /alertmanager owned by nobody,
+// and a default configuration that Alertmanager loads.
+func TestAlertmanagerImage(t *testing.T) {
+	archive, err := toolbin.Path(path.Join("images", "alertmanager-"+runtime.GOARCH+".tar"))
+	require.NoError(t, err, "run `make host-images`")
+	img, err := readImage(archive)
+	require.NoError(t, err)
+	bin, err := toolbin.Path(path.Join("linux-"+runtime.GOARCH, "alertmanager"))
+	require.NoError(t, err)
+	bi, err := buildinfo.ReadFile(bin)
+	require.NoError(t, err)
+	// Built from the module's own command: the main module.
+	require.Equal(t, "github.com/prometheus/alertmanager", bi.Main.Path, bin)
+
+	require.Equal(t, "linux/"+runtime.GOARCH, img.platform)
+	require.Equal(t, "quay.io/prometheus/alertmanager:"+bi.Main.Version, img.name, "named for the version of its binary")
+	require.Equal(t, "65534:65534", img.user, "nobody")
+	require.Contains(t, string(img.contents["/etc/passwd"]), "nobody:x:65534:65534:")
+	require.Equal(t, "/alertmanager", img.workdir)
+	require.Equal(t, []string{"/bin/alertmanager"}, img.entrypoint)
+	require.Equal(t, []string{"--config.file=/etc/alertmanager/alertmanager.yml", "--storage.path=/alertmanager"}, img.cmd)
+	require.Equal(t, int64(0o755), img.files["/bin/alertmanager"]&0o777)
+	for p, owner := range map[string]string{
+		"/bin/alertmanager":                  "0:0",
+		"/etc/alertmanager":                  "65534:65534",
+		"/etc/alertmanager/alertmanager.yml": "65534:65534",
+		"/alertmanager":                      "65534:65534",
+	} {
+		require.Contains(t, img.files, p)
+		require.Equal(t, owner, img.owners[p], p)
+	}
+	require.NotZero(t, img.files["/alertmanager"]&cISDIR, "/alertmanager is a directory")
+	cfg, err := amconfig.Load(string(img.contents["/etc/alertmanager/alertmanager.yml"]))
+	require.NoError(t, err, "the default configuration")
+	require.Equal(t, "default", cfg.Route.Receiver)
+	for _, sh := range []string{"/bin/sh", "/bin/bash", "/bin/busybox"} {
+		require.NotContains(t, img.files, sh)
+	}
+}
+
 // TestImageSBOMsAndDigests checks what `make host-images` writes next to each
 // archive of this platform: the digest of the image's manifest, and a
 // CycloneDX SBOM listing, for each binary of the image, every Go module
 // and the Go version its build information holds (read from the binary
 // the image was built from).
 func TestImageSBOMsAndDigests(t *testing.T) {
-	for _, name := range []string{"podreload", "prometheus", "pause", "prometheus-config-reloader"} {
+	for _, name := range []string{"podreload", "prometheus", "alertmanager", "pause", "prometheus-config-reloader"} {
 		t.Run(name, func(t *testing.T) {
 			base := path.Join("images", name+"-"+runtime.GOARCH)
 			archive, err := toolbin.Path(base + ".tar")

@@ -1,9 +1,10 @@
 // Package node starts, for tests, a real single-machine Kubernetes node:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd
-// v2 with runc and the CNI bridge, kube-proxy (iptables) and a kubelet, with
-// the images of `make images` imported. Kubernetes and containerd are built
-// into bin/ by `make node-bins`, which installs runc, the CNI plugins and
-// iptables from Debian.
+// v2 with runc and the CNI bridge, kube-proxy (iptables), a kubelet and
+// CoreDNS as the cluster DNS (cluster.local, at the Service
+// kube-system/kube-dns, 10.96.0.10), with the images of `make images`
+// imported. Kubernetes, containerd and CoreDNS are built into bin/ by `make
+// node-bins`, which installs runc, the CNI plugins and iptables from Debian.
 //
 // Every component runs in a network namespace of its own (the node's
 // "host" network), joined to the machine by a veth pair: the API server is
@@ -53,9 +54,13 @@ const (
 	PauseImage = "podreload.dev/pause:1"
 	// netnsName is the node's network namespace (/run/netns/<name>).
 	netnsName = "podreload-node"
+	// HostIP is the address of the machine's end of the veth pair: pods
+	// reach a server of this machine (a test's) listening there, from the
+	// node's address (the CNI bridge masquerades them).
+	HostIP = "10.89.0.1"
 	// hostVeth is the machine's end of the veth pair, nodeVeth the node's.
 	hostVeth, nodeVeth = "prnode0", "eth0"
-	hostIP, nodeIP     = "10.89.0.1", "10.89.0.2"
+	nodeIP             = "10.89.0.2"
 	// podSubnet is the CNI bridge's, serviceSubnet the Services'.
 	podSubnet, serviceSubnet = "10.88.0.0/24", "10.96.0.0/24"
 	// serviceIP is the kubernetes Service's, in serviceSubnet.
@@ -146,6 +151,7 @@ func Up(ctx context.Context, logger *slog.Logger, opts Options) (_ *Node, err er
 		f    func(context.Context) error
 	}{
 		{"control plane", n.startControlPlane},
+		{"cluster DNS", n.startDNS},
 		{"containerd", n.startContainerd},
 		{"images", func(ctx context.Context) error { return n.importImages(ctx, opts.Images) }},
 		{"kubelet", n.startKubelet},
@@ -263,7 +269,7 @@ func network() error {
 		{"ip", "netns", "add", netnsName},
 		{"ip", "-n", netnsName, "link", "set", "lo", "up"},
 		{"ip", "link", "add", hostVeth, "type", "veth", "peer", "name", nodeVeth, "netns", netnsName},
-		{"ip", "addr", "add", hostIP + "/30", "dev", hostVeth},
+		{"ip", "addr", "add", HostIP + "/30", "dev", hostVeth},
 		{"ip", "link", "set", hostVeth, "up"},
 		{"ip", "-n", netnsName, "addr", "add", nodeIP + "/30", "dev", nodeVeth},
 		{"ip", "-n", netnsName, "link", "set", nodeVeth, "up"},
@@ -380,7 +386,7 @@ func (n *Node) importImages(_ context.Context, images []string) error {
 	if len(images) == 0 {
 		// prometheus-config-reloader is prometheus-operator's, for its
 		// operator's pods (e2e/node's TestOperatorOnNode).
-		for _, name := range []string{"pause", "podreload", "prometheus", "prometheus-config-reloader"} {
+		for _, name := range []string{"pause", "podreload", "prometheus", "alertmanager", "prometheus-config-reloader"} {
 			path, err := toolbin.Path(filepath.Join("images", name+"-"+runtime.GOARCH+".tar"))
 			if err != nil {
 				return fmt.Errorf("%w; `make host-images` builds it", err)
@@ -468,7 +474,7 @@ func (n *Node) HostPathDir(name string) string { return n.path("volumes", name) 
 
 // Logs returns the last lines of the log of the component name (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, containerd,
-// kube-proxy, kubelet).
+// kube-proxy, kubelet, coredns).
 func (n *Node) Logs(name string, lines int) string {
 	return tail(n.path("logs", name+".log"), lines)
 }
