@@ -125,8 +125,10 @@ debian-node-packages:
 bin/projector: tools/go.mod tools/go.sum $(wildcard tools/projector/*.go)
 	$(TOOLS) -o $(CURDIR)/$@ ./projector
 
-# prometheus-operator's own configuration generator, for the differential
-# test of the takeover (controller/prometheus TestOperatorConfig).
+# prometheus-operator's own configuration generators, for the differential
+# tests of the takeover: Prometheus' (controller/prometheus
+# TestOperatorConfig) and, with --alertmanager, Alertmanager's
+# (controller/alertmanager/amconfig TestOperatorConfig).
 bin/opconfig: tools/go.mod tools/go.sum $(wildcard tools/opconfig/*.go)
 	$(TOOLS) -o $(CURDIR)/$@ ./opconfig
 

@@ -15,6 +15,14 @@
 // on stderr. The controller's differential test
 // (controller/prometheus/operatordiff_test.go) compares it with ours.
 //
+// With --alertmanager, it prints the Alertmanager configuration that
+// prometheus-operator generates for an Alertmanager object instead, with
+// its ConfigBuilder (pkg/alertmanager): the documents are one Alertmanager,
+// AlertmanagerConfigs, Secrets, ConfigMaps and Namespaces; the
+// AlertmanagerConfigs prometheus-operator rejects are logged on stderr
+// ("skipping alertmanagerconfig"). The differential test of
+// controller/alertmanager/amconfig compares it with ours.
+//
 // With --parse, it reads a Prometheus configuration instead and prints it
 // as the Prometheus of this module (the one bin/prometheus is built from)
 // parses it: with its defaults filled in (a job's scrape_interval from
@@ -80,15 +88,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// the default is the version of the node the tests run.
 	kubeVersion := "1.36.3"
 	var files []string
-	parse := false
+	parse, alertmanager := false, false
 	for _, a := range args {
 		switch {
 		case a == "--parse":
 			parse = true
+		case a == "--alertmanager":
+			alertmanager = true
 		case strings.HasPrefix(a, "--kubernetes-version="):
 			kubeVersion = strings.TrimPrefix(a, "--kubernetes-version=")
 		case strings.HasPrefix(a, "-") && a != "-":
-			fmt.Fprintf(stderr, "opconfig: unknown flag %s\nusage: opconfig [--kubernetes-version=V] [FILE...]\n       opconfig --parse [FILE]\n", a)
+			fmt.Fprintf(stderr, "opconfig: unknown flag %s\nusage: opconfig [--kubernetes-version=V] [FILE...]\n       opconfig --alertmanager [FILE...]\n       opconfig --parse [FILE]\n", a)
 			return 2
 		default:
 			files = append(files, a)
@@ -131,12 +141,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if alertmanager {
+		return runAlertmanager(&in, logger, stdout, stderr)
+	}
 	objs, err := decode(&in)
 	if err != nil {
 		fmt.Fprintf(stderr, "opconfig: %v\n", err)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg, err := generate(context.Background(), logger, objs, kv)
 	if err != nil {
 		fmt.Fprintf(stderr, "opconfig: prometheus %s/%s: %v\n", objs.prometheus.Namespace, objs.prometheus.Name, err)
@@ -169,6 +182,10 @@ func newObject(kind string) (obj object, core bool, ok bool) {
 	switch kind {
 	case monitoringv1.PrometheusesKind:
 		return &monitoringv1.Prometheus{}, false, true
+	case monitoringv1.AlertmanagersKind:
+		return &monitoringv1.Alertmanager{}, false, true
+	case monitoringv1alpha1.AlertmanagerConfigKind:
+		return &monitoringv1alpha1.AlertmanagerConfig{}, false, true
 	case monitoringv1.ServiceMonitorsKind:
 		return &monitoringv1.ServiceMonitor{}, false, true
 	case monitoringv1.PodMonitorsKind:

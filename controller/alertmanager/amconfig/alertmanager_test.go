@@ -1,0 +1,136 @@
+package amconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v2"
+
+	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/internal/testenv/wait"
+)
+
+// TestAlertmanagerLoads checks that the Alertmanager of the image
+// (bin/alertmanager, of Version) runs the configuration Generate builds
+// for every case of the differential test: not only its parser, but what
+// a reload does after it (the routing tree, each used receiver's
+// integrations, their HTTP clients and TLS material).
+func TestAlertmanagerLoads(t *testing.T) {
+	bin, err := toolbin.Path("alertmanager")
+	require.NoError(t, err)
+	version, err := exec.CommandContext(t.Context(), bin, "--version").CombinedOutput()
+	require.NoError(t, err)
+	require.Contains(t, string(version), "version "+Version+" ", "bin/alertmanager is not of Version")
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "alertmanager.yml")
+	require.NoError(t, os.WriteFile(path, []byte(defaultConfig), 0o600))
+	log, err := os.Create(filepath.Join(dir, "log"))
+	require.NoError(t, err)
+	defer log.Close()
+	// Port 0: the port is the one Alertmanager logs, none is reserved
+	// ahead for it.
+	cmd := exec.CommandContext(t.Context(), bin, "--config.file="+path, "--storage.path="+filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:0", "--cluster.listen-address=")
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("alertmanager's log:\n%s", b)
+		}
+	})
+	var url string
+	wait.Until(t, time.Minute, 50*time.Millisecond, "alertmanager ready", func() error {
+		if url == "" {
+			b, err := os.ReadFile(log.Name())
+			if err != nil {
+				return err
+			}
+			m := listeningRE.FindSubmatch(b)
+			if m == nil {
+				return errors.New("alertmanager logs no address yet")
+			}
+			url = "http://" + string(m[1])
+		}
+		_, err := request(http.MethodGet, url+"/-/ready")
+		return err
+	})
+
+	cases, err := filepath.Glob(filepath.Join("testdata", "operator", "*.yaml"))
+	require.NoError(t, err)
+	for _, c := range cases {
+		res, err := Generate(t.Context(), caseInput(t, c))
+		require.NoError(t, err)
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, res.Config, 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+		_, err = request(http.MethodPost, url+"/-/reload")
+		require.NoError(t, err, "%s: alertmanager refuses the configuration:\n%s", c, res.Config)
+		body, err := request(http.MethodGet, url+"/api/v2/status")
+		require.NoError(t, err)
+		var status struct {
+			Config struct {
+				Original string `json:"original"`
+			} `json:"config"`
+		}
+		require.NoError(t, json.Unmarshal(body, &status))
+		// Alertmanager shows the configuration it runs marshalled again,
+		// its secrets hidden: it runs ours when it has its receivers.
+		require.Equal(t, receiverNames(t, res.Config), receiverNames(t, []byte(status.Config.Original)), "%s: alertmanager does not run the configuration", c)
+	}
+}
+
+// listeningRE finds the address Alertmanager listens on in its log.
+var listeningRE = regexp.MustCompile(`msg="Listening on" address=(127\.0\.0\.1:[0-9]+)`)
+
+// request sends a request without a body and returns the response's body,
+// or an error with it when the status is not 200.
+func request(method, url string) ([]byte, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+// receiverNames returns the names of the receivers of a configuration.
+func receiverNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	var cfg struct {
+		Receivers []struct {
+			Name string `yaml:"name"`
+		} `yaml:"receivers"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &cfg))
+	var names []string
+	for _, r := range cfg.Receivers {
+		names = append(names, r.Name)
+	}
+	return names
+}
