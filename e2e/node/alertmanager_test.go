@@ -111,6 +111,8 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 		cl.fireAlert(t, firing)
 		m := hookA.waitNotification(t, firing, sent, 2*time.Minute)
 		require.Equal(t, receiver, m.Receiver)
+		// The example's external label: the alert is Prometheus'.
+		require.Equal(t, "demo", m.Alerts[0].Labels["cluster"], "the alert %+v", m.Alerts[0])
 		t.Logf("alert rule added to notification received: %v", time.Since(sent).Round(time.Millisecond))
 	})
 
@@ -140,7 +142,7 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 		})
 		t.Logf("the Event: %s", note)
 		require.Contains(t, note, "Alertmanager default/"+name, "the Event names the Alertmanager")
-		require.Contains(t, note, "not a url", "the Event gives the parser's message")
+		require.Contains(t, note, "invalid URL", "the Event gives the parser's message")
 		after := time.Now()
 		m := hookB.waitNotification(t, firing, after, time.Minute)
 		require.Equal(t, receiver, m.Receiver)
