@@ -419,6 +419,19 @@ func (cl *cluster) webhookReceiver(t testing.TB, name string) *webhookReceiver {
 	return w
 }
 
+// lastAt returns when the receiver received its last notification.
+func (w *webhookReceiver) lastAt() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, m := range w.received {
+		if m.at.After(last) {
+			last = m.at
+		}
+	}
+	return last
+}
+
 // waitNotification waits until the receiver has been notified, after
 // since, of the alert named alertname, firing, and returns the
 // notification.

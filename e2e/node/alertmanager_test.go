@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,15 +117,33 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 		t.Logf("alert rule added to notification received: %v", time.Since(sent).Round(time.Millisecond))
 	})
 
+	var movedAt time.Time
 	t.Run("the receiver edited, the next notification goes to the new one", func(t *testing.T) {
 		edited := time.Now()
 		cl.editWebhookURL(t, "route-a", hookB.URL)
 		m := hookB.waitNotification(t, firing, edited, time.Minute)
 		require.Equal(t, receiver, m.Receiver)
-		t.Logf("receiver edit to a notification at the new one: %v", time.Since(edited).Round(time.Millisecond))
+		// From when both replicas run the new configuration (and a
+		// notification already sent then has arrived), none reaches
+		// the old receiver: checked below, after more notifications.
+		for _, pod := range pods {
+			eventually(t, 30*time.Second, pod+" reloaded after the edit", func() error {
+				at, err := cl.alertmanagerLastReload(t, pod)
+				if err != nil {
+					return err
+				}
+				if at.Before(edited) {
+					return fmt.Errorf("last reload at %s, before the edit", at.Format(time.RFC3339Nano))
+				}
+				movedAt = latest(movedAt, at)
+				return nil
+			})
+		}
+		movedAt = movedAt.Add(time.Second)
+		t.Logf("receiver edit to a notification at the new one: %v", m.at.Sub(edited).Round(time.Millisecond))
 	})
 
-	t.Run("a broken AlertmanagerConfig is left out, the other route keeps delivering", func(t *testing.T) {
+	t.Run("a broken AlertmanagerConfig is left out, the other route keeps delivering (to the new receiver only)", func(t *testing.T) {
 		cl.alertmanagerConfig(t, "broken", name, "PodreloadE2EBroken", "not a url")
 		var note string
 		eventually(t, time.Minute, "a Warning Event LeftOut on broken", func() error {
@@ -146,6 +165,8 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 		after := time.Now()
 		m := hookB.waitNotification(t, firing, after, time.Minute)
 		require.Equal(t, receiver, m.Receiver)
+		require.False(t, movedAt.IsZero())
+		require.True(t, hookA.lastAt().Before(movedAt), "the old receiver notified at %s, after both replicas reloaded (%s)", hookA.lastAt(), movedAt)
 		for _, pod := range pods {
 			var st alertmanagerStatus
 			require.NoError(t, cl.alertmanager(t, pod, "GET", "/api/v2/status", nil, &st))
@@ -278,4 +299,32 @@ func (cl *cluster) alertmanagerImagePod(t testing.TB, name string) {
 		}}},
 	}
 	require.NoError(t, cl.c.Create(t.Context(), pod))
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// alertmanagerLastReload returns when the Alertmanager of pod last
+// reloaded its configuration successfully, from its own metric.
+func (cl *cluster) alertmanagerLastReload(t testing.TB, pod string) (time.Time, error) {
+	const metric = "alertmanager_config_last_reload_success_timestamp_seconds "
+	out, err := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + pod + ":9093/proxy/metrics").DoRaw(t.Context())
+	if err != nil {
+		return time.Time{}, fmt.Errorf("GET /metrics of %s: %w", pod, err)
+	}
+	for line := range strings.Lines(string(out)) {
+		if v, ok := strings.CutPrefix(line, metric); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("parse %s: %w", line, err)
+			}
+			return time.UnixMicro(int64(f * 1e6)), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no %sin the /metrics of %s", metric, pod)
 }
