@@ -1,23 +1,21 @@
 package node
 
-// The steps of the Alertmanager tests on the node, written to be reused:
-// prometheus-operator's Alertmanager (TestAlertmanagerOperatorOnNode) and
-// the takeover's acceptance (issue 28) drive an Alertmanager of two
-// replicas on persistent volumes, check that its replicas gossip (which
-// needs the cluster DNS), create and check silences, run a webhook
+// The steps of the Alertmanager tests on the node, shared by the
+// takeover's acceptance (TestAlertmanagerTakeoverOnNode, issue 28) and its
+// benchmark (BenchmarkAlertmanagerConfigEdit): they drive an Alertmanager
+// of two replicas on persistent volumes, check that its replicas gossip
+// (which needs the cluster DNS), create and check silences, run a webhook
 // receiver that the pods reach, route alerts posted to Alertmanager's API
 // to it with an AlertmanagerConfig and wait for the notification.
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -40,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/internal/testenv/node"
-	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 const (
@@ -68,29 +65,14 @@ func alertmanagerClaimName(name string, replica int) string {
 	return "alertmanager-" + name + "-db-" + alertmanagerPod(name, replica)
 }
 
-// installAlertmanagerCRDs applies the CRDs of Alertmanager and
+// installAlertmanagerCRDs applies deploy/crds' CRDs of Alertmanager and
 // AlertmanagerConfig and waits until they are served: before the
 // operator starts, which runs its Alertmanager controller only if they
-// are. They are deploy/crds' when it has them; else they are generated
-// from the monitoring.coreos.com Go types go.mod requires, as `make
-// generate` generates the others.
+// are.
 func (cl *cluster) installAlertmanagerCRDs(t testing.TB) {
 	t.Helper()
-	plurals := []string{"alertmanagers", "alertmanagerconfigs"}
-	var dir string
-	for _, p := range plurals {
-		if _, err := os.Stat("../../deploy/crds/monitoring.coreos.com_" + p + ".yaml"); err != nil {
-			dir = generateAlertmanagerCRDs(t)
-			break
-		}
-	}
-	if dir == "" {
-		dir = "../../deploy/crds"
-	}
-	for _, p := range plurals {
-		cl.applyFile(t, filepath.Join(dir, "monitoring.coreos.com_"+p+".yaml"))
-	}
 	for gv, r := range map[string]string{"monitoring.coreos.com/v1": "alertmanagers", "monitoring.coreos.com/v1alpha1": "alertmanagerconfigs"} {
+		cl.applyFile(t, "../../deploy/crds/monitoring.coreos.com_"+r+".yaml")
 		eventually(t, time.Minute, gv+"/"+r+" served", func() error {
 			list, err := cl.kube.Discovery().ServerResourcesForGroupVersion(gv)
 			if err != nil {
@@ -102,19 +84,6 @@ func (cl *cluster) installAlertmanagerCRDs(t testing.TB) {
 			return nil
 		})
 	}
-}
-
-// generateAlertmanagerCRDs runs controller-gen as `make generate` does and
-// returns the directory of the CRDs it wrote.
-func generateAlertmanagerCRDs(t testing.TB) string {
-	t.Helper()
-	bin, err := toolbin.Path("controller-gen")
-	require.NoError(t, err, "`make bin/controller-gen` builds it")
-	dir := t.TempDir()
-	const apis = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/"
-	out, err := exec.CommandContext(t.Context(), bin, "crd", "paths="+apis+"v1", "paths="+apis+"v1alpha1", "output:crd:dir="+dir).CombinedOutput()
-	require.NoError(t, err, "controller-gen: %s", out)
-	return dir
 }
 
 // operatorAlertmanager creates in default, for prometheus-operator (or the
@@ -200,51 +169,6 @@ func (cl *cluster) alertmanagerClaimUIDs(t testing.TB, name string, replicas int
 		uids[claim] = pvc.UID
 	}
 	return uids
-}
-
-// podUIDs returns the UIDs of pods of default, by name.
-func (cl *cluster) podUIDs(t testing.TB, pods []string) map[string]types.UID {
-	t.Helper()
-	uids := map[string]types.UID{}
-	for _, name := range pods {
-		p, err := cl.kube.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		uids[name] = p.UID
-	}
-	return uids
-}
-
-// restartAlertmanager restarts the pods of the Alertmanager name, one
-// after the other, as its StatefulSet's rolling update does: through the
-// Alertmanager's pod annotations, which its operator (prometheus-operator
-// or the controller) writes into the StatefulSet's template. It returns
-// once every pod of pods is a new one, ready.
-func (cl *cluster) restartAlertmanager(t testing.TB, name string, pods []string) {
-	t.Helper()
-	before := cl.podUIDs(t, pods)
-	var am monitoringv1.Alertmanager
-	require.NoError(t, cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &am))
-	patch := client.MergeFrom(am.DeepCopy())
-	if am.Spec.PodMetadata == nil {
-		am.Spec.PodMetadata = &monitoringv1.EmbeddedObjectMetadata{}
-	}
-	if am.Spec.PodMetadata.Annotations == nil {
-		am.Spec.PodMetadata.Annotations = map[string]string{}
-	}
-	am.Spec.PodMetadata.Annotations["podreload.dev/e2e-restarted-at"] = time.Now().UTC().Format(time.RFC3339Nano)
-	require.NoError(t, cl.c.Patch(t.Context(), &am, patch))
-	for _, pod := range pods {
-		eventually(t, startTimeout, "pod "+pod+" replaced and ready", func() error {
-			p, err := cl.readyPod(t, "default", pod)
-			if err != nil {
-				return err
-			}
-			if p.UID == before[pod] {
-				return errors.New("not replaced yet")
-			}
-			return nil
-		})
-	}
 }
 
 // alertmanager calls the API of the Alertmanager of the pod of default
@@ -406,7 +330,8 @@ func (cl *cluster) alertSilencedBy(t testing.TB, pod, alertname, id string) erro
 // alertmanagerConfig creates in default an AlertmanagerConfig name for
 // the Alertmanager am (its label alertmanagerConfigLabel) routing the
 // alerts named alertname to a webhook receiver at url, at once (group
-// wait of a second).
+// wait of a second), and again every 5 s while they fire: the next
+// notification after an edit shows where the receiver now points.
 func (cl *cluster) alertmanagerConfig(t testing.TB, name, am, alertname, url string) *monitoringv1alpha1.AlertmanagerConfig {
 	t.Helper()
 	amc := &monitoringv1alpha1.AlertmanagerConfig{
@@ -417,7 +342,7 @@ func (cl *cluster) alertmanagerConfig(t testing.TB, name, am, alertname, url str
 				Matchers:       []monitoringv1alpha1.Matcher{{Name: "alertname", Value: alertname, MatchType: monitoringv1alpha1.MatchEqual}},
 				GroupWait:      ptr.To(monitoringv1.NonEmptyDuration("1s")),
 				GroupInterval:  ptr.To(monitoringv1.NonEmptyDuration("1s")),
-				RepeatInterval: ptr.To(monitoringv1.NonEmptyDuration("1h")),
+				RepeatInterval: ptr.To(monitoringv1.NonEmptyDuration("5s")),
 			},
 			Receivers: []monitoringv1alpha1.Receiver{{
 				Name:           "webhook",
@@ -440,8 +365,10 @@ type webhookReceiver struct {
 	received []webhookMessage
 }
 
-// webhookMessage is what the receiver reads of a notification.
+// webhookMessage is what the receiver reads of a notification, and when
+// it received it.
 type webhookMessage struct {
+	at       time.Time
 	Receiver string `json:"receiver"`
 	Status   string `json:"status"`
 	Alerts   []struct {
@@ -458,7 +385,7 @@ func (cl *cluster) webhookReceiver(t testing.TB, name string) *webhookReceiver {
 	ln, err := net.Listen("tcp", net.JoinHostPort(node.HostIP, "0"))
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var m webhookMessage
+		m := webhookMessage{at: time.Now()}
 		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
@@ -492,15 +419,32 @@ func (cl *cluster) webhookReceiver(t testing.TB, name string) *webhookReceiver {
 	return w
 }
 
-// waitNotification waits until the receiver has been notified of the
-// alert named alertname, firing, and returns the notification.
-func (w *webhookReceiver) waitNotification(t testing.TB, alertname string, timeout time.Duration) webhookMessage {
+// lastAt returns when the receiver received its last notification.
+func (w *webhookReceiver) lastAt() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, m := range w.received {
+		if m.at.After(last) {
+			last = m.at
+		}
+	}
+	return last
+}
+
+// waitNotification waits until the receiver has been notified, after
+// since, of the alert named alertname, firing, and returns the
+// notification.
+func (w *webhookReceiver) waitNotification(t testing.TB, alertname string, since time.Time, timeout time.Duration) webhookMessage {
 	t.Helper()
 	var found webhookMessage
 	eventually(t, timeout, "a notification of "+alertname+" at "+w.URL, func() error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for _, m := range w.received {
+			if m.at.Before(since) {
+				continue
+			}
 			for _, a := range m.Alerts {
 				if a.Labels["alertname"] == alertname && a.Status == "firing" {
 					found = m
@@ -508,7 +452,7 @@ func (w *webhookReceiver) waitNotification(t testing.TB, alertname string, timeo
 				}
 			}
 		}
-		return fmt.Errorf("%d notifications, none of %s", len(w.received), alertname)
+		return fmt.Errorf("%d notifications, none of %s since %s", len(w.received), alertname, since.Format(time.RFC3339Nano))
 	})
 	return found
 }

@@ -92,6 +92,7 @@ func startCluster(t testing.TB, opts node.Options) *cluster {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, monitoringv1.AddToScheme(scheme))
 	require.NoError(t, monitoringv1alpha1.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c, err := client.New(n.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	cl := &cluster{node: n, kube: kube, c: c}

@@ -2,11 +2,13 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -56,24 +58,38 @@ func corefile(dir string) string {
 // startDNS runs the cluster DNS: CoreDNS (bin/coredns, `make bin/coredns`)
 // as a component of the node, in its network namespace, reached by the
 // pods through the Service kube-system/kube-dns at DNSServiceIP, a Service
-// without selector whose EndpointSlice names the node's address. It
-// returns once CoreDNS is ready.
+// without selector whose EndpointSlice names the node's address. CoreDNS
+// starts once the API server grants its permissions (before, its first
+// lists were denied, and logged "forbidden"); startDNS returns once it is
+// ready.
 func (n *Node) startDNS(ctx context.Context) error {
 	if _, err := toolbin.Path("coredns"); err != nil {
 		return fmt.Errorf("%w; `make node-bins` builds it", err)
 	}
-	c, err := n.start("coredns", "-conf", n.path("etc", "Corefile"))
-	if err != nil {
-		return err
+	var api *component
+	for _, c := range n.components {
+		if c.name == "kube-apiserver" {
+			api = c
+		}
+	}
+	if api == nil {
+		return errors.New("the cluster DNS needs the API server, which is not running")
 	}
 	// kube-system may not exist yet right after the API server is ready.
-	if err := n.waitFor(ctx, c, "namespace kube-system", func(ctx context.Context) error {
+	if err := n.waitFor(ctx, api, "namespace kube-system", func(ctx context.Context) error {
 		_, err := n.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := n.waitFor(ctx, c, "the cluster DNS' objects", n.dnsObjects); err != nil {
+	if err := n.waitFor(ctx, api, "the cluster DNS' objects", n.dnsObjects); err != nil {
+		return err
+	}
+	if err := n.waitFor(ctx, api, "CoreDNS' permissions in force", n.dnsAllowed); err != nil {
+		return err
+	}
+	c, err := n.start("coredns", "-conf", n.path("etc", "Corefile"))
+	if err != nil {
 		return err
 	}
 	return n.waitFor(ctx, c, "CoreDNS ready", func(ctx context.Context) error {
@@ -141,6 +157,34 @@ func (n *Node) dnsObjects(ctx context.Context) error {
 		}
 		if err != nil {
 			return fmt.Errorf("create %s: %w", s.what, err)
+		}
+	}
+	return nil
+}
+
+// dnsAllowed returns nil once the API server's authorizer lets dnsUser do
+// everything its ClusterRole grants: the RBAC authorizer learns of a new
+// binding through its informers, a moment after the create.
+func (n *Node) dnsAllowed(ctx context.Context) error {
+	role, _, _, _ := dnsManifests()
+	for _, r := range role.Rules {
+		for _, group := range r.APIGroups {
+			for _, resource := range r.Resources {
+				for _, verb := range r.Verbs {
+					review, err := n.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+						Spec: authorizationv1.SubjectAccessReviewSpec{
+							User:               dnsUser,
+							ResourceAttributes: &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb},
+						},
+					}, metav1.CreateOptions{})
+					if err != nil {
+						return err
+					}
+					if !review.Status.Allowed {
+						return fmt.Errorf("%s may not %s %s.%s yet: %s", dnsUser, verb, resource, group, review.Status.Reason)
+					}
+				}
+			}
 		}
 	}
 	return nil
