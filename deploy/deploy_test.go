@@ -277,6 +277,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"get", "monitoring.coreos.com", "prometheuses", "", "team-a", clusterBinding},
 			{"list", "monitoring.coreos.com", "prometheuses", "", "", clusterBinding},
 			{"watch", "monitoring.coreos.com", "prometheuses", "", "", clusterBinding},
+			{"patch", "monitoring.coreos.com", "prometheuses", "", "team-a", clusterBinding},
 			{"get", "monitoring.coreos.com", "prometheuses", "status", "team-a", clusterBinding},
 			{"update", "monitoring.coreos.com", "prometheuses", "status", "team-a", clusterBinding},
 			{"patch", "monitoring.coreos.com", "prometheuses", "status", "team-a", clusterBinding},
@@ -285,6 +286,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"get", "monitoring.coreos.com", "alertmanagers", "", "team-a", clusterBinding},
 			{"list", "monitoring.coreos.com", "alertmanagers", "", "", clusterBinding},
 			{"watch", "monitoring.coreos.com", "alertmanagers", "", "", clusterBinding},
+			{"patch", "monitoring.coreos.com", "alertmanagers", "", "team-a", clusterBinding},
 			{"patch", "monitoring.coreos.com", "alertmanagers", "status", "team-a", clusterBinding},
 			{"update", "monitoring.coreos.com", "alertmanagers", "finalizers", "team-a", clusterBinding},
 			{"list", "monitoring.coreos.com", "alertmanagerconfigs", "", "", clusterBinding},
@@ -313,6 +315,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"create", "", "secrets", "", "team-a", clusterBinding},
 			{"update", "", "secrets", "", "team-a", clusterBinding},
 			{"patch", "", "secrets", "", "team-a", clusterBinding},
+			{"delete", "", "secrets", "", "team-a", clusterBinding},
 			{"get", "", "configmaps", "", "team-a", clusterBinding},
 			{"list", "", "configmaps", "", "", clusterBinding},
 			{"watch", "", "configmaps", "", "", clusterBinding},
@@ -361,14 +364,13 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"create", "", "events", "", controllerNamespace, leaseBinding},
 			{"patch", "", "events", "", controllerNamespace, leaseBinding},
 
-			{"delete", "", "secrets", "", "team-a", ""},
 			{"create", "", "pods", "", "team-a", ""},
 			{"update", "", "pods", "", "team-a", ""},
 			{"delete", "", "pods", "", "team-a", ""},
-			// A Prometheus' spec is its user's: never written, never deleted.
+			// A Prometheus' spec is its user's: never written (patch removes only
+			// prometheus-operator's finalizer), never deleted.
 			{"create", "monitoring.coreos.com", "prometheuses", "", "team-a", ""},
 			{"update", "monitoring.coreos.com", "prometheuses", "", "team-a", ""},
-			{"patch", "monitoring.coreos.com", "prometheuses", "", "team-a", ""},
 			{"delete", "monitoring.coreos.com", "prometheuses", "", "team-a", ""},
 			{"update", "monitoring.coreos.com", "alertmanagers", "", "team-a", ""},
 			{"delete", "monitoring.coreos.com", "alertmanagers", "", "team-a", ""},

@@ -272,8 +272,8 @@ func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 
 	// The controller is no administrator here.
 	asController := newClient(t, cp.as(controller))
-	err := asController.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}})
-	require.True(t, apierrors.IsForbidden(err), "the controller deletes a Secret: %v", err)
+	err := asController.Delete(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}})
+	require.True(t, apierrors.IsForbidden(err), "the controller deletes a Service: %v", err)
 
 	pod, err := client.NewWithWatch(cp.as(serviceAccount(ns, "prometheus")), client.Options{Scheme: asController.Scheme()})
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -105,12 +104,10 @@ func (r *reconciler) createStateSecrets(ctx context.Context, server *v1alpha1.Pr
 	return nil
 }
 
-// retireStateSecrets empties the state Secrets server controls that
+// retireStateSecrets deletes the state Secrets server controls that
 // secrets does not hold (those of pods scaled down, or all when the
-// storage became a claim) and takes labelReloaderState off them, in one
-// update each: the controller may not delete Secrets (docs/install.md),
-// and an old state must not reach a pod of the same name later. They go
-// with the server; a pod of that name again adopts its Secret, empty.
+// storage became a claim or a Prometheus is handed back): an old state
+// must not reach a pod of the same name later.
 func (r *reconciler) retireStateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer, secrets []*corev1.Secret) error {
 	live, err := r.stateSecrets(ctx, server)
 	if err != nil {
@@ -122,20 +119,11 @@ func (r *reconciler) retireStateSecrets(ctx context.Context, server *v1alpha1.Pr
 			slices.ContainsFunc(secrets, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
 			continue
 		}
-		var s corev1.Secret
-		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(m), &s); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("get Secret %s/%s: %w", m.Namespace, m.Name, err)
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
+		if err := r.writer.Delete(ctx, "Secret", s); err != nil {
+			return err
 		}
-		delete(s.Labels, labelReloaderState)
-		s.Data, s.StringData = nil, nil
-		r.writer.Count("Secret", "update")
-		if err := r.client.Update(ctx, &s); err != nil {
-			return fmt.Errorf("empty Secret %s/%s: %w", m.Namespace, m.Name, err)
-		}
-		r.logger.Info("emptied the reloader state Secret of a pod no longer wanted", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
+		r.logger.Info("deleted the reloader state Secret of a pod no longer wanted", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
 	}
 	return nil
 }

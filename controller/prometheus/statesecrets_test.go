@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,15 +67,15 @@ func (cp *controlPlane) testStateSecrets(t *testing.T) {
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.ScrapeInterval = "18s" })
 	secretsAre("created again", "main-0-reloader-state", "main-1-reloader-state")
 
-	// Scale-down: the pod's state Secret is emptied and unlabelled (the
-	// controller may not delete Secrets), the other stays as it is.
+	// Scale-down: the pod's state Secret is deleted, the other stays as
+	// it is.
 	retired := func(name string) {
 		t.Helper()
-		var s corev1.Secret
-		require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s))
-		require.Empty(t, s.Data, name)
-		require.NotContains(t, s.Labels, labelReloaderState, name)
-		require.True(t, metav1.IsControlledBy(&s, srv), "%s goes with the server", name)
+		eventually(t, func(c *assert.CollectT) {
+			var s corev1.Secret
+			err := cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s)
+			assert.True(c, apierrors.IsNotFound(err), "%s deleted: %v", name, err)
+		})
 	}
 	require.NoError(t, cp.c.Patch(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-1-reloader-state"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"data":{"accepted.tar.gz":"Yg=="}}`))))
@@ -84,11 +85,11 @@ func (cp *controlPlane) testStateSecrets(t *testing.T) {
 	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(state), state))
 	require.Equal(t, map[string][]byte{"accepted.tar.gz": []byte("a")}, state.Data)
 
-	// Scaled up again: the pod's Secret adopted again, empty.
+	// Scaled up again: the pod's Secret created again, empty.
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](2) })
 	secretsAre("scaled up", "main-0-reloader-state", "main-1-reloader-state")
 
-	// On a claim, the state is kept there: the Secrets are emptied.
+	// On a claim, the state is kept there: the Secrets are deleted.
 	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) {
 		s.Spec.Storage = &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -104,7 +105,7 @@ func (cp *controlPlane) testStateSecrets(t *testing.T) {
 
 // testStateSecretsTakeover: a Prometheus taken over without storage gets
 // the state Secrets of prometheus-operator's pod names; handed back, they
-// are emptied once no pod runs our sidecar.
+// are deleted once no pod runs our sidecar.
 func (cp *controlPlane) testStateSecretsTakeover(t *testing.T) {
 	ns := cp.namespace(t, "state-secrets-takeover", nil)
 	p := operatorPrometheus(ns, "k8s", "podreload")
@@ -128,10 +129,8 @@ func (cp *controlPlane) testStateSecretsTakeover(t *testing.T) {
 	eventually(t, func(c *assert.CollectT) {
 		for _, name := range names {
 			var s corev1.Secret
-			if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s)) {
-				assert.Empty(c, s.Data, name)
-				assert.NotContains(c, s.Labels, labelReloaderState, name)
-			}
+			err := cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s)
+			assert.True(c, apierrors.IsNotFound(err), "%s deleted: %v", name, err)
 		}
-	}, "handed back: the state Secrets emptied")
+	}, "handed back: the state Secrets deleted")
 }
