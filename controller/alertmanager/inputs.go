@@ -60,9 +60,9 @@ func globalConfig(ctx context.Context, c client.Reader, am *monitoringv1.Alertma
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("spec.alertmanagerConfiguration: AlertmanagerConfig %s/%s: the AlertmanagerConfig CRD is not installed", am.Namespace, g.Name)
+		return nil, fmt.Errorf("alertmanager %s/%s: spec.alertmanagerConfiguration: AlertmanagerConfig %s/%s: the AlertmanagerConfig CRD is not installed", am.Namespace, am.Name, am.Namespace, g.Name)
 	case err != nil:
-		return nil, fmt.Errorf("get AlertmanagerConfig %s/%s: %w", am.Namespace, g.Name, err)
+		return nil, fmt.Errorf("alertmanager %s/%s: spec.alertmanagerConfiguration: get AlertmanagerConfig %s/%s: %w", am.Namespace, am.Name, am.Namespace, g.Name, err)
 	}
 	return &amc, nil
 }
