@@ -12,7 +12,8 @@
 //   - pod.go: the pod template, Alertmanager's flags and the reloaders;
 //   - web.go: spec.web's configuration file and what it puts in the pods;
 //   - fields.go: every field of the spec, mapped, ignored or refused;
-//   - inputs.go: the configuration's inputs (the configSecret, the
+//   - inputs.go: the configuration's inputs (the configSecret or the
+//     AlertmanagerConfig spec.alertmanagerConfiguration names, the
 //     AlertmanagerConfigs selected, the Secrets they reference), built
 //     with package amconfig;
 //   - reconcile.go: the reconciler, the order of the writes, the hand-back;

@@ -92,7 +92,7 @@ func operatorFields() []takeover.Field {
 		mapped("web.timeout", flag),
 		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
 		refuse("clusterTLS", "mutual TLS between the peers is not rendered yet"),
-		refuse("alertmanagerConfiguration", "the base configuration from an AlertmanagerConfig (and its templates' volume) is not built yet: with it, the base would be the default configuration"),
+		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders"),
 		refuseBut("automountServiceAccountToken", "the config-reloader reads the configuration through the API server with the pod's token; accepted: true", takeover.OnlyBool(true)),
 		mapped("enableFeatures", "--enable-feature"),
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),

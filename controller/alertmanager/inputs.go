@@ -46,6 +46,27 @@ func base(ctx context.Context, reader client.Reader, am *monitoringv1.Alertmanag
 	return config, others, nil
 }
 
+// globalConfig reads the AlertmanagerConfig spec.alertmanagerConfiguration
+// names, in am's namespace, as prometheus-operator reads it: nil when am
+// names none, and when it does not exist (amconfig.Generate then fails,
+// naming it, as prometheus-operator's sync fails).
+func globalConfig(ctx context.Context, c client.Reader, am *monitoringv1.Alertmanager) (*monitoringv1alpha1.AlertmanagerConfig, error) {
+	g := am.Spec.AlertmanagerConfiguration
+	if g == nil {
+		return nil, nil
+	}
+	var amc monitoringv1alpha1.AlertmanagerConfig
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: am.Namespace, Name: g.Name}, &amc); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("alertmanager %s/%s: spec.alertmanagerConfiguration: AlertmanagerConfig %s/%s: the AlertmanagerConfig CRD is not installed", am.Namespace, am.Name, am.Namespace, g.Name)
+	case err != nil:
+		return nil, fmt.Errorf("alertmanager %s/%s: spec.alertmanagerConfiguration: get AlertmanagerConfig %s/%s: %w", am.Namespace, am.Name, am.Namespace, g.Name, err)
+	}
+	return &amc, nil
+}
+
 // selectConfigs lists the AlertmanagerConfigs am selects, sorted by
 // namespace and name: none with a nil alertmanagerConfigSelector (as
 // prometheus-operator), in am's namespace with a nil

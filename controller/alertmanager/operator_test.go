@@ -27,6 +27,25 @@ func reloaderOf(sts *appsv1.StatefulSet) string {
 	return sts.Spec.Template.Spec.Containers[i].Image
 }
 
+// volumeOf is the volume name of sts' pods.
+func volumeOf(t *testing.T, sts *appsv1.StatefulSet, name string) corev1.Volume {
+	t.Helper()
+	vols := sts.Spec.Template.Spec.Volumes
+	i := slices.IndexFunc(vols, func(v corev1.Volume) bool { return v.Name == name })
+	require.GreaterOrEqual(t, i, 0, "StatefulSet %s: no volume %s", sts.Name, name)
+	return vols[i]
+}
+
+// mountOf is the mount of the volume name in the alertmanager container
+// of sts' pods.
+func mountOf(t *testing.T, sts *appsv1.StatefulSet, name string) corev1.VolumeMount {
+	t.Helper()
+	mounts := sts.Spec.Template.Spec.Containers[0].VolumeMounts
+	i := slices.IndexFunc(mounts, func(m corev1.VolumeMount) bool { return m.Name == name })
+	require.GreaterOrEqual(t, i, 0, "StatefulSet %s: no mount of %s", sts.Name, name)
+	return mounts[i]
+}
+
 // testOperator runs prometheus-operator's own operator (v0.93.1, default
 // controller id) on the control plane: it writes an Alertmanager's
 // objects; annotated, the Alertmanager is taken over in place, the
@@ -40,10 +59,12 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	operator.Start(t, env.Kubeconfig, "")
 
-	am := testAlertmanager(ns, "main", "")
+	// Its base configuration from an AlertmanagerConfig, with templates.
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "smtp"}, Data: map[string][]byte{"password": []byte("x")}}))
+	require.NoError(t, c.Create(ctx, globalConfigObject(ns, "http://hook.example/")))
+	am := globalAlertmanager(ns)
 	delete(am.Annotations, takeover.AnnotationControllerID)
 	am.Spec.AdditionalPeers = nil
-	am.Spec.Secrets = nil
 	require.NoError(t, c.Create(ctx, am))
 	key := client.ObjectKey{Namespace: ns, Name: "alertmanager-main"}
 	var opSTS appsv1.StatefulSet
@@ -69,6 +90,10 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 	require.Equal(t, opSTS.Spec.Selector, sts.Spec.Selector)
 	require.Equal(t, opSTS.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name, "the same PVCs")
 	require.Equal(t, opSTS.Spec.Template.Spec.Containers[0].Args[:3], sts.Spec.Template.Spec.Containers[0].Args[:3], "config, storage and retention as the operator's")
+	// spec.alertmanagerConfiguration's templates: the same volume, mounted
+	// at the same path.
+	require.Equal(t, volumeOf(t, &opSTS, templatesVolume), volumeOf(t, &sts, templatesVolume))
+	require.Equal(t, mountOf(t, &opSTS, templatesVolume), mountOf(t, &sts, templatesVolume))
 	var generated corev1.Secret
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&opSecret), &generated))
 	require.Equal(t, opSecret.UID, generated.UID, "the generated Secret adopted in place")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/podreload/podreload/controller/alertmanager/amconfig"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
@@ -137,7 +138,8 @@ func additional(am *monitoringv1.Alertmanager, name string) bool {
 
 // volumes are the pod's volumes and Alertmanager's mounts, in
 // prometheus-operator's order: the generated Secret (where the
-// configuration's templates are), the reloaders' output, spec.secrets and
+// configSecret's templates are), the reloaders' output,
+// spec.alertmanagerConfiguration's templates, spec.secrets and
 // spec.configMaps, the web configuration and its TLS files (webPod), the
 // data volume unless it is a claim, spec.volumes.
 func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.Volume, []corev1.VolumeMount) {
@@ -149,6 +151,10 @@ func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.V
 		{Name: "config-volume", MountPath: configDir},
 		{Name: "config-out", MountPath: configOutDir, ReadOnly: true},
 		{Name: dataVolume(am), MountPath: storageDir, SubPath: subPath(am)},
+	}
+	if v, ok := templates(am); ok {
+		vols = append(vols, v)
+		mounts = append(mounts, templatesMount())
 	}
 	for _, s := range am.Spec.Secrets {
 		name := dns1123("secret-" + s)
@@ -173,6 +179,40 @@ func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.V
 		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{Ephemeral: st.Ephemeral}})
 	}
 	return append(vols, am.Spec.Volumes...), mounts
+}
+
+// templates is the volume of spec.alertmanagerConfiguration's templates,
+// as prometheus-operator projects them: each key of a ConfigMap or Secret
+// as the file of its name (where amconfig's configuration names it), a
+// key already projected skipped; ok is false without templates.
+func templates(am *monitoringv1.Alertmanager) (v corev1.Volume, ok bool) {
+	g := am.Spec.AlertmanagerConfiguration
+	if g == nil || len(g.Templates) == 0 {
+		return v, false
+	}
+	var sources []corev1.VolumeProjection
+	keys := map[string]bool{}
+	for _, t := range g.Templates {
+		if c := t.ConfigMap; c != nil && !keys[c.Key] {
+			keys[c.Key] = true
+			sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: c.LocalObjectReference, Items: []corev1.KeyToPath{{Key: c.Key, Path: c.Key}},
+			}})
+		}
+		if s := t.Secret; s != nil && !keys[s.Key] {
+			keys[s.Key] = true
+			sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+				LocalObjectReference: s.LocalObjectReference, Items: []corev1.KeyToPath{{Key: s.Key, Path: s.Key}},
+			}})
+		}
+	}
+	return corev1.Volume{Name: templatesVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}}, true
+}
+
+// templatesMount mounts the templates' volume in Alertmanager and the
+// reloaders.
+func templatesMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: templatesVolume, MountPath: amconfig.TemplatesDir, ReadOnly: true}
 }
 
 // subPath is the data volume's sub-path: alertmanager-db whenever
@@ -222,18 +262,24 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	if am.Spec.SecurityContext == nil {
 		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
 	}
+	sourceArgs := []string{
+		"--config-secret=" + am.Namespace + "/" + generatedName(am.Name),
+		"--config-secret-key=" + configKey,
+		"--config-envsubst-file=" + configOutFile,
+		// The configuration's templates, which the kubelet projects.
+		"--watched-dir=" + configDir,
+	}
+	reloaderMounts := []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}}
+	if _, ok := templates(am); ok {
+		sourceArgs = append(sourceArgs, "--watched-dir="+amconfig.TemplatesDir)
+		reloaderMounts = append(reloaderMounts, templatesMount())
+	}
 	initReloader, reloader := sidecar.Containers(sidecar.Spec{
-		Image: in.reloaderImage,
-		SourceArgs: []string{
-			"--config-secret=" + am.Namespace + "/" + generatedName(am.Name),
-			"--config-secret-key=" + configKey,
-			"--config-envsubst-file=" + configOutFile,
-			// The configuration's templates, which the kubelet projects.
-			"--watched-dir=" + configDir,
-		},
+		Image:      in.reloaderImage,
+		SourceArgs: sourceArgs,
 		ReloadArgs: append([]string{"--reload-url=" + web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
 			web.ReloaderArgs...),
-		Mounts:          []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}},
+		Mounts:          reloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: reloaderSecurity,
 	})

@@ -262,13 +262,22 @@ type configuration struct {
 }
 
 // configure builds am's configuration with amconfig.Generate from its
-// base and the AlertmanagerConfigs it selects, returns what it read (for
-// the Tracker), and tells about each AlertmanagerConfig left out: a
-// Warning Event on it, once per reason, a log line and the gauge.
+// base (the configSecret, or the AlertmanagerConfig
+// spec.alertmanagerConfiguration names) and the AlertmanagerConfigs it
+// selects, returns what it read (for the Tracker), and tells about each
+// AlertmanagerConfig left out: a Warning Event on it, once per reason, a
+// log line and the gauge.
 func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanager) (configuration, []store.Ref, error) {
 	key := client.ObjectKeyFromObject(am)
-	refs := []store.Ref{{Kind: store.Secret, Namespace: am.Namespace, Name: configSecretName(am)}}
+	var refs []store.Ref
+	if am.Spec.AlertmanagerConfiguration == nil {
+		refs = []store.Ref{{Kind: store.Secret, Namespace: am.Namespace, Name: configSecretName(am)}}
+	}
 	baseConfig, templates, err := base(ctx, r.reader, am)
+	if err != nil {
+		return configuration{}, refs, err
+	}
+	global, err := globalConfig(ctx, r.client, am)
 	if err != nil {
 		return configuration{}, refs, err
 	}
@@ -277,7 +286,7 @@ func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanage
 		return configuration{}, refs, err
 	}
 	res := &resolver{reader: r.reader}
-	out, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: am, Base: baseConfig, Configs: configs, Resolver: res})
+	out, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: am, Base: baseConfig, Configuration: global, Configs: configs, Resolver: res})
 	refs = store.Union(refs, res.refs)
 	if err != nil {
 		return configuration{}, refs, err

@@ -139,6 +139,7 @@ func TestReconciler(t *testing.T) {
 	env := controlplane.Start(t, filepath.Join("..", "..", "deploy", "crds"))
 	t.Run("take over, generate, refuse, hand back", func(t *testing.T) { testTakeover(t, env) })
 	t.Run("web TLS", func(t *testing.T) { testWebTLS(t, env) })
+	t.Run("global configuration", func(t *testing.T) { testGlobal(t, env) })
 	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
 }
 
@@ -409,6 +410,10 @@ func TestWithoutAlertmanagerConfigCRD(t *testing.T) {
 	am := testAlertmanager("no-amc", "main", "podreload")
 	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{}
 	require.NoError(t, c.Create(ctx, am))
+	// One whose base is an AlertmanagerConfig: none can exist.
+	global := testAlertmanager("no-amc", "global", "podreload")
+	global.Spec.AlertmanagerConfiguration = &monitoringv1.AlertmanagerConfiguration{Name: "global"}
+	require.NoError(t, c.Create(ctx, global))
 	start(t, env.Config, "no-amc")
 	eventually(t, func(ct *assert.CollectT) {
 		var live monitoringv1.Alertmanager
@@ -419,4 +424,6 @@ func TestWithoutAlertmanagerConfigCRD(t *testing.T) {
 			assert.Equal(ct, monitoringv1.ConditionTrue, rec.Status, rec.Message)
 		}
 	})
+	waitReconciled(t, c, global, metav1.ConditionFalse, "InvalidConfiguration",
+		"the last good configuration is kept: alertmanager no-amc/global: spec.alertmanagerConfiguration: AlertmanagerConfig no-amc/global: the AlertmanagerConfig CRD is not installed")
 }

@@ -48,6 +48,9 @@ const (
 	webConfigDir  = "/etc/alertmanager/web_config"
 	secretsDir    = "/etc/alertmanager/secrets"
 	configMapsDir = "/etc/alertmanager/configmaps"
+	// templatesVolume holds spec.alertmanagerConfiguration's templates,
+	// mounted at amconfig.TemplatesDir (alertmanagerTemplatesVolumeName).
+	templatesVolume = "notification-templates"
 	// storageSubPath is the data volume's directory Alertmanager keeps its
 	// silences and notification log in (subPathForStorage).
 	storageSubPath = "alertmanager-db"

@@ -32,9 +32,9 @@ import (
 // opts.ControllerID with m. Without the Alertmanager CRD there is nothing
 // to take over: it logs why and sets up nothing. An Alertmanager matters
 // when it is created or deleted, and when its spec, labels or annotations
-// (the controller id) change; so do the AlertmanagerConfigs it may select,
-// the Secrets its configuration read, the objects written for it, and its
-// pods' reports (which update its status alone).
+// (the controller id) change; so do the AlertmanagerConfigs it may select
+// or names, the Secrets its configuration read, the objects written for
+// it, and its pods' reports (which update its status alone).
 func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -106,7 +106,7 @@ func (r *reconciler) secretAlertmanagers(ctx context.Context, obj client.Object)
 	}
 	for _, am := range r.handed(ctx) {
 		// A configSecret created after the render that found none.
-		if am.Namespace == ref.Namespace && configSecretName(&am) == ref.Name {
+		if am.Spec.AlertmanagerConfiguration == nil && am.Namespace == ref.Namespace && configSecretName(&am) == ref.Name {
 			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
 		}
 	}
@@ -126,11 +126,13 @@ func (r *reconciler) configMapAlertmanagers(_ context.Context, obj *metav1.Parti
 // configAlertmanagers maps an AlertmanagerConfig to the Alertmanagers
 // handed to the controller that select, or selected, it: every one with
 // a selector (a label change may select or drop it; the namespace
-// selectors are read at the render).
-func (r *reconciler) configAlertmanagers(ctx context.Context, _ client.Object) []ctrl.Request {
+// selectors are read at the render); and to those whose
+// spec.alertmanagerConfiguration names it (created, changed or deleted).
+func (r *reconciler) configAlertmanagers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var out []ctrl.Request
 	for _, am := range r.handed(ctx) {
-		if am.Spec.AlertmanagerConfigSelector != nil {
+		g := am.Spec.AlertmanagerConfiguration
+		if am.Spec.AlertmanagerConfigSelector != nil || g != nil && am.Namespace == obj.GetNamespace() && g.Name == obj.GetName() {
 			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&am)})
 		}
 	}
