@@ -50,6 +50,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		client: m.GetClient(), reader: m.GetAPIReader(), recorder: m.GetEventRecorder(kube.Name),
 		logger: logger.With("component", "alertmanager"), writer: m.Writer(), refs: store.NewTracker(), opts: opts,
 		metrics: newMetrics(reg), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
+		bound: map[bindingKey]monitoringv1.ConfigResourceCondition{}, unbound: map[bindingKey]bool{},
 	}
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	b := builder.ControllerManagedBy(m).
@@ -67,6 +68,12 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	if _, err := m.GetRESTMapper().RESTMapping(gkc, monitoringv1alpha1.SchemeGroupVersion.Version); err == nil {
 		b = b.Watches(&monitoringv1alpha1.AlertmanagerConfig{}, handler.EnqueueRequestsFromMapFunc(r.configAlertmanagers),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})))
+		if r.bindings, err = hasStatusSubresource(m.GetConfig()); err != nil {
+			return fmt.Errorf("take over Alertmanager objects: %w", err)
+		}
+		if !r.bindings {
+			logger.Info("the AlertmanagerConfig CRD has no status subresource: AlertmanagerConfigs get no binding in their status (upgrade the CRD and restart the controller)")
+		}
 	} else {
 		logger.Warn("the AlertmanagerConfig CRD is not installed: Alertmanagers taken over select none", "err", err)
 	}
