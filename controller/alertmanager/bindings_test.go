@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -114,7 +115,21 @@ func testBindings(t *testing.T, env *controlplane.ControlPlane) {
 	for _, amc := range []*monitoringv1alpha1.AlertmanagerConfig{good, broken} {
 		require.NoError(t, c.Create(ctx, amc))
 	}
+	// The binding of an Alertmanager deleted while no controller ran, as
+	// one applied it: it goes.
+	ghost := testAlertmanager(ns, "ghost", "podreload")
+	ghostBinding := monitoringv1.WorkloadBinding{Group: "monitoring.coreos.com", Resource: "alertmanagers", Namespace: ns, Name: "ghost",
+		Conditions: []monitoringv1.ConfigResourceCondition{{Type: monitoringv1.Accepted, Status: monitoringv1.ConditionTrue, LastTransitionTime: metav1.Now()}}}
+	b, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ghostBinding)
+	require.NoError(t, err)
+	require.NoError(t, c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "AlertmanagerConfig",
+		"metadata": map[string]any{"namespace": ns, "name": "good"}, "status": map[string]any{"bindings": []any{b}},
+	}}), client.FieldOwner(bindingManager(client.ObjectKeyFromObject(ghost)))))
+	eventually(t, func(ct *assert.CollectT) { assert.NotNil(ct, bindingOf(ctx, ct, c, good, ghost)) })
+
 	reg := start(t, env.Config, ns)
+	waitUnbound(t, c, good, ghost)
 	writes := func() float64 {
 		return metricvalue.Sum(t, reg, "podreload_controller_writes_total", "kind", "AlertmanagerConfig", "verb", "apply-status")
 	}

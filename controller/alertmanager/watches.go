@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -134,9 +135,18 @@ func (r *reconciler) configMapAlertmanagers(_ context.Context, obj *metav1.Parti
 // handed to the controller that select, or selected, it: every one with
 // a selector (a label change may select or drop it; the namespace
 // selectors are read at the render); and to those whose
-// spec.alertmanagerConfiguration names it (created, changed or deleted).
+// spec.alertmanagerConfiguration names it (created, changed or deleted);
+// and to the Alertmanagers its status binds it to, so that the binding
+// of one deleted while the controller was not running goes.
 func (r *reconciler) configAlertmanagers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var out []ctrl.Request
+	if amc, ok := obj.(*monitoringv1alpha1.AlertmanagerConfig); ok && r.bindings {
+		for _, b := range amc.Status.Bindings {
+			if b.Group == monitoring.GroupName && b.Resource == monitoringv1.AlertmanagerName {
+				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+			}
+		}
+	}
 	for _, am := range r.handed(ctx) {
 		g := am.Spec.AlertmanagerConfiguration
 		if am.Spec.AlertmanagerConfigSelector != nil || g != nil && am.Namespace == obj.GetNamespace() && g.Name == obj.GetName() {
