@@ -166,7 +166,9 @@ func testBindings(t *testing.T, env *controlplane.ControlPlane) {
 	for _, am := range ams {
 		waitAccepted(t, c, broken, am, monitoringv1.ConditionTrue, "")
 	}
-	edit(t, c, broken, func(a *monitoringv1alpha1.AlertmanagerConfig) { a.Spec.Receivers[0].WebhookConfigs[0].SendResolved = ptr.To(false) })
+	edit(t, c, broken, func(a *monitoringv1alpha1.AlertmanagerConfig) {
+		a.Spec.Receivers[0].WebhookConfigs[0].SendResolved = ptr.To(false)
+	})
 	waitAccepted(t, c, broken, main, monitoringv1.ConditionTrue, "")
 
 	// No longer selected: the bindings on it go, the others stay.
