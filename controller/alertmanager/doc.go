@@ -19,6 +19,8 @@
 //   - reconcile.go: the reconciler, the order of the writes, the hand-back;
 //   - status.go: the status as prometheus-operator writes it, and
 //     ConfigApplied;
+//   - bindings.go: the binding of each Alertmanager in the status of the
+//     AlertmanagerConfigs it selects (Accepted, or left out and why);
 //   - watches.go: what is watched, and which Alertmanager each event is for;
 //   - check.go: what `controller takeover-check` says of an Alertmanager.
 package alertmanager

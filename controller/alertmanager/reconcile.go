@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,6 +68,14 @@ type reconciler struct {
 	// synced is the Reconciled condition of each Alertmanager's last sync,
 	// and the content hash it wrote, for the status without a render.
 	synced map[types.NamespacedName]synced
+	// bound is the condition of each binding last applied, unbound the
+	// bindings last removed: the cache may not show them yet.
+	bound   map[bindingKey]monitoringv1.ConfigResourceCondition
+	unbound map[bindingKey]bool
+
+	// bindings is whether the AlertmanagerConfigs get a binding in their
+	// status (their CRD has the status subresource).
+	bindings bool
 }
 
 // synced is what a sync of an Alertmanager's generation did.
@@ -119,15 +128,19 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 	if err := r.client.Get(ctx, key, &am); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(key)
-			return nil
+			return r.unbind(ctx, key, nil)
 		}
 		return fmt.Errorf("get Alertmanager %s: %w", key, err)
 	}
 	if am.DeletionTimestamp != nil {
-		// Its objects go with it, by their owner references.
+		// Its objects go with it, by their owner references; its
+		// bindings are removed.
 		r.forget(key)
 		if !takeover.HandedTo(&am, r.opts.ControllerID) {
-			return nil
+			return r.unbind(ctx, key, nil)
+		}
+		if err := r.unbind(ctx, key, nil); err != nil {
+			return err
 		}
 		dropped, err := takeover.DropFinalizer(ctx, r.client, r.writer, monitoringv1.AlertmanagersKind, &am)
 		if dropped {
@@ -179,6 +192,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 		r.tell(am, nil, "InvalidConfiguration", "")
 		in.config, in.templates = config.config, config.templates
 	}
+	bind := err == nil
 	web, err := renderWeb(ctx, r.reader, am)
 	// A change of what the configuration or spec.web read renders again.
 	r.refs.Remember(key, store.Union(refs, web.Refs))
@@ -238,7 +252,11 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 		return res, err
 	}
 	res.sts = sts
-	return res, nil
+	if !bind {
+		return res, nil // The bindings say what the configuration kept.
+	}
+	// Written last, once the configuration they tell of is.
+	return res, r.bind(ctx, am, config.selected, config.leftOut)
 }
 
 // writtenHash is the content hash of the generated Secret as it is, for a
@@ -259,6 +277,10 @@ func (r *reconciler) writtenHash(ctx context.Context, am *monitoringv1.Alertmana
 type configuration struct {
 	config    []byte
 	templates map[string][]byte
+	// selected are the AlertmanagerConfigs selected, leftOut why those
+	// left out were.
+	selected []*monitoringv1alpha1.AlertmanagerConfig
+	leftOut  map[types.NamespacedName]string
 }
 
 // configure builds am's configuration with amconfig.Generate from its
@@ -302,7 +324,7 @@ func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanage
 			r.logger.Warn("AlertmanagerConfig left out", "alertmanager", key, "alertmanagerconfig", client.ObjectKeyFromObject(c), "reason", reason)
 		}
 	}
-	return configuration{config: out.Config, templates: templates}, refs, nil
+	return configuration{config: out.Config, templates: templates, selected: configs, leftOut: left}, refs, nil
 }
 
 // reasonNote is the note of the Event on an AlertmanagerConfig left out of
@@ -342,6 +364,11 @@ func (r *reconciler) tell(regarding client.Object, related runtime.Object, reaso
 func (r *reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.synced, key)
+	for k := range r.bound {
+		if k.alertmanager == key {
+			delete(r.bound, k)
+		}
+	}
 	r.mu.Unlock()
 	r.refs.Forget(key)
 	r.metrics.leftOut.DeleteLabelValues(key.Namespace, key.Name)
@@ -355,6 +382,9 @@ func (r *reconciler) forget(key types.NamespacedName) {
 func (r *reconciler) handBack(ctx context.Context, am *monitoringv1.Alertmanager) error {
 	key := client.ObjectKeyFromObject(am)
 	r.forget(key)
+	if err := r.unbind(ctx, key, nil); err != nil {
+		return err
+	}
 	if takeover.FindCondition(am.Status.Conditions, conditionConfigApplied) != nil {
 		if err := takeover.ApplyStatus(ctx, r.client, r.writer, gvk(), key, map[string]any{}); err != nil {
 			return err

@@ -141,6 +141,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("web TLS", func(t *testing.T) { testWebTLS(t, env) })
 	t.Run("global configuration", func(t *testing.T) { testGlobal(t, env) })
 	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
+	t.Run("AlertmanagerConfig bindings", func(t *testing.T) { testBindings(t, env) })
 }
 
 func testTakeover(t *testing.T, env *controlplane.ControlPlane) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		client: m.GetClient(), reader: m.GetAPIReader(), recorder: m.GetEventRecorder(kube.Name),
 		logger: logger.With("component", "alertmanager"), writer: m.Writer(), refs: store.NewTracker(), opts: opts,
 		metrics: newMetrics(reg), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
+		bound: map[bindingKey]monitoringv1.ConfigResourceCondition{}, unbound: map[bindingKey]bool{},
 	}
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	b := builder.ControllerManagedBy(m).
@@ -67,6 +69,12 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	if _, err := m.GetRESTMapper().RESTMapping(gkc, monitoringv1alpha1.SchemeGroupVersion.Version); err == nil {
 		b = b.Watches(&monitoringv1alpha1.AlertmanagerConfig{}, handler.EnqueueRequestsFromMapFunc(r.configAlertmanagers),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})))
+		if r.bindings, err = hasStatusSubresource(m.GetConfig()); err != nil {
+			return fmt.Errorf("take over Alertmanager objects: %w", err)
+		}
+		if !r.bindings {
+			logger.Info("the AlertmanagerConfig CRD has no status subresource: AlertmanagerConfigs get no binding in their status (upgrade the CRD and restart the controller)")
+		}
 	} else {
 		logger.Warn("the AlertmanagerConfig CRD is not installed: Alertmanagers taken over select none", "err", err)
 	}
@@ -127,9 +135,18 @@ func (r *reconciler) configMapAlertmanagers(_ context.Context, obj *metav1.Parti
 // handed to the controller that select, or selected, it: every one with
 // a selector (a label change may select or drop it; the namespace
 // selectors are read at the render); and to those whose
-// spec.alertmanagerConfiguration names it (created, changed or deleted).
+// spec.alertmanagerConfiguration names it (created, changed or deleted);
+// and to the Alertmanagers its status binds it to, so that the binding
+// of one deleted while the controller was not running goes.
 func (r *reconciler) configAlertmanagers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var out []ctrl.Request
+	if amc, ok := obj.(*monitoringv1alpha1.AlertmanagerConfig); ok && r.bindings {
+		for _, b := range amc.Status.Bindings {
+			if b.Group == monitoring.GroupName && b.Resource == monitoringv1.AlertmanagerName {
+				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+			}
+		}
+	}
 	for _, am := range r.handed(ctx) {
 		g := am.Spec.AlertmanagerConfiguration
 		if am.Spec.AlertmanagerConfigSelector != nil || g != nil && am.Namespace == obj.GetNamespace() && g.Name == obj.GetName() {
