@@ -223,11 +223,13 @@ func (e *examplePipeline) waitOneReload(t testing.TB, what string, before float6
 	require.Equal(t, before+1, e.reloads(t), "%s: one reload", what)
 }
 
-// createBigRules creates 4 PrometheusRules of 150 KiB gzipped each, more
-// than one rule ConfigMap holds, and adds their groups to want.
-func (e *examplePipeline) createBigRules(t testing.TB, labels map[string]string, want map[string][]string) {
+// createBigRules creates n PrometheusRules of 150 KiB gzipped each, too
+// large to share a rule ConfigMap: each gets one of its own, after the
+// hashed ones (docs/controller.md, Rule ConfigMaps). It adds their groups
+// to want.
+func (e *examplePipeline) createBigRules(t testing.TB, n int, labels map[string]string, want map[string][]string) {
 	t.Helper()
-	for i := range 4 {
+	for i := range n {
 		name := fmt.Sprintf("big-%d", i)
 		r := exampleRule(name, name, labels, record(strings.ReplaceAll(name, "-", "_")+":up", "up"))
 		r.Spec.Groups[0].Rules[0].Labels = map[string]string{"pad": noise(i, 200<<10)} // 150 KiB gzipped
@@ -355,20 +357,20 @@ func TestPipeline(t *testing.T) {
 		require.NoError(t, e.cl.c.Delete(t.Context(), &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-rules"}}))
 	}, map[string][]string{"second": {"job:scrape:max"}})
 
-	// Past one ConfigMap shard, 512 KiB of files gzipped: a new shard,
-	// mounted all along, no restart.
+	// Four files too large to share a ConfigMap: one each besides the
+	// hashed one, read through the API source, no restart.
 	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	want := map[string][]string{"second": {"job:scrape:max"}}
-	e.createBigRules(t, team, want)
-	e.waitGroups(t, "rules in two shards", want)
+	e.createBigRules(t, 4, team, want)
+	e.waitGroups(t, "rules in five ConfigMaps", want)
 	var shards int
-	eventually(t, "two rule shards", func() error {
+	eventually(t, "five rule ConfigMaps", func() error {
 		var cms corev1.ConfigMapList
 		if err := e.cl.c.List(t.Context(), &cms, client.InNamespace("default"), client.MatchingLabels{"podreload.dev/rulefiles": "example"}); err != nil {
 			return err
 		}
-		if shards = len(cms.Items); shards != 2 {
+		if shards = len(cms.Items); shards != 5 {
 			return fmt.Errorf("%d shards", shards)
 		}
 		return nil
@@ -422,8 +424,8 @@ func TestPipeline(t *testing.T) {
 // volume: the kubelet projects the rule ConfigMaps, gzipped, into the
 // config-reloaders only, which write them gunzipped where Prometheus reads
 // them; a rule change arrives, the pod reports the content hash the
-// controller wrote, and a second shard, within the padded volumes,
-// arrives without a restart.
+// controller wrote, and rule ConfigMaps added within the padded volumes
+// arrive without a restart.
 func TestPipelineVolumeSource(t *testing.T) {
 	e := startExampleWith(t, func(cl *cluster) {
 		cl.kubectl(t, "patch", "promsrv", "example", "--type=merge", "-p", `{"spec":{"reloader":{"source":"volume"}}}`)
@@ -463,11 +465,13 @@ func TestPipelineVolumeSource(t *testing.T) {
 	started, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	team := map[string]string{"team": "example"}
-	e.createBigRules(t, team, want)
-	e.waitGroups(t, "rules in two shards", want)
+	// Three files too large to share a ConfigMap: one each besides the
+	// hashed one, four in all, within the 4 volumes the pod mounts.
+	e.createBigRules(t, 3, team, want)
+	e.waitGroups(t, "rules in four ConfigMaps", want)
 	var cms corev1.ConfigMapList
 	require.NoError(t, e.cl.c.List(t.Context(), &cms, client.InNamespace("default"), client.MatchingLabels{"podreload.dev/rulefiles": "example"}))
-	require.Len(t, cms.Items, 2)
+	require.Len(t, cms.Items, 4)
 	again, err := metric(t.Context(), e.promURL+"/metrics", "process_start_time_seconds")
 	require.NoError(t, err)
 	require.Equal(t, started, again, "Prometheus was not restarted")
