@@ -108,7 +108,7 @@ func TestRulesIndependentOfConfig(t *testing.T) {
 	require.NoError(t, e.kube.CoreV1().Secrets(ns).Delete(t.Context(), "cfg", metav1.DeleteOptions{}))
 	e.configMap(t, ns, "r0", selected(), map[string]string{"x.yaml": "x2"})
 	require.Equal(t, "v: 1\n|x2", ep.waitFor(t, 2))
-	require.EqualError(t, s.Err(), "secret "+ns+"/cfg not found: waiting for it")
+	require.EqualError(t, s.Err(), "secret "+ns+"/cfg not found: waiting for it; serving the last state")
 	require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_config_secrets_unavailable", ""))
 	// /-/ready as config-reloader builds it: degraded (200), saying why.
 	readiness := app.Readiness(r.Ready, s.Err)

@@ -149,13 +149,16 @@ func (s *Source) notify() {
 
 // Err says what keeps the last state served: the API server could not be
 // reached at the last attempt, or refused it (since when and why), or the
-// configuration's Secret, or a part's, is missing or lacks its key. A nil
-// Source has no error.
+// configuration's Secret, or a part's, is missing or lacks its key; it
+// ends with "serving the last state". A nil Source has no error.
 func (s *Source) Err() error {
 	if s == nil {
 		return nil // No API source.
 	}
-	return errors.Join(s.health.err(), errors.Join(s.unavailable()...))
+	if err := errors.Join(s.health.err(), errors.Join(s.unavailable()...)); err != nil {
+		return fmt.Errorf("%w; serving the last state", err)
+	}
+	return nil
 }
 
 // unavailableSecrets counts the Secrets the configuration needs that are

@@ -170,7 +170,7 @@ func TestSource(t *testing.T) {
 		require.NoError(t, e.kube.CoreV1().Secrets(ns).Delete(t.Context(), "cfg", metav1.DeleteOptions{}))
 		// The rule files stay: they apply without the configuration.
 		snapshotIs(t, s, "secret "+ns+"/cfg not found: waiting for it|r1/b.yaml=\x00\x01\x02;")
-		require.EqualError(t, s.Err(), "secret "+ns+"/cfg not found: waiting for it")
+		require.EqualError(t, s.Err(), "secret "+ns+"/cfg not found: waiting for it; serving the last state")
 		require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_watch_connected", "configmaps"))
 		require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_config_secrets_unavailable", ""))
 	})

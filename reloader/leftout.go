@@ -77,6 +77,7 @@ func (r *Reloader) leftOutError() error {
 		}
 		fmt.Fprintf(&b, "%s: %v", name, r.leftOut.current[name].err)
 	}
+	b.WriteString("; the rest is applied")
 	return errors.New(b.String())
 }
 

@@ -53,7 +53,7 @@ func TestUnreadableEntryLeftOut(t *testing.T) {
 			h.logs.waitErr(t, regexp.QuoteMeta(cause))
 			require.Contains(t, h.logs.String(), `"msg":"input file left out, the rest applies without it","file":"`+path+`","reason":"unreadable"`)
 			eventually(t, "the gauge", func() bool { return testutil.ToFloat64(h.r.m.leftOut.WithLabelValues(reasonUnreadable)) == 1 })
-			require.EqualError(t, h.r.Degraded(), "1 input files left out: "+path+": "+cause)
+			require.EqualError(t, h.r.Degraded(), "1 input files left out: "+path+": "+cause+"; the rest is applied")
 			require.NoError(t, h.r.Ready())
 
 			// The config, changed meanwhile, is applied with the rest.

@@ -158,7 +158,7 @@ func TestOddKeysLeftOut(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(filepath.Dir(h.rulesDir), "escape.yaml"))
 	require.NoFileExists(t, filepath.Join(h.rulesDir, "cm", ".hidden"))
 	require.Equal(t, 2.0, testutil.ToFloat64(h.r.m.leftOut.WithLabelValues(reasonInvalidName)))
-	require.EqualError(t, h.r.Degraded(), "2 input files left out: configmap test/../escape.yaml: "+invalidName+"; configmap test/cm/.hidden: "+invalidName)
+	require.EqualError(t, h.r.Degraded(), "2 input files left out: configmap test/../escape.yaml: "+invalidName+"; configmap test/cm/.hidden: "+invalidName+"; the rest is applied")
 	require.Zero(t, testutil.ToFloat64(h.r.m.appliesFailed))
 
 	// A change applies with the odd key still there; nothing is retried.

@@ -257,7 +257,8 @@ type PrometheusServerSpec struct {
 	// curvePreferences) and httpConfig (http2, headers). With tlsConfig the
 	// probes and the config-reloader use HTTPS, and the reloader verifies
 	// Prometheus' certificate. certFile, keyFile and clientCAFile are
-	// refused (the pods mount no volume of the user's), and so are the
+	// refused (the config-reloader, which verifies the certificate, reads
+	// it from a Secret or ConfigMap, never from a file), and so are the
 	// clientAuthTypes that require a client certificate (the kubelet's
 	// probes present none).
 	// +optional

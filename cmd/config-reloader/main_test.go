@@ -519,7 +519,7 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	// A pipe in the watched dir: left out, the pod ready but degraded.
 	pipe := filepath.Join(rules, "b.yaml")
 	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
-	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe); serving the last state\n"
+	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe); the rest is applied\n"
 	waitFor("degraded", func() bool { return get("/-/ready") == want })
 	require.NoError(t, os.Remove(pipe))
 	waitFor("ready", func() bool { return get("/-/ready") == "200 ready\n" })

@@ -211,7 +211,7 @@ func (r *reader) tlsServerConfig(t *monitoringv1.WebTLSConfig) (yaml.MapItem, Re
 		{"certFile", "cert", t.CertFile}, {"keyFile", "keySecret", t.KeyFile}, {"clientCAFile", "client_ca", t.ClientCAFile},
 	} {
 		if ptr.Deref(f.file, "") != "" {
-			return yaml.MapItem{}, Reload{}, fmt.Errorf("%s.%s: files are not supported, the pods mount no volume of yours: use %s", path, f.field, f.use)
+			return yaml.MapItem{}, Reload{}, fmt.Errorf("%s.%s: files are not supported: the config-reloader verifies the server's certificate and reads it from a Secret or ConfigMap, use %s", path, f.field, f.use)
 		}
 	}
 	if err := checkClientAuth(path, t); err != nil {

@@ -6,7 +6,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -105,8 +104,8 @@ func (s *Server) Run() error {
 func (s *Server) Close() { _ = s.srv.Shutdown(context.Background()) }
 
 // Readiness returns a server's ready function: ready's error, if any
-// (503); else a DegradedError joining those of degraded (200, saying why,
-// while the last state is served); else nil.
+// (503); else a DegradedError joining those of degraded (200, each saying
+// why and what is served meanwhile); else nil.
 func Readiness(ready func() error, degraded ...func() error) func() error {
 	return func() error {
 		if err := ready(); err != nil {
@@ -117,7 +116,7 @@ func Readiness(ready func() error, degraded ...func() error) func() error {
 			errs = append(errs, f())
 		}
 		if err := errors.Join(errs...); err != nil {
-			return &DegradedError{Err: fmt.Errorf("%w; serving the last state", err)}
+			return &DegradedError{Err: err}
 		}
 		return nil
 	}

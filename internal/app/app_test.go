@@ -130,7 +130,7 @@ func TestReadiness(t *testing.T) {
 		{"ready", none, []func() error{none}, "", false},
 		{"not ready wins", is(notReady), []func() error{is(missing)}, notReady.Error(), false},
 		{"degraded, every cause", none, []func() error{is(missing), none, is(unreachable)},
-			"degraded: " + missing.Error() + "\n" + unreachable.Error() + "; serving the last state", true},
+			"degraded: " + missing.Error() + "\n" + unreachable.Error(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Readiness(tc.ready, tc.degraded...)()
