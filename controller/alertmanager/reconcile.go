@@ -183,11 +183,24 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	in := inputs{am: am, reloaderImage: r.opts.ReloaderImage}
 	config, refs, err := r.configure(ctx, am)
 	if err != nil {
-		// The generated Secret keeps the last good configuration.
+		// The generated Secret keeps the last good configuration; without
+		// one nothing is written, as the pods would wait for it.
 		r.metrics.errors.Inc()
-		r.logger.Warn("configuration not generated: the last good one is kept", "alertmanager", key, "err", err)
-		r.tell(am, nil, "InvalidConfiguration", "the last good configuration is kept: "+err.Error())
-		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidConfiguration", Message: "the last good configuration is kept: " + err.Error()}
+		hash, getErr := r.writtenHash(ctx, am)
+		if getErr != nil {
+			return res, getErr
+		}
+		msg := "the last good configuration is kept: " + err.Error()
+		if hash == "" {
+			msg = "nothing is written until a configuration is generated: " + err.Error()
+			r.refs.Remember(key, refs)
+		}
+		r.logger.Warn("configuration not generated", "alertmanager", key, "err", err, "kept", hash != "")
+		r.tell(am, nil, "InvalidConfiguration", msg)
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidConfiguration", Message: msg}
+		if hash == "" {
+			return res, nil
+		}
 	} else {
 		r.tell(am, nil, "InvalidConfiguration", "")
 		in.config, in.templates = config.config, config.templates

@@ -426,5 +426,29 @@ func TestWithoutAlertmanagerConfigCRD(t *testing.T) {
 		}
 	})
 	waitReconciled(t, c, global, metav1.ConditionFalse, "InvalidConfiguration",
-		"the last good configuration is kept: alertmanager no-amc/global: spec.alertmanagerConfiguration: AlertmanagerConfig no-amc/global: the AlertmanagerConfig CRD is not installed")
+		"nothing is written until a configuration is generated: alertmanager no-amc/global: spec.alertmanagerConfiguration: AlertmanagerConfig no-amc/global: the AlertmanagerConfig CRD is not installed")
+	// No configuration ever generated: no StatefulSet whose pods would wait
+	// for it, nor any other object.
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}} {
+		name := "alertmanager-global"
+		if _, ok := obj.(*corev1.Secret); ok {
+			name = "alertmanager-global-generated"
+		}
+		err := c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: name}, obj)
+		require.True(t, apierrors.IsNotFound(err), "%T %s: %v", obj, name, err)
+	}
+
+	// The same for a base that does not load, until it is fixed.
+	base := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "no-amc", Name: "alertmanager-broken"},
+		Data: map[string][]byte{"alertmanager.yaml": []byte("route: [\n")}}
+	require.NoError(t, c.Create(ctx, base))
+	broken := testAlertmanager("no-amc", "broken", "podreload")
+	require.NoError(t, c.Create(ctx, broken))
+	waitReconciled(t, c, broken, metav1.ConditionFalse, "InvalidConfiguration", "nothing is written until a configuration is generated: ")
+	err = c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: "alertmanager-broken"}, &appsv1.StatefulSet{})
+	require.True(t, apierrors.IsNotFound(err), "no StatefulSet before a configuration: %v", err)
+	edit(t, c, base, func(s *corev1.Secret) { s.Data["alertmanager.yaml"] = []byte(baseConfig) })
+	waitReconciled(t, c, broken, metav1.ConditionTrue, "Reconciled", "")
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: "alertmanager-broken"}, &appsv1.StatefulSet{}))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: "alertmanager-broken-generated"}, &corev1.Secret{}))
 }
