@@ -183,23 +183,13 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	in := inputs{am: am, reloaderImage: r.opts.ReloaderImage}
 	config, refs, err := r.configure(ctx, am)
 	if err != nil {
-		// The generated Secret keeps the last good configuration; without
-		// one nothing is written, as the pods would wait for it.
-		r.metrics.errors.Inc()
-		hash, getErr := r.writtenHash(ctx, am)
-		if getErr != nil {
-			return res, getErr
-		}
-		msg := "the last good configuration is kept: " + err.Error()
-		if hash == "" {
-			msg = "nothing is written until a configuration is generated: " + err.Error()
-			r.refs.Remember(key, refs)
-		}
-		r.logger.Warn("configuration not generated", "alertmanager", key, "err", err, "kept", hash != "")
-		r.tell(am, nil, "InvalidConfiguration", msg)
+		msg, kept, getErr := r.configFailed(ctx, am, err)
 		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidConfiguration", Message: msg}
-		if hash == "" {
-			return res, nil
+		if getErr != nil || !kept {
+			// Without a configuration nothing is written, as the pods
+			// would wait for one.
+			r.refs.Remember(key, refs)
+			return res, getErr
 		}
 	} else {
 		r.tell(am, nil, "InvalidConfiguration", "")
@@ -270,6 +260,24 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	}
 	// Written last, once the configuration they tell of is.
 	return res, r.bind(ctx, am, config.selected, config.leftOut)
+}
+
+// configFailed tells of err, why am's configuration was not generated,
+// and returns the Reconciled condition's message and whether the last
+// good one is kept: when none was ever written, nothing is written.
+func (r *reconciler) configFailed(ctx context.Context, am *monitoringv1.Alertmanager, err error) (string, bool, error) {
+	r.metrics.errors.Inc()
+	hash, getErr := r.writtenHash(ctx, am)
+	if getErr != nil {
+		return err.Error(), false, getErr
+	}
+	msg := "the last good configuration is kept: " + err.Error()
+	if hash == "" {
+		msg = "nothing is written until a configuration is generated: " + err.Error()
+	}
+	r.logger.Warn("configuration not generated", "alertmanager", client.ObjectKeyFromObject(am), "err", err, "kept", hash != "")
+	r.tell(am, nil, "InvalidConfiguration", msg)
+	return msg, hash != "", nil
 }
 
 // writtenHash is the content hash of the generated Secret as it is, for a
