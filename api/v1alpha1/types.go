@@ -185,11 +185,13 @@ type PrometheusServerSpec struct {
 	// controller's default image.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// LogLevel of Prometheus.
+	// LogLevel of Prometheus, and of the reloaders (--log-level) when
+	// not info.
 	// +kubebuilder:validation:Enum="";debug;info;warn;error
 	// +optional
 	LogLevel string `json:"logLevel,omitempty"`
-	// LogFormat of Prometheus.
+	// LogFormat of Prometheus, and of the reloaders (--log-format) when
+	// not logfmt.
 	// +kubebuilder:validation:Enum="";logfmt;json
 	// +optional
 	LogFormat string `json:"logFormat,omitempty"`

@@ -282,6 +282,8 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 		Mounts:          reloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: reloaderSecurity,
+		LogLevel:        am.Spec.LogLevel,
+		LogFormat:       am.Spec.LogFormat,
 	})
 	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
 

@@ -295,6 +295,8 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 		Mounts:          src.reloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: reloaderSecurity,
+		LogLevel:        spec.LogLevel,
+		LogFormat:       spec.LogFormat,
 	})
 	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = spec.ImagePullPolicy, spec.ImagePullPolicy
 

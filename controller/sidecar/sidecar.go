@@ -35,6 +35,10 @@ type Spec struct {
 	Mounts, SidecarMounts []corev1.VolumeMount
 	// SecurityContext of both containers.
 	SecurityContext *corev1.SecurityContext
+	// LogLevel and LogFormat of both containers, the server's own
+	// (spec.logLevel, spec.logFormat), as prometheus-operator passes them
+	// to its config-reloader: set when not the default (info, logfmt).
+	LogLevel, LogFormat string
 }
 
 // Containers renders the init container, which renders the
@@ -49,14 +53,14 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 	initContainer = corev1.Container{
 		Name:            "init-config-reloader",
 		Image:           s.Image,
-		Args:            append([]string{"--watch-interval=0"}, s.SourceArgs...),
+		Args:            slices.Concat([]string{"--watch-interval=0"}, s.SourceArgs, s.logArgs()),
 		Env:             env,
 		Resources:       s.Resources,
 		VolumeMounts:    s.Mounts,
 		SecurityContext: s.SecurityContext,
 	}
 	args := append(slices.Clone(s.SourceArgs), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
-	args = append(args, s.ReloadArgs...)
+	args = slices.Concat(args, s.ReloadArgs, s.logArgs())
 	sidecar = corev1.Container{
 		Name:            "config-reloader",
 		Image:           s.Image,
@@ -68,4 +72,16 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 		SecurityContext: s.SecurityContext,
 	}
 	return initContainer, sidecar
+}
+
+// logArgs are the log flags of both containers.
+func (s Spec) logArgs() []string {
+	var args []string
+	if s.LogLevel != "" && s.LogLevel != "info" {
+		args = append(args, "--log-level="+s.LogLevel)
+	}
+	if s.LogFormat != "" && s.LogFormat != "logfmt" {
+		args = append(args, "--log-format="+s.LogFormat)
+	}
+	return args
 }
