@@ -197,7 +197,8 @@ func (cp *controlPlane) testAccess(t *testing.T) {
 }
 
 // deployRBAC creates the ClusterRole and ClusterRoleBinding of
-// deploy/controller-rbac.yaml, as they are there, and returns the user the
+// deploy/controller-rbac.yaml, as they are there (once: a second call keeps
+// them), and returns the user the
 // binding grants them to: the controller's service account.
 func (cp *controlPlane) deployRBAC(t *testing.T) rest.ImpersonationConfig {
 	t.Helper()
@@ -229,7 +230,11 @@ func (cp *controlPlane) deployRBAC(t *testing.T) rest.ImpersonationConfig {
 	require.Len(t, binding.Subjects, 1)
 	sa := binding.Subjects[0]
 	require.Equal(t, rbacv1.ServiceAccountKind, sa.Kind)
-	cp.create(t, role, binding)
+	for _, obj := range []client.Object{role, binding} {
+		if err := cp.c.Create(t.Context(), obj); !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, "create %T %s", obj, obj.GetName())
+		}
+	}
 	return serviceAccount(sa.Namespace, sa.Name)
 }
 

@@ -338,7 +338,8 @@ func TestSplitSingleEdit(t *testing.T) {
 // promtool loads with every job; the parts no longer needed are deleted.
 func (cp *controlPlane) testSplit(t *testing.T) {
 	ns := cp.namespace(t, "split", nil)
-	cp.start(t, kube.Options{Namespaces: []string{ns}})
+	// With deploy/'s ClusterRole: the parts no longer needed are deleted.
+	cp.start(t, kube.Options{Namespaces: []string{ns}, Config: cp.as(cp.deployRBAC(t))})
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
 		s.ServiceMonitorSelector = &metav1.LabelSelector{}
 	})
