@@ -153,7 +153,13 @@ func TestRenderSplit(t *testing.T) {
 		require.Equal(t, map[string]string{kube.LabelName: App, labelInstance: "main", labelConfig: "main", labelConfigPart: fmt.Sprint(i + 1)}, p.Labels)
 		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), maxPartGzip)
 	}
-	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3"}, names)
+	// A job larger than partTarget gzipped is a part alone; the small ones
+	// share the last.
+	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3", "main-config-4"}, names)
+	for i, want := range [][]string{{"serviceMonitor/monitoring/big-a/0"}, {"serviceMonitor/monitoring/big-b/0"},
+		{"serviceMonitor/monitoring/big-c/0"}, {"serviceMonitor/monitoring/small/0", "extra"}} {
+		require.Equal(t, want, jobs(t, string(gunzip(t, objs.ConfigParts[i].Data[ConfigSecretKey]))), "part %d", i+1)
+	}
 
 	main := gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey])
 	var directives []byte
@@ -170,7 +176,7 @@ func TestRenderSplit(t *testing.T) {
 		ScrapeConfigs     []map[string]any `yaml:"scrape_configs"`
 	}
 	require.NoError(t, yaml.Unmarshal(main, &cfg))
-	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml", "parts/main-config-3.yaml"}, cfg.ScrapeConfigFiles)
+	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml", "parts/main-config-3.yaml", "parts/main-config-4.yaml"}, cfg.ScrapeConfigFiles)
 	require.Empty(t, cfg.ScrapeConfigs, "the jobs are all in the parts")
 
 	got := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
@@ -204,9 +210,10 @@ func TestRenderSplit(t *testing.T) {
 	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
 }
 
-// chunkJobs cuts jobs into chunks with a chunker.
-func chunkJobs(jobs []job) [][]job {
-	var c chunker
+// chunkJobs cuts jobs into chunks with a chunker, whose estimates cache
+// keeps (nil: none), and returns them and the bytes of jobs it deflated.
+func chunkJobs(cache *partCache, jobs []job) ([][]job, int) {
+	c := chunker{cache: cache}
 	var chunks [][]job
 	for _, j := range jobs {
 		chunks = append(chunks, c.add(j)...)
@@ -214,47 +221,146 @@ func chunkJobs(jobs []job) [][]job {
 	if last := c.close(); len(last) > 0 {
 		chunks = append(chunks, last)
 	}
-	return chunks
+	if cache != nil {
+		cache.rotate()
+	}
+	return chunks, c.deflated
 }
 
-// TestChunkJobsStable changes one job among 20,000: only the chunk that
-// holds it changes, if any.
-func TestChunkJobsStable(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(1, 2))
-	var all []job
-	for i := range 20000 {
-		all = append(all, job{name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: make([]byte, 1500+rnd.IntN(1000))})
+// variedJobs are n scrape jobs of some 2.5 KB that compress about 15
+// times together, as jobs with their own label values, credentials and
+// regular expressions do; those of the benchmark (benchConfigInput)
+// compress some 140 times. rnd draws their varied parts.
+func variedJobs(rnd *rand.Rand, n int) []job {
+	jobs := make([]job, n)
+	for i := range jobs {
+		name := fmt.Sprintf("serviceMonitor/team-%d/app-%05d/0", i%10, i)
+		var b []byte
+		b = fmt.Appendf(b, "- job_name: %s\n  kubernetes_sd_configs:\n  - role: endpoints\n    namespaces:\n      names: [team-%d]\n", name, i%10)
+		b = fmt.Appendf(b, "  authorization:\n    credentials: %s\n  relabel_configs:\n", randomWord(rnd, 40))
+		for _, label := range []string{"owner", "cost_center", "runbook", "version"} {
+			b = fmt.Appendf(b, "  - target_label: %s\n    replacement: %s\n", label, randomWord(rnd, 16))
+		}
+		for range 3 + rnd.IntN(5) {
+			b = fmt.Appendf(b, "  - source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_name, __meta_kubernetes_service_labelpresent_app_kubernetes_io_name]\n    action: keep\n    regex: (app-%05d);true\n", i)
+		}
+		b = fmt.Appendf(b, "  metric_relabel_configs:\n  - source_labels: [__name__]\n    action: drop\n    regex: %s_.*|%s_total|%s\n",
+			randomWord(rnd, 12), randomWord(rnd, 12), randomWord(rnd, 12))
+		jobs[i] = job{monitor: i, name: name, item: b}
 	}
-	before := chunkJobs(all)
-	require.Greater(t, len(before), 4)
-	for _, c := range before {
-		size := 0
+	return jobs
+}
+
+// randomWord is n random letters and digits.
+func randomWord(rnd *rand.Rand, n int) string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = chars[rnd.IntN(len(chars))]
+	}
+	return string(b)
+}
+
+// chunkNames are the chunks as the names of their jobs and the hash of
+// their content, one string each.
+func chunkNames(chunks [][]job) []string {
+	var names []string
+	for _, c := range chunks {
+		var b strings.Builder
+		h := sha256.New()
 		for _, j := range c {
+			b.WriteString(j.name + "\n")
+			h.Write(j.item)
+		}
+		names = append(names, b.String()+hex.EncodeToString(h.Sum(nil)))
+	}
+	return names
+}
+
+// TestChunkJobs cuts 10,000 jobs that compress like real ones into
+// chunks: each within partTarget gzipped, and but for the last at least
+// 20 KiB (the estimate is not so far off that parts get small, and many);
+// the same jobs, the same chunks.
+func TestChunkJobs(t *testing.T) {
+	all := variedJobs(rand.New(rand.NewPCG(1, 2)), 10000)
+	var cache partCache
+	chunks, deflated := chunkJobs(&cache, all)
+	size, gzipped := 0, 0
+	for i, c := range chunks {
+		items := [][]byte{[]byte(scrapeConfigsKey)}
+		for _, j := range c {
+			items = append(items, j.item)
 			size += len(j.item)
 		}
-		require.LessOrEqual(t, size, maxPartBytes)
+		gz, err := gzipConfig(maxPartGzip, items...)
+		require.NoError(t, err)
+		gzipped += len(gz)
+		require.LessOrEqual(t, len(gz), partTarget, "chunk %d gzipped", i)
+		if i < len(chunks)-1 {
+			require.GreaterOrEqual(t, len(gz), 8<<10, "chunk %d gzipped", i)
+		}
 	}
+	require.LessOrEqual(t, deflated, size+len(chunks)*64<<10, "every job deflated once, but after a cut")
+	ratio := float64(size) / float64(gzipped)
+	require.True(t, ratio >= 10 && ratio <= 20, "the jobs compress %.1f times, not like real ones", ratio)
+	t.Logf("%d jobs, %d bytes, %d gzipped (%.1f times) in %d chunks", len(all), size, gzipped, ratio, len(chunks))
+
+	again, deflated := chunkJobs(&cache, all)
+	require.Equal(t, chunkNames(chunks), chunkNames(again))
+	require.Zero(t, deflated, "the estimates were kept")
+	again, _ = chunkJobs(nil, all)
+	require.Equal(t, chunkNames(chunks), chunkNames(again), "without the estimates kept")
+}
+
+// TestChunkJobsStable changes one job among 10,000 that compress like real
+// ones, at 25 places: the chunk that holds it changes, and in at most 5 of
+// the 25 the next one, when the end of the first moves, or the next two,
+// when the first ended at its maximum. Only the chunks that changed are
+// deflated again.
+func TestChunkJobsStable(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	all := variedJobs(rnd, 10000)
+	var cache partCache
+	before, size := chunkJobs(&cache, all)
+	require.Greater(t, len(before), 20)
+	beforeNames := chunkNames(before)
 	for _, change := range []struct {
 		name string
-		edit func([]job) []job
-		want int // chunks whose jobs change
+		edit func(js []job, at int) []job
 	}{
-		{"a job added", func(js []job) []job {
-			return slices.Insert(js, 10000, job{name: "serviceMonitor/ns/app-10000a/0", item: make([]byte, 2000)})
-		}, 1},
-		{"a job removed", func(js []job) []job { return slices.Delete(js, 10000, 10001) }, 1},
-		{"a job grown", func(js []job) []job { js[10000].item = make([]byte, 50000); return js }, 0},
+		{"a job added", func(js []job, at int) []job {
+			added := variedJobs(rnd, 1)[0]
+			added.name = js[at].name + "a"
+			return slices.Insert(js, at, added)
+		}},
+		{"a job removed", func(js []job, at int) []job { return slices.Delete(js, at, at+1) }},
+		{"a job changed", func(js []job, at int) []job {
+			js[at].item = slices.Concat(js[at].item, []byte("    replacement: "+randomWord(rnd, 300)+"\n"))
+			return js
+		}},
 	} {
 		t.Run(change.name, func(t *testing.T) {
-			after := chunkJobs(change.edit(slices.Clone(all)))
-			require.Len(t, after, len(before))
-			changed := 0
-			for i := range before {
-				if !slices.EqualFunc(before[i], after[i], func(a, b job) bool { return a.name == b.name }) {
-					changed++
+			one := 0
+			for at := 100; at < len(all); at += len(all) / 25 {
+				edited := change.edit(slices.Clone(all), at)
+				var edit partCache
+				edit.lastEst = cache.lastEst
+				after, deflated := chunkJobs(&edit, edited)
+				afterNames := chunkNames(after)
+				gone := 0
+				for _, c := range beforeNames {
+					if !slices.Contains(afterNames, c) {
+						gone++
+					}
+				}
+				require.True(t, gone >= 1 && gone <= 3, "at %d: %d chunks changed", at, gone)
+				require.InDelta(t, len(before), len(after), 1, "at %d: chunks", at)
+				require.Less(t, deflated, size/10, "at %d: bytes of jobs deflated again, of %d", at, size)
+				if gone == 1 {
+					one++
 				}
 			}
-			require.Equal(t, change.want, changed, "chunks changed")
+			require.GreaterOrEqual(t, one, 20, "edits that changed one chunk only, of 25")
 		})
 	}
 }
@@ -264,22 +370,22 @@ func TestChunkJobsStable(t *testing.T) {
 // compressed again, the others are the same bytes, reused.
 func TestPartCache(t *testing.T) {
 	var cache partCache
-	render := func(changed int) [][]byte {
+	all := variedJobs(rand.New(rand.NewPCG(5, 6)), 10000)
+	render := func(changed int) ([][]byte, int) {
 		s := &jobStream{cache: &cache, splitting: true}
-		for i := range 20000 {
-			item := bytes.Repeat([]byte{byte('a' + i%26)}, 2000)
+		for i, j := range all {
 			if i == changed {
-				item[0] = 'X'
+				j.item = bytes.Replace(j.item, []byte("action: drop"), []byte("action: keep"), 1)
 			}
-			require.NoError(t, s.addSplit([]job{{monitor: i, name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: item}}))
+			require.NoError(t, s.addSplit([]job{j}))
 		}
 		require.NoError(t, s.close())
 		cache.rotate()
-		return s.gzipped
+		return s.gzipped, s.chunker.deflated
 	}
-	before := render(-1)
-	require.Greater(t, len(before), 3)
-	after := render(10000)
+	before, _ := render(-1)
+	require.Greater(t, len(before), 20)
+	after, deflated := render(5000)
 	require.Len(t, after, len(before))
 	reused := 0
 	for i := range before {
@@ -291,6 +397,8 @@ func TestPartCache(t *testing.T) {
 	}
 	require.Equal(t, len(before)-1, reused)
 	require.Len(t, cache.last, len(after), "the parts of the last render only")
+	require.Positive(t, deflated)
+	require.Less(t, deflated, 2<<20, "the chunk of the job changed deflated again, not all")
 }
 
 // TestSplitSingleEdit splits 20,000 jobs, then the same with one changed:
