@@ -48,11 +48,15 @@ const (
 	// their size as the chunker estimates it gzipped: a chunk ends, once
 	// its estimate is minPartEstimate, every partSpacing bytes of estimate
 	// on average (chunker.boundary), and before its estimate passes
-	// maxPartEstimate; some 24 KiB on average. maxPartEstimate leaves
-	// partTarget a margin for the jobs after the estimate's last flush. A
-	// minimum smaller than the spacing keeps the ends of chunks where they
-	// were after an edit: with a minimum of 11 spacings (26 KiB, one job in
-	// 16), one job added moved the ends of the ten chunks after its own.
+	// maxPartEstimate, some 20 KiB on average. maxPartEstimate leaves
+	// partTarget a margin for the jobs after the estimate's last flush
+	// (the best level's size is some 7 % under the estimate). A minimum
+	// of about the spacing keeps the ends of chunks where they were after
+	// an edit: with a minimum of 11 spacings (26 KiB, one job in 16), one
+	// job added moved the ends of the ten chunks after its own; with 12
+	// KiB and 12 KiB, one edit in 75 moved the end of its chunk
+	// (TestChunkJobsStable), and 16 KiB and 14 KiB (11 % fewer parts) made
+	// it 5 in 75.
 	minPartEstimate = 12 << 10
 	partSpacing     = 12 << 10
 	maxPartEstimate = 40 << 10
@@ -248,30 +252,28 @@ func (s *jobStream) gzip(c []job) error {
 // chunker cuts jobs, added one by one, into chunks for the parts, by
 // their size gzipped, which the jobs' own size does not tell: they
 // compress 10 to 30 times when they differ (credentials, label values),
-// more than 100 times when they differ by their names only. A chunk ends
-// after a job whose name hashes to a boundary (one in partBoundary) once
-// its estimate (below) is minPartEstimate, or, without a boundary, before
-// the jobs that take its estimate past maxPartEstimate (or its jobs past
-// maxPartBytes); a job whose estimate passes maxPartEstimate alone is a
-// chunk alone. Where a chunk ends depends on its own jobs only, not on
-// those before it, so a change to a monitor moves the jobs of the chunk
-// it is in at most (or of two, when the change moves the end of its
-// chunk): the chunks before and after it keep theirs, but for the rare
-// one that reaches maxPartEstimate without a boundary.
+// more than 100 times when they differ by their names only. Once a
+// chunk's estimate (below) is minPartEstimate, a job ends it with a
+// probability of the estimate it adds in partSpacing, drawn from the hash
+// of its name (boundary). A chunk that would pass maxPartEstimate without
+// such a job ends after the job of the lowest hash past the minimum
+// (candidate), else at its last flush, and the jobs after that start the
+// next chunk; one passing maxPartBytes of jobs ends before the job that
+// would; a job whose estimate passes maxPartEstimate alone is a chunk
+// alone. Where a chunk ends depends on its own jobs only, not on those
+// before it, and mostly on the jobs around its end: a change to a monitor
+// changes the chunk it is in, and the next one when it moves the end of
+// its own (1 edit in 75 in TestChunkJobsStable); the other chunks keep
+// their jobs.
 //
 // The estimate is the size of the chunk deflated at the default level
-// (close to the best level's size, which partCache writes, for these
-// jobs: within 15 %, where BestSpeed's is 2 to 4 times it), with a
-// flush after every flushEvery bytes of jobs, at most the margin left
-// to maxPartEstimate: a flush ends a deflate block, so the count of its
-// output is exact there, at the cost of a block header. A boundary job
-// between two flushes uses the estimate of the last flush.
-// Deflating every job is most of the chunker's time: 47 MB of jobs (20,000
-// endpoints) take some 0.4 s of CPU at 110 to 125 MB/s, where BestSpeed takes
-// 0.1 s with estimates too far off to use. The estimates at each flush are
-// kept in partCache by a hash of the chunk's jobs up to there, so a render
-// deflates the chunks that changed since the previous one only (6 ms for a
-// chunk of some 600 KiB of jobs), as partCache gzips only those.
+// (close to the best level's size, which partCache writes: 7 % above it
+// for jobs that compress 11 times, 17 % for those of the benchmark, where
+// BestSpeed's is 2 to 4 times it), with a flush after every flushEvery
+// bytes of jobs, at most the margin left to maxPartEstimate: a flush ends
+// a deflate block, so the count of its output is exact there, at the cost
+// of a block header. Between flushes the estimate is extrapolated at the
+// chunk's ratio (boundary).
 type chunker struct {
 	// cache keeps the estimates from one render to the next; nil
 	// deflates every job.
@@ -288,6 +290,11 @@ type chunker struct {
 	// est is the estimate at the last flush, of the first flushedSize
 	// bytes of items; unflushed is the size of the items after them.
 	est, flushedSize, unflushed int
+	// backup is the number of jobs up to the candidate end (candidate)
+	// up to the last flush, 0 for none, and backupHash its hash; next and
+	// nextHash are those of the jobs after the last flush.
+	backup, next         int
+	backupHash, nextHash uint64
 	// w deflates jobs[:fed] into out (and scrapeConfigsKey first), with
 	// the flushes there, as far as an estimate needed.
 	w   *flate.Writer
@@ -350,9 +357,30 @@ func (c *chunker) boundary(j job) bool {
 	if est+uint64(c.unflushed)*est/size < minPartEstimate {
 		return false
 	}
-	// len(j.item) < 2^24 (maxPartGzip, tooLarge), est < 2^18: no overflow.
-	threshold := uint64(len(j.item)) * est << 20 / (size * partSpacing)
-	return xxhash.Sum64String(j.name)>>44 < threshold
+	// est < 2^17 (maxPartEstimate) and the size counted < 2^24: no
+	// overflow; a job of 2^24 bytes is a boundary anyway.
+	threshold := uint64(min(len(j.item), 1<<24)) * est << 20 / (size * partSpacing)
+	h := xxhash.Sum64String(j.name) >> 44
+	if h < threshold {
+		return true
+	}
+	c.candidate(h)
+	return false
+}
+
+// candidate notes the chunk's last job, past minPartEstimate, whose name
+// hashes to h, as where to end the chunk should it reach
+// maxPartEstimate without a boundary: of those up to the last flush (the
+// estimate within maxPartEstimate), the one of the lowest hash, which
+// depends on the jobs around it, not on where the chunk started, nor
+// on where its flushes fell.
+func (c *chunker) candidate(h uint64) {
+	switch {
+	case c.unflushed == 0 && (c.backup == 0 || h < c.backupHash):
+		c.backup, c.backupHash = len(c.jobs), h
+	case c.unflushed > 0 && (c.next == 0 || h < c.nextHash):
+		c.next, c.nextHash = len(c.jobs), h
+	}
 }
 
 // flushEvery is the size of jobs after which the estimate is flushed:
@@ -363,18 +391,25 @@ func (c *chunker) flushEvery() int {
 }
 
 // flush flushes the estimate. When it passes maxPartEstimate, it closes
-// the chunk and returns the jobs before the last flush, the chunk
-// closed, or all of them when there was none, and the others, to add to
-// the next chunk.
+// the chunk and returns the jobs up to its candidate end (candidate), or
+// else before the last flush, or else all of them, the chunk closed, and
+// the others, to add to the next chunk.
 func (c *chunker) flush() (cut, rest []job) {
 	est := c.estimate()
 	if est <= maxPartEstimate {
 		c.flushes = append(c.flushes, len(c.jobs))
 		c.est, c.flushedSize, c.unflushed = est, c.size, 0
+		if c.next > 0 && (c.backup == 0 || c.nextHash < c.backupHash) {
+			c.backup, c.backupHash = c.next, c.nextHash
+		}
+		c.next = 0
 		return nil, nil
 	}
 	n := len(c.jobs)
-	if len(c.flushes) > 0 {
+	switch {
+	case c.backup > 0:
+		n = c.backup
+	case len(c.flushes) > 0:
 		n = c.flushes[len(c.flushes)-1]
 	}
 	jobs := c.close()
@@ -415,6 +450,7 @@ func (c *chunker) estimate() int {
 func (c *chunker) close() []job {
 	jobs := c.jobs
 	c.jobs, c.size, c.flushes, c.est, c.flushedSize, c.unflushed, c.fed = nil, 0, nil, 0, 0, 0, 0
+	c.backup, c.next = 0, 0
 	c.digest.Reset()
 	return jobs
 }

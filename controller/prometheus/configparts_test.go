@@ -313,10 +313,9 @@ func TestChunkJobs(t *testing.T) {
 }
 
 // TestChunkJobsStable changes one job among 10,000 that compress like real
-// ones, at 25 places: the chunk that holds it changes, and in at most 5 of
-// the 25 the next one, when the end of the first moves, or the next two,
-// when the first ended at its maximum. Only the chunks that changed are
-// deflated again.
+// ones, at 25 places: the chunk that holds it changes, and in at most 3 of
+// the 25 the next one too, when the end of the first moves. Only the
+// chunks that changed are deflated again.
 func TestChunkJobsStable(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	all := variedJobs(rnd, 10000)
@@ -353,14 +352,14 @@ func TestChunkJobsStable(t *testing.T) {
 						gone++
 					}
 				}
-				require.True(t, gone >= 1 && gone <= 3, "at %d: %d chunks changed", at, gone)
+				require.True(t, gone == 1 || gone == 2, "at %d: %d chunks changed", at, gone)
 				require.InDelta(t, len(before), len(after), 1, "at %d: chunks", at)
 				require.Less(t, deflated, size/10, "at %d: bytes of jobs deflated again, of %d", at, size)
 				if gone == 1 {
 					one++
 				}
 			}
-			require.GreaterOrEqual(t, one, 20, "edits that changed one chunk only, of 25")
+			require.GreaterOrEqual(t, one, 22, "edits that changed one chunk only, of 25")
 		})
 	}
 }
