@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -438,6 +440,127 @@ func TestSplitSingleEdit(t *testing.T) {
 	require.Contains(t, string(after.main), "scrape_configs: []\n")
 }
 
+// variedInputs are those of benchInputs (monitors ServiceMonitors of
+// endpoints endpoints, no rule), but that each ServiceMonitor has its
+// own token and selector value, and each endpoint its own port name,
+// label values and regular expressions: the jobs compress some 15 times,
+// as real ones do, where those of benchInputs compress 140 times.
+func variedInputs(monitors, endpoints int) inputs {
+	in := benchInputs(monitors, 0)
+	in.Server.Spec.RuleSelector = nil
+	in.Rules = nil
+	rnd := rand.New(rand.NewPCG(7, 8))
+	for _, sm := range in.ServiceMonitors {
+		sm.Spec.Endpoints = sm.Spec.Endpoints[:1]
+		for range endpoints - 1 {
+			sm.Spec.Endpoints = append(sm.Spec.Endpoints, *sm.Spec.Endpoints[0].DeepCopy())
+		}
+		in.Secrets[sm.Namespace+"/"+sm.Name].Data["token"] = []byte(randomWord(rnd, 40))
+		sm.Spec.Selector.MatchLabels["version"] = randomWord(rnd, 8)
+		for j := range sm.Spec.Endpoints {
+			e := &sm.Spec.Endpoints[j]
+			e.Port = "p-" + randomWord(rnd, 6)
+			e.Path = "/" + randomWord(rnd, 8) + "/metrics"
+			for _, label := range []string{"owner", "cost_center", "runbook", "channel"} {
+				e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{TargetLabel: label, Replacement: ptr.To(randomWord(rnd, 16))})
+			}
+			e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{
+				SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + randomWord(rnd, 6))},
+				Regex:        strings.Join([]string{randomWord(rnd, 10), randomWord(rnd, 10), randomWord(rnd, 10)}, "|"), Action: "keep",
+			})
+			e.MetricRelabelConfigs = append(e.MetricRelabelConfigs, monitoringv1.RelabelConfig{
+				SourceLabels: []monitoringv1.LabelName{"__name__"},
+				Regex:        randomWord(rnd, 12) + "_.*|" + randomWord(rnd, 12) + "_total|" + randomWord(rnd, 12), Action: "drop",
+			})
+		}
+	}
+	return in
+}
+
+// sentSize is the size of s as the controller sends it to the API server
+// and the API server to each watcher: JSON, with the owner reference
+// kube.Write sets.
+func sentSize(t *testing.T, s *corev1.Secret) int {
+	s = s.DeepCopy()
+	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind, Name: "main",
+		UID: "6c8b5e8a-8a3f-4b7e-9d1c-2f4e6a8b0c1d", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	return len(b)
+}
+
+// TestSplitVariedEdit renders 6,000 endpoints whose jobs compress like
+// real ones (some 15 times: more than the 16 MiB of a config Secret),
+// then, from the same cache, the same with one ServiceMonitor edited, one
+// added and one deleted: every part Secret is at most partTarget gzipped
+// and 64 KiB as sent, and each change writes one part (two when it moves
+// the end of its part, which these do not) and the config Secret. The
+// same inputs give the same bytes without the cache.
+func TestSplitVariedEdit(t *testing.T) {
+	in := variedInputs(600, 10)
+	var cache ruleCache
+	before, err := render(in, testOptions(), &cache)
+	require.NoError(t, err)
+	require.Empty(t, before.Rejected)
+	require.Greater(t, len(before.ConfigParts), 20)
+	size, gzipped := 0, 0
+	for _, p := range before.ConfigParts {
+		gz := p.Data[ConfigSecretKey]
+		size, gzipped = size+len(gunzip(t, gz)), gzipped+len(gz)
+		require.LessOrEqual(t, len(gz), partTarget, p.Name)
+		require.LessOrEqual(t, sentSize(t, p), 64<<10, p.Name)
+	}
+	require.Greater(t, size, maxConfigBytes)
+	ratio := float64(size) / float64(gzipped)
+	require.True(t, ratio >= 10 && ratio <= 20, "the jobs compress %.1f times, not like real ones", ratio)
+	require.GreaterOrEqual(t, gzipped/len(before.ConfigParts), 16<<10, "parts gzipped, on average")
+	t.Logf("%d bytes of configuration, %d gzipped (%.1f times), in %d parts; config Secret %d bytes as sent",
+		size, gzipped, ratio, len(before.ConfigParts), sentSize(t, before.ConfigSecret))
+
+	again, err := render(in, testOptions(), nil)
+	require.NoError(t, err)
+	require.Equal(t, before.ConfigSecret, again.ConfigSecret, "the same inputs, the same bytes")
+	require.Equal(t, before.ConfigParts, again.ConfigParts)
+
+	changes := []struct {
+		name string
+		edit func(in *inputs)
+	}{
+		{"a ServiceMonitor edited", func(in *inputs) {
+			sm := in.ServiceMonitors[345].DeepCopy()
+			sm.Spec.Endpoints[3].Interval = "15s"
+			in.ServiceMonitors[345] = sm
+		}},
+		{"a ServiceMonitor added", func(in *inputs) {
+			sm := in.ServiceMonitors[123].DeepCopy()
+			sm.Name += "-canary"
+			in.ServiceMonitors = append(in.ServiceMonitors, sm)
+		}},
+		{"a ServiceMonitor deleted", func(in *inputs) { in.ServiceMonitors = slices.Delete(in.ServiceMonitors, 567, 568) }},
+	}
+	for _, change := range changes {
+		t.Run(change.name, func(t *testing.T) {
+			edited := in
+			edited.ServiceMonitors = slices.Clone(in.ServiceMonitors)
+			change.edit(&edited)
+			after, err := render(edited, testOptions(), &cache)
+			require.NoError(t, err)
+			written := map[string]int{}
+			for _, p := range after.ConfigParts {
+				if i := slices.IndexFunc(before.ConfigParts, func(b *corev1.Secret) bool { return b.Name == p.Name }); i < 0 ||
+					!bytes.Equal(before.ConfigParts[i].Data[ConfigSecretKey], p.Data[ConfigSecretKey]) {
+					written[p.Name] = sentSize(t, p)
+				}
+			}
+			require.Len(t, written, 1, "part Secrets written")
+			require.Len(t, after.ConfigParts, len(before.ConfigParts))
+			require.NotEqual(t, before.ConfigSecret.Data, after.ConfigSecret.Data)
+			main := sentSize(t, after.ConfigSecret)
+			t.Logf("written: %v and the config Secret, %d bytes as sent", written, main)
+		})
+	}
+}
+
 // testSplit makes the configuration of a PrometheusServer too large for
 // a Secret on the real API server: its jobs go into part Secrets, which
 // the real reloader reads through the API server (the API source, with
@@ -571,4 +694,29 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 		names = append(names, jobs(t, string(b))...)
 	}
 	return names
+}
+
+// TestPartSlots: the part Secrets the pods can read, a multiple of 4 up
+// to 32 parts, of a power of two within an eighth of them past that;
+// never fewer than the parts, never fewer for more parts; the volume
+// source mounts that many, each optional.
+func TestPartSlots(t *testing.T) {
+	for _, tc := range []struct{ parts, want int }{
+		{0, 0}, {1, 4}, {4, 4}, {5, 8}, {31, 32}, {32, 32}, {33, 40}, {60, 64}, {64, 64}, {65, 80}, {129, 160}, {150, 160}, {300, 320},
+	} {
+		require.Equal(t, tc.want, partSlots(tc.parts), "parts %d", tc.parts)
+	}
+	for parts := range 5000 {
+		require.GreaterOrEqual(t, partSlots(parts), parts)
+		require.GreaterOrEqual(t, partSlots(parts+1), partSlots(parts))
+	}
+	srv := server("monitoring", "main", nil)
+	v := configPartsVolume(srv, partSlots(60))
+	require.Len(t, v.Projected.Sources, 64)
+	for i, s := range v.Projected.Sources {
+		name := ConfigPartName(srv, i+1)
+		require.Equal(t, name, s.Secret.Name)
+		require.Equal(t, []corev1.KeyToPath{{Key: ConfigSecretKey, Path: name}}, s.Secret.Items)
+		require.True(t, *s.Secret.Optional)
+	}
 }
