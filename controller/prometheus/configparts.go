@@ -273,7 +273,16 @@ func (s *jobStream) gzip(c []job) error {
 // bytes of jobs, at most the margin left to maxPartEstimate: a flush ends
 // a deflate block, so the count of its output is exact there, at the cost
 // of a block header. Between flushes the estimate is extrapolated at the
-// chunk's ratio (boundary).
+// chunk's ratio (boundary). Deflating is what the chunker costs: some 0.2 s
+// of CPU for the 47 MB of jobs of 20,000 endpoints, a render from nothing
+// taking 0.80 s instead of 0.59 s with parts of 4 to 8 MiB of jobs (3.9 s
+// instead of 3.0 s for jobs that compress 15 times, 60 MB of them, whose
+// small parts the best level also compresses one by one). The estimates
+// at each flush are kept in partCache by a hash of the chunk's jobs up to
+// there, so that a render deflates the chunks that changed since the
+// previous one only: after an edit, 0.42 s as before (1.8 s instead of
+// 2.0 s for those jobs, which no longer compress a part of 5 MB of jobs
+// again). BenchmarkSplitEdit, CPU time.
 type chunker struct {
 	// cache keeps the estimates from one render to the next; nil
 	// deflates every job.

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -719,4 +720,62 @@ func TestPartSlots(t *testing.T) {
 		require.Equal(t, []corev1.KeyToPath{{Key: ConfigSecretKey, Path: name}}, s.Secret.Items)
 		require.True(t, *s.Secret.Optional)
 	}
+}
+
+// BenchmarkSplitEdit renders 20,000 endpoints split into parts, as the
+// controller does after an edit of one ServiceMonitor: from the cache of
+// the previous render, the parts and their estimates reused but for the
+// one edited; cold renders from an empty cache (the controller's first,
+// and each render of a burst that touches every part). The jobs are
+// benchInputs' (compressing some 140 times) or variedInputs' (some 15
+// times). It reports the process' CPU time per render (cpu-ms), which
+// other load on the machine affects less than the time.
+func BenchmarkSplitEdit(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		in   inputs
+	}{{"bench", benchInputs(2000, 0)}, {"varied", variedInputs(2000, 10)}} {
+		tc.in.Server.Spec.RuleSelector = nil
+		if tc.name == "bench" {
+			cfg := benchConfigInput(2000, 10)
+			tc.in.ServiceMonitors, tc.in.Secrets = cfg.ServiceMonitors, cfg.Secrets
+		}
+		for _, cold := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/cold=%t", tc.name, cold), func(b *testing.B) {
+				var cache ruleCache
+				if _, err := render(tc.in, testOptions(), &cache); err != nil {
+					b.Fatal(err)
+				}
+				edited := tc.in
+				edited.ServiceMonitors = slices.Clone(tc.in.ServiceMonitors)
+				start := cpuTime(b)
+				parts := 0
+				for i := 0; b.Loop(); i++ {
+					if cold {
+						cache = ruleCache{}
+					}
+					sm := tc.in.ServiceMonitors[i%len(tc.in.ServiceMonitors)].DeepCopy()
+					sm.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 10+i%50))
+					edited.ServiceMonitors[i%len(tc.in.ServiceMonitors)] = sm
+					out, err := render(edited, testOptions(), &cache)
+					if err != nil {
+						b.Fatal(err)
+					}
+					parts = len(out.ConfigParts)
+					edited.ServiceMonitors[i%len(tc.in.ServiceMonitors)] = tc.in.ServiceMonitors[i%len(tc.in.ServiceMonitors)]
+				}
+				b.ReportMetric(float64((cpuTime(b)-start).Milliseconds())/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(parts), "parts")
+			})
+		}
+	}
+}
+
+// cpuTime is the CPU time of the process so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
