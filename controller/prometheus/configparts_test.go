@@ -444,7 +444,7 @@ func TestSplitSingleEdit(t *testing.T) {
 // variedInputs are those of benchInputs (monitors ServiceMonitors of
 // endpoints endpoints, no rule), but that each ServiceMonitor has its
 // own token and selector value, and each endpoint its own port name,
-// label values and regular expressions: the jobs compress some 15 times,
+// label values and regular expressions: the jobs compress some 19 times,
 // as real ones do, where those of benchInputs compress 140 times.
 func variedInputs(monitors, endpoints int) inputs {
 	in := benchInputs(monitors, 0)
@@ -491,7 +491,7 @@ func sentSize(t *testing.T, s *corev1.Secret) int {
 }
 
 // TestSplitVariedEdit renders 6,000 endpoints whose jobs compress like
-// real ones (some 15 times: more than the 16 MiB of a config Secret),
+// real ones (some 19 times: more than the 16 MiB of a config Secret),
 // then, from the same cache, the same with one ServiceMonitor edited, one
 // added and one deleted: every part Secret is at most partTarget gzipped
 // and 64 KiB as sent, and each change writes one part (two when it moves
