@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -153,7 +156,13 @@ func TestRenderSplit(t *testing.T) {
 		require.Equal(t, map[string]string{kube.LabelName: App, labelInstance: "main", labelConfig: "main", labelConfigPart: fmt.Sprint(i + 1)}, p.Labels)
 		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), maxPartGzip)
 	}
-	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3"}, names)
+	// A job larger than partTarget gzipped is a part alone; the small ones
+	// share the last.
+	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3", "main-config-4"}, names)
+	for i, want := range [][]string{{"serviceMonitor/monitoring/big-a/0"}, {"serviceMonitor/monitoring/big-b/0"},
+		{"serviceMonitor/monitoring/big-c/0"}, {"serviceMonitor/monitoring/small/0", "extra"}} {
+		require.Equal(t, want, jobs(t, string(gunzip(t, objs.ConfigParts[i].Data[ConfigSecretKey]))), "part %d", i+1)
+	}
 
 	main := gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey])
 	var directives []byte
@@ -170,7 +179,7 @@ func TestRenderSplit(t *testing.T) {
 		ScrapeConfigs     []map[string]any `yaml:"scrape_configs"`
 	}
 	require.NoError(t, yaml.Unmarshal(main, &cfg))
-	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml", "parts/main-config-3.yaml"}, cfg.ScrapeConfigFiles)
+	require.Equal(t, []string{"parts/main-config-1.yaml", "parts/main-config-2.yaml", "parts/main-config-3.yaml", "parts/main-config-4.yaml"}, cfg.ScrapeConfigFiles)
 	require.Empty(t, cfg.ScrapeConfigs, "the jobs are all in the parts")
 
 	got := renderSplit(t, objs.ConfigSecret, objs.ConfigParts)
@@ -204,9 +213,10 @@ func TestRenderSplit(t *testing.T) {
 	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
 }
 
-// chunkJobs cuts jobs into chunks with a chunker.
-func chunkJobs(jobs []job) [][]job {
-	var c chunker
+// chunkJobs cuts jobs into chunks with a chunker, whose estimates cache
+// keeps (nil: none), and returns them and the bytes of jobs it deflated.
+func chunkJobs(cache *partCache, jobs []job) ([][]job, int) {
+	c := chunker{cache: cache}
 	var chunks [][]job
 	for _, j := range jobs {
 		chunks = append(chunks, c.add(j)...)
@@ -214,47 +224,145 @@ func chunkJobs(jobs []job) [][]job {
 	if last := c.close(); len(last) > 0 {
 		chunks = append(chunks, last)
 	}
-	return chunks
+	if cache != nil {
+		cache.rotate()
+	}
+	return chunks, c.deflated
 }
 
-// TestChunkJobsStable changes one job among 20,000: only the chunk that
-// holds it changes, if any.
-func TestChunkJobsStable(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(1, 2))
-	var all []job
-	for i := range 20000 {
-		all = append(all, job{name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: make([]byte, 1500+rnd.IntN(1000))})
+// variedJobs are n scrape jobs of some 2.5 KB that compress about 15
+// times together, as jobs with their own label values, credentials and
+// regular expressions do; those of the benchmark (benchConfigInput)
+// compress some 140 times. rnd draws their varied parts.
+func variedJobs(rnd *rand.Rand, n int) []job {
+	jobs := make([]job, n)
+	for i := range jobs {
+		name := fmt.Sprintf("serviceMonitor/team-%d/app-%05d/0", i%10, i)
+		var b []byte
+		b = fmt.Appendf(b, "- job_name: %s\n  kubernetes_sd_configs:\n  - role: endpoints\n    namespaces:\n      names: [team-%d]\n", name, i%10)
+		b = fmt.Appendf(b, "  authorization:\n    credentials: %s\n  relabel_configs:\n", randomWord(rnd, 40))
+		for _, label := range []string{"owner", "cost_center", "runbook", "version"} {
+			b = fmt.Appendf(b, "  - target_label: %s\n    replacement: %s\n", label, randomWord(rnd, 16))
+		}
+		for range 3 + rnd.IntN(5) {
+			b = fmt.Appendf(b, "  - source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_name, __meta_kubernetes_service_labelpresent_app_kubernetes_io_name]\n    action: keep\n    regex: (app-%05d);true\n", i)
+		}
+		b = fmt.Appendf(b, "  metric_relabel_configs:\n  - source_labels: [__name__]\n    action: drop\n    regex: %s_.*|%s_total|%s\n",
+			randomWord(rnd, 12), randomWord(rnd, 12), randomWord(rnd, 12))
+		jobs[i] = job{monitor: i, name: name, item: b}
 	}
-	before := chunkJobs(all)
-	require.Greater(t, len(before), 4)
-	for _, c := range before {
-		size := 0
+	return jobs
+}
+
+// randomWord is n random letters and digits.
+func randomWord(rnd *rand.Rand, n int) string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = chars[rnd.IntN(len(chars))]
+	}
+	return string(b)
+}
+
+// chunkNames are the chunks as the names of their jobs and the hash of
+// their content, one string each.
+func chunkNames(chunks [][]job) []string {
+	var names []string
+	for _, c := range chunks {
+		var b strings.Builder
+		h := sha256.New()
 		for _, j := range c {
+			b.WriteString(j.name + "\n")
+			h.Write(j.item)
+		}
+		names = append(names, b.String()+hex.EncodeToString(h.Sum(nil)))
+	}
+	return names
+}
+
+// TestChunkJobs cuts 10,000 jobs that compress like real ones into
+// chunks: each within partTarget gzipped, and but for the last at least
+// 20 KiB (the estimate is not so far off that parts get small, and many);
+// the same jobs, the same chunks.
+func TestChunkJobs(t *testing.T) {
+	all := variedJobs(rand.New(rand.NewPCG(1, 2)), 10000)
+	var cache partCache
+	chunks, deflated := chunkJobs(&cache, all)
+	size, gzipped := 0, 0
+	for i, c := range chunks {
+		items := [][]byte{[]byte(scrapeConfigsKey)}
+		for _, j := range c {
+			items = append(items, j.item)
 			size += len(j.item)
 		}
-		require.LessOrEqual(t, size, maxPartBytes)
+		gz, err := gzipConfig(maxPartGzip, items...)
+		require.NoError(t, err)
+		gzipped += len(gz)
+		require.LessOrEqual(t, len(gz), partTarget, "chunk %d gzipped", i)
+		if i < len(chunks)-1 {
+			require.GreaterOrEqual(t, len(gz), 8<<10, "chunk %d gzipped", i)
+		}
 	}
+	require.LessOrEqual(t, deflated, size+len(chunks)*64<<10, "every job deflated once, but after a cut")
+	ratio := float64(size) / float64(gzipped)
+	require.True(t, ratio >= 10 && ratio <= 20, "the jobs compress %.1f times, not like real ones", ratio)
+	t.Logf("%d jobs, %d bytes, %d gzipped (%.1f times) in %d chunks", len(all), size, gzipped, ratio, len(chunks))
+
+	again, deflated := chunkJobs(&cache, all)
+	require.Equal(t, chunkNames(chunks), chunkNames(again))
+	require.Zero(t, deflated, "the estimates were kept")
+	again, _ = chunkJobs(nil, all)
+	require.Equal(t, chunkNames(chunks), chunkNames(again), "without the estimates kept")
+}
+
+// TestChunkJobsStable changes one job among 10,000 that compress like real
+// ones, at 25 places: the chunk that holds it changes, and in at most 3 of
+// the 25 the next one too, when the end of the first moves. Only the
+// chunks that changed are deflated again.
+func TestChunkJobsStable(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	all := variedJobs(rnd, 10000)
+	var cache partCache
+	before, size := chunkJobs(&cache, all)
+	require.Greater(t, len(before), 20)
+	beforeNames := chunkNames(before)
 	for _, change := range []struct {
 		name string
-		edit func([]job) []job
-		want int // chunks whose jobs change
+		edit func(js []job, at int) []job
 	}{
-		{"a job added", func(js []job) []job {
-			return slices.Insert(js, 10000, job{name: "serviceMonitor/ns/app-10000a/0", item: make([]byte, 2000)})
-		}, 1},
-		{"a job removed", func(js []job) []job { return slices.Delete(js, 10000, 10001) }, 1},
-		{"a job grown", func(js []job) []job { js[10000].item = make([]byte, 50000); return js }, 0},
+		{"a job added", func(js []job, at int) []job {
+			added := variedJobs(rnd, 1)[0]
+			added.name = js[at].name + "a"
+			return slices.Insert(js, at, added)
+		}},
+		{"a job removed", func(js []job, at int) []job { return slices.Delete(js, at, at+1) }},
+		{"a job changed", func(js []job, at int) []job {
+			js[at].item = slices.Concat(js[at].item, []byte("    replacement: "+randomWord(rnd, 300)+"\n"))
+			return js
+		}},
 	} {
 		t.Run(change.name, func(t *testing.T) {
-			after := chunkJobs(change.edit(slices.Clone(all)))
-			require.Len(t, after, len(before))
-			changed := 0
-			for i := range before {
-				if !slices.EqualFunc(before[i], after[i], func(a, b job) bool { return a.name == b.name }) {
-					changed++
+			one := 0
+			for at := 100; at < len(all); at += len(all) / 25 {
+				edited := change.edit(slices.Clone(all), at)
+				var edit partCache
+				edit.lastEst = cache.lastEst
+				after, deflated := chunkJobs(&edit, edited)
+				afterNames := chunkNames(after)
+				gone := 0
+				for _, c := range beforeNames {
+					if !slices.Contains(afterNames, c) {
+						gone++
+					}
+				}
+				require.True(t, gone == 1 || gone == 2, "at %d: %d chunks changed", at, gone)
+				require.InDelta(t, len(before), len(after), 1, "at %d: chunks", at)
+				require.Less(t, deflated, size/10, "at %d: bytes of jobs deflated again, of %d", at, size)
+				if gone == 1 {
+					one++
 				}
 			}
-			require.Equal(t, change.want, changed, "chunks changed")
+			require.GreaterOrEqual(t, one, 22, "edits that changed one chunk only, of 25")
 		})
 	}
 }
@@ -264,22 +372,22 @@ func TestChunkJobsStable(t *testing.T) {
 // compressed again, the others are the same bytes, reused.
 func TestPartCache(t *testing.T) {
 	var cache partCache
-	render := func(changed int) [][]byte {
+	all := variedJobs(rand.New(rand.NewPCG(5, 6)), 10000)
+	render := func(changed int) ([][]byte, int) {
 		s := &jobStream{cache: &cache, splitting: true}
-		for i := range 20000 {
-			item := bytes.Repeat([]byte{byte('a' + i%26)}, 2000)
+		for i, j := range all {
 			if i == changed {
-				item[0] = 'X'
+				j.item = bytes.Replace(j.item, []byte("action: drop"), []byte("action: keep"), 1)
 			}
-			require.NoError(t, s.addSplit([]job{{monitor: i, name: fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i), item: item}}))
+			require.NoError(t, s.addSplit([]job{j}))
 		}
 		require.NoError(t, s.close())
 		cache.rotate()
-		return s.gzipped
+		return s.gzipped, s.chunker.deflated
 	}
-	before := render(-1)
-	require.Greater(t, len(before), 3)
-	after := render(10000)
+	before, _ := render(-1)
+	require.Greater(t, len(before), 20)
+	after, deflated := render(5000)
 	require.Len(t, after, len(before))
 	reused := 0
 	for i := range before {
@@ -291,6 +399,8 @@ func TestPartCache(t *testing.T) {
 	}
 	require.Equal(t, len(before)-1, reused)
 	require.Len(t, cache.last, len(after), "the parts of the last render only")
+	require.Positive(t, deflated)
+	require.Less(t, deflated, 2<<20, "the chunk of the job changed deflated again, not all")
 }
 
 // TestSplitSingleEdit splits 20,000 jobs, then the same with one changed:
@@ -329,6 +439,127 @@ func TestSplitSingleEdit(t *testing.T) {
 	require.NotEqual(t, before.main, after.main)
 	require.Less(t, len(after.mainGzip), 4<<10, "the config Secret holds the parts' names and hashes only")
 	require.Contains(t, string(after.main), "scrape_configs: []\n")
+}
+
+// variedInputs are those of benchInputs (monitors ServiceMonitors of
+// endpoints endpoints, no rule), but that each ServiceMonitor has its
+// own token and selector value, and each endpoint its own port name,
+// label values and regular expressions: the jobs compress some 19 times,
+// as real ones do, where those of benchInputs compress 140 times.
+func variedInputs(monitors, endpoints int) inputs {
+	in := benchInputs(monitors, 0)
+	in.Server.Spec.RuleSelector = nil
+	in.Rules = nil
+	rnd := rand.New(rand.NewPCG(7, 8))
+	for _, sm := range in.ServiceMonitors {
+		sm.Spec.Endpoints = sm.Spec.Endpoints[:1]
+		for range endpoints - 1 {
+			sm.Spec.Endpoints = append(sm.Spec.Endpoints, *sm.Spec.Endpoints[0].DeepCopy())
+		}
+		in.Secrets[sm.Namespace+"/"+sm.Name].Data["token"] = []byte(randomWord(rnd, 40))
+		sm.Spec.Selector.MatchLabels["version"] = randomWord(rnd, 8)
+		for j := range sm.Spec.Endpoints {
+			e := &sm.Spec.Endpoints[j]
+			e.Port = "p-" + randomWord(rnd, 6)
+			e.Path = "/" + randomWord(rnd, 8) + "/metrics"
+			for _, label := range []string{"owner", "cost_center", "runbook", "channel"} {
+				e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{TargetLabel: label, Replacement: ptr.To(randomWord(rnd, 16))})
+			}
+			e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{
+				SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + randomWord(rnd, 6))},
+				Regex:        strings.Join([]string{randomWord(rnd, 10), randomWord(rnd, 10), randomWord(rnd, 10)}, "|"), Action: "keep",
+			})
+			e.MetricRelabelConfigs = append(e.MetricRelabelConfigs, monitoringv1.RelabelConfig{
+				SourceLabels: []monitoringv1.LabelName{"__name__"},
+				Regex:        randomWord(rnd, 12) + "_.*|" + randomWord(rnd, 12) + "_total|" + randomWord(rnd, 12), Action: "drop",
+			})
+		}
+	}
+	return in
+}
+
+// sentSize is the size of s as the controller sends it to the API server
+// and the API server to each watcher: JSON, with the owner reference
+// kube.Write sets.
+func sentSize(t *testing.T, s *corev1.Secret) int {
+	s = s.DeepCopy()
+	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind, Name: "main",
+		UID: "6c8b5e8a-8a3f-4b7e-9d1c-2f4e6a8b0c1d", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	return len(b)
+}
+
+// TestSplitVariedEdit renders 6,000 endpoints whose jobs compress like
+// real ones (some 19 times: more than the 16 MiB of a config Secret),
+// then, from the same cache, the same with one ServiceMonitor edited, one
+// added and one deleted: every part Secret is at most partTarget gzipped
+// and 64 KiB as sent, and each change writes one part (two when it moves
+// the end of its part, which these do not) and the config Secret. The
+// same inputs give the same bytes without the cache.
+func TestSplitVariedEdit(t *testing.T) {
+	in := variedInputs(600, 10)
+	var cache ruleCache
+	before, err := render(in, testOptions(), &cache)
+	require.NoError(t, err)
+	require.Empty(t, before.Rejected)
+	require.Greater(t, len(before.ConfigParts), 20)
+	size, gzipped := 0, 0
+	for _, p := range before.ConfigParts {
+		gz := p.Data[ConfigSecretKey]
+		size, gzipped = size+len(gunzip(t, gz)), gzipped+len(gz)
+		require.LessOrEqual(t, len(gz), partTarget, p.Name)
+		require.LessOrEqual(t, sentSize(t, p), 64<<10, p.Name)
+	}
+	require.Greater(t, size, maxConfigBytes)
+	ratio := float64(size) / float64(gzipped)
+	require.True(t, ratio >= 10 && ratio <= 20, "the jobs compress %.1f times, not like real ones", ratio)
+	require.GreaterOrEqual(t, gzipped/len(before.ConfigParts), 16<<10, "parts gzipped, on average")
+	t.Logf("%d bytes of configuration, %d gzipped (%.1f times), in %d parts; config Secret %d bytes as sent",
+		size, gzipped, ratio, len(before.ConfigParts), sentSize(t, before.ConfigSecret))
+
+	again, err := render(in, testOptions(), nil)
+	require.NoError(t, err)
+	require.Equal(t, before.ConfigSecret, again.ConfigSecret, "the same inputs, the same bytes")
+	require.Equal(t, before.ConfigParts, again.ConfigParts)
+
+	changes := []struct {
+		name string
+		edit func(in *inputs)
+	}{
+		{"a ServiceMonitor edited", func(in *inputs) {
+			sm := in.ServiceMonitors[345].DeepCopy()
+			sm.Spec.Endpoints[3].Interval = "15s"
+			in.ServiceMonitors[345] = sm
+		}},
+		{"a ServiceMonitor added", func(in *inputs) {
+			sm := in.ServiceMonitors[123].DeepCopy()
+			sm.Name += "-canary"
+			in.ServiceMonitors = append(in.ServiceMonitors, sm)
+		}},
+		{"a ServiceMonitor deleted", func(in *inputs) { in.ServiceMonitors = slices.Delete(in.ServiceMonitors, 567, 568) }},
+	}
+	for _, change := range changes {
+		t.Run(change.name, func(t *testing.T) {
+			edited := in
+			edited.ServiceMonitors = slices.Clone(in.ServiceMonitors)
+			change.edit(&edited)
+			after, err := render(edited, testOptions(), &cache)
+			require.NoError(t, err)
+			written := map[string]int{}
+			for _, p := range after.ConfigParts {
+				if i := slices.IndexFunc(before.ConfigParts, func(b *corev1.Secret) bool { return b.Name == p.Name }); i < 0 ||
+					!bytes.Equal(before.ConfigParts[i].Data[ConfigSecretKey], p.Data[ConfigSecretKey]) {
+					written[p.Name] = sentSize(t, p)
+				}
+			}
+			require.Len(t, written, 1, "part Secrets written")
+			require.Len(t, after.ConfigParts, len(before.ConfigParts))
+			require.NotEqual(t, before.ConfigSecret.Data, after.ConfigSecret.Data)
+			main := sentSize(t, after.ConfigSecret)
+			t.Logf("written: %v and the config Secret, %d bytes as sent", written, main)
+		})
+	}
 }
 
 // testSplit makes the configuration of a PrometheusServer too large for
@@ -465,4 +696,87 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 		names = append(names, jobs(t, string(b))...)
 	}
 	return names
+}
+
+// TestPartSlots: the part Secrets the pods can read, a multiple of 4 up
+// to 32 parts, of a power of two within an eighth of them past that;
+// never fewer than the parts, never fewer for more parts; the volume
+// source mounts that many, each optional.
+func TestPartSlots(t *testing.T) {
+	for _, tc := range []struct{ parts, want int }{
+		{0, 0}, {1, 4}, {4, 4}, {5, 8}, {31, 32}, {32, 32}, {33, 40}, {60, 64}, {64, 64}, {65, 80}, {129, 160}, {150, 160}, {300, 320},
+	} {
+		require.Equal(t, tc.want, partSlots(tc.parts), "parts %d", tc.parts)
+	}
+	for parts := range 5000 {
+		require.GreaterOrEqual(t, partSlots(parts), parts)
+		require.GreaterOrEqual(t, partSlots(parts+1), partSlots(parts))
+	}
+	srv := server("monitoring", "main", nil)
+	v := configPartsVolume(srv, partSlots(60))
+	require.Len(t, v.Projected.Sources, 64)
+	for i, s := range v.Projected.Sources {
+		name := ConfigPartName(srv, i+1)
+		require.Equal(t, name, s.Secret.Name)
+		require.Equal(t, []corev1.KeyToPath{{Key: ConfigSecretKey, Path: name}}, s.Secret.Items)
+		require.True(t, *s.Secret.Optional)
+	}
+}
+
+// BenchmarkSplitEdit renders 20,000 endpoints split into parts, as the
+// controller does after an edit of one ServiceMonitor: from the cache of
+// the previous render, the parts and their estimates reused but for the
+// one edited; cold renders from an empty cache (the controller's first,
+// and each render of a burst that touches every part). The jobs are
+// benchInputs' (compressing some 140 times) or variedInputs' (some 15
+// times). It reports the process' CPU time per render (cpu-ms), which
+// other load on the machine affects less than the time.
+func BenchmarkSplitEdit(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		in   inputs
+	}{{"bench", benchInputs(2000, 0)}, {"varied", variedInputs(2000, 10)}} {
+		tc.in.Server.Spec.RuleSelector = nil
+		if tc.name == "bench" {
+			cfg := benchConfigInput(2000, 10)
+			tc.in.ServiceMonitors, tc.in.Secrets = cfg.ServiceMonitors, cfg.Secrets
+		}
+		for _, cold := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/cold=%t", tc.name, cold), func(b *testing.B) {
+				var cache ruleCache
+				if _, err := render(tc.in, testOptions(), &cache); err != nil {
+					b.Fatal(err)
+				}
+				edited := tc.in
+				edited.ServiceMonitors = slices.Clone(tc.in.ServiceMonitors)
+				start := cpuTime(b)
+				parts := 0
+				for i := 0; b.Loop(); i++ {
+					if cold {
+						cache = ruleCache{}
+					}
+					sm := tc.in.ServiceMonitors[i%len(tc.in.ServiceMonitors)].DeepCopy()
+					sm.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 10+i%50))
+					edited.ServiceMonitors[i%len(tc.in.ServiceMonitors)] = sm
+					out, err := render(edited, testOptions(), &cache)
+					if err != nil {
+						b.Fatal(err)
+					}
+					parts = len(out.ConfigParts)
+					edited.ServiceMonitors[i%len(tc.in.ServiceMonitors)] = tc.in.ServiceMonitors[i%len(tc.in.ServiceMonitors)]
+				}
+				b.ReportMetric(float64((cpuTime(b)-start).Milliseconds())/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(parts), "parts")
+			})
+		}
+	}
+}
+
+// cpuTime is the CPU time of the process so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -117,6 +117,8 @@ func workloadCases() []struct {
 		{name: "volume", server: volume},
 		{name: "volume-no-rules", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
 		{name: "volume-many-shards", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		// 60 part Secrets (some 20 KiB gzipped each), 64 mounted.
+		{name: "volume-config-parts", server: volume, opts: func(o *WorkloadOptions) { o.ConfigParts = 60 }},
 		{
 			name: "volume-signal",
 			server: func(s *v1alpha1.PrometheusServer) {
