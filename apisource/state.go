@@ -20,6 +20,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/podreload/podreload/contract"
 )
 
 const (
@@ -229,10 +231,7 @@ func (s *StateSecret) write(ctx context.Context, files map[string][]byte) error 
 	data := map[string]any{}
 	size := 0
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		gz, err := gzipBest(files[name])
-		if err != nil {
-			return err
-		}
+		gz := contract.Gzip(files[name])
 		data[name+stateSuffix] = gz
 		size += len(name) + len(stateSuffix) + len(gz)
 	}
@@ -285,19 +284,4 @@ func hashFiles(files map[string][]byte) uint64 {
 		_, _ = h.Write(files[name])
 	}
 	return h.Sum64()
-}
-
-func gzipBest(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

@@ -393,7 +393,7 @@ func TestSetupWithoutCRD(t *testing.T) {
 	m, err := kube.NewManager(logger, prometheus.NewRegistry(), kube.Options{Config: env.Config, Names: []string{App}, AddToScheme: []func(*runtime.Scheme) error{AddToScheme}})
 	require.NoError(t, err)
 	require.NoError(t, Setup(m, logger, prometheus.NewRegistry(), Options{ControllerID: "podreload"}))
-	require.Contains(t, logs.String(), "the Alertmanager CRD is not installed: no Alertmanager object is taken over")
+	require.Contains(t, logs.String(), `msg="prometheus-operator's CRD is not installed: no object of its kind is taken over (install it and restart the controller)" kind=Alertmanager err=`)
 }
 
 // TestWithoutAlertmanagerConfigCRD: with the Alertmanager CRD and not the
