@@ -163,16 +163,7 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	writes := summarize(auditWrites(b, audit, first, byUserAgent(controller.Name)))
 	b.Logf("the controller's writes since the first create, from the API server's audit log: %s", writes)
 	settle := func() series { return ctl.settle(b).writesBy }
-	ruleEdit := measureEdits(b, settle, prog, "PrometheusRule", func(i int) {
-		editObject(b, c, scaleRule(ns, 0), func(r *monitoringv1.PrometheusRule) {
-			r.Spec.Groups[0].Rules[0].Expr = intstr.FromString(fmt.Sprintf("vector(%d)", i))
-		})
-	})
-	monitorEdit := measureEdits(b, settle, prog, "ServiceMonitor", func(i int) {
-		editObject(b, c, scaleServiceMonitor(ns, 0, sc.endpoints), func(m *monitoringv1.ServiceMonitor) {
-			m.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 31+i))
-		})
-	})
+	ruleEdit, monitorEdit := measureScaleEdits(b, c, settle, prog, ns, sc)
 
 	b.ReportMetric(p.converged.Sub(last).Seconds(), "converge-s")
 	b.ReportMetric(p.converged.Sub(first).Seconds(), "total-s")
