@@ -144,31 +144,14 @@ func (cl *cluster) operatorAlertmanager(t testing.TB, name string, replicas int)
 // are ready, and returns their names.
 func (cl *cluster) waitAlertmanager(t testing.TB, name string, replicas int) []string {
 	t.Helper()
-	var pods []string
-	for i := range replicas {
-		pod := alertmanagerPod(name, i)
-		eventually(t, startTimeout, "pod "+pod+" ready", func() error {
-			_, err := cl.readyPod(t, "default", pod)
-			return err
-		})
-		pods = append(pods, pod)
-	}
-	return pods
+	return cl.waitReplicas(t, replicas, func(i int) string { return alertmanagerPod(name, i) })
 }
 
 // alertmanagerClaimUIDs returns the UIDs of the data claims of the
 // replicas of the Alertmanager name, by claim name.
 func (cl *cluster) alertmanagerClaimUIDs(t testing.TB, name string, replicas int) map[string]types.UID {
 	t.Helper()
-	uids := map[string]types.UID{}
-	for i := range replicas {
-		claim := alertmanagerClaimName(name, i)
-		pvc, err := cl.kube.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), claim, metav1.GetOptions{})
-		require.NoError(t, err, "claim %s", claim)
-		require.Equal(t, corev1.ClaimBound, pvc.Status.Phase, claim)
-		uids[claim] = pvc.UID
-	}
-	return uids
+	return cl.claimUIDs(t, replicas, func(i int) string { return alertmanagerClaimName(name, i) })
 }
 
 // alertmanager calls the API of the Alertmanager of the pod of default

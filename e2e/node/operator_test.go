@@ -243,16 +243,7 @@ func (cl *cluster) operatorPrometheus(t testing.TB, name string, replicas int) *
 // names.
 func (cl *cluster) waitOperatorPrometheus(t testing.TB, name string, replicas int) []string {
 	t.Helper()
-	var pods []string
-	for i := range replicas {
-		pod := "prometheus-" + name + "-" + strconv.Itoa(i)
-		eventually(t, startTimeout, "pod "+pod+" ready", func() error {
-			_, err := cl.readyPod(t, "default", pod)
-			return err
-		})
-		pods = append(pods, pod)
-	}
-	return pods
+	return cl.waitReplicas(t, replicas, func(i int) string { return "prometheus-" + name + "-" + strconv.Itoa(i) })
 }
 
 // operatorClaimUIDs returns the UIDs of the data claims of the replicas
@@ -260,14 +251,7 @@ func (cl *cluster) waitOperatorPrometheus(t testing.TB, name string, replicas in
 // the same claims.
 func (cl *cluster) operatorClaimUIDs(t testing.TB, name string, replicas int) map[string]types.UID {
 	t.Helper()
-	uids := map[string]types.UID{}
-	for i := range replicas {
-		claim := operatorClaimName(name, i)
-		pvc, err := cl.kube.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), claim, metav1.GetOptions{})
-		require.NoError(t, err, "claim %s", claim)
-		uids[claim] = pvc.UID
-	}
-	return uids
+	return cl.claimUIDs(t, replicas, func(i int) string { return operatorClaimName(name, i) })
 }
 
 // hasSeries returns nil once an instant query of the pod's Prometheus for
