@@ -59,15 +59,7 @@ func BenchmarkScaleOperator(b *testing.B) {
 	settleAudit(b, audit, time.Time{}, user)
 	base := operatorFigures(b, op)
 
-	objs := make([]client.Object, 0, sc.monitors+sc.rules)
-	for i := range max(sc.monitors, sc.rules) {
-		if i < sc.monitors {
-			objs = append(objs, scaleServiceMonitor(ns, i, sc.endpoints))
-		}
-		if i < sc.rules {
-			objs = append(objs, scaleRule(ns, i))
-		}
-	}
+	objs := sc.objects(ns)
 	b.ResetTimer()
 	first := time.Now()
 	last := createAll(b, c, objs)
