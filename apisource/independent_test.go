@@ -1,8 +1,8 @@
 package apisource
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +20,8 @@ import (
 
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/internal/app"
+	"github.com/podreload/podreload/internal/testenv/testlog"
+	"github.com/podreload/podreload/internal/testenv/wait"
 	"github.com/podreload/podreload/reloader"
 )
 
@@ -71,9 +73,19 @@ func TestRulesIndependentOfConfig(t *testing.T) {
 	})
 	e.secret(t, ns, map[string][]byte{"config": []byte("v: 1\n")})
 	e.configMap(t, ns, "r0", selected(), map[string]string{"x.yaml": "x1"})
-	var logs bytes.Buffer
-	var logsMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&logsMu, &logs}, nil))
+	var logs testlog.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	// logged waits for a line of the log: the reloader logs an apply
+	// after the reload's answer, just after the endpoint recorded it.
+	logged := func(want string) {
+		t.Helper()
+		wait.Until(t, 20*time.Second, 20*time.Millisecond, "log line "+want, func() error {
+			if !strings.Contains(logs.String(), want) {
+				return errors.New("not logged yet")
+			}
+			return nil
+		})
+	}
 	s, reg := e.source(t, ns, func(s *Source) { s.logger = logger })
 
 	dir := t.TempDir()
@@ -115,9 +127,7 @@ func TestRulesIndependentOfConfig(t *testing.T) {
 	err = readiness()
 	require.ErrorAs(t, err, new(*app.DegradedError))
 	require.EqualError(t, err, "degraded: secret "+ns+"/cfg not found: waiting for it; serving the last state")
-	logsMu.Lock()
-	require.Contains(t, logs.String(), `msg="API source: no configuration, the last one is kept; rule changes still apply" err="secret `+ns+`/cfg not found: waiting for it"`)
-	logsMu.Unlock()
+	logged(`msg="API source: no configuration, the last one is kept; rule changes still apply" err="secret ` + ns + `/cfg not found: waiting for it"`)
 
 	// Back, naming a part the Role does not grant: the configuration
 	// waits for it, and a rule change still reloads.
@@ -133,9 +143,7 @@ func TestRulesIndependentOfConfig(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(t, reg, "reloader_api_config_secrets_unavailable", ""))
 	e.configMap(t, ns, "r0", selected(), map[string]string{"x.yaml": "x3"})
 	require.Equal(t, "v: 1\n|x3", ep.waitFor(t, 3))
-	logsMu.Lock()
-	require.Contains(t, logs.String(), `waiting for the configuration's parts: secret `+ns+`/cfg-9: not read yet from the API server: list secret `+ns+`/cfg-9: API server answered 403`)
-	logsMu.Unlock()
+	logged(`waiting for the configuration's parts: secret ` + ns + `/cfg-9: not read yet from the API server: list secret ` + ns + `/cfg-9: API server answered 403`)
 
 	// Without the part, the configuration applies again.
 	e.secret(t, ns, map[string][]byte{"config": []byte("v: 3\n")})
@@ -147,16 +155,4 @@ func TestRulesIndependentOfConfig(t *testing.T) {
 	require.NoError(t, s.Err())
 	require.Equal(t, 0.0, metricValue(t, reg, "reloader_api_config_secrets_unavailable", ""))
 	require.NoError(t, readiness())
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

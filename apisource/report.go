@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,10 +61,10 @@ type Reporter struct {
 	path   string
 	pod    string
 	errors prometheus.Counter
-	notify chan struct{}
-
-	mu      sync.Mutex
-	pending string // the report to write, in JSON; empty when none
+	w      *latestWriter[string]
+	// written is the last report written, in JSON; only w's run reads
+	// and sets it.
+	written string
 }
 
 // NewReporter returns a Reporter; Run writes. A nil logger discards logs.
@@ -80,15 +79,17 @@ func NewReporter(logger *slog.Logger, reg prometheus.Registerer, opts ReporterOp
 	if err != nil {
 		return nil, err
 	}
-	return &Reporter{
-		c: c, logger: logger, notify: make(chan struct{}, 1),
+	r := &Reporter{
+		c: c, logger: logger,
 		path: "/api/v1/namespaces/" + url.PathEscape(opts.Namespace) + "/pods/" + url.PathEscape(opts.Name),
 		pod:  opts.Namespace + "/" + opts.Name,
 		errors: promauto.With(reg).NewCounter(prometheus.CounterOpts{
 			Name: "reloader_report_errors_total",
 			Help: "Total number of failed writes of what Prometheus runs into the pod's " + contract.AppliedAnnotation + " annotation.",
 		}),
-	}, nil
+	}
+	r.w = newLatestWriter(r.write, r.writeFailed)
+	return r, nil
 }
 
 // Report replaces the report waiting to be written with a. It does not
@@ -99,69 +100,21 @@ func (r *Reporter) Report(a reloader.Applied) {
 		r.logger.Error("encode the report", "err", err)
 		return
 	}
-	r.mu.Lock()
-	r.pending = string(value)
-	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
+	r.w.set(string(value))
 }
 
 // Run writes reports until ctx is done. A report equal to the last one
 // written is not written again.
 func (r *Reporter) Run(ctx context.Context) error {
-	var (
-		written  string
-		failures int
-		retry    <-chan time.Time
-	)
-	timer := time.NewTimer(0)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.notify:
-			if retry != nil {
-				continue // The retry writes the latest report.
-			}
-		case <-retry:
-			retry = nil
-		}
-		r.mu.Lock()
-		next := r.pending
-		r.pending = ""
-		r.mu.Unlock()
-		if next == "" || next == written {
-			continue
-		}
-		err := r.write(ctx, next)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err == nil:
-			written, failures = next, 0
-			r.logger.Debug("reported", "pod", r.pod, "applied", next)
-			continue
-		}
-		r.mu.Lock()
-		if r.pending == "" { // Nothing newer: this one is retried.
-			r.pending = next
-		}
-		r.mu.Unlock()
-		failures++
-		r.errors.Inc()
-		wait := backoff(failures)
-		r.logger.Warn("report what Prometheus runs", "pod", r.pod, "err", err, "attempt", failures, "retry_in", wait.Round(time.Millisecond))
-		timer.Reset(wait)
-		retry = timer.C
-	}
+	return r.w.run(ctx)
 }
 
-// write sets the pod's annotation to value.
+// write sets the pod's annotation to value, unless it was the last value
+// written.
 func (r *Reporter) write(ctx context.Context, value string) error {
+	if value == r.written {
+		return nil
+	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{contract.AppliedAnnotation: value}}})
 	if err != nil {
 		return err
@@ -171,5 +124,13 @@ func (r *Reporter) write(ctx context.Context, value string) error {
 	if err := r.c.mergePatch(ctx, r.path, patch); err != nil {
 		return fmt.Errorf("patch pod %s: %w", r.pod, err)
 	}
+	r.written = value
+	r.logger.Debug("reported", "pod", r.pod, "applied", value)
 	return nil
+}
+
+// writeFailed logs and counts a failed write of the report.
+func (r *Reporter) writeFailed(err error, attempt int, wait time.Duration) {
+	r.errors.Inc()
+	r.logger.Warn("report what Prometheus runs", "pod", r.pod, "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
 }

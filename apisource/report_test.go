@@ -61,6 +61,30 @@ func run(t *testing.T, f func(context.Context) error) {
 	})
 }
 
+// prom is Prometheus' reload endpoint: it counts the reloads, and rejects
+// them while rejecting is set.
+type prom struct {
+	url       *url.URL
+	rejecting atomic.Bool
+	reloads   atomic.Int32
+}
+
+// startProm serves a prom until the test ends.
+func startProm(t *testing.T) *prom {
+	p := &prom{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		p.reloads.Add(1)
+		if p.rejecting.Load() {
+			http.Error(w, "failed to reload config: parsing YAML file", http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	var err error
+	p.url, err = url.Parse(srv.URL + "/-/reload")
+	require.NoError(t, err)
+	return p
+}
+
 // annotationIs waits until the pod's contract.AppliedAnnotation satisfies ok, and returns it.
 func (e *env) annotationIs(t *testing.T, ns, pod string, what string, ok func(contract.Applied) bool) contract.Applied {
 	t.Helper()
@@ -99,15 +123,7 @@ func TestReporter(t *testing.T) {
 	cm, err = e.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	var rejecting atomic.Bool
-	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if rejecting.Load() {
-			http.Error(w, "failed to reload config: parsing YAML file", http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(prom.Close)
-	u, err := url.Parse(prom.URL + "/-/reload")
-	require.NoError(t, err)
+	prom := startProm(t)
 
 	src, _ := e.source(t, ns, nil)
 	var logs testlog.Buffer
@@ -115,7 +131,7 @@ func TestReporter(t *testing.T) {
 	dir := t.TempDir()
 	rel, err := reloader.New(nil, prometheus.NewRegistry(), reloader.Options{
 		Source: src, ConfigOutput: filepath.Join(dir, "prometheus.env.yaml"), RulesDir: filepath.Join(dir, "rules"),
-		Trigger: &reloader.HTTPTrigger{URL: u, Timeout: 5 * time.Second}, QuietWindow: 10 * time.Millisecond,
+		Trigger: &reloader.HTTPTrigger{URL: prom.url, Timeout: 5 * time.Second}, QuietWindow: 10 * time.Millisecond,
 		Retries: -1, KeepAccepted: true, OnApplied: rep.Report,
 	})
 	require.NoError(t, err)
@@ -136,7 +152,7 @@ func TestReporter(t *testing.T) {
 	e.annotationIs(t, ns, "prom-0", "hash "+second, func(a contract.Applied) bool { return a.Hash == second && a.Rejection == nil })
 
 	// A rejection shows, with the hash Prometheus still runs.
-	rejecting.Store(true)
+	prom.rejecting.Store(true)
 	_, err = e.kube.CoreV1().Secrets(ns).Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string][]byte{"config": []byte("v: [\n")}}, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	got = e.annotationIs(t, ns, "prom-0", "a rejection", func(a contract.Applied) bool { return a.Rejection != nil })

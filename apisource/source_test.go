@@ -209,9 +209,14 @@ func TestSource(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		require.ErrorContains(t, s.Err(), "API server answered 401")
-		// The kubelet rotates the token: the next attempt uses it.
+		// The kubelet rotates the token: the next attempt of each watch
+		// uses it (the one still in its backoff clears after it).
 		require.NoError(t, os.WriteFile(e.token, valid, 0o600))
 		snapshotIs(t, s, "c: 1\n|")
+		deadline = time.Now().Add(20 * time.Second)
+		for s.Err() != nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
 		require.NoError(t, s.Err())
 	})
 }

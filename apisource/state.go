@@ -20,6 +20,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/podreload/podreload/contract"
 )
 
 const (
@@ -71,12 +73,11 @@ type StateSecret struct {
 	secret string
 	errors *prometheus.CounterVec
 	writes prometheus.Counter
-	notify chan struct{}
+	w      *latestWriter[map[string][]byte]
 
 	mu      sync.Mutex
-	pending map[string][]byte // the files to write; nil when none
-	written uint64            // hash of the files the Secret holds
-	known   bool              // whether written is known
+	written uint64 // hash of the files the Secret holds
+	known   bool   // whether written is known
 }
 
 // NewStateSecret returns a StateSecret; Run writes. A nil logger discards
@@ -94,7 +95,7 @@ func NewStateSecret(logger *slog.Logger, reg prometheus.Registerer, opts StateSe
 	}
 	f := promauto.With(reg)
 	s := &StateSecret{
-		c: c, logger: logger, notify: make(chan struct{}, 1),
+		c: c, logger: logger,
 		path:   "/api/v1/namespaces/" + url.PathEscape(opts.Namespace) + "/secrets/" + url.PathEscape(opts.Name),
 		secret: opts.Namespace + "/" + opts.Name,
 		errors: f.NewCounterVec(prometheus.CounterOpts{
@@ -109,6 +110,7 @@ func NewStateSecret(logger *slog.Logger, reg prometheus.Registerer, opts StateSe
 	for _, reason := range []string{reasonRead, reasonWrite, reasonTooLarge} {
 		s.errors.WithLabelValues(reason)
 	}
+	s.w = newLatestWriter(s.write, s.writeFailed)
 	return s, nil
 }
 
@@ -196,65 +198,12 @@ func gunzip(gz []byte) ([]byte, error) {
 // Store replaces the state waiting to be written with files. It does not
 // block: a reloader.StateMirror.
 func (s *StateSecret) Store(files map[string][]byte) {
-	s.mu.Lock()
-	s.pending = maps.Clone(files)
-	if s.pending == nil {
-		s.pending = map[string][]byte{}
-	}
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
+	s.w.set(maps.Clone(files))
 }
 
 // Run writes the states stored until ctx is done.
 func (s *StateSecret) Run(ctx context.Context) error {
-	var (
-		failures int
-		retry    <-chan time.Time
-	)
-	timer := time.NewTimer(0)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.notify:
-			if retry != nil {
-				continue // The retry writes the latest state.
-			}
-		case <-retry:
-			retry = nil
-		}
-		s.mu.Lock()
-		next := s.pending
-		s.pending = nil
-		s.mu.Unlock()
-		if next == nil {
-			continue
-		}
-		err := s.write(ctx, next)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err == nil:
-			failures = 0
-			continue
-		}
-		s.mu.Lock()
-		if s.pending == nil { // Nothing newer: this one is retried.
-			s.pending = next
-		}
-		s.mu.Unlock()
-		failures++
-		s.errors.WithLabelValues(reasonWrite).Inc()
-		wait := backoff(failures)
-		s.logger.Warn("write the state Secret", "secret", s.secret, "err", err, "attempt", failures, "retry_in", wait.Round(time.Millisecond))
-		timer.Reset(wait)
-		retry = timer.C
-	}
+	return s.w.run(ctx)
 }
 
 // write makes the Secret hold files, unless it does: one merge patch that
@@ -282,10 +231,7 @@ func (s *StateSecret) write(ctx context.Context, files map[string][]byte) error 
 	data := map[string]any{}
 	size := 0
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		gz, err := gzipBest(files[name])
-		if err != nil {
-			return err
-		}
+		gz := contract.Gzip(files[name])
 		data[name+stateSuffix] = gz
 		size += len(name) + len(stateSuffix) + len(gz)
 	}
@@ -318,6 +264,12 @@ func (s *StateSecret) write(ctx context.Context, files map[string][]byte) error 
 	return nil
 }
 
+// writeFailed logs and counts a failed write of the Secret.
+func (s *StateSecret) writeFailed(err error, attempt int, wait time.Duration) {
+	s.errors.WithLabelValues(reasonWrite).Inc()
+	s.logger.Warn("write the state Secret", "secret", s.secret, "err", err, "attempt", attempt, "retry_in", wait.Round(time.Millisecond))
+}
+
 func (s *StateSecret) setWritten(sum uint64) {
 	s.mu.Lock()
 	s.written, s.known = sum, true
@@ -332,19 +284,4 @@ func hashFiles(files map[string][]byte) uint64 {
 		_, _ = h.Write(files[name])
 	}
 	return h.Sum64()
-}
-
-func gzipBest(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

@@ -12,12 +12,10 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,15 +90,7 @@ func TestStateSecret(t *testing.T) {
 	_, err = e.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string][]byte{"config": []byte("v: 1\n")}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	var rejecting atomic.Bool
-	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if rejecting.Load() {
-			http.Error(w, "failed to reload config: parsing YAML file", http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(prom.Close)
-	u, err := url.Parse(prom.URL + "/-/reload")
-	require.NoError(t, err)
+	prom := startProm(t)
 	cfg := Config{Server: e.cp.Config.Host, TokenFile: token, CAFile: ca}
 	secretIs := func(what string, want ...string) {
 		t.Helper()
@@ -121,7 +111,7 @@ func TestStateSecret(t *testing.T) {
 	pod := t.TempDir()
 	opts := reloader.Options{
 		Source: src, ConfigOutput: filepath.Join(pod, "config_out", "prometheus.env.yaml"),
-		Trigger: &reloader.HTTPTrigger{URL: u, Timeout: 5 * time.Second}, QuietWindow: 10 * time.Millisecond,
+		Trigger: &reloader.HTTPTrigger{URL: prom.url, Timeout: 5 * time.Second}, QuietWindow: 10 * time.Millisecond,
 		RetryInterval: time.Hour, Retries: -1, KeepAccepted: true, StateMirror: mirror,
 	}
 	rel, err := reloader.New(nil, prometheus.NewRegistry(), opts)
@@ -135,7 +125,7 @@ func TestStateSecret(t *testing.T) {
 	t.Cleanup(func() { stopRel(); <-relDone })
 
 	secretIs("accepted", "accepted: v: 1\n")
-	rejecting.Store(true)
+	prom.rejecting.Store(true)
 	_, err = e.kube.CoreV1().Secrets(ns).Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string][]byte{"config": []byte("v: [\n")}}, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	secretIs("rejected", "accepted: v: 1\n", "rejected: status 500: failed to reload config: parsing YAML file")
@@ -269,17 +259,13 @@ func TestStateSecretRetried(t *testing.T) {
 	var logs testlog.Buffer
 	mirror, _ := startStateSecret(t, cfg, "ns", "prom-0-reloader-state", &logs)
 
-	var reloads atomic.Int32
-	prom := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reloads.Add(1) }))
-	t.Cleanup(prom.Close)
-	u, err := url.Parse(prom.URL + "/-/reload")
-	require.NoError(t, err)
+	prom := startProm(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "prometheus.yaml")
 	require.NoError(t, os.WriteFile(in, []byte("v: 1\n"), 0o600))
 	rel, err := reloader.New(nil, prometheus.NewRegistry(), reloader.Options{
 		ConfigFile: in, ConfigOutput: filepath.Join(dir, "out", "prometheus.env.yaml"),
-		Trigger: &reloader.HTTPTrigger{URL: u, Timeout: 5 * time.Second}, QuietWindow: 10 * time.Millisecond,
+		Trigger: &reloader.HTTPTrigger{URL: prom.url, Timeout: 5 * time.Second}, QuietWindow: 10 * time.Millisecond,
 		Retries: -1, KeepAccepted: true, StateMirror: mirror,
 	})
 	require.NoError(t, err)
@@ -289,7 +275,7 @@ func TestStateSecretRetried(t *testing.T) {
 	for i, v := range []string{"v: 2\n", "v: 3\n"} {
 		require.NoError(t, os.WriteFile(in+".tmp", []byte(v), 0o600))
 		require.NoError(t, os.Rename(in+".tmp", in))
-		require.Eventually(t, func() bool { return reloads.Load() == int32(i+2) }, 10*time.Second, 5*time.Millisecond, "...and the reloads go on")
+		require.Eventually(t, func() bool { return prom.reloads.Load() == int32(i+2) }, 10*time.Second, 5*time.Millisecond, "...and the reloads go on")
 	}
 	close(release)
 	require.Eventually(t, func() bool { return f.count() == 3 }, 10*time.Second, 5*time.Millisecond, "retried")

@@ -1,8 +1,9 @@
 // Package contract is what the controller and the config-reloader agree
 // on, the one package both import (the controller links neither the
 // reloader engine nor fsnotify): the content hash (hash.go), the report
-// of what Prometheus runs in the pod's annotation (applied.go), and the
-// lines that name the parts of a split configuration (parts.go).
+// of what Prometheus runs in the pod's annotation (applied.go), the
+// lines that name the parts of a split configuration (parts.go), and the
+// gzip both sides write (gzip.go).
 package contract
 
 import (

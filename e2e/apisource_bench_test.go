@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/docsection"
 )
 
 // BenchmarkAPISource measures the config-reloader's API source against a
@@ -29,7 +30,7 @@ func BenchmarkAPISource(b *testing.B) {
 		section := benchAPISource(b, cp)
 		b.Log("\n" + section)
 		if path := os.Getenv(benchDocsEnv); path != "" {
-			require.NoError(b, replaceSection(path, "api-source", section))
+			require.NoError(b, docsection.Replace(path, "api-source", "e2e/bench_test.go", section))
 		}
 	}
 }

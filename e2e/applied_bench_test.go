@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/internal/testenv/docsection"
 )
 
 // BenchmarkAppliedStatus times, through the whole pipeline of
@@ -75,7 +76,7 @@ func BenchmarkAppliedStatus(b *testing.B) {
 	section := appliedSection(p50, p99, writes, conflicts, idle, quiet)
 	b.Log("\n" + section)
 	if path := os.Getenv(benchDocsEnv); path != "" {
-		require.NoError(b, replaceSection(path, "applied-status", section))
+		require.NoError(b, docsection.Replace(path, "applied-status", "e2e/bench_test.go", section))
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -84,6 +86,24 @@ func measureEdits(b *testing.B, settle func() series, prog *tracker, kind string
 			total, len(writes), strings.Join(objs, ", "), latency.Round(100*time.Microsecond), after.minus(before))
 	}
 	return f
+}
+
+// measureScaleEdits measures, with measureEdits, the edits of the first
+// PrometheusRule (its expression) and of the first ServiceMonitor (its
+// interval) of the case sc created in ns.
+func measureScaleEdits(b *testing.B, c client.Client, settle func() series, prog *tracker, ns string, sc scaleCase) (rule, monitor editFigures) {
+	b.Helper()
+	rule = measureEdits(b, settle, prog, "PrometheusRule", func(i int) {
+		editObject(b, c, scaleRule(ns, 0), func(r *monitoringv1.PrometheusRule) {
+			r.Spec.Groups[0].Rules[0].Expr = intstr.FromString(fmt.Sprintf("vector(%d)", i))
+		})
+	})
+	monitor = measureEdits(b, settle, prog, "ServiceMonitor", func(i int) {
+		editObject(b, c, scaleServiceMonitor(ns, 0, sc.endpoints), func(m *monitoringv1.ServiceMonitor) {
+			m.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 31+i))
+		})
+	})
+	return rule, monitor
 }
 
 // editObject reads obj's current version and updates it with change.

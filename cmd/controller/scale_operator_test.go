@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/internal/testenv/controlplane"
@@ -60,15 +59,7 @@ func BenchmarkScaleOperator(b *testing.B) {
 	settleAudit(b, audit, time.Time{}, user)
 	base := operatorFigures(b, op)
 
-	objs := make([]client.Object, 0, sc.monitors+sc.rules)
-	for i := range max(sc.monitors, sc.rules) {
-		if i < sc.monitors {
-			objs = append(objs, scaleServiceMonitor(ns, i, sc.endpoints))
-		}
-		if i < sc.rules {
-			objs = append(objs, scaleRule(ns, i))
-		}
-	}
+	objs := sc.objects(ns)
 	b.ResetTimer()
 	first := time.Now()
 	last := createAll(b, c, objs)
@@ -101,16 +92,7 @@ func BenchmarkScaleOperator(b *testing.B) {
 		}
 		return s
 	}
-	ruleEdit := measureEdits(b, settle, prog, "PrometheusRule", func(i int) {
-		editObject(b, c, scaleRule(ns, 0), func(r *monitoringv1.PrometheusRule) {
-			r.Spec.Groups[0].Rules[0].Expr = intstr.FromString(fmt.Sprintf("vector(%d)", i))
-		})
-	})
-	monitorEdit := measureEdits(b, settle, prog, "ServiceMonitor", func(i int) {
-		editObject(b, c, scaleServiceMonitor(ns, 0, sc.endpoints), func(m *monitoringv1.ServiceMonitor) {
-			m.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 31+i))
-		})
-	})
+	ruleEdit, monitorEdit := measureScaleEdits(b, c, settle, prog, ns, sc)
 
 	b.ReportMetric(p.converged.Sub(last).Seconds(), "converge-s")
 	b.ReportMetric(p.converged.Sub(first).Seconds(), "total-s")

@@ -47,6 +47,21 @@ type scaleCase struct {
 
 func (sc scaleCase) jobs() int { return sc.monitors * sc.endpoints }
 
+// objects returns the burst of the case in ns: its ServiceMonitors and
+// PrometheusRules, one of each in turn.
+func (sc scaleCase) objects(ns string) []client.Object {
+	objs := make([]client.Object, 0, sc.monitors+sc.rules)
+	for i := range max(sc.monitors, sc.rules) {
+		if i < sc.monitors {
+			objs = append(objs, scaleServiceMonitor(ns, i, sc.endpoints))
+		}
+		if i < sc.rules {
+			objs = append(objs, scaleRule(ns, i))
+		}
+	}
+	return objs
+}
+
 // scaleCases are the size of wave 1's target, and the one of 20,000
 // endpoints over 4 shards.
 func scaleCases() []scaleCase {
@@ -118,15 +133,7 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	base := ctl.settle(b)
 	b.Logf("before the first create: %s", base)
 
-	objs := make([]client.Object, 0, sc.monitors+sc.rules)
-	for i := range max(sc.monitors, sc.rules) {
-		if i < sc.monitors {
-			objs = append(objs, scaleServiceMonitor(ns, i, sc.endpoints))
-		}
-		if i < sc.rules {
-			objs = append(objs, scaleRule(ns, i))
-		}
-	}
+	objs := sc.objects(ns)
 	b.ResetTimer()
 	first := time.Now()
 	last := createAll(b, c, objs)
@@ -163,16 +170,7 @@ func benchmarkScale(b *testing.B, sc scaleCase) {
 	writes := summarize(auditWrites(b, audit, first, byUserAgent(controller.Name)))
 	b.Logf("the controller's writes since the first create, from the API server's audit log: %s", writes)
 	settle := func() series { return ctl.settle(b).writesBy }
-	ruleEdit := measureEdits(b, settle, prog, "PrometheusRule", func(i int) {
-		editObject(b, c, scaleRule(ns, 0), func(r *monitoringv1.PrometheusRule) {
-			r.Spec.Groups[0].Rules[0].Expr = intstr.FromString(fmt.Sprintf("vector(%d)", i))
-		})
-	})
-	monitorEdit := measureEdits(b, settle, prog, "ServiceMonitor", func(i int) {
-		editObject(b, c, scaleServiceMonitor(ns, 0, sc.endpoints), func(m *monitoringv1.ServiceMonitor) {
-			m.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 31+i))
-		})
-	})
+	ruleEdit, monitorEdit := measureScaleEdits(b, c, settle, prog, ns, sc)
 
 	b.ReportMetric(p.converged.Sub(last).Seconds(), "converge-s")
 	b.ReportMetric(p.converged.Sub(first).Seconds(), "total-s")

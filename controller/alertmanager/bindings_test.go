@@ -98,7 +98,7 @@ func waitUnbound(t *testing.T, c client.Client, amc *monitoringv1alpha1.Alertman
 // binding per Alertmanager, written only when it changes, and removed
 // when the Alertmanager no longer selects it, is handed back or deleted.
 func testBindings(t *testing.T, env *controlplane.ControlPlane) {
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	ns := "am-bindings"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -150,7 +150,7 @@ func testBindings(t *testing.T, env *controlplane.ControlPlane) {
 	}
 	// Then a reconcile of each, seen in its status.
 	for _, am := range ams {
-		edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Spec.LogLevel = "info" })
+		controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Spec.LogLevel = "info" })
 		eventually(t, func(ct *assert.CollectT) {
 			var live monitoringv1.Alertmanager
 			if assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
@@ -166,19 +166,19 @@ func testBindings(t *testing.T, env *controlplane.ControlPlane) {
 	for _, am := range ams {
 		waitAccepted(t, c, broken, am, monitoringv1.ConditionTrue, "")
 	}
-	edit(t, c, broken, func(a *monitoringv1alpha1.AlertmanagerConfig) {
+	controlplane.Edit(t, c, broken, func(a *monitoringv1alpha1.AlertmanagerConfig) {
 		a.Spec.Receivers[0].WebhookConfigs[0].SendResolved = ptr.To(false)
 	})
 	waitAccepted(t, c, broken, main, monitoringv1.ConditionTrue, "")
 
 	// No longer selected: the bindings on it go, the others stay.
-	edit(t, c, good, func(a *monitoringv1alpha1.AlertmanagerConfig) { delete(a.Labels, "team") })
+	controlplane.Edit(t, c, good, func(a *monitoringv1alpha1.AlertmanagerConfig) { delete(a.Labels, "team") })
 	for _, am := range ams {
 		waitUnbound(t, c, good, am)
 	}
 
 	// Handed back: its bindings go, the other Alertmanager's stay.
-	edit(t, c, second, func(a *monitoringv1.Alertmanager) { delete(a.Annotations, takeover.AnnotationControllerID) })
+	controlplane.Edit(t, c, second, func(a *monitoringv1.Alertmanager) { delete(a.Annotations, takeover.AnnotationControllerID) })
 	for _, amc := range []*monitoringv1alpha1.AlertmanagerConfig{broken, late} {
 		waitUnbound(t, c, amc, second)
 		waitAccepted(t, c, amc, main, monitoringv1.ConditionTrue, "")
@@ -236,7 +236,7 @@ func TestWithoutAlertmanagerConfigStatus(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), crd, 0o600))
 	}
 	env := controlplane.Start(t, dir)
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "old-amc"}}))
 	am := testAlertmanager("old-amc", "main", "podreload")

@@ -66,7 +66,7 @@ func globalConfigObject(ns, url string) *monitoringv1alpha1.AlertmanagerConfig {
 // last good configuration is kept and the status, an Event and the
 // errors counter say why; created again, it is used again.
 func testGlobal(t *testing.T, env *controlplane.ControlPlane) {
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	ns := "am-global"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -145,11 +145,11 @@ func testGlobal(t *testing.T, env *controlplane.ControlPlane) {
 
 	// An edit of the AlertmanagerConfig renders again; so does one of a
 	// Secret it reads.
-	edit(t, c, amc, func(a *monitoringv1alpha1.AlertmanagerConfig) {
+	controlplane.Edit(t, c, amc, func(a *monitoringv1alpha1.AlertmanagerConfig) {
 		a.Spec.Receivers[0].WebhookConfigs[0].URL = ptr.To("http://hook.example/second")
 	})
 	require.Equal(t, expected(), generated("http://hook.example/second"))
-	edit(t, c, smtp, func(s *corev1.Secret) { s.Data["password"] = []byte("second-password") })
+	controlplane.Edit(t, c, smtp, func(s *corev1.Secret) { s.Data["password"] = []byte("second-password") })
 	require.Equal(t, expected(), generated("smtp_auth_password: second-password"))
 	waitReconciled(t, c, am, metav1.ConditionTrue, "Reconciled", "")
 

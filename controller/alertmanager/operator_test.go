@@ -53,7 +53,7 @@ func mountOf(t *testing.T, sts *appsv1.StatefulSet, name string) corev1.VolumeMo
 // it back, in place too. No kubelet runs: the StatefulSet is what is
 // compared.
 func testOperator(t *testing.T, env *controlplane.ControlPlane) {
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	ns := "am-operator"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -77,7 +77,7 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-generated"}, &opSecret))
 
 	start(t, env.Config, ns)
-	edit(t, c, am, func(a *monitoringv1.Alertmanager) {
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) {
 		a.Annotations = map[string]string{takeover.AnnotationControllerID: "podreload"}
 	})
 	var sts appsv1.StatefulSet
@@ -99,7 +99,7 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 	require.Equal(t, opSecret.UID, generated.UID, "the generated Secret adopted in place")
 
 	// Handed back: the operator rewrites the StatefulSet, in place.
-	edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Annotations = nil })
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Annotations = nil })
 	eventually(t, func(ct *assert.CollectT) {
 		if assert.NoError(ct, c.Get(ctx, key, &sts)) {
 			assert.Contains(ct, reloaderOf(&sts), "prometheus-config-reloader", "the operator's reloader again")

@@ -26,9 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,16 +49,6 @@ func eventually(t *testing.T, check func(c *assert.CollectT), msgAndArgs ...any)
 	require.EventuallyWithT(t, check, deadline, 20*time.Millisecond, msgAndArgs...)
 }
 
-func newClient(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c
-}
-
 // start runs a controller of the Alertmanagers handed to podreload in
 // namespaces until the test ends; it returns the registry of its metrics.
 func start(t *testing.T, cfg *rest.Config, namespaces ...string) *prometheus.Registry {
@@ -79,18 +67,6 @@ func start(t *testing.T, cfg *rest.Config, namespaces ...string) *prometheus.Reg
 	})
 	eventually(t, func(c *assert.CollectT) { assert.NoError(c, m.Ready()) }, "caches synced")
 	return reg
-}
-
-// edit reads obj again, changes it with fn and writes it back.
-func edit[T client.Object](t *testing.T, c client.Client, obj T, fn func(T)) {
-	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		fn(obj)
-		return c.Update(t.Context(), obj)
-	}))
 }
 
 // operatorStatefulSet is a StatefulSet as prometheus-operator writes one
@@ -145,7 +121,7 @@ func TestReconciler(t *testing.T) {
 }
 
 func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	ns := "am-takeover"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -195,7 +171,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &sts))
 	require.Equal(t, "1234", sts.Annotations["prometheus-operator-input-hash"])
 
-	edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Annotations[takeover.AnnotationControllerID] = "podreload" })
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Annotations[takeover.AnnotationControllerID] = "podreload" })
 	eventually(t, func(ct *assert.CollectT) {
 		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &sts)) {
 			return
@@ -242,7 +218,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
 	// One created later, in a namespace of the namespace selector: the
 	// watches bring it in.
-	edit(t, c, am, func(a *monitoringv1.Alertmanager) {
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) {
 		a.Spec.AlertmanagerConfigNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	})
 	late := amc.DeepCopy()
@@ -279,7 +255,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	before := generated.Data["alertmanager.yaml.gz"]
 	var base corev1.Secret
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main"}, &base))
-	edit(t, c, &base, func(s *corev1.Secret) { s.Data["alertmanager.yaml"] = []byte("route: [\n") })
+	controlplane.Edit(t, c, &base, func(s *corev1.Secret) { s.Data["alertmanager.yaml"] = []byte("route: [\n") })
 	eventually(t, func(ct *assert.CollectT) {
 		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
 			return
@@ -342,7 +318,7 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 
 	// Hand back: our status fields go; a pod running our sidecar keeps the
 	// reloaders' Role until it goes; nothing else is deleted.
-	edit(t, c, am, func(a *monitoringv1.Alertmanager) { delete(a.Annotations, takeover.AnnotationControllerID) })
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) { delete(a.Annotations, takeover.AnnotationControllerID) })
 	eventually(t, func(ct *assert.CollectT) {
 		if assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
 			assert.Nil(ct, takeover.FindCondition(live.Status.Conditions, sidecar.ConditionConfigApplied), "our condition removed")
@@ -393,7 +369,7 @@ func TestSetupWithoutCRD(t *testing.T) {
 	m, err := kube.NewManager(logger, prometheus.NewRegistry(), kube.Options{Config: env.Config, Names: []string{App}, AddToScheme: []func(*runtime.Scheme) error{AddToScheme}})
 	require.NoError(t, err)
 	require.NoError(t, Setup(m, logger, prometheus.NewRegistry(), Options{ControllerID: "podreload"}))
-	require.Contains(t, logs.String(), "the Alertmanager CRD is not installed: no Alertmanager object is taken over")
+	require.Contains(t, logs.String(), `msg="prometheus-operator's CRD is not installed: no object of its kind is taken over (install it and restart the controller)" kind=Alertmanager err=`)
 }
 
 // TestWithoutAlertmanagerConfigCRD: with the Alertmanager CRD and not the
@@ -405,7 +381,7 @@ func TestWithoutAlertmanagerConfigCRD(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "monitoring.coreos.com_alertmanagers.yaml"), crd, 0o600))
 	env := controlplane.Start(t, dir)
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-amc"}}))
 	am := testAlertmanager("no-amc", "main", "podreload")

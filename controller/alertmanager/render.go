@@ -1,8 +1,6 @@
 package alertmanager
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -155,10 +153,7 @@ func render(in inputs) (*objects, error) {
 	}
 	objs := &objects{web: secret(am, webConfigName(am.Name), map[string][]byte{webconfig.SecretKey: file})}
 	if in.config != nil {
-		gz, err := gzipped(in.config)
-		if err != nil {
-			return nil, err
-		}
+		gz := contract.Gzip(in.config)
 		data := maps.Clone(in.templates)
 		if data == nil {
 			data = map[string][]byte{}
@@ -202,22 +197,6 @@ func secret(am *monitoringv1.Alertmanager, name string, data map[string][]byte) 
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}
-}
-
-// gzipped is b gzipped, the same bytes for the same b.
-func gzipped(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // serviceName is the governing Service of am's StatefulSet: the shared

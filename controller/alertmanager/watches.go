@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,12 +39,8 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	gk := monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.AlertmanagersKind).GroupKind()
-	if _, err := m.GetRESTMapper().RESTMapping(gk, monitoringv1.SchemeGroupVersion.Version); meta.IsNoMatchError(err) {
-		logger.Warn("the Alertmanager CRD is not installed: no Alertmanager object is taken over (install it and restart the controller)", "err", err)
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("take over Alertmanager objects: %w", err)
+	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.AlertmanagersKind); !served {
+		return err
 	}
 	r := &reconciler{
 		client: m.GetClient(), reader: m.GetAPIReader(), recorder: m.GetEventRecorder(kube.Name),
@@ -53,10 +48,9 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		metrics: newMetrics(reg), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
 		bound: map[bindingKey]monitoringv1.ConfigResourceCondition{}, unbound: map[bindingKey]bool{},
 	}
-	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	b := builder.ControllerManagedBy(m).
 		Named("alertmanager").
-		For(&monitoringv1.Alertmanager{}, builder.WithPredicates(changed)).
+		For(&monitoringv1.Alertmanager{}, builder.WithPredicates(takeover.Changed())).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).

@@ -24,7 +24,7 @@ import (
 // and its pods are probed and reloaded over HTTPS, the reloaders verifying
 // the certificate.
 func testWebTLS(t *testing.T, env *controlplane.ControlPlane) {
-	c := newClient(t, env.Config)
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
 	ns := "am-web-tls"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))

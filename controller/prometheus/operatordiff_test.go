@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v2"
@@ -22,39 +21,28 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/deploy/crds"
+	"github.com/podreload/podreload/internal/testenv/configdiff"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
-
-// knownDifference is a difference between prometheus-operator's
-// configuration and ours that a case is expected to show, until the work
-// named in reason is done.
-type knownDifference struct {
-	// sections are the sections expected to differ (diffConfigs' names:
-	// "global", "job <name>", ...); "*" stands for any number of sections,
-	// at least one.
-	sections []string
-	// reason says why they differ, and what removes the difference.
-	reason string
-}
 
 // operatorConfigKnown lists, by case, the differences TestOperatorConfig
 // expects. A case listed here fails when its differences are not exactly
 // these: when one disappears too, so that this table stays true. The
 // cases not listed must give the same configuration as prometheus-operator.
-func operatorConfigKnown() map[string]knownDifference {
+func operatorConfigKnown() map[string]configdiff.Known {
 	const (
 		refused  = "fromPrometheus refuses a field the case sets (the failure lists them)"
 		tlsFiles = "render inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/prometheus/certs: the same bytes in another form"
 	)
-	known := map[string]knownDifference{
-		"pm-tls":                    {sections: []string{"job podMonitor/monitoring/app/0"}, reason: tlsFiles},
-		"probe-auth-tls":            {sections: []string{"job probe/monitoring/web"}, reason: tlsFiles},
-		"sm-tls-secret":             {sections: []string{"job serviceMonitor/monitoring/app/0"}, reason: tlsFiles},
-		"sm-tls-configmap-insecure": {sections: []string{"job serviceMonitor/monitoring/app/0"}, reason: tlsFiles},
-		"alerting-options":          {sections: []string{"alerting"}, reason: tlsFiles},
+	known := map[string]configdiff.Known{
+		"pm-tls":                    {Sections: []string{"job podMonitor/monitoring/app/0"}, Reason: tlsFiles},
+		"probe-auth-tls":            {Sections: []string{"job probe/monitoring/web"}, Reason: tlsFiles},
+		"sm-tls-secret":             {Sections: []string{"job serviceMonitor/monitoring/app/0"}, Reason: tlsFiles},
+		"sm-tls-configmap-insecure": {Sections: []string{"job serviceMonitor/monitoring/app/0"}, Reason: tlsFiles},
+		"alerting-options":          {Sections: []string{"alerting"}, Reason: tlsFiles},
 	}
 	for _, name := range []string{"global-enforced-limits", "global-query-log-rule-offset", "global-scrape-limits", "remote-read", "remote-write-v2"} {
-		known[name] = knownDifference{sections: []string{"refused"}, reason: refused}
+		known[name] = configdiff.Known{Sections: []string{"refused"}, Reason: refused}
 	}
 	return known
 }
@@ -96,25 +84,7 @@ func TestOperatorConfig(t *testing.T) {
 			// objects (it logs why when it does).
 			require.NotContains(t, stderr.String(), "skipping object", "prometheus-operator rejects an object of the case")
 
-			diffs := diffConfigs(t, opconfig, want, ourConfig(t, docs))
-			sections := make([]string, 0, len(diffs))
-			var msg strings.Builder
-			for _, d := range diffs {
-				sections = append(sections, d.section)
-				fmt.Fprintf(&msg, "\n=== %s (- prometheus-operator, + podreload):\n%s", d.section, d.diff)
-			}
-			k, isKnown := known[name]
-			switch {
-			case !isKnown:
-				require.Empty(t, sections, "the configurations differ:%s", msg.String())
-			case len(sections) == 0:
-				t.Fatalf("the known difference is gone (%s): remove the case from operatorConfigKnown", k.reason)
-			case slices.Equal(k.sections, []string{"*"}):
-				t.Logf("known difference (%s):%s", k.reason, msg.String())
-			default:
-				require.Equal(t, k.sections, sections, "the differences are not the known ones (%s): update operatorConfigKnown:%s", k.reason, msg.String())
-				t.Logf("known difference (%s):%s", k.reason, msg.String())
-			}
+			configdiff.Check(t, name, known, diffConfigs(t, opconfig, want, ourConfig(t, docs)))
 		})
 	}
 }
@@ -271,11 +241,6 @@ type ourResult struct {
 	rejected []string
 }
 
-// configDiff is the difference in one section of the configuration.
-type configDiff struct {
-	section, diff string
-}
-
 // diffConfigs parses both configurations with Prometheus' config package
 // (opconfig --parse, which fills in Prometheus' defaults: a job's
 // scrape_interval from global, say, and shows the secrets) and returns
@@ -284,42 +249,16 @@ type configDiff struct {
 // each scrape job by name. What Prometheus treats as a set is compared as
 // one: the jobs (by name), rule_files, and the namespaces of a Kubernetes
 // service discovery.
-func diffConfigs(t *testing.T, opconfig string, want []byte, got ourResult) []configDiff {
+func diffConfigs(t *testing.T, opconfig string, want []byte, got ourResult) []configdiff.Diff {
 	t.Helper()
 	if got.refused != "" {
-		return []configDiff{{section: "refused", diff: got.refused}}
+		return []configdiff.Diff{{Section: "refused", Diff: got.refused}}
 	}
-	wantSections := configSections(t, opconfig, "prometheus-operator's", want)
-	gotSections := configSections(t, opconfig, "podreload's", got.config)
-	var names []string
-	for name := range wantSections {
-		names = append(names, name)
-	}
-	for name := range gotSections {
-		if _, ok := wantSections[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		return strings.Compare(sectionOrder(a), sectionOrder(b))
-	})
-	var diffs []configDiff
+	var diffs []configdiff.Diff
 	if len(got.rejected) > 0 {
-		diffs = append(diffs, configDiff{section: "rejected", diff: "render leaves out objects prometheus-operator keeps:\n" + strings.Join(got.rejected, "\n")})
+		diffs = append(diffs, configdiff.Diff{Section: "rejected", Diff: "render leaves out objects prometheus-operator keeps:\n" + strings.Join(got.rejected, "\n")})
 	}
-	for _, name := range names {
-		w, wok := wantSections[name]
-		g, gok := gotSections[name]
-		switch {
-		case !gok:
-			diffs = append(diffs, configDiff{section: name, diff: "only in prometheus-operator's:\n" + w})
-		case !wok:
-			diffs = append(diffs, configDiff{section: name, diff: "only in podreload's:\n" + g})
-		case w != g:
-			diffs = append(diffs, configDiff{section: name, diff: cmp.Diff(w, g)})
-		}
-	}
-	return diffs
+	return append(diffs, configdiff.Sections(configSections(t, opconfig, "prometheus-operator's", want), configSections(t, opconfig, "podreload's", got.config), sectionOrder)...)
 }
 
 // sectionOrder is the key that sorts the sections as diffConfigs lists
@@ -594,7 +533,7 @@ scrape_configs:
 			diffs := diffConfigs(t, opconfig, []byte(want), ourResult{config: []byte(tc.got), refused: tc.refused})
 			var sections []string
 			for _, d := range diffs {
-				sections = append(sections, d.section)
+				sections = append(sections, d.Section)
 			}
 			require.Equal(t, tc.want, sections, "%v", diffs)
 		})

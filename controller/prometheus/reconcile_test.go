@@ -32,9 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,16 +102,11 @@ type controlPlane struct {
 	c   client.Client
 }
 
+// newClient returns a client of the API server cfg reaches, knowing the
+// kinds the controller reads and writes.
 func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	require.NoError(t, monitoringv1.AddToScheme(scheme))
-	require.NoError(t, monitoringv1alpha1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c
+	return controlplane.NewClient(t, cfg, v1alpha1.AddToScheme, monitoringv1.AddToScheme, monitoringv1alpha1.AddToScheme)
 }
 
 // running is a controller started by a test.
@@ -238,16 +231,10 @@ func (cp *controlPlane) create(t *testing.T, objs ...client.Object) {
 }
 
 // edit reads obj again, changes it with fn and writes it back, again when
-// the controller wrote it in between.
+// the controller wrote it in between (controlplane.Edit).
 func edit[T client.Object](t *testing.T, c client.Client, obj T, fn func(T)) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		fn(obj)
-		return c.Update(t.Context(), obj)
-	}))
+	controlplane.Edit(t, c, obj, fn)
 }
 
 func server(ns, name string, fn func(*v1alpha1.PrometheusServerSpec)) *v1alpha1.PrometheusServer {

@@ -11,14 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -81,21 +79,14 @@ type syncedCondition struct {
 // to.ControllerID. A Prometheus matters when it is created or deleted, and
 // when its spec, labels or annotations (the controller id) change.
 func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to TakeOver) error {
-	gk := monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusesKind).GroupKind()
-	if _, err := m.GetRESTMapper().RESTMapping(gk, monitoringv1.SchemeGroupVersion.Version); meta.IsNoMatchError(err) {
-		// A cluster without prometheus-operator's CRD has no Prometheus
-		// to take over; the controller runs all the same.
-		logger.Warn("the Prometheus CRD is not installed: no Prometheus object is taken over (install it and restart the controller)", "err", err)
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("take over Prometheus objects: %w", err)
+	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.PrometheusesKind); !served {
+		return err
 	}
 	r := newReconciler(m, logger, metrics, opts)
 	r.takeover = &takingOver{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{}}
-	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheus").
-		For(&monitoringv1.Prometheus{}, builder.WithPredicates(changed)),
+		For(&monitoringv1.Prometheus{}, builder.WithPredicates(takeover.Changed())),
 		nil); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podreload/podreload/internal/testenv/docsection"
 	"github.com/podreload/podreload/internal/testenv/node"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkAlertmanagerConfigEdit(b *testing.B) {
 	r := amReport(edits)
 	b.Log(r)
 	if path := os.Getenv(benchDocsEnv); path != "" {
-		require.NoError(b, replaceSection(path, "node alertmanagerconfig edit", r))
+		require.NoError(b, docsection.Replace(path, "node alertmanagerconfig edit", "e2e/node/bench_test.go", r))
 	}
 }
 

@@ -29,8 +29,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,23 +95,7 @@ func (cl *cluster) installAlertmanagerCRDs(t testing.TB) {
 func (cl *cluster) operatorAlertmanager(t testing.TB, name string, replicas int) *monitoringv1.Alertmanager {
 	t.Helper()
 	ctx := t.Context()
-	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: operatorStorageClass},
-		Provisioner:       "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-	}
-	if err := cl.c.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	for i := range replicas {
-		claim := alertmanagerClaimName(name, i)
-		pv := operatorVolumeName(claim)
-		require.NoError(t, cl.node.HostPathVolumeOfClass(ctx, operatorStorageClass, pv, "default", claim, "1Gi", operatorUID, operatorGID))
-		// The kubelet would create the sub-path as root.
-		sub := filepath.Join(cl.node.HostPathDir(pv), alertmanagerSubPath)
-		require.NoError(t, os.MkdirAll(sub, 0o750))
-		require.NoError(t, os.Chown(sub, operatorUID, operatorGID))
-	}
+	cl.operatorVolumes(t, replicas, func(i int) string { return alertmanagerClaimName(name, i) }, alertmanagerSubPath)
 	am := &monitoringv1.Alertmanager{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: monitoringv1.AlertmanagerSpec{
@@ -144,31 +126,14 @@ func (cl *cluster) operatorAlertmanager(t testing.TB, name string, replicas int)
 // are ready, and returns their names.
 func (cl *cluster) waitAlertmanager(t testing.TB, name string, replicas int) []string {
 	t.Helper()
-	var pods []string
-	for i := range replicas {
-		pod := alertmanagerPod(name, i)
-		eventually(t, startTimeout, "pod "+pod+" ready", func() error {
-			_, err := cl.readyPod(t, "default", pod)
-			return err
-		})
-		pods = append(pods, pod)
-	}
-	return pods
+	return cl.waitReplicas(t, replicas, func(i int) string { return alertmanagerPod(name, i) })
 }
 
 // alertmanagerClaimUIDs returns the UIDs of the data claims of the
 // replicas of the Alertmanager name, by claim name.
 func (cl *cluster) alertmanagerClaimUIDs(t testing.TB, name string, replicas int) map[string]types.UID {
 	t.Helper()
-	uids := map[string]types.UID{}
-	for i := range replicas {
-		claim := alertmanagerClaimName(name, i)
-		pvc, err := cl.kube.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), claim, metav1.GetOptions{})
-		require.NoError(t, err, "claim %s", claim)
-		require.Equal(t, corev1.ClaimBound, pvc.Status.Phase, claim)
-		uids[claim] = pvc.UID
-	}
-	return uids
+	return cl.claimUIDs(t, replicas, func(i int) string { return alertmanagerClaimName(name, i) })
 }
 
 // alertmanager calls the API of the Alertmanager of the pod of default

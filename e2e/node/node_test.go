@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
@@ -200,6 +201,38 @@ func (cl *cluster) readyPod(t testing.TB, namespace, name string) (*corev1.Pod, 
 		return nil, fmt.Errorf("pod %s: %s", pod.Status.Phase, pod.Status.Message)
 	}
 	return pod, nil
+}
+
+// waitReplicas waits until the pods of default that pod names, one per
+// replica from 0 to replicas-1, are ready, and returns their names.
+func (cl *cluster) waitReplicas(t testing.TB, replicas int, pod func(replica int) string) []string {
+	t.Helper()
+	var pods []string
+	for i := range replicas {
+		name := pod(i)
+		eventually(t, startTimeout, "pod "+name+" ready", func() error {
+			_, err := cl.readyPod(t, "default", name)
+			return err
+		})
+		pods = append(pods, name)
+	}
+	return pods
+}
+
+// claimUIDs returns the UIDs of the claims of default that claim names,
+// one per replica from 0 to replicas-1, by claim name; each is bound (the
+// callers ask once the replicas' pods ran).
+func (cl *cluster) claimUIDs(t testing.TB, replicas int, claim func(replica int) string) map[string]types.UID {
+	t.Helper()
+	uids := map[string]types.UID{}
+	for i := range replicas {
+		name := claim(i)
+		pvc, err := cl.kube.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err, "claim %s", name)
+		require.Equal(t, corev1.ClaimBound, pvc.Status.Phase, name)
+		uids[name] = pvc.UID
+	}
+	return uids
 }
 
 // describe says what the pods of the test namespaces are doing and the

@@ -169,24 +169,7 @@ func (cl *cluster) startOperator(t testing.TB, id string) *operator.Process {
 func (cl *cluster) operatorPrometheus(t testing.TB, name string, replicas int) *monitoringv1.Prometheus {
 	t.Helper()
 	ctx := t.Context()
-	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: operatorStorageClass},
-		Provisioner:       "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-	}
-	if err := cl.c.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	for i := range replicas {
-		claim := operatorClaimName(name, i)
-		pv := operatorVolumeName(claim)
-		require.NoError(t, cl.node.HostPathVolumeOfClass(ctx, operatorStorageClass, pv, "default", claim, "1Gi", operatorUID, operatorGID))
-		// The operator mounts the volume's sub-path prometheus-db: the
-		// kubelet would create it as root, where Prometheus cannot write.
-		sub := filepath.Join(cl.node.HostPathDir(pv), "prometheus-db")
-		require.NoError(t, os.MkdirAll(sub, 0o750))
-		require.NoError(t, os.Chown(sub, operatorUID, operatorGID))
-	}
+	cl.operatorVolumes(t, replicas, func(i int) string { return operatorClaimName(name, i) }, "prometheus-db")
 
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"prometheus": name}}
 	sm := &monitoringv1.ServiceMonitor{
@@ -238,21 +221,40 @@ func (cl *cluster) operatorPrometheus(t testing.TB, name string, replicas int) *
 	return prom
 }
 
+// operatorVolumes creates the storage of a workload prometheus-operator
+// runs with persistent storage: a StorageClass operatorStorageClass (the
+// operator checks the class exists) and, bound in advance to the claim of
+// each replica (claim names it), a hostPath volume of that class
+// (operatorVolumeName) holding the sub-path subPath the operator mounts,
+// owned by operatorUID:operatorGID: the kubelet would create it as root,
+// where the process cannot write.
+func (cl *cluster) operatorVolumes(t testing.TB, replicas int, claim func(replica int) string, subPath string) {
+	t.Helper()
+	ctx := t.Context()
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: operatorStorageClass},
+		Provisioner:       "kubernetes.io/no-provisioner",
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	if err := cl.c.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	for i := range replicas {
+		name := claim(i)
+		pv := operatorVolumeName(name)
+		require.NoError(t, cl.node.HostPathVolumeOfClass(ctx, operatorStorageClass, pv, "default", name, "1Gi", operatorUID, operatorGID))
+		sub := filepath.Join(cl.node.HostPathDir(pv), subPath)
+		require.NoError(t, os.MkdirAll(sub, 0o750))
+		require.NoError(t, os.Chown(sub, operatorUID, operatorGID))
+	}
+}
+
 // waitOperatorPrometheus waits until the replicas pods of the operator's
 // Prometheus name (prometheus-<name>-<i>) are ready, and returns their
 // names.
 func (cl *cluster) waitOperatorPrometheus(t testing.TB, name string, replicas int) []string {
 	t.Helper()
-	var pods []string
-	for i := range replicas {
-		pod := "prometheus-" + name + "-" + strconv.Itoa(i)
-		eventually(t, startTimeout, "pod "+pod+" ready", func() error {
-			_, err := cl.readyPod(t, "default", pod)
-			return err
-		})
-		pods = append(pods, pod)
-	}
-	return pods
+	return cl.waitReplicas(t, replicas, func(i int) string { return "prometheus-" + name + "-" + strconv.Itoa(i) })
 }
 
 // operatorClaimUIDs returns the UIDs of the data claims of the replicas
@@ -260,14 +262,7 @@ func (cl *cluster) waitOperatorPrometheus(t testing.TB, name string, replicas in
 // the same claims.
 func (cl *cluster) operatorClaimUIDs(t testing.TB, name string, replicas int) map[string]types.UID {
 	t.Helper()
-	uids := map[string]types.UID{}
-	for i := range replicas {
-		claim := operatorClaimName(name, i)
-		pvc, err := cl.kube.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), claim, metav1.GetOptions{})
-		require.NoError(t, err, "claim %s", claim)
-		uids[claim] = pvc.UID
-	}
-	return uids
+	return cl.claimUIDs(t, replicas, func(i int) string { return operatorClaimName(name, i) })
 }
 
 // hasSeries returns nil once an instant query of the pod's Prometheus for

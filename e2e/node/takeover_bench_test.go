@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/internal/testenv/docsection"
 	"github.com/podreload/podreload/internal/testenv/node"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkTakeover(b *testing.B) {
 	}
 	b.Log(r)
 	if path := os.Getenv(benchDocsEnv); path != "" {
-		require.NoError(b, replaceSection(path, "node takeover", r))
+		require.NoError(b, docsection.Replace(path, "node takeover", "e2e/node/bench_test.go", r))
 	}
 }
 

@@ -4,7 +4,6 @@ package main
 // prometheus-operator generates, with its own ConfigBuilder.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kfake "k8s.io/client-go/kubernetes/fake"
 )
 
@@ -82,36 +80,16 @@ func runAlertmanager(in io.Reader, logger *slog.Logger, stdout, stderr io.Writer
 // ConfigMaps and Namespaces.
 func decodeAlertmanager(r io.Reader) (*alertmanagerInput, error) {
 	in := &alertmanagerInput{secrets: map[string]*corev1.Secret{}, namespaces: map[string]*corev1.Namespace{}}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	for i := 0; ; i++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		obj, _, err := decodeDocument(doc)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
+	err := decodeAll(r, func(i int, obj object, _ bool) error {
 		switch o := obj.(type) {
-		case nil:
 		case *monitoringv1.Alertmanager:
 			if in.am != nil {
-				return nil, fmt.Errorf("two Alertmanager objects: %s/%s and %s/%s", in.am.Namespace, in.am.Name, o.Namespace, o.Name)
+				return fmt.Errorf("two Alertmanager objects: %s/%s and %s/%s", in.am.Namespace, in.am.Name, o.Namespace, o.Name)
 			}
 			in.am = o
 		case *monitoringv1alpha1.AlertmanagerConfig:
 			in.configs = append(in.configs, o)
 		case *corev1.Secret:
-			for k, v := range o.StringData {
-				if o.Data == nil {
-					o.Data = map[string][]byte{}
-				}
-				o.Data[k] = []byte(v)
-			}
-			o.StringData = nil
 			in.secrets[o.Namespace+"/"+o.Name] = o
 			in.core = append(in.core, o)
 		case *corev1.ConfigMap:
@@ -119,8 +97,12 @@ func decodeAlertmanager(r io.Reader) (*alertmanagerInput, error) {
 		case *corev1.Namespace:
 			in.namespaces[o.Name] = o
 		default:
-			return nil, fmt.Errorf("document %d: %s is not read in --alertmanager mode", i, obj.GetObjectKind().GroupVersionKind().Kind)
+			return fmt.Errorf("document %d: %s is not read in --alertmanager mode", i, obj.GetObjectKind().GroupVersionKind().Kind)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if in.am == nil {
 		return nil, errors.New("no Alertmanager object")

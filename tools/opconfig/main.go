@@ -212,43 +212,18 @@ func decode(r io.Reader) (*inputObjects, error) {
 	objs := &inputObjects{}
 	namespaces := map[string]bool{}
 	declared := map[string]bool{}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	for i := 0; ; i++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		obj, core, err := decodeDocument(doc)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		switch o := obj.(type) {
-		case nil:
-			continue
-		case *corev1.Namespace:
-			declared[o.Name] = true
-		default:
-			namespaces[o.GetNamespace()] = true
+	err := decodeAll(r, func(_ int, obj object, core bool) error {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			declared[ns.Name] = true
+		} else {
+			namespaces[obj.GetNamespace()] = true
 		}
 		switch o := obj.(type) {
 		case *monitoringv1.Prometheus:
 			if objs.prometheus != nil {
-				return nil, fmt.Errorf("two Prometheus objects: %s/%s and %s/%s", objs.prometheus.Namespace, objs.prometheus.Name, o.Namespace, o.Name)
+				return fmt.Errorf("two Prometheus objects: %s/%s and %s/%s", objs.prometheus.Namespace, objs.prometheus.Name, o.Namespace, o.Name)
 			}
 			objs.prometheus = o
-		case *corev1.Secret:
-			// The API server moves stringData into data.
-			for k, v := range o.StringData {
-				if o.Data == nil {
-					o.Data = map[string][]byte{}
-				}
-				o.Data[k] = []byte(v)
-			}
-			o.StringData = nil
-			objs.core = append(objs.core, o)
 		default:
 			if core {
 				objs.core = append(objs.core, o)
@@ -256,6 +231,10 @@ func decode(r io.Reader) (*inputObjects, error) {
 				objs.monitoring = append(objs.monitoring, o)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if objs.prometheus == nil {
 		return nil, errors.New("no Prometheus object")
@@ -268,8 +247,35 @@ func decode(r io.Reader) (*inputObjects, error) {
 	return objs, nil
 }
 
+// decodeAll calls f with each object of the YAML documents of r, in
+// order, with its document's index and whether it is a core object; empty
+// documents are skipped. It stops at f's first error.
+func decodeAll(r io.Reader, f func(i int, obj object, core bool) error) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for i := 0; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+		obj, core, err := decodeDocument(doc)
+		if err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+		if obj == nil {
+			continue
+		}
+		if err := f(i, obj, core); err != nil {
+			return err
+		}
+	}
+}
+
 // decodeDocument decodes one YAML document strictly; obj is nil for an
-// empty document.
+// empty document. A Secret's stringData moves into its data, as the API
+// server moves it.
 func decodeDocument(doc []byte) (obj object, core bool, err error) {
 	var meta metav1.TypeMeta
 	if err := sigsyaml.Unmarshal(doc, &meta); err != nil {
@@ -290,6 +296,15 @@ func decodeDocument(doc []byte) (obj object, core bool, err error) {
 	}
 	if _, ns := obj.(*corev1.Namespace); !ns && obj.GetNamespace() == "" {
 		return nil, false, fmt.Errorf("%s %s: no namespace", meta.Kind, obj.GetName())
+	}
+	if s, ok := obj.(*corev1.Secret); ok {
+		for k, v := range s.StringData {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[k] = []byte(v)
+		}
+		s.StringData = nil
 	}
 	return obj, core, nil
 }

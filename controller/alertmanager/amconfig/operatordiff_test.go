@@ -16,7 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/alertmanager/config"
@@ -26,40 +25,30 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/podreload/podreload/internal/testenv/configdiff"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
-
-// knownDifference is a difference between prometheus-operator's
-// configuration and ours that a case is expected to show, until the work
-// named in reason is done or for the reason it gives.
-type knownDifference struct {
-	// sections are the sections expected to differ (diffConfigs' names:
-	// "global", "route", "receiver <name>", ...).
-	sections []string
-	// reason says why they differ.
-	reason string
-}
 
 // operatorConfigKnown lists, by case, the differences TestOperatorConfig
 // expects. A case listed here fails when its differences are not exactly
 // these: when one disappears too, so that this table stays true. The
 // cases not listed must give the same configuration as
 // prometheus-operator.
-func operatorConfigKnown() map[string]knownDifference {
+func operatorConfigKnown() map[string]configdiff.Known {
 	const badRegexp = "prometheus-operator v0.93.1 writes a matcher whose regular expression does not compile, which Alertmanager refuses: the whole configuration fails to load; Generate leaves that AlertmanagerConfig out with the parser's message"
 	const tlsFiles = "Generate inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/alertmanager/certs: the same bytes in another form"
-	return map[string]knownDifference{
-		"email-tls":           {sections: []string{"receiver team-a/r/ops"}, reason: tlsFiles},
-		"global-smtp":         {sections: []string{"global", "receiver monitoring/global/mail"}, reason: tlsFiles + " (the receiver inherits the global SMTP TLS configuration)"},
-		"http-tls":            {sections: []string{"receiver team-a/tls/ops"}, reason: tlsFiles},
-		"pushover-sound":      {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops a Pushover receiver's sound; Generate writes it"},
-		"sns-external-id":     {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops sigv4's externalId before Alertmanager 0.33; Alertmanager 0.31 knows external_id, Generate writes it"},
-		"http-oauth2-tls":     {sections: []string{"receiver team-a/r/ops"}, reason: "prometheus-operator v0.93.1 drops the TLS configuration of an OAuth2 token endpoint; Generate writes it (inline)"},
-		"invalid-regex":       {sections: []string{"left out", "refused"}, reason: badRegexp},
-		"invalid-route-regex": {sections: []string{"left out", "refused"}, reason: badRegexp},
+	return map[string]configdiff.Known{
+		"email-tls":           {Sections: []string{"receiver team-a/r/ops"}, Reason: tlsFiles},
+		"global-smtp":         {Sections: []string{"global", "receiver monitoring/global/mail"}, Reason: tlsFiles + " (the receiver inherits the global SMTP TLS configuration)"},
+		"http-tls":            {Sections: []string{"receiver team-a/tls/ops"}, Reason: tlsFiles},
+		"pushover-sound":      {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops a Pushover receiver's sound; Generate writes it"},
+		"sns-external-id":     {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops sigv4's externalId before Alertmanager 0.33; Alertmanager 0.31 knows external_id, Generate writes it"},
+		"http-oauth2-tls":     {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops the TLS configuration of an OAuth2 token endpoint; Generate writes it (inline)"},
+		"invalid-regex":       {Sections: []string{"left out", "refused"}, Reason: badRegexp},
+		"invalid-route-regex": {Sections: []string{"left out", "refused"}, Reason: badRegexp},
 		"rocketchat": {
-			sections: []string{"refused"},
-			reason:   "prometheus-operator v0.93.1 writes is_webview and msg_in_chat_window into Rocket.Chat actions, which Alertmanager 0.31 refuses; Generate writes the actions' text, url and msg only",
+			Sections: []string{"refused"},
+			Reason:   "prometheus-operator v0.93.1 writes is_webview and msg_in_chat_window into Rocket.Chat actions, which Alertmanager 0.31 refuses; Generate writes the actions' text, url and msg only",
 		},
 	}
 }
@@ -101,28 +90,13 @@ func TestOperatorConfig(t *testing.T) {
 			for _, l := range res.LeftOut {
 				leftOut = append(leftOut, l.Config.String())
 			}
-			var diffs []configDiff
+			var diffs []configdiff.Diff
 			if skipped := operatorSkipped(stderr.String()); !slices.Equal(skipped, leftOut) {
-				diffs = append(diffs, configDiff{section: "left out", diff: fmt.Sprintf(
+				diffs = append(diffs, configdiff.Diff{Section: "left out", Diff: fmt.Sprintf(
 					"prometheus-operator rejects %v, Generate leaves out %v:\n%s%v", skipped, leftOut, stderr.String(), res.LeftOut)})
 			}
 			diffs = append(diffs, diffConfigs(t, want, res.Config)...)
-			sections := make([]string, 0, len(diffs))
-			var msg strings.Builder
-			for _, d := range diffs {
-				sections = append(sections, d.section)
-				fmt.Fprintf(&msg, "\n=== %s (- prometheus-operator, + podreload):\n%s", d.section, d.diff)
-			}
-			k, isKnown := known[name]
-			switch {
-			case !isKnown:
-				require.Empty(t, sections, "the configurations differ:%s", msg.String())
-			case len(sections) == 0:
-				t.Fatalf("the known difference is gone (%s): remove the case from operatorConfigKnown", k.reason)
-			default:
-				require.Equal(t, k.sections, sections, "the differences are not the known ones (%s): update operatorConfigKnown:%s", k.reason, msg.String())
-				t.Logf("known difference (%s):%s", k.reason, msg.String())
-			}
+			configdiff.Check(t, name, known, diffs)
 		})
 	}
 }
@@ -238,11 +212,6 @@ func (f fakeResolver) ConfigMap(_ context.Context, namespace string, sel corev1.
 	return []byte(v), nil
 }
 
-// configDiff is the difference in one section of the configuration.
-type configDiff struct {
-	section, diff string
-}
-
 // diffConfigs parses both configurations with Alertmanager's config
 // package and returns their differences by section: global, route,
 // inhibit_rules, mute_time_intervals, time_intervals, templates, then
@@ -250,22 +219,11 @@ type configDiff struct {
 //
 // When Alertmanager refuses prometheus-operator's configuration, the one
 // difference is "refused", with the parser's message.
-func diffConfigs(t *testing.T, want, got []byte) []configDiff {
+func diffConfigs(t *testing.T, want, got []byte) []configdiff.Diff {
 	t.Helper()
 	if _, err := config.Load(string(want)); err != nil {
 		configSections(t, "podreload's", got)
-		return []configDiff{{section: "refused", diff: "Alertmanager refuses prometheus-operator's configuration: " + err.Error()}}
-	}
-	w := configSections(t, "prometheus-operator's", want)
-	g := configSections(t, "podreload's", got)
-	var names []string
-	for name := range w {
-		names = append(names, name)
-	}
-	for name := range g {
-		if _, ok := w[name]; !ok {
-			names = append(names, name)
-		}
+		return []configdiff.Diff{{Section: "refused", Diff: "Alertmanager refuses prometheus-operator's configuration: " + err.Error()}}
 	}
 	order := func(name string) string {
 		if i := slices.Index([]string{"global", "route", "inhibit_rules", "mute_time_intervals", "time_intervals", "templates"}, name); i >= 0 {
@@ -273,21 +231,7 @@ func diffConfigs(t *testing.T, want, got []byte) []configDiff {
 		}
 		return "9" + name
 	}
-	slices.SortFunc(names, func(a, b string) int { return strings.Compare(order(a), order(b)) })
-	var diffs []configDiff
-	for _, name := range names {
-		ws, wok := w[name]
-		gs, gok := g[name]
-		switch {
-		case !gok:
-			diffs = append(diffs, configDiff{section: name, diff: "only in prometheus-operator's:\n" + ws})
-		case !wok:
-			diffs = append(diffs, configDiff{section: name, diff: "only in podreload's:\n" + gs})
-		case ws != gs:
-			diffs = append(diffs, configDiff{section: name, diff: cmp.Diff(ws, gs)})
-		}
-	}
-	return diffs
+	return configdiff.Sections(configSections(t, "prometheus-operator's", want), configSections(t, "podreload's", got), order)
 }
 
 // configSections loads a configuration with Alertmanager's config
