@@ -423,7 +423,7 @@ func TestWithoutAlertmanagerConfigCRD(t *testing.T) {
 	waitReconciled(t, c, broken, metav1.ConditionFalse, "InvalidConfiguration", "nothing is written until a configuration is generated: ")
 	err = c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: "alertmanager-broken"}, &appsv1.StatefulSet{})
 	require.True(t, apierrors.IsNotFound(err), "no StatefulSet before a configuration: %v", err)
-	edit(t, c, base, func(s *corev1.Secret) { s.Data["alertmanager.yaml"] = []byte(baseConfig) })
+	controlplane.Edit(t, c, base, func(s *corev1.Secret) { s.Data["alertmanager.yaml"] = []byte(baseConfig) })
 	waitReconciled(t, c, broken, metav1.ConditionTrue, "Reconciled", "")
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: "alertmanager-broken"}, &appsv1.StatefulSet{}))
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "no-amc", Name: "alertmanager-broken-generated"}, &corev1.Secret{}))
