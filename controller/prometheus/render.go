@@ -203,13 +203,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Parts:           &cache.parts,
 	})
 	wg.Wait()
-	held := false
-	if in.HoldRules {
-		if kept, ok := cache.writtenRules(server); ok {
-			held = !sameRules(shards, kept)
-			shards = kept
-		}
-	}
+	shards, held := cache.hold(server, shards, in.HoldRules)
 	refs := store.Union(parts.secrets, web.Refs)
 	if err != nil {
 		return nil, &specError{Err: err, SecretRefs: refs}

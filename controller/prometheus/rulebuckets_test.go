@@ -183,6 +183,14 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 	checkLayout(t, before, files)
 	require.Len(t, files, 1000)
 	checkRules(t, before)
+	// The API server adds a uid, a resourceVersion, a creation time,
+	// owner references and managed fields: under 3 KiB with their keys
+	// (counted in shardCost).
+	for _, cm := range before {
+		b, err := json.Marshal(cm)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(b), 61<<10, "%s as JSON, without its metadata", cm.Name)
+	}
 
 	edited := rules[417]
 	edited.ResourceVersion = "2"

@@ -85,7 +85,9 @@ type ruleKey struct {
 // zero value is ready; it is safe for concurrent use. Objects without a
 // UID or resourceVersion are not cached. It also keeps the gzipped
 // configuration of the last render, by the SHA-256 of the configuration,
-// and its gzipped parts when it was split (partCache).
+// its gzipped parts when it was split (partCache), and the rule ConfigMaps
+// last written (wroteRules), which a render holding the rules' changes
+// back keeps.
 type ruleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
@@ -139,6 +141,21 @@ func (c *ruleCache) writtenRules(server *v1alpha1.PrometheusServer) ([]*corev1.C
 		return nil, false
 	}
 	return cloneConfigMaps(c.written), true
+}
+
+// hold returns the rule ConfigMaps to write for server instead of
+// shards, those rendered from its rules: with holdRules, those last
+// written when c knows them (writtenRules); and whether they differ from
+// shards, held back.
+func (c *ruleCache) hold(server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap, holdRules bool) (_ []*corev1.ConfigMap, held bool) {
+	if !holdRules {
+		return shards, false
+	}
+	kept, ok := c.writtenRules(server)
+	if !ok {
+		return shards, false
+	}
+	return kept, !sameRules(shards, kept)
 }
 
 // cloneConfigMaps returns deep copies of cms, never nil.
