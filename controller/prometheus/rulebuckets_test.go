@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
 )
 
 // sizedFiles are files named f000.yaml, f001.yaml... of gzipped sizes.
@@ -210,6 +212,28 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 		}
 	}
 	require.Len(t, changed, 1)
+}
+
+// TestRenderRulesVolumeSource: with the volume source, the rules take a
+// power of two of ConfigMaps, the least that holds them, so that the
+// pods roll once per doubling of the rules (volumeBuckets).
+func TestRenderRulesVolumeSource(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {12, 16}, {16, 16}, {17, 32}} {
+		require.Equal(t, tc.want, volumeBuckets(tc.n), "%d", tc.n)
+	}
+	server := testServer()
+	server.Spec.Reloader.Source = v1alpha1.SourceVolume
+	rules := benchRules(1000)
+	var api, volume ruleCache
+	apiShards, _ := api.render(testServer(), rules)
+	volumeShards, _ := volume.render(server, rules)
+	require.Len(t, apiShards, 13)
+	require.Len(t, volumeShards, 16)
+	checkRules(t, volumeShards)
+	var restarted ruleCache
+	restarted.seed(volumeShards)
+	again, _ := restarted.render(server, rules)
+	require.Len(t, again, 16, "the same after a restart")
 }
 
 // ruleState is the rule files of live ConfigMaps: by ConfigMap, its keys.

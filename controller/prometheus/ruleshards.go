@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -302,7 +303,19 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buckets = ruleBuckets(small, c.buckets)
+	if !apiSource(server) {
+		c.buckets = volumeBuckets(c.buckets)
+	}
 	return packShards(server, files, c.buckets), rejected
+}
+
+// volumeBuckets is n rounded up to a power of two: with the volume
+// source, a count of rule ConfigMaps past the volumes the pods mount
+// (ruleVolumes) rolls the pods, and the files moved into the new ones are
+// missing from a pod until it has rolled. Doubling, the count passes them
+// once per doubling of the rules, not once per 4 ConfigMaps more.
+func volumeBuckets(n int) int {
+	return 1 << bits.Len(uint(max(n, 1)-1))
 }
 
 // packShards places files into rule file ConfigMaps of server: each
