@@ -3,17 +3,24 @@ package prometheus
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -89,6 +96,7 @@ func (cp *controlPlane) testBurst(t *testing.T) {
 		if cond := meta.FindStatusCondition(status.Conditions, conditionConfigApplied); assert.NotNil(c, cond) {
 			assert.Equal(c, "every ready replica runs "+status.ContentHash[:12], cond.Message)
 		}
+		assert.Equal(c, cp.contentHash(t, srv), status.ContentHash, "the content written")
 	})
 	close(stop)
 	reporters.Wait()
@@ -150,4 +158,185 @@ func TestPrune(t *testing.T) {
 		"h": []any{map[string]any{"j": "k"}},
 		"l": int64(0),
 	}, prune(u))
+}
+
+// testRulesHeld hands the key of a server to its reconciler by hand, on
+// a clock of its own, as the work queue does in a burst of events (the
+// timing is TestCoalescer's): the render at the bound writes the
+// configuration with the rule ConfigMaps as written before, and a status
+// whose content hash is that of what is written; the render after the
+// burst writes each rule ConfigMap once, and the status with them.
+func (cp *controlPlane) testRulesHeld(t *testing.T) {
+	ns := cp.namespace(t, "held", nil)
+	var now time.Duration
+	run, m, logger := cp.manager(t, kube.Options{Namespaces: []string{ns}})
+	r := newReconciler(m, logger, newMetrics(run.reg), testWorkloadOptions())
+	r.coalescer = newCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
+	run.run(t, m)
+
+	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
+		s.ServiceMonitorSelector = &metav1.LabelSelector{}
+		s.RuleSelector = &metav1.LabelSelector{}
+	})
+	rules := []*monitoringv1.PrometheusRule{prometheusRule(ns, "rule-0", nil, "up")}
+	cp.create(t, srv, rules[0], serviceMonitor(ns, "monitor-0", nil))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(srv)}
+	// handOver hands the key over at the time at, once the reconciler's
+	// cache holds what the API server does, and reports whether it
+	// rendered.
+	handOver := func(at time.Duration, monitors int) bool {
+		t.Helper()
+		cp.waitCached(t, r.client, ns, len(rules), monitors)
+		now = at
+		res, err := r.Reconcile(t.Context(), req)
+		require.NoError(t, err)
+		return res.IsZero()
+	}
+	// rulesWritten are the write requests of rule ConfigMaps among writes.
+	rulesWritten := func(writes []string) []string {
+		var out []string
+		for _, w := range writes {
+			if strings.Contains(w, "/configmaps") {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	// checkStatus checks that the status tells the content written.
+	checkStatus := func(message string) v1alpha1.PrometheusServerStatus {
+		t.Helper()
+		status := cp.status(t, srv)
+		assert.Equal(t, cp.contentHash(t, srv), status.ContentHash, "the content written")
+		if cond := meta.FindStatusCondition(status.Conditions, conditionReconciled); assert.NotNil(t, cond) {
+			assert.Contains(t, cond.Message, message)
+		}
+		return status
+	}
+
+	require.True(t, handOver(0, 1), "the first event renders at once")
+	first := cp.waitJobs(t, srv, "serviceMonitor/held/monitor-0/0")
+	cp.waitRules(t, srv, []string{fileOf(rules[0])})
+	checkStatus("1 rule file ConfigMaps written")
+	before := len(run.Writes())
+
+	// A burst: rules too large to share one ConfigMap, and monitors.
+	for i := 1; i <= 8; i++ {
+		rule := paddedRule(ns, fmt.Sprintf("rule-%d", i), 10<<10)
+		cp.create(t, rule, serviceMonitor(ns, fmt.Sprintf("monitor-%d", i), nil))
+		rules = append(rules, rule)
+	}
+	// Events every 50 ms from 50 ms: the first unrendered at 50 ms, its
+	// bound at 3.05 s.
+	at := 50 * time.Millisecond
+	for ; !handOver(at, 9); at += 50 * time.Millisecond {
+		require.Less(t, at, maxWait+time.Second, "no render at the bound")
+	}
+	require.Equal(t, 50*time.Millisecond+maxWait, at, "rendered at the bound")
+	held := run.Writes()[before:]
+	assert.Empty(t, rulesWritten(held), "rule ConfigMaps written at the bound")
+	assert.Contains(t, held, "PUT /api/v1/namespaces/"+ns+"/secrets/"+ConfigSecretName(srv), "the configuration written at the bound")
+	config := cp.config(t, srv)
+	assert.Len(t, jobs(t, config), 9, "the monitors of the burst")
+	assert.Equal(t, ruleFilesOf(t, first), ruleFilesOf(t, config), "rule_files of the ConfigMaps kept")
+	assert.Equal(t, [][]string{{fileOf(rules[0])}}, cp.ruleFiles(t, srv))
+	status := checkStatus("the rules' changes are written once the burst of changes pauses")
+	assert.Equal(t, int32(9), status.Rules.Selected)
+	before = len(run.Writes())
+
+	// The burst ends: one more event, then the quiet gap.
+	require.False(t, handOver(at+quietGap/2, 9))
+	require.True(t, handOver(at+quietGap/2+quietGap, 9), "the render after the quiet gap")
+	written := rulesWritten(run.Writes()[before:])
+	var want [][]string
+	for _, rule := range rules {
+		i := ruleBucket(fileOf(rule), len(cp.ruleFiles(t, srv)))
+		for len(want) <= i {
+			want = append(want, nil)
+		}
+		want[i] = append(want[i], fileOf(rule))
+	}
+	for i := range want {
+		slices.Sort(want[i])
+	}
+	cp.waitRules(t, srv, want...)
+	require.Greater(t, len(want), 1, "the rules fill several ConfigMaps")
+	assert.Len(t, written, len(want), "each rule ConfigMap written once: %q", written)
+	assert.Equal(t, len(want)-1, count(written, "POST /api/v1/namespaces/"+ns+"/configmaps"), "created: %q", written)
+	assert.Equal(t, 1, count(written, "PUT /api/v1/namespaces/"+ns+"/configmaps/"+ruleShardName(srv, 0)), "updated: %q", written)
+	checkStatus(fmt.Sprintf("%d rule file ConfigMaps written", len(want)))
+	assert.Len(t, ruleFilesOf(t, cp.config(t, srv)), len(want))
+
+	// Nothing changed since: a later event writes nothing.
+	before = len(run.Writes())
+	require.True(t, handOver(at+time.Minute, 9))
+	assert.Empty(t, run.Writes()[before:])
+	assert.Empty(t, run.Conflicts())
+}
+
+// contentHash is the content hash of the config Secret and the rule
+// ConfigMaps of s as the API server has them.
+func (cp *controlPlane) contentHash(t *testing.T, s *v1alpha1.PrometheusServer) string {
+	var secret corev1.Secret
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: ConfigSecretName(s)}, &secret))
+	var cms corev1.ConfigMapList
+	require.NoError(t, cp.c.List(t.Context(), &cms, client.InNamespace(s.Namespace), client.MatchingLabels{LabelRuleFiles: s.Name}))
+	var live []*corev1.ConfigMap
+	for i := range cms.Items {
+		live = append(live, &cms.Items[i])
+	}
+	return contentHash(secret.Data[ConfigSecretKey], live)
+}
+
+// count is how many times s is in list.
+func count(list []string, s string) int {
+	n := 0
+	for _, e := range list {
+		if e == s {
+			n++
+		}
+	}
+	return n
+}
+
+// ruleFilesOf returns the rule_files of a configuration.
+func ruleFilesOf(t *testing.T, config string) []string {
+	var cfg struct {
+		RuleFiles []string `yaml:"rule_files"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(config), &cfg))
+	return cfg.RuleFiles
+}
+
+// waitCached waits until the cache c reads from holds the rule
+// ConfigMaps, StatefulSets and Services of ns as the API server does,
+// and rules PrometheusRules and monitors ServiceMonitors.
+func (cp *controlPlane) waitCached(t *testing.T, c client.Reader, ns string, rules, monitors int) {
+	t.Helper()
+	versions := func(r client.Reader, list client.ObjectList) map[string]string {
+		require.NoError(t, r.List(t.Context(), list, client.InNamespace(ns)))
+		out := map[string]string{}
+		require.NoError(t, meta.EachListItem(list, func(o runtime.Object) error {
+			m, err := meta.Accessor(o)
+			if err == nil && m.GetLabels()[kube.LabelName] == App {
+				out[m.GetName()] = m.GetResourceVersion()
+			}
+			return err
+		}))
+		return out
+	}
+	eventually(t, func(ct *assert.CollectT) {
+		for _, newList := range []func() client.ObjectList{
+			func() client.ObjectList { return &corev1.ConfigMapList{} },
+			func() client.ObjectList { return &appsv1.StatefulSetList{} },
+			func() client.ObjectList { return &corev1.ServiceList{} },
+		} {
+			assert.Equal(ct, versions(cp.c, newList()), versions(c, newList()))
+		}
+		var pr monitoringv1.PrometheusRuleList
+		assert.NoError(ct, c.List(t.Context(), &pr, client.InNamespace(ns)))
+		assert.Len(ct, pr.Items, rules)
+		var sm monitoringv1.ServiceMonitorList
+		assert.NoError(ct, c.List(t.Context(), &sm, client.InNamespace(ns)))
+		assert.Len(ct, sm.Items, monitors)
+	}, "the controller's cache")
 }

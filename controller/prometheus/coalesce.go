@@ -16,24 +16,39 @@ import (
 // creates (docs/benchmarks.md, BenchmarkScale). The numbers:
 //
 //   - An event quietGap (100 ms) or more after the server's last event and
-//     the end of its last render renders at once: a single edit is written
-//     as fast as before (< 100 ms), and so are edits a few hundred
-//     milliseconds apart (make bench's pipeline edits every 250 ms).
+//     the end of its last render renders at once, the rules included: a
+//     single edit is written as fast as before (< 100 ms), and so are
+//     edits a few hundred milliseconds apart (make bench's pipeline edits
+//     every 250 ms). The first event of a burst cannot be told from a
+//     single edit: it renders at once too.
 //   - Otherwise the render waits until the server's events have been quiet
 //     for quietGap, so that it comes 0.1 s after the last create
 //     of a burst plus one render (about 0.2 s for 2,000 objects): the 0.5 s
 //     from the last create to convergence is kept. A burst's creates come
 //     a few milliseconds apart (2,000 in 6 to 10 s from 16 clients); 100 ms
 //     is also longer than the API server's usual pauses on a loaded host.
-//   - A burst that never pauses is rendered at most every maxWait (3 s)
-//     after its first unrendered event, so that progress is written: a
-//     2,000-object burst of 7 s renders 4 times (the first event, twice at
-//     the bound, once after the last), about 16 object changes (4 config
-//     Secrets, 4 statuses, the rule ConfigMaps created and changed), under
-//     the 20 prometheus-operator's operator needs; 10 s, 5 times.
+//   - A burst that never pauses is rendered at its bound after its first
+//     unrendered event, so that progress is written: maxWait (3 s) the
+//     first time, then twice the last bound, up to maxBound (12 s), until
+//     a render comes at a quiet gap. A 2,000-object burst of 6 to 9 s
+//     renders 3 times (the first event, once at the bound, once after the
+//     last), one of 10 to 21 s 4 times.
+//   - A render at the bound holds the rule ConfigMaps' changes back (it
+//     writes the configuration, with the rule files as written before, and
+//     the status saying so; holdRules): the render after the last event
+//     writes them, each rule ConfigMap once. The rules of 1,000
+//     PrometheusRules (600 KB) fill about 12 ConfigMaps (ruleshards.go); had
+//     each render at the bound written those that gained files, each would
+//     be written once more per bound. A burst of 2,000 objects then changes
+//     about 19 objects: 3 config Secrets, 3 statuses, the rule ConfigMap
+//     of the first event and the dozen of the last render. In a burst that
+//     never pauses, a render at the bound writes the rules too once the
+//     last render that wrote them is maxRuleHold (30 s) old.
 const (
-	quietGap = 100 * time.Millisecond
-	maxWait  = 3 * time.Second
+	quietGap    = 100 * time.Millisecond
+	maxWait     = 3 * time.Second
+	maxBound    = 12 * time.Second
+	maxRuleHold = 30 * time.Second
 )
 
 // coalescer decides, each time the work queue hands a server's key to the
@@ -56,17 +71,40 @@ type window struct {
 	due time.Time
 	// done is the end of the last render.
 	done time.Time
+	// bounds counts the renders at the bound since the last at a quiet
+	// gap or at once: the next bound is maxWait doubled as many times,
+	// up to maxBound.
+	bounds int
+	// rules is the end of the last render that did not hold the rules
+	// back, zero before the first.
+	rules time.Time
+	// holding is set while a render that holds the rules back is under
+	// way.
+	holding bool
 	// failed is set when the last render failed: the work queue retries
 	// it with its backoff, which a wait asked for would reset.
 	failed bool
+}
+
+// bound is how long after the first event not rendered yet the render
+// comes at the latest.
+func (w *window) bound() time.Duration {
+	b := maxWait
+	for i := 0; i < w.bounds && b < maxBound; i++ {
+		b *= 2
+	}
+	return min(b, maxBound)
 }
 
 func newCoalescer(now func() time.Time) *coalescer {
 	return &coalescer{now: now, keys: map[types.NamespacedName]*window{}}
 }
 
-// wait returns how long key's render waits, 0 to render now.
-func (c *coalescer) wait(key types.NamespacedName) time.Duration {
+// wait returns how long key's render waits, 0 to render now; and for a
+// render now, whether it holds the rules' changes back: a render at the
+// bound, while events still come, less than maxRuleHold after the end of
+// the last render that wrote the rules.
+func (c *coalescer) wait(key types.NamespacedName) (wait time.Duration, holdRules bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -77,26 +115,33 @@ func (c *coalescer) wait(key types.NamespacedName) time.Duration {
 	}
 	switch {
 	case w.failed:
-		w.first, w.due = time.Time{}, time.Time{}
-		return 0
+		w.first, w.due, w.bounds, w.holding = time.Time{}, time.Time{}, 0, false
+		return 0, false
 	case w.first.IsZero() && now.Sub(w.last) >= quietGap && now.Sub(w.done) >= quietGap:
-		w.last, w.due = now, time.Time{}
-		return 0
+		w.last, w.due, w.bounds, w.holding = now, time.Time{}, 0, false
+		return 0, false
 	case w.first.IsZero():
 		w.first, w.last = now, now
 	case now.Before(w.due):
 		w.last = now
 	}
 	at := w.last.Add(quietGap)
-	if bound := w.first.Add(maxWait); bound.Before(at) {
+	if bound := w.first.Add(w.bound()); bound.Before(at) {
 		at = bound
 	}
 	if now.Before(at) {
 		w.due = at
-		return at.Sub(now)
+		return at.Sub(now), false
 	}
-	w.first, w.due = time.Time{}, time.Time{}
-	return 0
+	w.first, w.due, w.holding = time.Time{}, time.Time{}, false
+	if now.Before(w.last.Add(quietGap)) {
+		// At the bound: the events go on.
+		w.bounds++
+		w.holding = !w.rules.IsZero() && now.Sub(w.rules) < maxRuleHold
+	} else {
+		w.bounds = 0
+	}
+	return 0, w.holding
 }
 
 // rendered records the end of a render of key, failed or not.
@@ -105,6 +150,10 @@ func (c *coalescer) rendered(key types.NamespacedName, failed bool) {
 	defer c.mu.Unlock()
 	if w := c.keys[key]; w != nil {
 		w.done, w.failed = c.now(), failed
+		if !failed && !w.holding {
+			w.rules = w.done
+		}
+		w.holding = false
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 // TestCoalescer drives the coalescer as the work queue does, on a clock
 // of its own: each event hands the key over at once, each wait asked for
 // hands it over when it ends, and a render takes renderTime, during which
-// events wait for it.
+// events wait for it. It checks when the renders start, and which of them
+// hold the rules' changes back.
 func TestCoalescer(t *testing.T) {
 	const renderTime = 200 * time.Millisecond
 	key := types.NamespacedName{Namespace: "ns", Name: "main"}
@@ -21,6 +22,8 @@ func TestCoalescer(t *testing.T) {
 		events []time.Duration
 		// renders are when the renders start.
 		renders []time.Duration
+		// held are the renders that hold the rules back.
+		held []time.Duration
 	}{
 		{
 			name:    "a single edit renders at once",
@@ -47,12 +50,35 @@ func TestCoalescer(t *testing.T) {
 			renders: []time.Duration{0, 1090 * time.Millisecond},
 		},
 		{
-			name:   "a long burst renders at most every maxWait after its first unrendered event",
+			name:   "a long burst renders at the bound after its first unrendered event, holding the rules back",
 			events: every(5*time.Millisecond, 0, 7*time.Second),
 			// At once; then the first unrendered event at 200 ms, its
-			// render at 3.2 s until 3.4 s; the next at 6.4 s until
-			// 6.6 s; the last event at 6.995 s, rendered 100 ms later.
-			renders: []time.Duration{0, 3200 * time.Millisecond, 6400 * time.Millisecond, 7095 * time.Millisecond},
+			// render at the bound, 3.2 s, until 3.4 s, holding the rules
+			// back; the next bound is 6 s after 3.4 s, later than the
+			// last event, at 6.995 s, rendered 100 ms later with the
+			// rules.
+			renders: []time.Duration{0, 3200 * time.Millisecond, 7095 * time.Millisecond},
+			held:    []time.Duration{3200 * time.Millisecond},
+		},
+		{
+			name:   "the bound doubles up to maxBound while the burst goes on, and holds the rules back up to maxRuleHold",
+			events: every(5*time.Millisecond, 0, 40*time.Second),
+			// Bounds of 3, 6, 12 and 12 s from the end of the render
+			// before; at 33.8 s the last render with the rules ended
+			// 33.6 s before, more than maxRuleHold: the rules too.
+			renders: []time.Duration{0, 3200 * time.Millisecond, 9400 * time.Millisecond, 21600 * time.Millisecond,
+				33800 * time.Millisecond, 40095 * time.Millisecond},
+			held: []time.Duration{3200 * time.Millisecond, 9400 * time.Millisecond, 21600 * time.Millisecond},
+		},
+		{
+			name: "a quiet gap ends the burst: the next one starts at maxWait again",
+			events: append(every(5*time.Millisecond, 0, 7*time.Second),
+				every(5*time.Millisecond, 7500*time.Millisecond, 11*time.Second)...),
+			// As above until 7.095 s, then at once at 7.5 s; the first
+			// unrendered event at 7.7 s, its bound at 10.7 s.
+			renders: []time.Duration{0, 3200 * time.Millisecond, 7095 * time.Millisecond, 7500 * time.Millisecond,
+				10700 * time.Millisecond, 11095 * time.Millisecond},
+			held: []time.Duration{3200 * time.Millisecond, 10700 * time.Millisecond},
 		},
 		{
 			name: "an edit well after the last render renders at once",
@@ -78,7 +104,7 @@ func TestCoalescer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var now time.Duration
 			c := newCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
-			var renders []time.Duration
+			var renders, held []time.Duration
 			events := tc.events
 			// due is when the key is handed over next: the first event
 			// not handed over yet, or the end of a wait; -1 when neither.
@@ -95,11 +121,16 @@ func TestCoalescer(t *testing.T) {
 					events = events[1:]
 				}
 				due = -1
-				if wait := c.wait(key); wait > 0 {
+				wait, hold := c.wait(key)
+				if wait > 0 {
+					assert.False(t, hold, "a wait holds nothing")
 					due = now + wait
 					continue
 				}
 				renders = append(renders, now)
+				if hold {
+					held = append(held, now)
+				}
 				now += renderTime
 				c.rendered(key, false)
 				if len(events) > 0 && events[0] < now {
@@ -107,6 +138,7 @@ func TestCoalescer(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.renders, renders)
+			assert.Equal(t, tc.held, held, "renders holding the rules back")
 		})
 	}
 }
@@ -128,11 +160,38 @@ func TestCoalescerFailed(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "main"}
 	now := time.Unix(0, 0)
 	c := newCoalescer(func() time.Time { return now })
-	assert.Zero(t, c.wait(key))
+	wait := func() time.Duration {
+		d, hold := c.wait(key)
+		assert.False(t, hold)
+		return d
+	}
+	assert.Zero(t, wait())
 	c.rendered(key, true)
 	now = now.Add(5 * time.Millisecond)
-	assert.Zero(t, c.wait(key), "the retry of a failed render")
+	assert.Zero(t, wait(), "the retry of a failed render")
 	c.rendered(key, false)
 	now = now.Add(5 * time.Millisecond)
-	assert.Equal(t, quietGap, c.wait(key), "an event right after a render")
+	assert.Equal(t, quietGap, wait(), "an event right after a render")
+}
+
+// TestCoalescerHoldFailed: a render at the bound that failed is retried
+// with the rules.
+func TestCoalescerHoldFailed(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "main"}
+	now := time.Unix(0, 0)
+	c := newCoalescer(func() time.Time { return now })
+	_, hold := c.wait(key)
+	assert.False(t, hold, "at once")
+	c.rendered(key, false)
+	for now = now.Add(quietGap / 2); ; now = now.Add(quietGap / 2) {
+		if d, hold := c.wait(key); d == 0 {
+			assert.True(t, hold, "at the bound")
+			break
+		}
+	}
+	c.rendered(key, true)
+	now = now.Add(quietGap / 2)
+	d, hold := c.wait(key)
+	assert.Zero(t, d)
+	assert.False(t, hold, "the retry of a failed render at the bound")
 }

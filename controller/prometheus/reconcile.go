@@ -74,9 +74,11 @@ type reconciler struct {
 
 // Reconcile makes the objects of the PrometheusServer req names match it.
 // It is called for every event of what the server selects or owns; in a
-// burst of them it waits (coalesce.go), and renders once for many.
+// burst of them it waits (coalesce.go), and renders once for many, the
+// renders while the burst goes on holding the rules' changes back.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if wait := r.coalescer.wait(req.NamespacedName); wait > 0 {
+	wait, holdRules := r.coalescer.wait(req.NamespacedName)
+	if wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.work.Lock()
@@ -85,9 +87,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.metrics.reconciles.Inc()
 	var err error
 	if r.takeover != nil {
-		err = r.takeover.reconcile(ctx, req.NamespacedName)
+		err = r.takeover.reconcile(ctx, req.NamespacedName, holdRules)
 	} else {
-		err = r.reconcile(ctx, req.NamespacedName)
+		err = r.reconcile(ctx, req.NamespacedName, holdRules)
 	}
 	r.coalescer.rendered(req.NamespacedName, err != nil)
 	r.metrics.duration.Observe(time.Since(start).Seconds())
@@ -97,7 +99,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, err
 }
 
-func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
+// reconcile renders the PrometheusServer key names and writes its objects
+// and status; with holdRules, the rule ConfigMaps as they were last
+// written (sync).
+func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
 	var server v1alpha1.PrometheusServer
 	if err := r.client.Get(ctx, key, &server); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -113,7 +118,7 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) er
 		r.logger.Debug("paused", "server", key)
 		return nil
 	}
-	res, err := r.sync(ctx, &server, owner(&server))
+	res, err := r.sync(ctx, &server, owner(&server), holdRules)
 	if err != nil {
 		return err
 	}
@@ -134,15 +139,19 @@ type synced struct {
 
 // sync renders the objects of server and writes them for own, its
 // Kubernetes object (the PrometheusServer, or the Prometheus it was
-// converted from), which the Events are about. It returns an error only
-// when the inputs cannot be read; what the render and the writes gave is
-// in synced.
-func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner) (synced, error) {
+// converted from), which the Events are about. With holdRules, the rule
+// ConfigMaps stay as this controller last wrote them, when it knows
+// (ruleCache.writtenRules): the configuration and the status describe
+// them, not the rules' changes, which a later render writes. It returns an
+// error only when the inputs cannot be read; what the render and the
+// writes gave is in synced.
+func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, holdRules bool) (synced, error) {
 	key := client.ObjectKeyFromObject(server)
 	in, err := r.inputs(ctx, server)
 	if err != nil {
 		return synced{}, err
 	}
+	in.HoldRules = holdRules
 	// The Secrets the last render referenced are read first; when this
 	// render references others, even one that failed on them, it is done
 	// again with them.
@@ -188,9 +197,20 @@ func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer
 	r.refs.Remember(key, objs.SecretRefs)
 	r.warn(own, in, objs.Rejected)
 
+	rules := cloneConfigMaps(objs.RuleShards) // As rendered: the writes set their metadata.
 	sets, err := r.write(ctx, server, own, objs)
+	if err == nil {
+		cache.wroteRules(server, rules)
+	} else {
+		cache.wroteRules(server, nil) // Unknown: the next render writes them.
+	}
 	cond := metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
 		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
+	if objs.RulesHeld {
+		r.logger.Debug("rule changes held back while the burst of changes lasts", own.Key, key)
+		cond.Message = fmt.Sprintf("configuration %.12s written with the %d rule file ConfigMaps as written before: "+
+			"the rules' changes are written once the burst of changes pauses", objs.ConfigHash, len(objs.RuleShards))
+	}
 	var recreating *kube.RecreatingError
 	switch {
 	case errors.As(err, &recreating):

@@ -83,6 +83,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("config applied", cp.testConfigApplied)
 	t.Run("report storm", cp.testReportStorm)
 	t.Run("burst", cp.testBurst)
+	t.Run("rules held back in a burst", cp.testRulesHeld)
 	t.Run("status upgrade", cp.testStatusUpgrade)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
 	t.Run("configuration split into parts", cp.testSplit)
@@ -196,6 +197,23 @@ func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 // when it is not nil.
 func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *TakeOver) *running {
 	t.Helper()
+	r, m, logger := cp.manager(t, opts)
+	// As controller.New sets the kind up.
+	require.NoError(t, Setup(m, logger, r.reg, testWorkloadOptions(), to))
+	r.run(t, m)
+	return r
+}
+
+func testWorkloadOptions() WorkloadOptions {
+	return WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}
+}
+
+// manager returns the manager of a controller limited to namespaces,
+// recording its write requests, not started, and its logger. It reaches
+// the API server with opts.Config, or as an administrator when that is
+// nil.
+func (cp *controlPlane) manager(t *testing.T, opts kube.Options) (*running, *kube.Manager, *slog.Logger) {
+	t.Helper()
 	r := &running{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	cfg := rest.CopyConfig(cmp.Or(opts.Config, cp.cfg))
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, r: r} }
@@ -203,18 +221,21 @@ func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *Tak
 	opts.Config = cfg
 	opts.Names, opts.AddToScheme = []string{App}, []func(*runtime.Scheme) error{AddToScheme}
 	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c, err := kube.NewManager(logger, r.reg, opts)
+	m, err := kube.NewManager(logger, r.reg, opts)
 	require.NoError(t, err)
-	// As controller.New sets the kind up.
-	require.NoError(t, Setup(c, logger, r.reg, WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}, to))
+	return r, m, logger
+}
+
+// run runs m until the test ends, and returns once its caches are synced.
+func (r *running) run(t *testing.T, m *kube.Manager) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { r.done <- c.Run(ctx) }()
+	go func() { r.done <- m.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-r.done)
 	})
-	eventually(t, func(ct *assert.CollectT) { assert.NoError(ct, c.Ready()) }, "caches synced")
-	return r
+	eventually(t, func(ct *assert.CollectT) { assert.NoError(ct, m.Ready()) }, "caches synced")
 }
 
 func (cp *controlPlane) namespace(t *testing.T, name string, labels map[string]string) string {

@@ -53,6 +53,13 @@ type inputs struct {
 	// ConfigMaps holds the ConfigMaps that Server references (in
 	// spec.web.tlsConfig), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
+	// HoldRules keeps the rule ConfigMaps as they were last written
+	// (ruleCache.writtenRules), when the cache knows them, instead of
+	// those rendered from Rules: a render while a burst of changes goes
+	// on holds the rules' changes back (coalesce.go). The rest, the
+	// configuration's rule_files and the content hash included, follows
+	// the ConfigMaps kept.
+	HoldRules bool
 }
 
 // objects are the objects rendered for a PrometheusServer, and what was
@@ -78,6 +85,9 @@ type objects struct {
 	// RuleShards are the rule file ConfigMaps, named ruleShardName; none
 	// when no rule is rendered.
 	RuleShards []*corev1.ConfigMap
+	// RulesHeld is set when RuleShards are those last written, kept
+	// (inputs.HoldRules), and differ from those of the rules.
+	RulesHeld bool
 	// Role and RoleBinding let the reloaders of a server report in their
 	// pods and, with the API source, read its config Secret and rule
 	// ConfigMaps (renderAccess).
@@ -193,6 +203,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		Parts:           &cache.parts,
 	})
 	wg.Wait()
+	shards, held := cache.hold(server, shards, in.HoldRules)
 	refs := store.Union(parts.secrets, web.Refs)
 	if err != nil {
 		return nil, &specError{Err: err, SecretRefs: refs}
@@ -223,7 +234,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	}
 	role, binding := renderAccess(server, len(cfg.ConfigParts))
 	cfg.Role, cfg.RoleBinding, cfg.StateSecrets = role, binding, renderStateSecrets(server)
-	cfg.RuleShards, cfg.Service, cfg.StatefulSets = shards, svc, sets
+	cfg.RuleShards, cfg.RulesHeld, cfg.Service, cfg.StatefulSets = shards, held, svc, sets
 	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
 	cfg.Selected = map[string]int{}
 	for _, k := range selectedKinds() {

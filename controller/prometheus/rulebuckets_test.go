@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
 )
 
 // sizedFiles are files named f000.yaml, f001.yaml... of gzipped sizes.
@@ -46,7 +50,6 @@ func checkLayout(t *testing.T, shards []*corev1.ConfigMap, files []ruleResult) {
 	slices.Sort(large)
 	n := len(shards) - len(large)
 	require.Positive(t, n)
-	require.Zero(t, n&(n-1), "a power of two: %d", n)
 	held := 0
 	for i, cm := range shards {
 		require.Equal(t, "main-rulefiles-"+strconv.Itoa(i), cm.Name)
@@ -89,13 +92,26 @@ func TestPackShards(t *testing.T) {
 	checkLayout(t, shards, files)
 	require.Equal(t, []string{"f001.yaml.gz"}, slices.Collect(maps.Keys(shards[2].BinaryData)))
 
-	// Doubling keeps a file where it was or moves it to a new ConfigMap.
-	files = sizedFiles(repeated(200, 100)...)
-	for _, n := range []int{1, 2, 4, 8, 16} {
+	// One more keeps a file where it was or moves it to the new
+	// ConfigMap, and the files spread evenly.
+	files = sizedFiles(repeated(2000, 100)...)
+	for n := 1; n <= 40; n++ {
+		moved, count := 0, make([]int, n+1)
 		for _, f := range files {
-			b, b2 := ruleBucket(f.name, n), ruleBucket(f.name, 2*n)
-			require.True(t, b2 == b || b2 == b+n, "%s: %d of %d, then %d of %d", f.name, b, n, b2, 2*n)
+			b, b1 := ruleBucket(f.name, n), ruleBucket(f.name, n+1)
+			require.True(t, b >= 0 && b < n, "%s: %d of %d", f.name, b, n)
+			require.True(t, b1 == b || b1 == n, "%s: %d of %d, then %d of %d", f.name, b, n, b1, n+1)
+			if b1 != b {
+				moved++
+			}
+			count[b1]++
 		}
+		// 2,000/(n+1) expected in each: within 5 standard deviations.
+		mean := float64(len(files)) / float64(n+1)
+		for b, c := range count {
+			require.InDelta(t, mean, c, 5*math.Sqrt(mean), "%d files in %d of %d", c, b, n+1)
+		}
+		require.InDelta(t, mean, moved, 5*math.Sqrt(mean), "%d files moved from %d to %d", moved, n, n+1)
 	}
 }
 
@@ -129,7 +145,7 @@ func TestRuleBuckets(t *testing.T) {
 			}
 			require.False(t, overfull(small, n, shardTarget), "within the target at %d", n)
 			if tc.prev == 0 && n > 1 {
-				require.True(t, overfull(small, n/2, shardTarget), "the least count: %d", n)
+				require.True(t, overfull(small, n-1, shardTarget), "the least count: %d", n)
 			}
 			if len(files) > 0 {
 				checkLayout(t, packShards(testServer(), files, n), files)
@@ -137,13 +153,18 @@ func TestRuleBuckets(t *testing.T) {
 		})
 	}
 
-	// Growth of a few percent keeps the count (hysteresis), past the
-	// target doubles it.
+	// Shrinkage of a few percent keeps the count (hysteresis), growth
+	// past the target raises it to the least that holds them, as from
+	// scratch; far fewer lower it.
 	files := sizedFiles(repeated(1000, 500)...)
 	n := ruleBuckets(files, 0)
 	require.Equal(t, n, ruleBuckets(files[:950], n), "5 % fewer files: same count")
-	require.Equal(t, 2*n, ruleBuckets(sizedFiles(repeated(1300, 500)...), n), "30 % more: doubled")
+	more := sizedFiles(repeated(1300, 500)...)
+	require.Equal(t, ruleBuckets(more, 0), ruleBuckets(more, n), "30 % more")
+	require.Greater(t, ruleBuckets(more, n), n, "30 % more")
+	require.Less(t, ruleBuckets(files[:500], n), n, "half as many")
 	require.Equal(t, maxRuleShards, ruleBuckets(sizedFiles(repeated(30000, 10<<10)...), 0), "bounded")
+	require.Equal(t, maxRuleShards, ruleBuckets(sizedFiles(repeated(30000, 10<<10)...), 5000), "bounded")
 }
 
 // TestRenderRulesSingleEdit renders 1,000 PrometheusRules, then the same
@@ -164,6 +185,14 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 	checkLayout(t, before, files)
 	require.Len(t, files, 1000)
 	checkRules(t, before)
+	// The API server adds a uid, a resourceVersion, a creation time,
+	// owner references and managed fields: under 3 KiB with their keys
+	// (counted in shardCost).
+	for _, cm := range before {
+		b, err := json.Marshal(cm)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(b), 61<<10, "%s as JSON, without its metadata", cm.Name)
+	}
 
 	edited := rules[417]
 	edited.ResourceVersion = "2"
@@ -172,7 +201,7 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 	require.Len(t, after, len(before))
 	var changed []string
 	for i := range after {
-		if !equalBinary(before[i].BinaryData, after[i].BinaryData) {
+		if !equalBinaryData(before[i].BinaryData, after[i].BinaryData) {
 			changed = append(changed, after[i].Name)
 			require.Equal(t, slices.Sorted(maps.Keys(before[i].BinaryData)), slices.Sorted(maps.Keys(after[i].BinaryData)))
 			require.Contains(t, after[i].BinaryData, ruleFileName(edited)+gzipSuffix)
@@ -185,8 +214,26 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 	require.Len(t, changed, 1)
 }
 
-func equalBinary(a, b map[string][]byte) bool {
-	return maps.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
+// TestRenderRulesVolumeSource: with the volume source, the rules take a
+// power of two of ConfigMaps, the least that holds them, so that the
+// pods roll once per doubling of the rules (volumeBuckets).
+func TestRenderRulesVolumeSource(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {12, 16}, {16, 16}, {17, 32}} {
+		require.Equal(t, tc.want, volumeBuckets(tc.n), "%d", tc.n)
+	}
+	server := testServer()
+	server.Spec.Reloader.Source = v1alpha1.SourceVolume
+	rules := benchRules(1000)
+	var api, volume ruleCache
+	apiShards, _ := api.render(testServer(), rules)
+	volumeShards, _ := volume.render(server, rules)
+	require.Len(t, apiShards, 13)
+	require.Len(t, volumeShards, 16)
+	checkRules(t, volumeShards)
+	var restarted ruleCache
+	restarted.seed(volumeShards)
+	again, _ := restarted.render(server, rules)
+	require.Len(t, again, 16, "the same after a restart")
 }
 
 // ruleState is the rule files of live ConfigMaps: by ConfigMap, its keys.
@@ -227,13 +274,21 @@ func configMaps(server string, layout [][]string) []*corev1.ConfigMap {
 // deletes the extra ConfigMaps, as write does: a file there before and
 // after is in some ConfigMap at every step.
 func TestRuleWrites(t *testing.T) {
-	hashed := func(n int, names ...string) [][]string {
+	layout := func(n int, bucket func(string) int, names ...string) [][]string {
 		layout := make([][]string, n)
 		for _, name := range names {
-			b := ruleBucket(name, n)
+			b := bucket(name)
 			layout[b] = append(layout[b], name)
 		}
 		return layout
+	}
+	hashed := func(n int, names ...string) [][]string {
+		return layout(n, func(name string) int { return ruleBucket(name, n) }, names...)
+	}
+	// masked is the layout of earlier versions: a power of two of
+	// ConfigMaps, by the name's xxhash's low bits.
+	masked := func(n int, names ...string) [][]string {
+		return layout(n, func(name string) int { return int(xxhash.Sum64String(name) & uint64(n-1)) }, names...)
 	}
 	var many []string
 	for i := range 40 {
@@ -245,8 +300,11 @@ func TestRuleWrites(t *testing.T) {
 		interim       int
 	}{
 		{name: "upgrade from one shard", live: [][]string{many}, desired: hashed(8, many...)},
+		{name: "one more", live: hashed(4, many...), desired: hashed(5, many...)},
+		{name: "one fewer", live: hashed(5, many...), desired: hashed(4, many...)},
 		{name: "doubled", live: hashed(4, many...), desired: hashed(8, many...)},
 		{name: "halved", live: hashed(8, many...), desired: hashed(4, many...)},
+		{name: "upgrade from the power-of-two layout", live: masked(8, many...), desired: hashed(6, many...), interim: 6},
 		{name: "a file added, one removed", live: hashed(4, many[1:]...), desired: hashed(4, many[:39]...)},
 		{
 			name:    "shards that swap files, from the older layout",

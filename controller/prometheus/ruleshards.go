@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -34,10 +35,13 @@ const (
 	// shardTarget bounds a rule ConfigMap as sent to the API server and to
 	// every watcher (shardCost, metadata not counted): the rules are
 	// spread over enough ConfigMaps (ruleBuckets) that an edit of one
-	// PrometheusRule rewrites one ConfigMap of at most 56 KiB of rule
-	// files, under 64 KiB with its metadata. A ConfigMap holding a single
-	// file larger than that holds that file alone.
-	shardTarget = 56 << 10
+	// PrometheusRule rewrites one ConfigMap of at most 60 KiB of rule
+	// files, under 64 KiB with its metadata (names of at most 253 bytes,
+	// labels, the owner reference and the managed fields' entry, under
+	// 3 KiB; each key's entry in the managed fields is in shardCost). A
+	// ConfigMap holding a single file larger than that holds that file
+	// alone.
+	shardTarget = 60 << 10
 	// maxRuleShards bounds the number of rule ConfigMaps of a server.
 	maxRuleShards = 1024
 	// gzipSuffix ends the binaryData key of a gzipped rule file: the
@@ -82,7 +86,9 @@ type ruleKey struct {
 // zero value is ready; it is safe for concurrent use. Objects without a
 // UID or resourceVersion are not cached. It also keeps the gzipped
 // configuration of the last render, by the SHA-256 of the configuration,
-// and its gzipped parts when it was split (partCache).
+// its gzipped parts when it was split (partCache), and the rule ConfigMaps
+// last written (wroteRules), which a render holding the rules' changes
+// back keeps.
 type ruleCache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
@@ -96,6 +102,82 @@ type ruleCache struct {
 	// parts are the gzipped parts of the configuration of the last
 	// render, when it was split.
 	parts partCache
+
+	// written are the rule ConfigMaps last written, as rendered, for
+	// the server writtenFor describes; nil when unknown.
+	written    []*corev1.ConfigMap
+	writtenFor rulesWrittenFor
+}
+
+// rulesWrittenFor is the server, and the version of its spec, that rule
+// ConfigMaps were written for.
+type rulesWrittenFor struct {
+	uid        types.UID
+	generation int64
+	layout     bool
+}
+
+func writtenFor(server *v1alpha1.PrometheusServer) rulesWrittenFor {
+	return rulesWrittenFor{uid: server.UID, generation: server.Generation, layout: operatorLayout(server)}
+}
+
+// wroteRules records the rule ConfigMaps written for server, as
+// rendered; nil when what was written is not known (a write failed).
+func (c *ruleCache) wroteRules(server *v1alpha1.PrometheusServer, written []*corev1.ConfigMap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if written == nil {
+		c.written = nil
+		return
+	}
+	c.written, c.writtenFor = written, writtenFor(server)
+}
+
+// writtenRules returns copies of the rule ConfigMaps wroteRules recorded,
+// if they were written for the same version of server's spec.
+func (c *ruleCache) writtenRules(server *v1alpha1.PrometheusServer) ([]*corev1.ConfigMap, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.written == nil || c.writtenFor != writtenFor(server) {
+		return nil, false
+	}
+	return cloneConfigMaps(c.written), true
+}
+
+// hold returns the rule ConfigMaps to write for server instead of
+// shards, those rendered from its rules: with holdRules, those last
+// written when c knows them (writtenRules); and whether they differ from
+// shards, held back.
+func (c *ruleCache) hold(server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap, holdRules bool) (_ []*corev1.ConfigMap, held bool) {
+	if !holdRules {
+		return shards, false
+	}
+	kept, ok := c.writtenRules(server)
+	if !ok {
+		return shards, false
+	}
+	return kept, !sameRules(shards, kept)
+}
+
+// cloneConfigMaps returns deep copies of cms, never nil.
+func cloneConfigMaps(cms []*corev1.ConfigMap) []*corev1.ConfigMap {
+	out := make([]*corev1.ConfigMap, len(cms))
+	for i, cm := range cms {
+		out[i] = cm.DeepCopy()
+	}
+	return out
+}
+
+// sameRules reports whether a and b hold the same ConfigMaps, by name,
+// with the same files.
+func sameRules(a, b []*corev1.ConfigMap) bool {
+	return slices.EqualFunc(a, b, func(x, y *corev1.ConfigMap) bool {
+		return x.Name == y.Name && maps.Equal(x.Data, y.Data) && equalBinaryData(x.BinaryData, y.BinaryData)
+	})
+}
+
+func equalBinaryData(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
 }
 
 // gzipped returns the gzipped configuration whose SHA-256 is sum, if it
@@ -124,8 +206,7 @@ func (c *ruleCache) seeded() bool {
 // ConfigMaps of the previous render from live, the rule ConfigMaps written
 // before (by this controller's previous process): the hysteresis of
 // ruleBuckets then holds across restarts, and a restart moves no file. It
-// counts those that do not hold a single large file, rounded down to a
-// power of two.
+// counts those that do not hold a single large file.
 func (c *ruleCache) seed(live []*corev1.ConfigMap) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -144,25 +225,20 @@ func (c *ruleCache) seed(live []*corev1.ConfigMap) {
 			n++
 		}
 	}
-	if n == 0 {
-		return
-	}
-	c.buckets = 1
-	for 2*c.buckets <= n {
-		c.buckets *= 2
-	}
+	c.buckets = min(n, maxRuleShards)
 }
 
 // render turns the PrometheusRules selected for server into rule file
 // ConfigMaps named <server>-rulefiles-<i> in the server's namespace. Files
 // are named <namespace>-<name>-<uid>.yaml, stored gzipped (gzipRuleFile)
 // under the binaryData key of that name with ".gz" appended, and placed
-// by a hash of their name into one of a power of two of ConfigMaps, enough
-// for each to stay within shardTarget (ruleBuckets, packShards), or, for a
+// by a hash of their name into one of enough ConfigMaps for each to stay
+// within shardTarget (ruleBuckets, packShards), or, for a
 // file larger than a quarter of that, into a ConfigMap of its own: an edit
 // of one PrometheusRule rewrites one small ConfigMap, and the same rules
 // give the same ConfigMaps (after the same previous render: the number of
-// hashed ConfigMaps changes only on large growth or shrinkage). A PrometheusRule that Prometheus
+// hashed ConfigMaps changes only on growth past shardTarget or large
+// shrinkage). A PrometheusRule that Prometheus
 // would refuse, whose file alone exceeds maxShardBytes gzipped, or which a
 // config-reloader would refuse to gunzip (more than maxConfigBytes), is
 // left out and returned as rejected, sorted by namespace and name; the
@@ -227,7 +303,19 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buckets = ruleBuckets(small, c.buckets)
+	if !apiSource(server) {
+		c.buckets = volumeBuckets(c.buckets)
+	}
 	return packShards(server, files, c.buckets), rejected
+}
+
+// volumeBuckets is n rounded up to a power of two: with the volume
+// source, a count of rule ConfigMaps past the volumes the pods mount
+// (ruleVolumes) rolls the pods, and the files moved into the new ones are
+// missing from a pod until it has rolled. Doubling, the count passes them
+// once per doubling of the rules, not once per 4 ConfigMaps more.
+func volumeBuckets(n int) int {
+	return 1 << bits.Len(uint(max(n, 1)-1))
 }
 
 // packShards places files into rule file ConfigMaps of server: each
@@ -236,9 +324,9 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 // them, in name order; none without files. Where a small file goes
 // depends on its name and the number of buckets only: a file added,
 // changed or removed rewrites its ConfigMap alone, and when the number
-// doubles, a file of the i-th ConfigMap stays there or moves to the
-// (i+buckets)-th. A large file added or removed moves the large ones
-// after it, each to the next ConfigMap or the previous one.
+// grows by one, a file stays in its ConfigMap or moves to the new one.
+// A large file added or removed moves the large ones after it, each to
+// the next ConfigMap or the previous one.
 func packShards(server *v1alpha1.PrometheusServer, files []ruleResult, buckets int) []*corev1.ConfigMap {
 	if len(files) == 0 {
 		return nil
@@ -271,10 +359,21 @@ func largeFile(f ruleResult) bool {
 	return shardCost(f) > shardTarget/4
 }
 
-// ruleBucket is the ConfigMap, of buckets (a power of two), of the file
-// name.
+// ruleBucket is the hashed ConfigMap, of buckets, of the file name: the
+// jump consistent hash of Lamping and Veach ("A Fast, Minimal Memory,
+// Consistent Hash Algorithm", 2014) of the name's xxhash. The ConfigMaps
+// get about as many files each, whatever their number; when it grows by
+// one, a file stays where it was or moves to the new ConfigMap (about one
+// file in the new number does), and when it shrinks by one, only the
+// files of the last ConfigMap move.
 func ruleBucket(name string, buckets int) int {
-	return int(xxhash.Sum64String(name) & uint64(buckets-1))
+	key, b, next := xxhash.Sum64String(name), -1, 0
+	for next < buckets {
+		b = next
+		key = key*2862933555777941757 + 1
+		next = int(float64(b+1) * (float64(1<<31) / float64(key>>33+1)))
+	}
+	return b
 }
 
 // shardCost is what the file f adds to a ConfigMap as written, in JSON:
@@ -285,24 +384,44 @@ func shardCost(f ruleResult) int {
 }
 
 // ruleBuckets is the number of hashed rule ConfigMaps for files, the
-// small ones, from prev, that of the previous render (0 for none): a
-// power of two, doubled while a
-// ConfigMap of more than one file would exceed shardTarget (up to
-// maxRuleShards), and halved while half as many would each stay within
-// three quarters of it. Between the two, the number stays: rules that
-// grow or shrink a little do not move files between ConfigMaps.
+// small ones, from prev, that of the previous render (0 for none). When a
+// ConfigMap of more than one file would exceed shardTarget with prev, the
+// least number above prev with which none does (up to maxRuleShards);
+// when fewer than prev would each stay within three quarters of it, the
+// least of those. Between the two, the number stays: rules that grow or
+// shrink a little do not move files between ConfigMaps. Not a power of
+// two: 1,000 rule files of 600 KB take 11 to 13 ConfigMaps, where
+// doubling took 16, each created once in a burst (coalesce.go). Each
+// growth by one rewrites every ConfigMap (each gives a file or more to the
+// new one), about once per 1/n growth of the rules: for 1,000 files, once
+// per 80 or so added, some 8 KB written per file added, against the up to
+// 64 KiB of the file's own ConfigMap.
 func ruleBuckets(files []ruleResult, prev int) int {
-	n := 1
-	for n < min(prev, maxRuleShards) {
-		n *= 2
+	n := min(max(prev, 1), maxRuleShards)
+	if overfull(files, n, shardTarget) {
+		n = min(max(n+1, leastBuckets(files, shardTarget)), maxRuleShards)
+		for n < maxRuleShards && overfull(files, n, shardTarget) {
+			n++
+		}
+		return n
 	}
-	for n < maxRuleShards && overfull(files, n, shardTarget) {
-		n *= 2
-	}
-	for n > 1 && !overfull(files, n/2, shardTarget*3/4) {
-		n /= 2
+	for m := leastBuckets(files, shardTarget*3/4); m < n; m++ {
+		if !overfull(files, m, shardTarget*3/4) {
+			return m
+		}
 	}
 	return n
+}
+
+// leastBuckets is a number of ConfigMaps below which files cannot be
+// spread without one of more than one file exceeding limit (overfull):
+// their cost over limit, at least 1. Small files cost less than limit.
+func leastBuckets(files []ruleResult, limit int) int {
+	total := 0
+	for _, f := range files {
+		total += shardCost(f)
+	}
+	return max((total+limit-1)/limit, 1)
 }
 
 // overfull reports whether, spread over buckets ConfigMaps, files would

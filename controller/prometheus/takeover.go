@@ -155,8 +155,9 @@ func (t *takingOver) servers(ctx context.Context) []v1alpha1.PrometheusServer {
 }
 
 // reconcile makes the objects of the Prometheus key names match it when
-// it is handed to the controller, and hands it back otherwise.
-func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName) error {
+// it is handed to the controller, and hands it back otherwise; with
+// holdRules, the rule ConfigMaps as they were last written (sync).
+func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
 	r := t.r
 	var p monitoringv1.Prometheus
 	if err := r.client.Get(ctx, key, &p); err != nil {
@@ -190,7 +191,7 @@ func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName) er
 		r.logger.Debug("paused", "prometheus", key)
 		return t.writeStatus(ctx, &p, server, synced{}, "")
 	}
-	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true})
+	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}, holdRules)
 	if err != nil {
 		return err
 	}
