@@ -47,12 +47,12 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		if objs.ConfigSecret == nil {
 			return nil
 		}
-		// The parts first: the config Secret names them, and the
-		// reloaders wait for every part it names.
-		for _, s := range objs.ConfigParts {
-			if err := kube.Write(ctx, r.writer, own, s, kube.SyncSecret); err != nil {
-				return err
-			}
+		// The parts first, in any order: the config Secret names them,
+		// and the reloaders wait for every part it names.
+		if err := writeAll(objs.ConfigParts, func(s *corev1.Secret) error {
+			return kube.Write(ctx, r.writer, own, s, kube.SyncSecret)
+		}); err != nil {
+			return err
 		}
 		if err := kube.Write(ctx, r.writer, own, objs.ConfigSecret, kube.SyncSecret); err != nil {
 			return err
