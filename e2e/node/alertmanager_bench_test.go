@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,14 +107,7 @@ func amReport(edits []amEdit) string {
 	if len(edits) == 0 {
 		return ""
 	}
-	q := func(f func(amEdit) time.Duration, p float64) time.Duration {
-		ds := make([]time.Duration, 0, len(edits))
-		for _, e := range edits {
-			ds = append(ds, f(e))
-		}
-		slices.Sort(ds)
-		return ds[min(len(ds)-1, int(p*float64(len(ds))))].Round(time.Millisecond)
-	}
+	q := func(f func(amEdit) time.Duration, p float64) time.Duration { return quantile(edits, f, p) }
 	var w strings.Builder
 	fmt.Fprintf(&w, "\n%d AlertmanagerConfig edits (a route's matcher) on a real node (internal/testenv/node), an Alertmanager of 2 replicas taken over by the controller, config-reloader with the API source, each timed from the API write (target: p99 < 2 s):\n\n", len(edits))
 	fmt.Fprintf(&w, "| stage | p50 | p99 |\n|---|---|---|\n")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -312,19 +311,5 @@ func latest(a, b time.Time) time.Time {
 // alertmanagerLastReload returns when the Alertmanager of pod last
 // reloaded its configuration successfully, from its own metric.
 func (cl *cluster) alertmanagerLastReload(t testing.TB, pod string) (time.Time, error) {
-	const metric = "alertmanager_config_last_reload_success_timestamp_seconds "
-	out, err := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + pod + ":9093/proxy/metrics").DoRaw(t.Context())
-	if err != nil {
-		return time.Time{}, fmt.Errorf("GET /metrics of %s: %w", pod, err)
-	}
-	for line := range strings.Lines(string(out)) {
-		if v, ok := strings.CutPrefix(line, metric); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("parse %s: %w", line, err)
-			}
-			return time.UnixMicro(int64(f * 1e6)), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("no %sin the /metrics of %s", metric, pod)
+	return cl.lastReloadMetric(t, pod, 9093, "alertmanager_config_last_reload_success_timestamp_seconds")
 }

@@ -121,13 +121,18 @@ func runEdits(b *testing.B, source string, sync time.Duration) []edit {
 // lastReload returns when the pod's Prometheus last reloaded its
 // configuration successfully, from its own metric.
 func (cl *cluster) lastReload(b *testing.B, pod string) (time.Time, error) {
-	const metric = "prometheus_config_last_reload_success_timestamp_seconds "
-	out, err := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + pod + ":9090/proxy/metrics").DoRaw(b.Context())
+	return cl.lastReloadMetric(b, pod, 9090, "prometheus_config_last_reload_success_timestamp_seconds")
+}
+
+// lastReloadMetric reads metric, a Unix time in seconds, from the
+// /metrics that pod serves on port, through the API server's proxy.
+func (cl *cluster) lastReloadMetric(t testing.TB, pod string, port int, metric string) (time.Time, error) {
+	out, err := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + pod + ":" + strconv.Itoa(port) + "/proxy/metrics").DoRaw(t.Context())
 	if err != nil {
-		return time.Time{}, fmt.Errorf("GET /metrics: %w", err)
+		return time.Time{}, fmt.Errorf("GET /metrics of %s: %w", pod, err)
 	}
 	for line := range strings.Lines(string(out)) {
-		if v, ok := strings.CutPrefix(line, metric); ok {
+		if v, ok := strings.CutPrefix(line, metric+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
 				return time.Time{}, fmt.Errorf("parse %s: %w", line, err)
@@ -135,7 +140,17 @@ func (cl *cluster) lastReload(b *testing.B, pod string) (time.Time, error) {
 			return time.UnixMicro(int64(f * 1e6)), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("no %sin /metrics", metric)
+	return time.Time{}, fmt.Errorf("no %s in the /metrics of %s", metric, pod)
+}
+
+// quantile is the p-quantile of f over items, to the millisecond.
+func quantile[T any](items []T, f func(T) time.Duration, p float64) time.Duration {
+	ds := make([]time.Duration, 0, len(items))
+	for _, e := range items {
+		ds = append(ds, f(e))
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(p*float64(len(ds))))].Round(time.Millisecond)
 }
 
 // inPod returns nil once a rule file of the pod holds s, in the emptyDir
@@ -161,14 +176,7 @@ func report(name string, edits []edit) string {
 	if len(edits) == 0 {
 		return ""
 	}
-	q := func(f func(edit) time.Duration, p float64) time.Duration {
-		ds := make([]time.Duration, 0, len(edits))
-		for _, e := range edits {
-			ds = append(ds, f(e))
-		}
-		slices.Sort(ds)
-		return ds[min(len(ds)-1, int(p*float64(len(ds))))].Round(time.Millisecond)
-	}
+	q := func(f func(edit) time.Duration, p float64) time.Duration { return quantile(edits, f, p) }
 	var w strings.Builder
 	fmt.Fprintf(&w, "\n%d PrometheusRule edits on a real node (internal/testenv/node), %s, each timed from the API write:\n\n", len(edits), name)
 	fmt.Fprintf(&w, "| stage | p50 | p99 |\n|---|---|---|\n")
