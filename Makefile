@@ -16,7 +16,7 @@ PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}'
 # The control plane has its own module (tools/controlplane/go.mod, see there why).
 KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_VERSION_FLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION))) -X $(pkg).gitTreeState=clean)
-BINARIES  := config-reloader rules-reloader controller
+BINARIES  := config-reloader rules-reloader controller collector
 SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_test.go') go.mod go.sum
 export PODRELOAD_BIN := $(BIN)
 
@@ -169,7 +169,7 @@ host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-con
 # Kept: they are what the images hold.
 .SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager pause prometheus-config-reloader))
 
-bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller: $(SOURCES)
+bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
 
 bin/linux-%/pause: internal/testenv/node/pause/main.go
@@ -179,7 +179,7 @@ bin/linux-%/pause: internal/testenv/node/pause/main.go
 bin/linux-%/prometheus: tools/go.mod tools/go.sum
 	cd $(CURDIR)/tools && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
 
-bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller $(IMAGEBUILD_SOURCES)
+bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
 		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
