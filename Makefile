@@ -151,8 +151,12 @@ bin/prometheus-operator: tools/go.mod tools/go.sum
 # (internal/testenv/node/images_test.go checks they agree).
 IMAGE_ARCHES := amd64 arm64
 HOST_ARCH    := $(shell $(GO) env GOARCH)
-IMAGES       := podreload prometheus alertmanager pause
+IMAGES       := podreload collector prometheus alertmanager pause
 PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
+# The collector alone, its entrypoint: charts that run k8s-sidecar (Grafana's
+# sidecar.image) set no command, so the image's entrypoint must be it
+# (docs/collector.md).
+COLLECTOR_IMAGE  := ghcr.io/podreload/collector:$(PODRELOAD_VERSION)
 PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
 ALERTMANAGER_IMAGE = quay.io/prometheus/alertmanager:v$(ALERTMANAGER_VERSION)
 PAUSE_IMAGE      := podreload.dev/pause:1
@@ -183,6 +187,11 @@ bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reload
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
 		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+bin/images/collector-%.tar: bin/linux-%/collector $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(COLLECTOR_IMAGE) -user 65532:65532 -entrypoint /bin/collector \
+		-file /bin/collector=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
 # As the upstream image: user nobody, working directory /prometheus.
 bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
