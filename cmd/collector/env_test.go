@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -130,3 +131,5 @@ func TestUnknownFlag(t *testing.T) {
 	require.Equal(t, 2, run(context.Background(), []string{"--nope"}, lookup(nil), &stderr))
 	require.Contains(t, stderr.String(), "unknown long flag '--nope'")
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
