@@ -45,7 +45,7 @@ type env struct {
 	cfg  *rest.Config
 }
 
-func start(t *testing.T) *env {
+func start(t testing.TB) *env {
 	t.Helper()
 	cp := controlplane.Start(t)
 	kube, err := kubernetes.NewForConfig(cp.Config)
@@ -53,14 +53,14 @@ func start(t *testing.T) *env {
 	return &env{cp: cp, kube: kube, cfg: cp.Config}
 }
 
-func (e *env) namespace(t *testing.T, name string) string {
+func (e *env) namespace(t testing.TB, name string) string {
 	t.Helper()
 	_, err := e.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return name
 }
 
-func (e *env) configMap(t *testing.T, ns, name string, labels map[string]string, data map[string]string) {
+func (e *env) configMap(t testing.TB, ns, name string, labels map[string]string, data map[string]string) {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Data: data}
 	_, err := e.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
@@ -87,7 +87,7 @@ type snapshot struct {
 	auth    string
 }
 
-func newReloadServer(t *testing.T, dir string) *reloadServer {
+func newReloadServer(t testing.TB, dir string) *reloadServer {
 	t.Helper()
 	r := &reloadServer{dir: dir}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -108,7 +108,7 @@ func (r *reloadServer) reloads() []snapshot {
 }
 
 // waitReloads waits until there were n reloads and returns them.
-func (r *reloadServer) waitReloads(t *testing.T, n int) []snapshot {
+func (r *reloadServer) waitReloads(t testing.TB, n int) []snapshot {
 	t.Helper()
 	wait.Until(t, 30*time.Second, 10*time.Millisecond, fmt.Sprintf("reload %d", n), func() error {
 		if got := len(r.reloads()); got < n {
@@ -121,7 +121,7 @@ func (r *reloadServer) waitReloads(t *testing.T, n int) []snapshot {
 
 // listFiles returns the files under dir, relative, sorted, and how many
 // of them are temporary.
-func listFiles(t *testing.T, dir string) ([]string, int) {
+func listFiles(t testing.TB, dir string) ([]string, int) {
 	var files []string
 	partial := 0
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -164,7 +164,7 @@ func run(t *testing.T, e *env, opts Options) (*Collector, *prometheus.Registry) 
 	return c, reg
 }
 
-func waitFile(t *testing.T, path, content string) {
+func waitFile(t testing.TB, path, content string) {
 	t.Helper()
 	wait.Until(t, 30*time.Second, 5*time.Millisecond, "file "+path, func() error {
 		b, err := os.ReadFile(path)
@@ -178,7 +178,7 @@ func waitFile(t *testing.T, path, content string) {
 	})
 }
 
-func waitGone(t *testing.T, path string) {
+func waitGone(t testing.TB, path string) {
 	t.Helper()
 	wait.Until(t, 30*time.Second, 5*time.Millisecond, "removal of "+path, func() error {
 		if _, err := os.Stat(path); err == nil {

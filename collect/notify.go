@@ -43,10 +43,14 @@ type notifier struct {
 	req     *requester
 	opts    Reload
 	changes chan struct{}
+	// fire reloads once: reload, but in tests.
+	fire func(context.Context) error
 }
 
 func newNotifier(logger *slog.Logger, m *metrics, req *requester, opts Reload) *notifier {
-	return &notifier{logger: logger, m: m, req: req, opts: opts, changes: make(chan struct{}, 1)}
+	n := &notifier{logger: logger, m: m, req: req, opts: opts, changes: make(chan struct{}, 1)}
+	n.fire = n.reload
+	return n
 }
 
 // changed says that files changed on disk; it never blocks.
@@ -71,7 +75,7 @@ func (n *notifier) run(ctx context.Context) error {
 			return nil
 		}
 		for failures := 0; ; failures++ {
-			if err := n.reload(ctx); err == nil || ctx.Err() != nil {
+			if err := n.fire(ctx); err == nil || ctx.Err() != nil {
 				break
 			}
 			wait := min(firstReloadRetry<<min(failures, 6), maxReloadRetry)

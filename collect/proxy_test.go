@@ -1,10 +1,10 @@
 package collect
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,13 +22,15 @@ type proxy struct {
 	l      net.Listener
 	target string
 
+	received atomic.Int64 // bytes from the API server
+
 	mu    sync.Mutex
 	open  chan struct{} // closed while forwarding
 	conns []net.Conn
 	wg    sync.WaitGroup
 }
 
-func newProxy(t *testing.T, host string) *proxy {
+func newProxy(t testing.TB, host string) *proxy {
 	t.Helper()
 	u, err := url.Parse(host)
 	require.NoError(t, err)
@@ -93,8 +95,8 @@ func (p *proxy) accept() {
 				return
 			}
 			p.track(up)
-			p.wg.Go(func() { p.pump(up, c) })
-			p.pump(c, up)
+			p.wg.Go(func() { p.pump(up, c, nil) })
+			p.pump(c, up, &p.received)
 		})
 	}
 }
@@ -105,23 +107,24 @@ func (p *proxy) track(c net.Conn) {
 	p.mu.Unlock()
 }
 
-// pump copies from src to dst, holding what it read while blocked.
-func (p *proxy) pump(dst, src net.Conn) {
+// pump copies from src to dst, holding what it read while blocked, and
+// counts the bytes into n.
+func (p *proxy) pump(dst, src net.Conn, n *atomic.Int64) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := src.Read(buf)
-		if n > 0 {
+		k, err := src.Read(buf)
+		if k > 0 {
 			<-p.gate()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if _, werr := dst.Write(buf[:k]); werr != nil {
 				return
+			}
+			if n != nil {
+				n.Add(int64(k))
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
-				return
-			}
 			return
 		}
 	}

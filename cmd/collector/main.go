@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/podreload/podreload/collect"
 	"github.com/podreload/podreload/internal/app"
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 2
 	}
 	logger := newLogger(cfg, stderr)
+	// client-go logs through klog: in the same format, at the same level.
+	klog.SetSlogLogger(logger.With("component", "client-go"))
 	for _, note := range cfg.notes {
 		logger.Warn("configuration", "note", note)
 	}
