@@ -166,7 +166,9 @@ func benchCollector(b *testing.B, bin string) string {
 
 	// The connection silent (packets dropped): when the collector notices,
 	// and deletions made meanwhile removed once it returns.
-	restarts := func() float64 { return metric(b, health, `collector_watch_restarts_total{reason="error"}`) + metric(b, health, `collector_watch_restarts_total{reason="silent"}`) }
+	restarts := func() float64 {
+		return metric(b, health, `collector_watch_restarts_total{reason="error"}`) + metric(b, health, `collector_watch_restarts_total{reason="silent"}`)
+	}
 	was := restarts()
 	p.block()
 	blocked := time.Now()
