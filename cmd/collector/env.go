@@ -28,54 +28,71 @@ type config struct {
 	defaultNamespace bool // NAMESPACE unset: the pod's own
 }
 
+// env reads variables, collecting the errors of those that do not parse.
+type env struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func (e *env) get(name, def string) string {
+	if v, ok := e.lookup(name); ok {
+		return v
+	}
+	return def
+}
+
+func (e *env) fail(format string, args ...any) { e.errs = append(e.errs, fmt.Errorf(format, args...)) }
+
+func (e *env) seconds(name, def string) time.Duration {
+	v := e.get(name, def)
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 {
+		e.fail("%s=%q: want a number of seconds", name, v)
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
+}
+
+func (e *env) integer(name, def string) int {
+	v := e.get(name, def)
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		e.fail("%s=%q: want a whole number", name, v)
+	}
+	return n
+}
+
+func (e *env) boolean(name string) bool {
+	return strings.EqualFold(strings.TrimSpace(e.get(name, "")), "true")
+}
+
 // parseEnv reads the configuration from lookup (os.LookupEnv); the
 // flags' files take precedence over REQ_USERNAME_FILE and
 // REQ_PASSWORD_FILE.
 func parseEnv(lookup func(string) (string, bool), usernameFile, passwordFile string) (config, error) {
-	get := func(name, def string) string {
-		if v, ok := lookup(name); ok {
-			return v
-		}
-		return def
-	}
-	var errs []error
-	seconds := func(name, def string) time.Duration {
-		v := get(name, def)
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a number of seconds", name, v))
-			return 0
-		}
-		return time.Duration(f * float64(time.Second))
-	}
-	integer := func(name, def string) int {
-		v := get(name, def)
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a whole number", name, v))
-		}
-		return n
-	}
-	boolean := func(name string) bool { return strings.EqualFold(strings.TrimSpace(get(name, "")), "true") }
-
+	e := &env{lookup: lookup}
 	var c config
+	c.selection(e)
+	c.files(e)
+	c.reload(e)
+	c.http(e, usernameFile, passwordFile)
+	c.process(e)
+	return c, errors.Join(e.errs...)
+}
+
+// selection reads what is collected, and how.
+func (c *config) selection(e *env) {
 	o := &c.opts
-	o.Label = get("LABEL", "")
-	o.LabelValue = get("LABEL_VALUE", "")
-	o.Folder = get("FOLDER", "")
+	o.Label, o.LabelValue = e.get("LABEL", ""), e.get("LABEL_VALUE", "")
 	if o.Label == "" {
-		errs = append(errs, errors.New("LABEL is not set: it names the label of the ConfigMaps and Secrets to collect"))
+		e.fail("LABEL is not set: it names the label of the ConfigMaps and Secrets to collect")
 	}
-	if o.Folder == "" {
-		errs = append(errs, errors.New("FOLDER is not set: it names the directory the files go into"))
-	}
-	o.FolderAnnotation = get("FOLDER_ANNOTATION", "k8s-sidecar-target-directory")
-	ns, set := lookup("NAMESPACE")
+	ns, set := e.lookup("NAMESPACE")
 	c.defaultNamespace = !set
 	if set && strings.TrimSpace(ns) != "ALL" {
 		o.Namespaces = splitList(ns)
 	}
-	switch r := strings.ToLower(strings.TrimSpace(get("RESOURCE", "configmap"))); r {
+	switch r := strings.ToLower(strings.TrimSpace(e.get("RESOURCE", "configmap"))); r {
 	case "configmap":
 		o.Resources = []collect.Resource{collect.ConfigMap}
 	case "secret":
@@ -83,10 +100,10 @@ func parseEnv(lookup func(string) (string, bool), usernameFile, passwordFile str
 	case "both":
 		o.Resources = []collect.Resource{collect.Secret, collect.ConfigMap}
 	default:
-		errs = append(errs, fmt.Errorf("RESOURCE=%q: want configmap, secret or both", r))
+		e.fail("RESOURCE=%q: want configmap, secret or both", r)
 	}
-	o.Names = splitList(get("RESOURCE_NAME", ""))
-	switch strings.ToUpper(strings.TrimSpace(get("METHOD", ""))) {
+	o.Names = splitList(e.get("RESOURCE_NAME", ""))
+	switch strings.ToUpper(strings.TrimSpace(e.get("METHOD", ""))) {
 	case "LIST":
 		o.Method = collect.List
 	case "SLEEP":
@@ -94,89 +111,108 @@ func parseEnv(lookup func(string) (string, bool), usernameFile, passwordFile str
 	default:
 		o.Method = collect.Watch
 	}
-	o.SleepTime = seconds("SLEEP_TIME", "60")
-	o.ServerTimeout = seconds("WATCH_SERVER_TIMEOUT", "60")
-	o.ClientTimeout = seconds("WATCH_CLIENT_TIMEOUT", "66")
-	o.ErrorThrottle = seconds("ERROR_THROTTLE_SLEEP", "5")
-	o.IgnoreAlreadyProcessed = boolean("IGNORE_ALREADY_PROCESSED")
-	o.UniqueFilenames = boolean("UNIQUE_FILENAMES")
-	o.SkipInitReload = boolean("REQ_SKIP_INIT")
-	if v := strings.TrimSpace(get("DEFAULT_FILE_MODE", "")); v != "" {
+	o.SleepTime = e.seconds("SLEEP_TIME", "60")
+	o.ServerTimeout = e.seconds("WATCH_SERVER_TIMEOUT", "60")
+	o.ClientTimeout = e.seconds("WATCH_CLIENT_TIMEOUT", "66")
+	o.ErrorThrottle = e.seconds("ERROR_THROTTLE_SLEEP", "5")
+	o.IgnoreAlreadyProcessed = e.boolean("IGNORE_ALREADY_PROCESSED")
+}
+
+// files reads where files go, and how they are named.
+func (c *config) files(e *env) {
+	o := &c.opts
+	o.Folder = e.get("FOLDER", "")
+	if o.Folder == "" {
+		e.fail("FOLDER is not set: it names the directory the files go into")
+	}
+	o.FolderAnnotation = e.get("FOLDER_ANNOTATION", "k8s-sidecar-target-directory")
+	o.UniqueFilenames = e.boolean("UNIQUE_FILENAMES")
+	if v := strings.TrimSpace(e.get("DEFAULT_FILE_MODE", "")); v != "" {
 		mode, err := strconv.ParseUint(v, 8, 32)
 		if err != nil || mode > 0o7777 {
-			errs = append(errs, fmt.Errorf("DEFAULT_FILE_MODE=%q: want octal digits such as 644 or 440", v))
+			e.fail("DEFAULT_FILE_MODE=%q: want octal digits such as 644 or 440", v)
 		}
 		o.FileMode = fs.FileMode(mode)
 	}
+}
 
-	o.Reload.URL = get("REQ_URL", "")
-	if o.Reload.URL != "" {
-		if u, err := url.Parse(o.Reload.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, errors.New("REQ_URL (not shown, it may hold a secret): want an http or https URL with a host"))
+// reload reads what is done after a burst of changes.
+func (c *config) reload(e *env) {
+	r := &c.opts.Reload
+	r.URL = e.get("REQ_URL", "")
+	if r.URL != "" {
+		if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			e.fail("REQ_URL (not shown, it may hold a secret): want an http or https URL with a host")
 		}
 	}
-	switch m := strings.ToUpper(strings.TrimSpace(get("REQ_METHOD", "GET"))); m {
+	switch m := strings.ToUpper(strings.TrimSpace(e.get("REQ_METHOD", "GET"))); m {
 	case "GET", "":
-		o.Reload.Method = "GET"
+		r.Method = "GET"
 	case "POST":
-		o.Reload.Method = "POST"
+		r.Method = "POST"
 	default:
-		errs = append(errs, fmt.Errorf("REQ_METHOD=%q: want GET or POST", m))
+		e.fail("REQ_METHOD=%q: want GET or POST", m)
 	}
-	if p := get("REQ_PAYLOAD", ""); p != "" {
+	if p := e.get("REQ_PAYLOAD", ""); p != "" {
 		if json.Valid([]byte(p)) {
-			o.Reload.Payload = []byte(p)
+			r.Payload = []byte(p)
 		} else {
 			// k8s-sidecar posts what is not JSON as a JSON string.
-			o.Reload.Payload, _ = json.Marshal(p)
+			r.Payload, _ = json.Marshal(p)
 			c.notes = append(c.notes, "REQ_PAYLOAD is not JSON: it is sent as a JSON string")
 		}
 	}
-	o.Reload.Script = get("SCRIPT", "")
-	h := &o.HTTP
+	r.Script = e.get("SCRIPT", "")
+	c.opts.SkipInitReload = e.boolean("REQ_SKIP_INIT")
+}
+
+// http reads the retries, timeout and credentials of the requests.
+func (c *config) http(e *env, usernameFile, passwordFile string) {
+	h := &c.opts.HTTP
 	h.Retry = collect.Retry{
-		Total:   integer("REQ_RETRY_TOTAL", "5"),
-		Connect: integer("REQ_RETRY_CONNECT", "10"),
-		Read:    integer("REQ_RETRY_READ", "5"),
+		Total:   e.integer("REQ_RETRY_TOTAL", "5"),
+		Connect: e.integer("REQ_RETRY_CONNECT", "10"),
+		Read:    e.integer("REQ_RETRY_READ", "5"),
 	}
-	if v := get("REQ_RETRY_BACKOFF_FACTOR", "1.1"); v != "" {
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < 0 {
-			errs = append(errs, fmt.Errorf("REQ_RETRY_BACKOFF_FACTOR=%q: want a number", v))
-		}
-		h.Retry.BackoffFactor = f
+	v := e.get("REQ_RETRY_BACKOFF_FACTOR", "1.1")
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 {
+		e.fail("REQ_RETRY_BACKOFF_FACTOR=%q: want a number", v)
 	}
-	h.Timeout = seconds("REQ_TIMEOUT", "10")
-	h.Username, h.Password = get("REQ_USERNAME", ""), get("REQ_PASSWORD", "")
-	h.UsernameFile, h.PasswordFile = get("REQ_USERNAME_FILE", ""), get("REQ_PASSWORD_FILE", "")
+	h.Retry.BackoffFactor = f
+	h.Timeout = e.seconds("REQ_TIMEOUT", "10")
+	h.Username, h.Password = e.get("REQ_USERNAME", ""), e.get("REQ_PASSWORD", "")
+	h.UsernameFile, h.PasswordFile = e.get("REQ_USERNAME_FILE", ""), e.get("REQ_PASSWORD_FILE", "")
 	if usernameFile != "" {
 		h.UsernameFile = usernameFile
 	}
 	if passwordFile != "" {
 		h.PasswordFile = passwordFile
 	}
-	switch e := strings.ToLower(strings.TrimSpace(get("REQ_BASIC_AUTH_ENCODING", "latin1"))); e {
+	switch enc := strings.ToLower(strings.TrimSpace(e.get("REQ_BASIC_AUTH_ENCODING", "latin1"))); enc {
 	case "latin1", "latin-1", "iso-8859-1", "iso8859-1", "":
 		h.Latin1 = true
 	case "utf-8", "utf8":
 	default:
-		errs = append(errs, fmt.Errorf("REQ_BASIC_AUTH_ENCODING=%q: want latin1 or utf-8", e))
+		e.fail("REQ_BASIC_AUTH_ENCODING=%q: want latin1 or utf-8", enc)
 	}
-	h.SkipTLSVerify = boolean("REQ_SKIP_TLS_VERIFY")
-	h.Accept5xx = boolean("ENABLE_5XX")
+	h.SkipTLSVerify = e.boolean("REQ_SKIP_TLS_VERIFY")
+	h.Accept5xx = e.boolean("ENABLE_5XX")
+}
 
-	c.kubeconfig = get("KUBECONFIG", "")
-	c.skipTLSVerify = boolean("SKIP_TLS_VERIFY")
-	if boolean("DISABLE_X509_STRICT_VERIFICATION") {
+// process reads the API server's access, the health endpoint and the logs.
+func (c *config) process(e *env) {
+	c.kubeconfig = e.get("KUBECONFIG", "")
+	c.skipTLSVerify = e.boolean("SKIP_TLS_VERIFY")
+	if e.boolean("DISABLE_X509_STRICT_VERIFICATION") {
 		c.notes = append(c.notes, "DISABLE_X509_STRICT_VERIFICATION has no effect: Go's verifier has no strict mode to turn off")
 	}
-	c.healthHost = get("HEALTH_HOST", "")
-	c.healthPort = integer("HEALTH_PORT", "8080")
+	c.healthHost = e.get("HEALTH_HOST", "")
+	c.healthPort = e.integer("HEALTH_PORT", "8080")
 	if c.healthPort > 65535 {
-		errs = append(errs, fmt.Errorf("HEALTH_PORT=%d: want a port number", c.healthPort))
+		e.fail("HEALTH_PORT=%d: want a port number", c.healthPort)
 	}
-
-	switch l := strings.ToUpper(strings.TrimSpace(get("LOG_LEVEL", "INFO"))); l {
+	switch l := strings.ToUpper(strings.TrimSpace(e.get("LOG_LEVEL", "INFO"))); l {
 	case "DEBUG":
 		c.logLevel = "debug"
 	case "INFO":
@@ -186,9 +222,9 @@ func parseEnv(lookup func(string) (string, bool), usernameFile, passwordFile str
 	case "ERROR", "CRITICAL":
 		c.logLevel = "error"
 	default:
-		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN, ERROR or CRITICAL", l))
+		e.fail("LOG_LEVEL=%q: want DEBUG, INFO, WARN, ERROR or CRITICAL", l)
 	}
-	switch f := strings.ToUpper(strings.TrimSpace(get("LOG_FORMAT", "JSON"))); f {
+	switch f := strings.ToUpper(strings.TrimSpace(e.get("LOG_FORMAT", "JSON"))); f {
 	case "JSON":
 		c.logJSON = true
 	case "LOGFMT":
@@ -197,11 +233,10 @@ func parseEnv(lookup func(string) (string, bool), usernameFile, passwordFile str
 		c.logJSON = true
 		c.notes = append(c.notes, fmt.Sprintf("LOG_FORMAT=%q is neither JSON nor LOGFMT: logging JSON", f))
 	}
-	c.logUTC = strings.EqualFold(strings.TrimSpace(get("LOG_TZ", "LOCAL")), "UTC")
-	if c.logConfig = get("LOG_CONFIG", ""); c.logConfig != "" {
+	c.logUTC = strings.EqualFold(strings.TrimSpace(e.get("LOG_TZ", "LOCAL")), "UTC")
+	if c.logConfig = e.get("LOG_CONFIG", ""); c.logConfig != "" {
 		c.notes = append(c.notes, "LOG_CONFIG (a Python logging configuration) is not supported: LOG_LEVEL, LOG_FORMAT and LOG_TZ apply")
 	}
-	return c, errors.Join(errs...)
 }
 
 // splitList splits a comma-separated list, trimmed, without empty or
