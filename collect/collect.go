@@ -113,6 +113,10 @@ type Options struct {
 	Reload Reload
 	// SkipInitReload sends no reload after the first sync (REQ_SKIP_INIT).
 	SkipInitReload bool
+	// AfterBurst, if set, is called after each burst of changes was
+	// written and reloaded (the sidecar's trimmer then drops the code
+	// pages the burst used).
+	AfterBurst func()
 }
 
 // Collector writes the objects selected into files and reloads.
@@ -163,6 +167,13 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Collect
 	c := &Collector{logger: logger, opts: opts, m: m, client: opts.Client, req: newRequester(opts.HTTP)}
 	c.store = newStore(logger.With("component", "files"), opts.FileMode, m)
 	c.notifier = newNotifier(logger.With("component", "reload"), m, c.req, opts.Reload)
+	if opts.AfterBurst != nil {
+		fire := c.notifier.fire
+		c.notifier.fire = func(ctx context.Context) error {
+			defer opts.AfterBurst()
+			return fire(ctx)
+		}
+	}
 	for _, t := range targets(opts) {
 		c.watchers = append(c.watchers, &watcher{c: c, t: t, downSince: time.Now()})
 	}

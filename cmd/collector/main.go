@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 2
 	}
 	sc := app.NewSidecar(logger, program)
+	cfg.opts.AfterBurst = sc.Trimmer.Worked
 	col, err := collect.New(logger.With("component", "collector"), sc.Registry, cfg.opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
