@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +127,78 @@ func TestList(t *testing.T) {
 	require.Len(t, r, 1)
 	require.Len(t, r[0].files, 10)
 	require.NoError(t, c.Ready())
+}
+
+// TestSleepSkipInitIgnoreProcessed: METHOD=SLEEP lists every SLEEP_TIME,
+// picks up creations and deletions; REQ_SKIP_INIT sends no start-up
+// reload; IGNORE_ALREADY_PROCESSED fetches a .url key once, where without
+// it every list fetches it again.
+func TestSleepSkipInitIgnoreProcessed(t *testing.T) {
+	e := start(t)
+	ns := e.namespace(t, "grafana")
+	var fetches atomic.Int32
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		_, _ = w.Write([]byte("remote"))
+	}))
+	t.Cleanup(remote.Close)
+	e.configMap(t, ns, "url", dashboard, map[string]string{"remote.json.url": remote.URL})
+	for _, ignore := range []bool{true, false} {
+		t.Run(fmt.Sprintf("IGNORE_ALREADY_PROCESSED=%t", ignore), func(t *testing.T) {
+			fetches.Store(0)
+			dir := t.TempDir()
+			srv := newReloadServer(t, dir)
+			c, _ := run(t, e, Options{
+				Namespaces: []string{ns}, Resources: []Resource{ConfigMap}, Label: "grafana_dashboard", Folder: dir,
+				Method: Sleep, SleepTime: 100 * time.Millisecond, SkipInitReload: true, IgnoreAlreadyProcessed: ignore,
+				Reload: Reload{URL: srv.URL},
+			})
+			waitFile(t, filepath.Join(dir, "remote.json"), "remote")
+			wait.Until(t, 30*time.Second, 10*time.Millisecond, "five lists", func() error {
+				if n := testutil.ToFloat64(c.m.lists); n < 5 {
+					return fmt.Errorf("%v lists", n)
+				}
+				return nil
+			})
+			require.NoError(t, c.Ready())
+			if ignore {
+				require.Equal(t, int32(1), fetches.Load(), "fetched once")
+			} else {
+				require.GreaterOrEqual(t, fetches.Load(), int32(5), "fetched at every list")
+			}
+			require.Empty(t, srv.reloads(), "REQ_SKIP_INIT: no start-up reload")
+			name := "sleep-" + strconv.FormatBool(ignore)
+			e.configMap(t, ns, name, dashboard, map[string]string{name + ".json": "{}"})
+			r := srv.waitReloads(t, 1)
+			require.Contains(t, r[0].files, name+".json")
+			require.NoError(t, e.kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}))
+			waitGone(t, filepath.Join(dir, name+".json"))
+		})
+	}
+}
+
+// TestWatchResumes: a watch the API server ends (WATCH_SERVER_TIMEOUT)
+// resumes where it stopped, without a list, and misses nothing.
+func TestWatchResumes(t *testing.T) {
+	e := start(t)
+	ns := e.namespace(t, "grafana")
+	dir := t.TempDir()
+	c, _ := run(t, e, Options{
+		Namespaces: []string{ns}, Resources: []Resource{ConfigMap}, Label: "grafana_dashboard", Folder: dir,
+		ServerTimeout: time.Second,
+	})
+	wait.Until(t, 30*time.Second, 10*time.Millisecond, "synced", c.Ready)
+	for i := range 5 {
+		wait.Until(t, 30*time.Second, 10*time.Millisecond, "a watch ended", func() error {
+			if n := testutil.ToFloat64(c.m.watchRestarts.WithLabelValues("ended")); n < float64(i+1) {
+				return fmt.Errorf("%v ended", n)
+			}
+			return nil
+		})
+		e.configMap(t, ns, fmt.Sprintf("d-%d", i), dashboard, map[string]string{fmt.Sprintf("d-%d.json", i): "{}"})
+	}
+	for i := range 5 {
+		waitFile(t, filepath.Join(dir, fmt.Sprintf("d-%d.json", i)), "{}")
+	}
+	require.Equal(t, 1.0, testutil.ToFloat64(c.m.lists), "listed once, resumed since")
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -133,3 +136,25 @@ func TestUnknownFlag(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestKubeConfig: KUBECONFIG's file when it exists; SKIP_TLS_VERIFY drops
+// its CA and verifies nothing.
+func TestKubeConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.0.0.1:6443", certificate-authority-data: "`+base64.StdEncoding.EncodeToString([]byte("not a CA"))+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600))
+	c, err := kubeConfig(config{kubeconfig: path})
+	require.NoError(t, err)
+	require.Equal(t, "https://10.0.0.1:6443", c.Host)
+	require.False(t, c.Insecure)
+	require.NotEmpty(t, c.CAData)
+	c, err = kubeConfig(config{kubeconfig: path, skipTLSVerify: true})
+	require.NoError(t, err)
+	require.True(t, c.Insecure)
+	require.Empty(t, c.CAData)
+}
