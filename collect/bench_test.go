@@ -55,7 +55,7 @@ func benchCollector(b *testing.B, bin string) string {
 	e := start(b)
 	namespaces := []string{e.namespace(b, "a"), e.namespace(b, "b"), e.namespace(b, "c")}
 	for i := range 100 {
-		e.configMap(b, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard, map[string]string{fmt.Sprintf("dash-%d.json", i): dashboardJSON(0)})
+		e.configMap(b, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard(), map[string]string{fmt.Sprintf("dash-%d.json", i): dashboardJSON(0)})
 	}
 	for i := range 50 {
 		e.configMap(b, namespaces[i%3], fmt.Sprintf("other-%d", i), map[string]string{"app": "x"}, map[string]string{"x": "y"})
@@ -103,7 +103,7 @@ func benchCollector(b *testing.B, bin string) string {
 
 	// A burst of 50 creates, one by one as kubectl apply does.
 	for i := 100; i < 150; i++ {
-		e.configMap(b, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard, map[string]string{fmt.Sprintf("dash-%d.json", i): dashboardJSON(0)})
+		e.configMap(b, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard(), map[string]string{fmt.Sprintf("dash-%d.json", i): dashboardJSON(0)})
 	}
 	wait.Until(b, time.Minute, 10*time.Millisecond, "a reload with the 150 files", func() error {
 		r := srv.reloads()

@@ -67,7 +67,8 @@ func (e *env) configMap(t testing.TB, ns, name string, labels map[string]string,
 	require.NoError(t, err)
 }
 
-var dashboard = map[string]string{"grafana_dashboard": "1"}
+// dashboard returns the label of the dashboards.
+func dashboard() map[string]string { return map[string]string{"grafana_dashboard": "1"} }
 
 // reloadServer is a reload endpoint: at each request it records what the
 // folder holds, so a test asserts what was on disk when the reload came.

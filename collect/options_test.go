@@ -114,7 +114,7 @@ func TestList(t *testing.T) {
 	e := start(t)
 	ns := e.namespace(t, "grafana")
 	for i := range 10 {
-		e.configMap(t, ns, fmt.Sprintf("d-%d", i), dashboard, map[string]string{fmt.Sprintf("d-%d.json", i): "{}"})
+		e.configMap(t, ns, fmt.Sprintf("d-%d", i), dashboard(), map[string]string{fmt.Sprintf("d-%d.json", i): "{}"})
 	}
 	dir := t.TempDir()
 	srv := newReloadServer(t, dir)
@@ -142,7 +142,7 @@ func TestSleepSkipInitIgnoreProcessed(t *testing.T) {
 		_, _ = w.Write([]byte("remote"))
 	}))
 	t.Cleanup(remote.Close)
-	e.configMap(t, ns, "url", dashboard, map[string]string{"remote.json.url": remote.URL})
+	e.configMap(t, ns, "url", dashboard(), map[string]string{"remote.json.url": remote.URL})
 	for _, ignore := range []bool{true, false} {
 		t.Run(fmt.Sprintf("IGNORE_ALREADY_PROCESSED=%t", ignore), func(t *testing.T) {
 			fetches.Store(0)
@@ -168,7 +168,7 @@ func TestSleepSkipInitIgnoreProcessed(t *testing.T) {
 			}
 			require.Empty(t, srv.reloads(), "REQ_SKIP_INIT: no start-up reload")
 			name := "sleep-" + strconv.FormatBool(ignore)
-			e.configMap(t, ns, name, dashboard, map[string]string{name + ".json": "{}"})
+			e.configMap(t, ns, name, dashboard(), map[string]string{name + ".json": "{}"})
 			r := srv.waitReloads(t, 1)
 			require.Contains(t, r[0].files, name+".json")
 			require.NoError(t, e.kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}))
@@ -195,7 +195,7 @@ func TestWatchResumes(t *testing.T) {
 			}
 			return nil
 		})
-		e.configMap(t, ns, fmt.Sprintf("d-%d", i), dashboard, map[string]string{fmt.Sprintf("d-%d.json", i): "{}"})
+		e.configMap(t, ns, fmt.Sprintf("d-%d", i), dashboard(), map[string]string{fmt.Sprintf("d-%d.json", i): "{}"})
 	}
 	for i := range 5 {
 		waitFile(t, filepath.Join(dir, fmt.Sprintf("d-%d.json", i)), "{}")

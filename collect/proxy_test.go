@@ -13,7 +13,7 @@ import (
 )
 
 func configMapObject(ns, name, key string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: dashboard}, Data: map[string]string{key: "{}"}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: dashboard()}, Data: map[string]string{key: "{}"}}
 }
 
 // proxy forwards TCP connections to the API server; blocked, it forwards

@@ -26,12 +26,12 @@ func TestStartupBurstAndRemovals(t *testing.T) {
 	e := start(t)
 	namespaces := []string{e.namespace(t, "a"), e.namespace(t, "b"), e.namespace(t, "c")}
 	for i := range 100 {
-		e.configMap(t, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard, map[string]string{fmt.Sprintf("dash-%d.json", i): fmt.Sprintf(`{"n":%d}`, i)})
+		e.configMap(t, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard(), map[string]string{fmt.Sprintf("dash-%d.json", i): fmt.Sprintf(`{"n":%d}`, i)})
 	}
 	for i := range 5 {
 		e.configMap(t, "a", fmt.Sprintf("other-%d", i), map[string]string{"app": "x"}, map[string]string{fmt.Sprintf("other-%d.json", i): "{}"})
 	}
-	e.configMap(t, "default", "elsewhere", dashboard, map[string]string{"elsewhere.json": "{}"})
+	e.configMap(t, "default", "elsewhere", dashboard(), map[string]string{"elsewhere.json": "{}"})
 	dir := t.TempDir()
 	srv := newReloadServer(t, dir)
 	c, reg := run(t, e, Options{
@@ -47,7 +47,7 @@ func TestStartupBurstAndRemovals(t *testing.T) {
 
 	// A burst of 50 creates.
 	for i := 100; i < 150; i++ {
-		e.configMap(t, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard, map[string]string{fmt.Sprintf("dash-%d.json", i): "{}"})
+		e.configMap(t, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard(), map[string]string{fmt.Sprintf("dash-%d.json", i): "{}"})
 	}
 	wait.Until(t, 30*time.Second, 10*time.Millisecond, "a reload with the 150 files", func() error {
 		r := srv.reloads()
@@ -61,7 +61,7 @@ func TestStartupBurstAndRemovals(t *testing.T) {
 
 	// One more change: its reload is the next one, so there was none in
 	// between.
-	e.configMap(t, "b", "sentinel", dashboard, map[string]string{"sentinel.json": "{}"})
+	e.configMap(t, "b", "sentinel", dashboard(), map[string]string{"sentinel.json": "{}"})
 	all := srv.waitReloads(t, burst+2)
 	require.Contains(t, all[burst+1].files, "sentinel.json")
 	require.Len(t, all, burst+2)
@@ -86,9 +86,9 @@ func TestStartupBurstAndRemovals(t *testing.T) {
 
 	// A key in two ConfigMaps: the last written wins; deleting it leaves
 	// the other's.
-	e.configMap(t, "a", "shared-1", dashboard, map[string]string{"shared.json": "one"})
+	e.configMap(t, "a", "shared-1", dashboard(), map[string]string{"shared.json": "one"})
 	waitFile(t, filepath.Join(dir, "shared.json"), "one")
-	e.configMap(t, "b", "shared-2", dashboard, map[string]string{"shared.json": "two"})
+	e.configMap(t, "b", "shared-2", dashboard(), map[string]string{"shared.json": "two"})
 	waitFile(t, filepath.Join(dir, "shared.json"), "two")
 	require.NoError(t, e.kube.CoreV1().ConfigMaps("b").Delete(t.Context(), "shared-2", metav1.DeleteOptions{}))
 	waitFile(t, filepath.Join(dir, "shared.json"), "one")
@@ -125,7 +125,7 @@ func TestOutage(t *testing.T) {
 	e := start(t)
 	ns := e.namespace(t, "grafana")
 	for i := range 5 {
-		e.configMap(t, ns, fmt.Sprintf("old-%d", i), dashboard, map[string]string{fmt.Sprintf("old-%d.json", i): "{}"})
+		e.configMap(t, ns, fmt.Sprintf("old-%d", i), dashboard(), map[string]string{fmt.Sprintf("old-%d.json", i): "{}"})
 	}
 	p := newProxy(t, e.cfg.Host)
 	cfg := *e.cfg
@@ -143,7 +143,7 @@ func TestOutage(t *testing.T) {
 		require.NoError(t, e.kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), fmt.Sprintf("old-%d", i), metav1.DeleteOptions{}))
 	}
 	for i := range 5 {
-		e.configMap(t, ns, fmt.Sprintf("new-%d", i), dashboard, map[string]string{fmt.Sprintf("new-%d.json", i): "{}"})
+		e.configMap(t, ns, fmt.Sprintf("new-%d", i), dashboard(), map[string]string{fmt.Sprintf("new-%d.json", i): "{}"})
 	}
 	wait.Until(t, 60*time.Second, 50*time.Millisecond, "liveness failing on a silent connection", func() error {
 		if c.Live() == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -157,4 +158,27 @@ current-context: c
 	require.NoError(t, err)
 	require.True(t, c.Insecure)
 	require.Empty(t, c.CAData)
+}
+
+// TestListUnreachable: METHOD=LIST against an API server that does not
+// answer exits 1 after its retries, naming what it listed.
+func TestListUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://`+addr+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {}}]
+current-context: c
+`), 0o600))
+	var stderr bytes.Buffer
+	code := run(t.Context(), nil, lookup(map[string]string{
+		"LABEL": "l", "FOLDER": t.TempDir(), "NAMESPACE": "ns", "KUBECONFIG": path, "METHOD": "LIST", "ERROR_THROTTLE_SLEEP": "0.05",
+	}), &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	require.Contains(t, stderr.String(), `"msg":"run","err":"list configmaps l in ns: `)
 }
