@@ -157,7 +157,7 @@ func (s *store) own(path string, key objectKey, h uint64, content []byte) bool {
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
 			return false
 		}
-		return s.write(path, content)
+		return s.write(path, content, key)
 	}
 	old, had := f.owners[key]
 	if had && old == h {
@@ -178,7 +178,7 @@ func (s *store) own(path string, key objectKey, h uint64, content []byte) bool {
 	if onDisk == h {
 		return false
 	}
-	return s.write(path, content)
+	return s.write(path, content, key)
 }
 
 // disown records that key no longer has path: the file goes with its
@@ -194,7 +194,7 @@ func (s *store) disown(path string, key objectKey) bool {
 	delete(f.contents, key)
 	if len(f.owners) == 0 {
 		delete(s.files, path)
-		return s.removeFile(path)
+		return s.removeFile(path, key)
 	}
 	if f.winner == key {
 		var next objectKey
@@ -213,35 +213,37 @@ func (s *store) disown(path string, key objectKey) bool {
 	if f.owners[f.winner] == onDisk || !known {
 		return false
 	}
-	return s.write(path, content)
+	return s.write(path, content, f.winner)
 }
 
 // write writes content to path atomically: a temporary file in the same
 // directory, synced, then renamed over path, so that a reader sees the
 // old content or the new, never a part.
-func (s *store) write(path string, content []byte) bool {
+// key is the object whose content it is, for the logs.
+func (s *store) write(path string, content []byte, key objectKey) bool {
 	if err := writeAtomic(path, content, s.mode); err != nil {
 		s.m.fileErrors.Inc()
-		s.logger.Error("write file", "path", path, "err", err)
+		s.logger.Error("write file", "object", key.String(), "path", path, "err", err)
 		return false
 	}
 	s.m.fileWrites.Inc()
-	s.logger.Debug("file written", "path", path, "bytes", len(content))
+	s.logger.Debug("file written", "object", key.String(), "path", path, "bytes", len(content))
 	return true
 }
 
-func (s *store) removeFile(path string) bool {
+// removeFile removes path, the file of key that no object has any more.
+func (s *store) removeFile(path string, key objectKey) bool {
 	err := os.Remove(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false
 	case err != nil:
 		s.m.fileErrors.Inc()
-		s.logger.Error("remove file", "path", path, "err", err)
+		s.logger.Error("remove file", "object", key.String(), "path", path, "err", err)
 		return false
 	}
 	s.m.fileRemovals.Inc()
-	s.logger.Debug("file removed", "path", path)
+	s.logger.Debug("file removed", "object", key.String(), "path", path)
 	return true
 }
 

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
 func newTestStore(t *testing.T) *store {
@@ -78,9 +81,12 @@ func TestStoreWriteError(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
-	s := newTestStore(t)
-	require.False(t, s.set(objectKey{ConfigMap, "a", "x"}, "1", map[string][]byte{filepath.Join(blocker, "sub", "d.json"): []byte("x")}, nil))
+	var logs testlog.Buffer
+	s := newStore(slog.New(slog.NewTextHandler(&logs, nil)), 0o644, newMetrics(prometheus.NewRegistry()))
+	path := filepath.Join(blocker, "sub", "d.json")
+	require.False(t, s.set(objectKey{ConfigMap, "a", "x"}, "1", map[string][]byte{path: []byte("x")}, nil))
 	require.Equal(t, 1.0, testutil.ToFloat64(s.m.fileErrors))
+	require.Contains(t, logs.String(), `level=ERROR msg="write file" object="configmap a/x" path=`+path+` err="mkdir `+blocker+`: not a directory"`)
 }
 
 func TestWriteAtomicMode(t *testing.T) {
