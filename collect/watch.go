@@ -242,6 +242,13 @@ func (w *watcher) run(ctx context.Context) {
 			w.c.m.watchRestarts.WithLabelValues("ended").Inc()
 			failures = 0
 			continue
+		case errors.Is(err, errSilent):
+			// Nothing came, not even a bookmark: watch again at once. A
+			// dead connection fails the next watch, with backoff.
+			w.c.m.watchRestarts.WithLabelValues("silent").Inc()
+			w.c.logger.Info("no event within the client timeout, watching again", "watching", w.t.String(), "timeout", w.c.opts.ClientTimeout)
+			failures = 0
+			continue
 		case err == nil:
 			err = errors.New("the API server ended the watch at once")
 		}
@@ -249,11 +256,7 @@ func (w *watcher) run(ctx context.Context) {
 			failures = 0
 		}
 		failures++
-		reason := "error"
-		if errors.Is(err, errSilent) {
-			reason = "silent"
-		}
-		w.failed(ctx, err, failures, reason)
+		w.failed(ctx, err, failures, "error")
 	}
 }
 
