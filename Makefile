@@ -16,7 +16,7 @@ PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}'
 # The control plane has its own module (tools/controlplane/go.mod, see there why).
 KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_VERSION_FLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION))) -X $(pkg).gitTreeState=clean)
-BINARIES  := config-reloader rules-reloader controller
+BINARIES  := config-reloader rules-reloader controller collector
 SOURCES   := $(shell find . -name '*.go' -not -path './tools/*' -not -name '*_test.go') go.mod go.sum
 export PODRELOAD_BIN := $(BIN)
 
@@ -151,8 +151,12 @@ bin/prometheus-operator: tools/go.mod tools/go.sum
 # (internal/testenv/node/images_test.go checks they agree).
 IMAGE_ARCHES := amd64 arm64
 HOST_ARCH    := $(shell $(GO) env GOARCH)
-IMAGES       := podreload prometheus alertmanager pause
+IMAGES       := podreload collector prometheus alertmanager pause
 PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
+# The collector alone, its entrypoint: charts that run k8s-sidecar (Grafana's
+# sidecar.image) set no command, so the image's entrypoint must be it
+# (docs/collector.md).
+COLLECTOR_IMAGE  := ghcr.io/podreload/collector:$(PODRELOAD_VERSION)
 PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
 ALERTMANAGER_IMAGE = quay.io/prometheus/alertmanager:v$(ALERTMANAGER_VERSION)
 PAUSE_IMAGE      := podreload.dev/pause:1
@@ -169,7 +173,7 @@ host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-con
 # Kept: they are what the images hold.
 .SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager pause prometheus-config-reloader))
 
-bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller: $(SOURCES)
+bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
 
 bin/linux-%/pause: internal/testenv/node/pause/main.go
@@ -179,10 +183,15 @@ bin/linux-%/pause: internal/testenv/node/pause/main.go
 bin/linux-%/prometheus: tools/go.mod tools/go.sum
 	cd $(CURDIR)/tools && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
 
-bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller $(IMAGEBUILD_SOURCES)
+bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
 		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
+bin/images/collector-%.tar: bin/linux-%/collector $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(COLLECTOR_IMAGE) -user 65532:65532 -entrypoint /bin/collector \
+		-file /bin/collector=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
 # As the upstream image: user nobody, working directory /prometheus.
 bin/images/prometheus-%.tar: bin/linux-%/prometheus $(IMAGEBUILD_SOURCES)
@@ -293,6 +302,7 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/...
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Scale -benchtime 1x -timeout 30m ./cmd/controller/
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Collector -benchtime 1x -timeout 20m ./collect/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource|AppliedStatus' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'NodeRuleEdit|Takeover|AlertmanagerConfigEdit' -benchtime 1x -timeout 90m ./e2e/node/

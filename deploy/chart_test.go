@@ -296,6 +296,30 @@ func TestChartValues(t *testing.T) {
 			},
 		},
 		{
+			name:   "collector RBAC, cluster-wide",
+			values: "collector: {rbac: {serviceAccounts: [{name: grafana, namespace: monitoring}], resources: [configmaps]}}",
+			check: func(t *testing.T, objs objects) {
+				r := typed[rbacv1.ClusterRole](t, objs, objectKey("ClusterRole", "", "podreload-collector"))
+				require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}}, r.Rules)
+				b := typed[rbacv1.ClusterRoleBinding](t, objs, objectKey("ClusterRoleBinding", "", "podreload-collector"))
+				require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "grafana", Namespace: "monitoring"}}, b.Subjects)
+				require.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "podreload-collector"}, b.RoleRef)
+			},
+		},
+		{
+			name:   "collector RBAC, per namespace",
+			values: "collector: {rbac: {serviceAccounts: [{name: grafana, namespace: monitoring}], namespaces: [monitoring, apps]}}",
+			check: func(t *testing.T, objs objects) {
+				r := typed[rbacv1.ClusterRole](t, objs, objectKey("ClusterRole", "", "podreload-collector"))
+				require.Equal(t, []string{"configmaps", "secrets"}, r.Rules[0].Resources)
+				require.NotContains(t, objs, objectKey("ClusterRoleBinding", "", "podreload-collector"))
+				for _, ns := range []string{"monitoring", "apps"} {
+					b := typed[rbacv1.RoleBinding](t, objs, objectKey("RoleBinding", ns, "podreload-collector"))
+					require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "grafana", Namespace: "monitoring"}}, b.Subjects)
+				}
+			},
+		},
+		{
 			name:   "leader election off",
 			values: "leaderElection: {enabled: false}",
 			check: func(t *testing.T, objs objects) {
