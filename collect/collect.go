@@ -392,7 +392,7 @@ func (c *Collector) process(ctx context.Context, key objectKey, obj runtime.Obje
 		path := filepath.Join(folder, name)
 		if isURL {
 			resp, err := c.req.do(ctx, "GET", strings.TrimSpace(string(v)), nil, MaxURLSize)
-			if err == nil && resp.status >= 400 && !(resp.status >= 500 && c.opts.HTTP.Accept5xx) {
+			if err == nil && resp.status >= 400 && (resp.status < 500 || !c.opts.HTTP.Accept5xx) {
 				err = fmt.Errorf("answered %d", resp.status)
 			}
 			if err != nil {
