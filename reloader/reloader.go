@@ -445,10 +445,14 @@ func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, u
 		r.m.lastSuccess.Set(0)
 		var rejected *RejectedError
 		if r.opts.KeepAccepted && errors.As(err, &rejected) {
+			// What the process runs goes back on disk at once, before
+			// anything tells of the rejection.
+			r.loadAccepted()
+			restoreErr := r.restore()
 			r.m.rejected.Inc()
 			r.rejected = sum
 			r.rejectedNow(st, rejected)
-			return resultRejected, input, errors.Join(kept, err, r.restore())
+			return resultRejected, input, errors.Join(kept, err, restoreErr)
 		}
 		r.synced = false
 		if r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected {
