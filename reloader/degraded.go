@@ -15,25 +15,32 @@ type degradation struct {
 	rejected error // the process rejected the current content
 }
 
-// noteHeld records err, the outcome of the render of the configuration,
-// and counts the inputs held back as empty. A configuration that cannot
+// noteHeld records err, the outcome of the render of the configuration
+// (told: the Source's Err says it already), and counts the inputs held
+// back as empty. A configuration that cannot
 // be rendered at start, over an output that has content (written by an
 // earlier run or an init container, which the process runs), makes the
 // Reloader ready: what the process runs is known, and Degraded says it.
-func (r *Reloader) noteHeld(err error) {
+func (r *Reloader) noteHeld(err error, told bool) {
 	held := r.fileRenderer.held
 	if errors.As(err, new(emptyConfigError)) {
 		held++
 	}
 	r.m.heldBack.WithLabelValues(reasonEmpty).Set(float64(held))
+	r.deg.config = nil
+	if err == nil || errors.Is(err, ErrNotRead) && !errors.Is(err, ErrPartsPending) {
+		return
+	}
+	atStart := r.cache.last.config == nil && r.startOutput
+	if atStart {
+		r.ready.Store(true)
+	}
 	switch {
-	case err == nil || errors.Is(err, ErrNotRead) && !errors.Is(err, ErrPartsPending):
-		r.deg.config = nil
+	case told:
 	case r.cache.last.config != nil:
 		r.deg.config = fmt.Errorf("%w: the configuration last rendered is served", err)
-	case r.startOutput:
+	case atStart:
 		r.deg.config = fmt.Errorf("%w: the configuration %s held at start is served", err, r.opts.ConfigOutput)
-		r.ready.Store(true)
 	default:
 		r.deg.config = err
 	}

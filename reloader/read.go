@@ -62,14 +62,14 @@ func (r *Reloader) read(consistent bool) (reading, error) {
 	r.deg.files = filesErr
 	left = append(left, filesLeft...)
 	if !src.config {
-		r.deg.config = nil
-		r.noteHeld(nil)
+		r.noteHeld(nil, false)
 		r.noteLeftOut(left)
 		return reading{st: st, input: in.Sum64(), kept: filesErr}, nil
 	}
 	out, from, err := r.render(src.raw, src.name, src.readErr)
 	writeUint64(in, from)
-	r.noteHeld(err)
+	// The Source tells itself why it holds no configuration, or parts.
+	r.noteHeld(err, r.opts.Source != nil && (src.readErr != nil || errors.Is(err, ErrPartsPending)))
 	r.noteLeftOut(left)
 	var kept error
 	switch {
