@@ -18,13 +18,34 @@ import (
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
+// uniqueExe returns a link to bin under an executable name no other
+// process has, for a signal trigger to find the process it starts by
+// (--process-executable-name): another Prometheus or Alertmanager on the
+// machine (e2e/node's) is then never signalled, and none stops the trigger
+// from choosing.
+func uniqueExe(t *testing.T, bin string) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), fmt.Sprintf("%s-e2e-%d-%d", filepath.Base(bin), os.Getpid(), time.Now().UnixNano()%1e9))
+	require.NoError(t, os.Symlink(bin, exe))
+	return exe
+}
+
+// sighupDefault makes the processes the test starts begin with SIGHUP's
+// default action, whatever this process inherited (a test run under nohup
+// ignores it, and so would its children): a signal sent before the process
+// handles it ends it, as in a pod, rather than a test passing for the
+// disposition it inherited. A child inherits an ignored signal, but not a
+// handler: while this process handles SIGHUP, its children start with the
+// default action.
+func sighupDefault(t *testing.T) {
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	t.Cleanup(func() { signal.Stop(hups) })
+}
+
 // sigPod is a pod whose sidecar reloads Prometheus with SIGHUP, found by an
-// executable name no other process has: Prometheus runs through a link of
-// that name, so another Prometheus on the machine (e2e/node's) is never
-// signalled, and none stops the trigger from choosing. Its children start
-// with the default action for SIGHUP, whatever this process inherited (a
-// nohup'ed test run ignores it): a signal sent before Prometheus handles it
-// would end it, as in a pod.
+// executable name no other process has (uniqueExe), started with SIGHUP's
+// default action (sighupDefault).
 type sigPod struct {
 	t                   *testing.T
 	in, out, data       string // the configuration as stored, as rendered, Prometheus' data dir
@@ -48,23 +69,20 @@ type sigPodOptions struct {
 // Prometheus on it; the sidecar is started by startSidecar.
 func newSigPod(t *testing.T, opts sigPodOptions, version string) *sigPod {
 	t.Helper()
-	hups := make(chan os.Signal, 1)
-	signal.Notify(hups, syscall.SIGHUP) // Children start with SIGHUP's default action.
-	t.Cleanup(func() { signal.Stop(hups) })
+	sighupDefault(t)
 	root := t.TempDir()
 	p := &sigPod{
 		t:    t,
 		in:   filepath.Join(root, "config", "prometheus.yaml"),
 		out:  filepath.Join(root, "config-out", "prometheus.env.yaml"),
 		data: filepath.Join(root, "data"),
-		exe:  filepath.Join(root, fmt.Sprintf("prometheus-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)),
 	}
 	for _, dir := range []string{filepath.Dir(p.in), filepath.Dir(p.out)} {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 	}
 	prom, err := toolbin.Path("prometheus")
 	require.NoError(t, err)
-	require.NoError(t, os.Symlink(prom, p.exe))
+	p.exe = uniqueExe(t, prom)
 	if opts.stateDir {
 		p.stateArgs = []string{"--state-dir=" + filepath.Join(p.data, ".podreload-reloader")}
 	}
