@@ -409,3 +409,62 @@ func TestRestartWithEmptyInputHeld(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), "version: kept")
 }
+
+// TestBlankInputsHeldBack empties, with whitespace, the configuration and
+// then a rule file of a real Prometheus' rules dir: each is held back, its
+// last version kept, and Prometheus keeps its targets' configuration and
+// its rules; /-/ready says what is held back and served.
+func TestBlankInputsHeldBack(t *testing.T) {
+	root := t.TempDir()
+	in, rulesIn := filepath.Join(root, "config", "prometheus.yaml"), filepath.Join(root, "rules-in", "rules")
+	out, rulesDir := filepath.Join(root, "config-out", "prometheus.env.yaml"), filepath.Join(root, "rules-out")
+	for _, dir := range []string{filepath.Dir(in), rulesIn} {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+	}
+	store := func(path, content string) {
+		require.NoError(t, os.WriteFile(path+".tmp", []byte(content), 0o644))
+		require.NoError(t, os.Rename(path+".tmp", path))
+	}
+	config := "global:\n  external_labels:\n    version: kept\nrule_files:\n- " + rulesDir + "/rules/*.yaml\n"
+	store(in, config)
+	store(filepath.Join(rulesIn, "a.yaml"), "groups:\n- name: a\n  rules:\n  - record: a_1\n    expr: vector(1)\n")
+	args := []string{"--config-file=" + in, "--config-envsubst-file=" + out, "--rules-input-dir=" + rulesIn, "--rules-dir=" + rulesDir}
+	require.NoError(t, start(t, "init-config-reloader", nil, ours("config-reloader"), append(args, "--watch-interval=0")...).wait(t))
+	promBin, err := toolbin.Path("prometheus")
+	require.NoError(t, err)
+	promAddr, sidecarAddr := freeAddr(t), freeAddr(t)
+	p := &sigPod{t: t, promURL: "http://" + promAddr, sidecarURL: "http://" + sidecarAddr}
+	p.prom = start(t, "prometheus", nil, promBin, "--config.file="+out, "--web.listen-address="+promAddr,
+		"--storage.tsdb.path="+filepath.Join(root, "data"), "--web.enable-lifecycle")
+	p.sidecar = start(t, "config-reloader", nil, ours("config-reloader"), append(args, "--listen-address="+sidecarAddr,
+		"--reload-url="+p.promURL+"/-/reload", "--retry-interval=1s")...)
+	p.waitMetric("reloader_last_reload_successful", 1)
+	rules := func() error {
+		var got struct {
+			Groups []struct {
+				Name string `json:"name"`
+			} `json:"groups"`
+		}
+		if err := getJSON(t.Context(), p.promURL+"/api/v1/rules", &got); err != nil {
+			return err
+		}
+		if len(got.Groups) != 1 || got.Groups[0].Name != "a" {
+			return fmt.Errorf("prometheus runs the rule groups %+v", got.Groups)
+		}
+		return nil
+	}
+	eventually(t, "prometheus runs group a", rules)
+
+	store(in, "\n \n")
+	p.waitReady(`^ready, degraded: read config: ` + regexp.QuoteMeta(in+" holds nothing but whitespace (3 bytes) where the last configuration rendered had ") +
+		`[0-9]+ bytes: held back as a truncated or emptied input: the configuration last rendered is served\n$`)
+	store(filepath.Join(rulesIn, "a.yaml"), "  \n")
+	store(in, strings.Replace(config, "kept", "next", 1))
+	p.waitVersion("next")
+	p.waitReady(`^ready, degraded: ` + regexp.QuoteMeta(filepath.Join(rulesIn, "a.yaml")+": holds nothing but whitespace (3 bytes) where its last version had content: held back as a truncated or emptied input (keeping the last good file)") + `\n$`)
+	p.waitMetric(`reloader_inputs_held_back{reason="empty"}`, 1)
+	require.NoError(t, rules())
+	b, err := os.ReadFile(filepath.Join(rulesDir, "rules", "a.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "record: a_1")
+}
