@@ -16,8 +16,9 @@ import (
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
-// The tests run one after the other: the signal trigger finds Prometheus by
-// name among all processes, so no other Prometheus may run meanwhile.
+// The signal trigger finds Prometheus by name among all processes: in
+// signal mode each test runs Prometheus under a name of its own
+// (uniqueExe), so that another Prometheus on the machine is no matter.
 
 func TestConfigAndRules(t *testing.T) { testReloads(t, podOptions{}) }
 

@@ -298,25 +298,6 @@ func metric(ctx context.Context, url, name string) (float64, error) {
 	return 0, fmt.Errorf("%s has no sample %s", url, name)
 }
 
-// processesNamed lists the processes whose argv[0] has base name name, as the
-// signal trigger finds them.
-func processesNamed(name string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		argv0, _, _ := bytes.Cut(b, []byte{0})
-		if len(argv0) > 0 && filepath.Base(string(argv0)) == name {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // state is what Prometheus runs: its external labels and its rules.
 type state struct {
 	replica, version string
@@ -405,14 +386,10 @@ func newPod(t *testing.T, opts podOptions, initial state) *pod {
 	sidecarArgs := slices.Concat(configArgs, []string{"--watched-dir=" + p.rulesVol, "--listen-address=" + sidecarAddr, "--log-level=debug"})
 	if opts.signal {
 		// The signal trigger picks the process by name and refuses to
-		// choose between several.
-		eventually(t, "no other prometheus process", func() error {
-			if pids := processesNamed("prometheus"); len(pids) > 0 {
-				return fmt.Errorf("prometheus processes running: %v", pids)
-			}
-			return nil
-		})
-		sidecarArgs = append(sidecarArgs, "--reload-method=signal", "--process-executable-name=prometheus",
+		// choose between several: Prometheus runs under a name of its own.
+		sighupDefault(t)
+		promBin = uniqueExe(t, promBin)
+		sidecarArgs = append(sidecarArgs, "--reload-method=signal", "--process-executable-name="+filepath.Base(promBin),
 			"--runtimeinfo-url="+p.promURL+"/api/v1/status/runtimeinfo")
 	} else {
 		promArgs = append(promArgs, "--web.enable-lifecycle")

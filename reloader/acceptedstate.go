@@ -172,6 +172,12 @@ func (r *Reloader) rejectedNow(st state, rejected *RejectedError) {
 	if r.state == nil {
 		return
 	}
+	if r.adopted {
+		// What the outputs held at start: kept before the rejection,
+		// which saving an accepted state forgets.
+		r.adopted = false
+		r.saveAccepted()
+	}
 	key, err := r.rejectedKey(st)
 	changed := false
 	if err == nil {

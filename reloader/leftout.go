@@ -80,23 +80,3 @@ func (r *Reloader) leftOutError() error {
 	b.WriteString("; the rest is applied")
 	return errors.New(b.String())
 }
-
-// setDegraded publishes what Degraded reports, from the state Run owns.
-func (r *Reloader) setDegraded() {
-	err := errors.Join(r.leftOutError(), r.emptyHeld)
-	if err == nil {
-		r.degraded.Store(nil)
-		return
-	}
-	r.degraded.Store(&err)
-}
-
-// Degraded returns why the process runs, but not quite on what was given
-// (input files left out, an empty configuration held back), nil when
-// nothing is amiss. The sidecars' /-/ready says it, and stays 200.
-func (r *Reloader) Degraded() error {
-	if err := r.degraded.Load(); err != nil {
-		return *err
-	}
-	return nil
-}

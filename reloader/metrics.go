@@ -14,7 +14,7 @@ type metrics struct {
 	watches                         prometheus.Gauge
 	events, watchErrors             prometheus.Counter
 	duration                        prometheus.Histogram
-	leftOut                         *prometheus.GaugeVec
+	leftOut, heldBack               *prometheus.GaugeVec
 	stateErrors                     prometheus.Counter
 }
 
@@ -73,6 +73,10 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reloader_files_left_out",
 			Help: "Number of input files the last apply left out, by reason: unreadable (a symlink loop, a named pipe, a socket, a device, no read permission) or invalid_name (a ConfigMap key the rules dir cannot hold, such as one starting with a dot); the rest applied without them.",
+		}, []string{"reason"}),
+		heldBack: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reloader_inputs_held_back",
+			Help: "Number of inputs the last apply held back, their previous version kept, by reason: empty (a configuration or rule file holding nothing but whitespace where its last version had content).",
 		}, []string{"reason"}),
 		stateErrors: f.NewCounter(prometheus.CounterOpts{
 			Name: "reloader_state_errors_total",

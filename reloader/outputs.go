@@ -31,7 +31,8 @@ func (r *Reloader) write(st state) error {
 	if rulesErr != nil {
 		rulesErr = fmt.Errorf("%w (keeping the previous version of the files not written)", rulesErr)
 	}
-	return errors.Join(configErr, rulesErr)
+	r.deg.write = errors.Join(configErr, rulesErr)
+	return r.deg.write
 }
 
 // writeConfig writes st's configuration and its parts.

@@ -57,7 +57,7 @@ func TestEmptyConfigHeldBack(t *testing.T) {
 		h.logs.waitErr(t, regexp.QuoteMeta(held+` (keeping the previous config)`))
 		require.Equal(t, "a: 1\n", readFile(h.out))
 		require.Positive(t, testutil.ToFloat64(h.r.m.appliesFailed))
-		require.EqualError(t, h.r.Degraded(), held)
+		require.EqualError(t, h.r.Degraded(), held+": the configuration last rendered is served")
 		require.NoError(t, h.r.Ready())
 
 		require.NoError(t, writeAtomic(h.opts.ConfigFile, []byte(strings.Repeat("#", 64<<10+1))))

@@ -59,16 +59,17 @@ func (r *Reloader) read(consistent bool) (reading, error) {
 	if st.files, st.stored, filesLeft, filesErr = r.fileRenderer.render(src.files, src.describe); filesErr != nil {
 		r.m.appliesFailed.Inc()
 	}
+	r.deg.files = filesErr
 	left = append(left, filesLeft...)
 	if !src.config {
+		r.noteHeld(nil, false)
 		r.noteLeftOut(left)
 		return reading{st: st, input: in.Sum64(), kept: filesErr}, nil
 	}
 	out, from, err := r.render(src.raw, src.name, src.readErr)
 	writeUint64(in, from)
-	if r.emptyHeld = nil; errors.As(err, new(emptyConfigError)) {
-		r.emptyHeld = err
-	}
+	// The Source tells itself why it holds no configuration, or parts.
+	r.noteHeld(err, r.opts.Source != nil && (src.readErr != nil || errors.Is(err, ErrPartsPending)))
 	r.noteLeftOut(left)
 	var kept error
 	switch {

@@ -129,11 +129,13 @@ type Options struct {
 	// the pod (the process' data volume) also outlives a restart of the
 	// pod.
 	StateDir string
-	// AllowEmptyConfig applies an empty configuration (0 bytes, plain or
-	// gunzipped) where the last one rendered, or the output, has content.
-	// By default it is held back (Degraded says so) and the previous
-	// output kept: a writer that truncates before it writes, or a Secret
-	// emptied by mistake, would make the process drop everything.
+	// AllowEmptyConfig applies an empty configuration (nothing but
+	// whitespace, plain or gunzipped) where the last one rendered, or the
+	// output, has content, and an empty file of RulesDir where its last
+	// version had content. By default each is held back (Degraded says
+	// so, reloader_inputs_held_back counts it) and the previous version
+	// kept: a writer that truncates before it writes, or a Secret emptied
+	// by mistake, would make the process drop everything.
 	AllowEmptyConfig bool
 	// OnApplied, when set, is called by Run with what the process runs
 	// each time that changes: after each reload it accepted, after each
@@ -157,6 +159,7 @@ type Reloader struct {
 	m         metrics
 	ready     atomic.Bool
 	degraded  atomic.Pointer[error] // see Degraded
+	unready   atomic.Pointer[error] // the rejection Ready reports before a reload succeeded
 	watchErrs atomic.Uint64
 	applying  atomic.Int64  // when the apply in progress started (Unix ns), 0 between applies
 	stuck     time.Duration // see stuckAfter
@@ -172,7 +175,10 @@ type Reloader struct {
 	state         *stateStore     // the accepted state kept in StateDir, nil without one
 	startRejected *savedRejection // the rejection StateDir recorded, until the first apply that reads a state
 	leftOut       leftOut         // input files left out
-	emptyHeld     error           // an empty configuration held back, nil if none
+	deg           degradation     // what Degraded reports
+	startOutput   bool            // whether ConfigOutput had content when Run started
+	current       uint64          // hash of the state the last apply read
+	adopted       bool            // accepted holds what the outputs held at start, not saved in StateDir
 	rejected      uint64          // hash of the state the process last rejected, 0 if none since
 	files         filesWriter     // RulesDir
 	fileRenderer  fileRenderer    // the files written into RulesDir
@@ -228,10 +234,11 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Reloade
 		return nil, err
 	}
 	r := &Reloader{logger: logger, opts: opts, targets: targets(opts), m: newMetrics(reg), stuck: stuckAfter,
-		files: filesWriter{dir: opts.RulesDir}, fileRenderer: fileRenderer{limit: opts.MaxConfigSize}}
+		files: filesWriter{dir: opts.RulesDir}, fileRenderer: fileRenderer{limit: opts.MaxConfigSize, allowEmpty: opts.AllowEmptyConfig}}
 	for _, reason := range []string{reasonUnreadable, reasonInvalidName} {
 		r.m.leftOut.WithLabelValues(reason)
 	}
+	r.m.heldBack.WithLabelValues(reasonEmpty)
 	if opts.KeepAccepted && opts.StateDir == "" && opts.ConfigOutput != "" {
 		opts.StateDir = filepath.Join(filepath.Dir(opts.ConfigOutput), DefaultStateDir)
 	}
@@ -252,6 +259,9 @@ func (r *Reloader) Ready() error {
 		return fmt.Errorf("not ready: an apply has been running for more than %s", r.stuck)
 	}
 	if !r.ready.Load() {
+		if rej := r.unready.Load(); rej != nil {
+			return fmt.Errorf("not ready: no reload has succeeded yet; %w", *rej)
+		}
 		return errors.New("not ready: no reload has succeeded yet")
 	}
 	return nil
@@ -272,6 +282,7 @@ func (r *Reloader) Run(ctx context.Context) error {
 	r.removeTemps()
 	r.restoreMirrored(ctx)
 	r.loadState()
+	r.adoptOutputs()
 	r.syncWatches()
 	r.logger.Info("watching", "config", r.opts.ConfigFile, "output", r.opts.ConfigOutput,
 		"dirs", strings.Join(r.opts.WatchedDirs, ","), "rules_input_dirs", strings.Join(r.opts.RulesInputDirs, ","), "rules_dir", r.opts.RulesDir, "trigger", r.opts.Trigger.String())
@@ -315,6 +326,8 @@ func (r *Reloader) Run(ctx context.Context) error {
 				r.opts.AfterApply()
 			}
 			r.afterApply(ctx, s, res, input, err)
+			r.noteRejection()
+			r.setDegraded()
 		}
 	}
 }
@@ -398,6 +411,7 @@ func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, u
 	}
 	st, input, kept := rd.st, rd.input, rd.kept
 	sum := r.sum(st)
+	r.current = sum
 	if res, err, ok := r.resumeRejected(st, sum); ok {
 		return res, input, errors.Join(kept, err)
 	}
@@ -417,7 +431,8 @@ func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, u
 		r.m.appliesFailed.Inc()
 		kept = errors.Join(kept, err)
 		st, content = r.onDisk(st), ""
-		if sum = r.sum(st); r.synced && sum == r.applied {
+		sum = r.sum(st)
+		if r.current = sum; r.synced && sum == r.applied {
 			return resultUnchanged, input, kept
 		}
 	}
@@ -430,10 +445,14 @@ func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, u
 		r.m.lastSuccess.Set(0)
 		var rejected *RejectedError
 		if r.opts.KeepAccepted && errors.As(err, &rejected) {
+			// What the process runs goes back on disk at once, before
+			// anything tells of the rejection.
+			r.loadAccepted()
+			restoreErr := r.restore()
 			r.m.rejected.Inc()
 			r.rejected = sum
 			r.rejectedNow(st, rejected)
-			return resultRejected, input, errors.Join(kept, err, r.restore())
+			return resultRejected, input, errors.Join(kept, err, restoreErr)
 		}
 		r.synced = false
 		if r.opts.KeepAccepted && r.rejected != 0 && sum == r.rejected {
@@ -449,7 +468,7 @@ func (r *Reloader) apply(ctx context.Context, consistent, retry bool) (result, u
 	r.ready.Store(true)
 	r.reportApplied(content, time.Now(), nil)
 	if r.opts.KeepAccepted {
-		r.accepted, r.hasAccepted = st, true
+		r.accepted, r.hasAccepted, r.adopted = st, true, false
 		r.saveAccepted()
 	}
 	r.logger.Info("reloaded", "trigger", r.opts.Trigger.String(), "duration", time.Since(start).Round(time.Microsecond))

@@ -29,12 +29,17 @@ type storedFile struct {
 // going on.
 type fileRenderer struct {
 	limit int64
-	good  map[string]storedFile // by stored name: the last good rendering
+	// allowEmpty renders a file that holds nothing but whitespace where
+	// its last version had content; by default it is held back.
+	allowEmpty bool
+	good       map[string]storedFile // by stored name: the last good rendering
+	held       int                   // files the last render held back as empty
 }
 
 // render returns the files to write into RulesDir, by path, and the files
 // as stored they come from: the stored files, with the last good version of
-// each gzipped file that failed (or without the file, if it has none yet).
+// each file that failed (a gzipped file that cannot be gunzipped, a file
+// emptied: see allowEmpty), or without the file if it has none yet.
 // A file whose name RulesDir cannot hold (group/name, no element starting
 // with a dot: a ConfigMap key such as .hidden) is left out, and returned in
 // left. err joins the failures, each named by describe.
@@ -42,6 +47,7 @@ func (fr *fileRenderer) render(stored map[string]string, describe func(string) s
 	out, from = make(map[string]string, len(stored)), make(map[string]string, len(stored))
 	good := make(map[string]storedFile, len(fr.good))
 	var errs []error
+	fr.held = 0
 	for _, name := range slices.Sorted(maps.Keys(stored)) {
 		content := stored[name]
 		target, gzipped := strings.CutSuffix(name, GzipSuffix)
@@ -49,11 +55,15 @@ func (fr *fileRenderer) render(stored map[string]string, describe func(string) s
 			left = append(left, skipped{name: describe(name), reason: reasonInvalidName, err: errors.New(invalidName)})
 			continue
 		}
-		if !gzipped {
-			out[name], from[name] = content, content
-			continue
+		f, ferr := storedFile{stored: content, content: content}, error(nil)
+		if gzipped {
+			f, ferr = fr.gunzip(name, target, stored)
 		}
-		f, ferr := fr.gunzip(name, target, stored)
+		if last, ok := fr.good[name]; ferr == nil && ok && !fr.allowEmpty && blankString(f.content) && !blankString(last.content) {
+			// A truncated or emptied file: the process would drop its rules.
+			ferr = emptyFileError{size: int64(len(f.content))}
+			fr.held++
+		}
 		if ferr != nil {
 			f, ok := fr.good[name]
 			how := "left out: no good version yet"

@@ -231,6 +231,9 @@ func TestKeepAcceptedFromSource(t *testing.T) {
 func TestKeepAcceptedFromVolume(t *testing.T) {
 	h := newHarness(t)
 	h.opts.KeepAccepted = true
+	// No retry of the rejected content, which the endpoint would take
+	// once it answers 200, before the fix (TestRejectedRetried).
+	h.opts.RetryInterval = time.Hour
 	cfg, rules := projector.Open(t, h.cfgDir), projector.Open(t, h.rulesDir)
 	cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "v: 1\n")})
 	rules.Set(t, map[string]string{"a.yaml": "a1"})

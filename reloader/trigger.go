@@ -3,7 +3,6 @@ package reloader
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -255,24 +254,29 @@ func (t *SignalTrigger) Reload(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
-	var before runtimeStatus
-	if t.RuntimeInfoURL != nil {
-		if before, err = runtimeInfo(ctx, t.client(), t.RuntimeInfoURL); err != nil {
-			return fmt.Errorf("reload %s: process not ready: %w", t, err)
+	if t.RuntimeInfoURL == nil {
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("reload %s: send %s to pid %d: %w", t, sig, pid, err)
 		}
-		// Prometheus reports load times in whole seconds: signal in a later
-		// second than the last load, so that the next one can be told apart.
-		if err := sleep(ctx, time.Until(before.LastConfigTime.Add(time.Second))); err != nil {
+		return nil
+	}
+	p := newLoadProbe(t.client(), t.RuntimeInfoURL)
+	before, err := p.status(ctx)
+	if err != nil {
+		return fmt.Errorf("reload %s: process not ready: %w", t, err)
+	}
+	if !before.precise {
+		// The runtime information tells load times in whole seconds:
+		// signal in a later second than the last load, so that the next
+		// one can be told apart.
+		if err := sleep(ctx, time.Until(before.lastSuccess.Add(time.Second))); err != nil {
 			return fmt.Errorf("reload %s: %w", t, err)
 		}
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("reload %s: send %s to pid %d: %w", t, sig, pid, err)
 	}
-	if t.RuntimeInfoURL == nil {
-		return nil
-	}
-	if err := t.confirm(ctx, before); err != nil {
+	if err := p.confirm(ctx, before); err != nil {
 		return fmt.Errorf("reload %s: %w", t, err)
 	}
 	return nil
@@ -353,63 +357,4 @@ func processName(dir string) string {
 	}
 	argv0, _, _ := bytes.Cut(b, []byte{0})
 	return filepath.Base(string(argv0))
-}
-
-// confirm polls Prometheus' runtime information until it reports a load
-// newer than before. A load that fails right after a successful one is
-// reported at once; one that fails after a failed one looks like no load at
-// all, until the timeout.
-func (t *SignalTrigger) confirm(ctx context.Context, before runtimeStatus) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		info, err := runtimeInfo(ctx, t.client(), t.RuntimeInfoURL)
-		switch {
-		case err != nil && ctx.Err() != nil && last != nil:
-			// Keep the answer of the last completed query.
-		case err != nil:
-			last = err
-		case info.ReloadConfigSuccess && info.LastConfigTime.After(before.LastConfigTime):
-			return nil
-		case !info.ReloadConfigSuccess && before.ReloadConfigSuccess:
-			return &RejectedError{Err: fmt.Errorf("confirm through %s: process reports that the reload failed", RedactURL(t.RuntimeInfoURL))}
-		case !info.ReloadConfigSuccess:
-			last = errors.New("process has not reported a successful reload since the signal, and reports that its last reload failed")
-		default:
-			last = errors.New("process has not reloaded since the signal")
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("confirm through %s: %w", RedactURL(t.RuntimeInfoURL), last)
-		case <-tick.C:
-		}
-	}
-}
-
-type runtimeStatus struct {
-	ReloadConfigSuccess bool      `json:"reloadConfigSuccess"`
-	LastConfigTime      time.Time `json:"lastConfigTime"`
-}
-
-func runtimeInfo(ctx context.Context, client *http.Client, u *url.URL) (runtimeStatus, error) {
-	var out struct {
-		Data runtimeStatus `json:"data"`
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return out.Data, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return out.Data, redactError(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out.Data, fmt.Errorf("runtime info: status %d", resp.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
-		return out.Data, fmt.Errorf("decode runtime info: %w", err)
-	}
-	return out.Data, nil
 }

@@ -516,13 +516,14 @@ func TestNamedPipeKeepsServing(t *testing.T) {
 	require.Equal(t, "a: 1\n", string(b))
 	require.FileExists(t, filepath.Join(dir, "state", "accepted.tar"))
 
-	// A pipe in the watched dir: left out, the pod ready but degraded.
+	// A pipe in the watched dir: left out, the pod ready but degraded, as for the configuration.
 	pipe := filepath.Join(rules, "b.yaml")
 	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
-	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe); the rest is applied\n"
+	config := "read config: open " + in + ": not a regular file (named pipe): the configuration last rendered is served\n"
+	want := "200 ready, degraded: 1 input files left out: " + pipe + ": open " + pipe + ": not a regular file (named pipe); the rest is applied\n" + config
 	waitFor("degraded", func() bool { return get("/-/ready") == want })
 	require.NoError(t, os.Remove(pipe))
-	waitFor("ready", func() bool { return get("/-/ready") == "200 ready\n" })
+	waitFor("the config only", func() bool { return get("/-/ready") == "200 ready, degraded: "+config })
 
 	cancel()
 	select {
