@@ -16,7 +16,6 @@
 //	metrics.go      the reconciler's metrics
 //	applied.go      ConfigApplied from the pods' reports (package contract)
 //	selected.go     the table of the kinds a server selects (ServiceMonitor...)
-//	select.go       how a pair of selectors selects
 //	render.go       render: every object of a server from one snapshot of inputs
 //	config.go       the configuration: its inputs, sections, order, rejections
 //	server.go       the sections from the server: global, alerting, remote_write

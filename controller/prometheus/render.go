@@ -21,6 +21,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -143,7 +144,7 @@ func (e *specError) Error() string { return e.Err.Error() }
 func (e *specError) Unwrap() error { return e.Err }
 
 // render renders the objects of in.Server: it selects the monitors and
-// rules with isSelected, renders the rules into ConfigMaps (ruleCache.render,
+// rules with selector.Parse, renders the rules into ConfigMaps (ruleCache.render,
 // through cache when it is not nil), the configuration with the rule_files
 // of as many shards (renderConfigParts, then configParts.head with
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
@@ -362,8 +363,8 @@ func (e *oversizedError) Unwrap() error { return e.Err }
 func selectObjects[T interface {
 	comparable
 	metav1.Object
-}](server *v1alpha1.PrometheusServer, kind string, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) ([]T, error) {
-	s, err := newSelection(server, selector, nsSelector)
+}](server *v1alpha1.PrometheusServer, kind string, sel, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) ([]T, error) {
+	s, err := selector.Parse(server.Namespace, sel, nsSelector)
 	if err != nil {
 		return nil, fmt.Errorf("select %ss: %w", kind, err)
 	}
@@ -373,7 +374,7 @@ func selectObjects[T interface {
 		if o == nilObject {
 			return nil, fmt.Errorf("select %ss: nil %s", kind, kind)
 		}
-		if s.selects(o, namespaces) {
+		if s.Selects(o, namespaces) {
 			selected = append(selected, o)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
@@ -171,7 +172,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	server := in.Server
 	spec := &server.Spec
 
-	// The selection, as isSelected makes it.
+	// The selection, as selector.Selects makes it.
 	sms := selectedIn(t, server, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
 	pms := selectedIn(t, server, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
 	probes := selectedIn(t, server, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
@@ -245,11 +246,11 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 }
 
 // selectedIn returns the objects of objs that Selected selects.
-func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) []T {
+func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer, sel, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) []T {
 	t.Helper()
 	var selected []T
 	for _, o := range objs {
-		ok, err := isSelected(server, selector, nsSelector, o, namespaces)
+		ok, err := selector.Selects(server.Namespace, sel, nsSelector, o, namespaces)
 		require.NoError(t, err)
 		if ok {
 			selected = append(selected, o)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 )
@@ -162,7 +163,7 @@ func (r *reconciler) selectingServers(k selectedKind) handler.MapFunc {
 		var matched []types.NamespacedName
 		for _, s := range r.servers(ctx) {
 			sel, nsSel := k.selectors(&s.Spec)
-			if ok, err := isSelected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
+			if ok, err := selector.Selects(s.Namespace, sel, nsSel, obj, nsLabels); err == nil && ok {
 				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
 			}
 		}

@@ -1,4 +1,4 @@
-package prometheus
+package selector
 
 import (
 	"testing"
@@ -6,12 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/podreload/podreload/api/v1alpha1"
 )
 
 func TestSelected(t *testing.T) {
-	server := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"}}
 	namespaces := map[string]labels.Set{
 		"monitoring": {"team": "platform"},
 		"apps":       {"team": "apps", "monitored": "true"},
@@ -78,7 +75,7 @@ func TestSelected(t *testing.T) {
 			if tc.namespaces != nil {
 				ns = tc.namespaces
 			}
-			got, err := isSelected(server, tc.selector, tc.nsSelector, tc.obj, ns)
+			got, err := Selects("monitoring", tc.selector, tc.nsSelector, tc.obj, ns)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
 				require.False(t, got)
