@@ -65,7 +65,7 @@ func (r *renderer) additionalJobs(generated []string) ([]yaml.MapSlice, error) {
 
 // additionalList reads the YAML list of mappings in the Secret key sel of
 // the server's namespace, for the field at path, checks each item with
-// check, and returns them as encodeYAML writes them; none when sel is nil.
+// check, and returns them as promyaml.Encode writes them; none when sel is nil.
 func (r *renderer) additionalList(path string, sel *corev1.SecretKeySelector, check func(yaml.MapSlice) error) ([]yaml.MapSlice, error) {
 	if sel == nil {
 		return nil, nil
@@ -240,7 +240,7 @@ func hasHashmod(rl []yaml.MapSlice) bool {
 }
 
 // normalizeYAML returns m with the values yaml.v2 decodes turned into
-// those encodeYAML writes: a list of mappings is a []yaml.MapSlice, a
+// those promyaml.Encode writes: a list of mappings is a []yaml.MapSlice, a
 // list of scalars a []string, an int an int64. A key whose value is null
 // is left out: Prometheus reads both as the field's zero value.
 func normalizeYAML(m yaml.MapSlice) (yaml.MapSlice, error) {

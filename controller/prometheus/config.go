@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promyaml"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -134,7 +135,7 @@ func (p configParts) head(ruleFiles []string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render config: %w", err)
 	}
-	b, err := encodeYAML(slices.Concat(p.global, files), 1<<10)
+	b, err := promyaml.Encode(slices.Concat(p.global, files), 1<<10)
 	if err != nil {
 		return nil, fmt.Errorf("render config: %w", err)
 	}
@@ -209,7 +210,7 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 
 	// The order of prometheus-operator: global, rule_files (which
 	// configParts.head adds), scrape_configs, alerting, remote_write.
-	if p.rest, err = encodeYAML(server.rest, 4<<10); err != nil {
+	if p.rest, err = promyaml.Encode(server.rest, 4<<10); err != nil {
 		return configParts{}, nil, err
 	}
 	return p, rejected, nil
@@ -265,7 +266,7 @@ const additionalMonitor = -1
 func (r *renderer) addJobs(jobs *jobStream, m int, js []yaml.MapSlice) error {
 	encoded := make([]job, 0, len(js))
 	for _, j := range js {
-		b, err := appendMapping(r.scratch[:0], yaml.MapSlice{{Key: "scrape_configs", Value: []yaml.MapSlice{j}}}, 0, false)
+		b, err := promyaml.AppendMapping(r.scratch[:0], yaml.MapSlice{{Key: "scrape_configs", Value: []yaml.MapSlice{j}}}, 0, false)
 		if err != nil {
 			return err
 		}

@@ -18,12 +18,14 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promyaml"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -349,4 +351,45 @@ func shuffle[T any](rng *rand.Rand, s []T) []T {
 	copy(c, s)
 	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
 	return c
+}
+
+// TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
+// promyaml.Encode writes as what yaml.v2's own Marshal writes, for every job
+// and the sections around them, in every case.
+func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
+	cases := map[string]configInput{"bench": benchConfigInput(20, 3)}
+	for _, path := range configCases(t) {
+		cases[filepath.Base(path)], _ = loadConfigInput(t, path)
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			if in.Server == nil {
+				return
+			}
+			r := newRenderer(in)
+			server, err := r.renderServer()
+			if err != nil || r.scrapeClasses() != nil {
+				return
+			}
+			docs := []yaml.MapSlice{{server.global}}
+			if len(server.rest) > 0 {
+				docs = append(docs, server.rest)
+			}
+			_ = r.eachMonitor(in, func(_, _, _ string, js []yaml.MapSlice, err error) {
+				if err == nil {
+					docs = append(docs, yaml.MapSlice{{Key: "scrape_configs", Value: js}})
+				}
+			}) // A duplicate monitor is an error case: the others are compared.
+			for _, doc := range docs {
+				ours, err := promyaml.Encode(doc, 0)
+				require.NoError(t, err)
+				theirs, err := yaml.Marshal(doc)
+				require.NoError(t, err)
+				var got, want any
+				require.NoError(t, yaml.UnmarshalStrict(ours, &got))
+				require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
+				require.Empty(t, cmp.Diff(want, got))
+			}
+		})
+	}
 }

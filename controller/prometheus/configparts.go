@@ -12,6 +12,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/promyaml"
 )
 
 // A configuration too large for the config Secret is split (prometheus-
@@ -381,7 +382,7 @@ func mainConfig(server *v1alpha1.PrometheusServer, head, rest []byte, gzipped []
 		b = append(b, "scrape_config_files:\n"...)
 		for i := range gzipped {
 			b = append(b, "- "...)
-			b = appendYAMLString(b, contract.PartPath(ConfigPartName(server, i+1)))
+			b = promyaml.AppendString(b, contract.PartPath(ConfigPartName(server, i+1)))
 			b = append(b, '\n')
 		}
 	}

@@ -31,7 +31,6 @@
 //	relabel.go      built-in and user relabelings, regexps checked once
 //	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
 //	rulecheck.go    rule files checked with Prometheus' rulefmt
-//	yaml.go         the one YAML writer, of the configuration and rule files
 //	web.go          the web config Secret (package webconfig renders it)
 //	workload.go     the Service and the StatefulSets
 //	podfields.go    the pod fields prometheus-operator's Prometheus has too

@@ -10,6 +10,8 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/podreload/podreload/controller/promyaml"
 )
 
 const (
@@ -149,7 +151,7 @@ func (c *ruleChecker) file(r *monitoringv1.PrometheusRule) (string, error) {
 	if len(errs) > 0 {
 		return "", invalidRules(errs)
 	}
-	return string(appendRuleFile(nil, r)), nil
+	return string(promyaml.AppendRuleFile(nil, r)), nil
 }
 
 // rulePlace is where in a PrometheusRule a field is, for an error
@@ -254,7 +256,7 @@ func (c *ruleChecker) groupErrors(r *monitoringv1.PrometheusRule) []string {
 	for i, g := range r.Spec.Groups {
 		groups[i] = monitoringv1.RuleGroup{Name: g.Name, Labels: g.Labels}
 	}
-	content := appendRuleFile(nil, &monitoringv1.PrometheusRule{Spec: monitoringv1.PrometheusRuleSpec{Groups: groups}})
+	content := promyaml.AppendRuleFile(nil, &monitoringv1.PrometheusRule{Spec: monitoringv1.PrometheusRuleSpec{Groups: groups}})
 	return remember(&c.mu, c.groups, string(content), func() []string {
 		var errs []string
 		_, parseErrs := rulefmt.Parse(content, false, nameValidation)

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/controller/promyaml"
 )
 
 // TestRuleCheckerAsRulefmtParse checks what the rule checker relies on
@@ -31,7 +33,7 @@ func TestRuleCheckerAsRulefmtParse(t *testing.T) {
 				r := loadRule(t, name)
 				res, _ := c.render(r, false, nil)
 				got := res.reason
-				_, errs := rulefmt.Parse(appendRuleFile(nil, r), false, model.UTF8Validation)
+				_, errs := rulefmt.Parse(promyaml.AppendRuleFile(nil, r), false, model.UTF8Validation)
 				if yamlErrors[name] {
 					require.NotEmpty(t, errs)
 					require.NotEmpty(t, got)

@@ -1,8 +1,7 @@
-package prometheus
+package promyaml
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // TestConfigYAMLEncoding checks that yaml.v2, which Prometheus reads its
-// configuration with, reads back the strings encodeYAML writes, and that
+// configuration with, reads back the strings Encode writes, and that
 // the usual ones are written plain.
 func TestConfigYAMLEncoding(t *testing.T) {
 	for _, tc := range []struct {
@@ -40,7 +39,7 @@ func TestConfigYAMLEncoding(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%q", tc.s), func(t *testing.T) {
 			require.Equal(t, tc.plain, plainYAML(tc.s))
-			out, err := encodeYAML(yaml.MapSlice{
+			out, err := Encode(yaml.MapSlice{
 				{Key: tc.s, Value: tc.s},
 				{Key: "list", Value: []string{tc.s}},
 				{Key: "maps", Value: []yaml.MapSlice{{{Key: tc.s, Value: tc.s}}}},
@@ -58,47 +57,6 @@ func TestConfigYAMLEncoding(t *testing.T) {
 	}
 }
 
-// TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
-// encodeYAML writes as what yaml.v2's own Marshal writes, for every job
-// and the sections around them, in every case.
-func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
-	cases := map[string]configInput{"bench": benchConfigInput(20, 3)}
-	for _, path := range configCases(t) {
-		cases[filepath.Base(path)], _ = loadConfigInput(t, path)
-	}
-	for name, in := range cases {
-		t.Run(name, func(t *testing.T) {
-			if in.Server == nil {
-				return
-			}
-			r := newRenderer(in)
-			server, err := r.renderServer()
-			if err != nil || r.scrapeClasses() != nil {
-				return
-			}
-			docs := []yaml.MapSlice{{server.global}}
-			if len(server.rest) > 0 {
-				docs = append(docs, server.rest)
-			}
-			_ = r.eachMonitor(in, func(_, _, _ string, js []yaml.MapSlice, err error) {
-				if err == nil {
-					docs = append(docs, yaml.MapSlice{{Key: "scrape_configs", Value: js}})
-				}
-			}) // A duplicate monitor is an error case: the others are compared.
-			for _, doc := range docs {
-				ours, err := encodeYAML(doc, 0)
-				require.NoError(t, err)
-				theirs, err := yaml.Marshal(doc)
-				require.NoError(t, err)
-				var got, want any
-				require.NoError(t, yaml.UnmarshalStrict(ours, &got))
-				require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
-				require.Empty(t, cmp.Diff(want, got))
-			}
-		})
-	}
-}
-
 // TestConfigYAMLEncodingErrors covers values the configuration never
 // holds.
 func TestConfigYAMLEncodingErrors(t *testing.T) {
@@ -112,7 +70,7 @@ func TestConfigYAMLEncodingErrors(t *testing.T) {
 		{"nested", yaml.MapSlice{{Key: "a", Value: []yaml.MapSlice{{{Key: "b", Value: []int{1}}}}}}, "encode yaml: unsupported value of type []int"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := encodeYAML(tc.cfg, 0)
+			_, err := Encode(tc.cfg, 0)
 			require.EqualError(t, err, tc.want)
 		})
 	}

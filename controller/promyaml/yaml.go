@@ -1,12 +1,17 @@
-package prometheus
-
-// This file is the package's one YAML writer. It writes the two kinds of
-// documents the controller renders, in block style and without
-// reflection: the configuration (encodeYAML, from yaml.MapSlice values)
-// and the rule files (appendRuleFile, from a PrometheusRule). Both write
-// their keys, indentation and scalars with the helpers at the end, which
-// choose between a plain scalar, a literal block (rule files only) and a
-// double-quoted string.
+// Package promyaml is the controller's one YAML writer, shared by the
+// configuration (package promcfg) and the rule files (package rulefiles).
+// It writes the two kinds of documents the controller renders for
+// Prometheus, in block style and without reflection: the configuration
+// (Encode, from yaml.MapSlice values) and the rule files (AppendRuleFile,
+// from a PrometheusRule). Both write their keys, indentation and scalars
+// with the helpers at the end, which choose between a plain scalar, a
+// literal block (rule files only) and a double-quoted string. It is pure:
+// it imports no client.
+//
+// Where things are:
+//
+//	yaml.go  Encode, AppendMapping, AppendString, AppendRuleFile
+package promyaml
 
 import (
 	"fmt"
@@ -20,20 +25,20 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 )
 
-// encodeYAML writes cfg in block style, laid out as yaml.v2 lays it out,
+// Encode writes cfg in block style, laid out as yaml.v2 lays it out,
 // into a buffer of size bytes to start with. It is several times faster
 // than yaml.Marshal and makes a fraction of its garbage, for the values
 // the configuration holds: yaml.MapSlice, []yaml.MapSlice, []string,
 // string, bool, int64 and float64.
-func encodeYAML(cfg yaml.MapSlice, size int) ([]byte, error) {
+func Encode(cfg yaml.MapSlice, size int) ([]byte, error) {
 	// The buffer is passed by value, not kept in a struct: an append then
 	// needs no write barrier, which costs while the collector runs.
-	return appendMapping(make([]byte, 0, size), cfg, 0, false)
+	return AppendMapping(make([]byte, 0, size), cfg, 0, false)
 }
 
-// appendMapping appends m with its keys at column indent; inline says that
+// AppendMapping appends m with its keys at column indent; inline says that
 // the first key follows a "- " already written.
-func appendMapping(buf []byte, m yaml.MapSlice, indent int, inline bool) ([]byte, error) {
+func AppendMapping(buf []byte, m yaml.MapSlice, indent int, inline bool) ([]byte, error) {
 	for i, it := range m {
 		if i > 0 || !inline {
 			buf = appendIndent(buf, indent)
@@ -42,7 +47,7 @@ func appendMapping(buf []byte, m yaml.MapSlice, indent int, inline bool) ([]byte
 		if !ok {
 			return nil, fmt.Errorf("encode yaml: key %v is not a string", it.Key)
 		}
-		buf = appendYAMLString(buf, k)
+		buf = AppendString(buf, k)
 		buf = append(buf, ':')
 		var err error
 		if buf, err = appendValue(buf, it.Value, indent); err != nil {
@@ -58,7 +63,7 @@ func appendValue(buf []byte, v any, indent int) ([]byte, error) {
 	switch v := v.(type) {
 	case string:
 		buf = append(buf, ' ')
-		buf = appendYAMLString(buf, v)
+		buf = AppendString(buf, v)
 	case bool:
 		buf = append(buf, ' ')
 		buf = strconv.AppendBool(buf, v)
@@ -73,7 +78,7 @@ func appendValue(buf []byte, v any, indent int) ([]byte, error) {
 			return append(buf, " {}\n"...), nil
 		}
 		buf = append(buf, '\n')
-		return appendMapping(buf, v, indent+2, false)
+		return AppendMapping(buf, v, indent+2, false)
 	case []yaml.MapSlice:
 		if len(v) == 0 {
 			return append(buf, " []\n"...), nil
@@ -87,7 +92,7 @@ func appendValue(buf []byte, v any, indent int) ([]byte, error) {
 			}
 			buf = append(buf, "- "...)
 			var err error
-			if buf, err = appendMapping(buf, m, indent+2, true); err != nil {
+			if buf, err = AppendMapping(buf, m, indent+2, true); err != nil {
 				return nil, err
 			}
 		}
@@ -100,7 +105,7 @@ func appendValue(buf []byte, v any, indent int) ([]byte, error) {
 		for _, s := range v {
 			buf = appendIndent(buf, indent)
 			buf = append(buf, "- "...)
-			buf = appendYAMLString(buf, s)
+			buf = AppendString(buf, s)
 			buf = append(buf, '\n')
 		}
 		return buf, nil
@@ -115,12 +120,12 @@ func appendValue(buf []byte, v any, indent int) ([]byte, error) {
 // reads implicit keys of up to 1024 characters only.
 const maxImplicitKey = 1000
 
-// appendRuleFile appends the rule file of r, whose strings are valid
+// AppendRuleFile appends the rule file of r, whose strings are valid
 // UTF-8, in block style, in the field order of rulefmt, map keys sorted.
 // Strings are written plain, as literal blocks or double-quoted, so that
 // yaml.v3, which rulefmt reads them with, reads back exactly the strings
 // of r. The durations are written as r spells them.
-func appendRuleFile(buf []byte, r *monitoringv1.PrometheusRule) []byte {
+func AppendRuleFile(buf []byte, r *monitoringv1.PrometheusRule) []byte {
 	if buf == nil {
 		buf = make([]byte, 0, ruleFileSize(r))
 	}
@@ -218,7 +223,7 @@ func appendRuleMap(buf []byte, key string, m map[string]string, indent int) []by
 	for _, k := range keys {
 		buf = appendIndent(buf, indent+2)
 		start := len(buf)
-		buf = appendYAMLString(buf, k)
+		buf = AppendString(buf, k)
 		if len(buf)-start > maxImplicitKey {
 			// An explicit key: "? key", then ": value" on the next line.
 			buf = slices.Insert(buf, start, '?', ' ')
@@ -257,10 +262,10 @@ func appendIndent(buf []byte, n int) []byte {
 	return append(buf, spaces[:n]...)
 }
 
-// appendYAMLString appends s as a plain scalar when that is certain to
+// AppendString appends s as a plain scalar when that is certain to
 // read back as the same string, else double-quoted: Go's escapes are a
 // subset of YAML's.
-func appendYAMLString(buf []byte, s string) []byte {
+func AppendString(buf []byte, s string) []byte {
 	if plainYAML(s) {
 		return append(buf, s...)
 	}
