@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promyaml"
 	"github.com/podreload/podreload/controller/store"
 )
@@ -44,8 +45,8 @@ type configInput struct {
 	// certificates, OAuth2 client ids), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
 	// Parts keeps the gzipped parts of a split configuration from one
-	// render to the next (partCache); nil compresses every part.
-	Parts *partCache
+	// render to the next; nil compresses every part.
+	Parts *configsecret.Cache
 }
 
 // rejection is an object left out of the configuration, and why (for an
@@ -70,30 +71,30 @@ type rejection struct {
 // monitor is rendered and its tree dropped, and the body is never joined
 // into one buffer: at 20,000 endpoints the trees took 70 MB and the
 // joined body 58 MB more, while the encoded jobs take 47 MB, of which
-// jobStream holds 16 MiB at most.
+// configsecret.Stream holds 16 MiB at most.
 type configParts struct {
 	global yaml.MapSlice
 	// jobs are the scrape jobs, in order.
-	jobs *jobStream
+	jobs *configsecret.Stream
 	// rest are the sections after scrape_configs, encoded.
 	rest []byte
 	// secrets are the Secrets the configuration references, found or not.
 	secrets []store.Ref
 }
 
-// body returns the body of the configuration, in pieces (gzipConfig and
+// body returns the body of the configuration, in pieces (configsecret.Gzip and
 // a hash take them as they are), or nil when its jobs are split.
 func (p configParts) body() [][]byte {
 	switch {
-	case p.jobs.splitting:
+	case p.jobs.Splitting():
 		return nil
-	case len(p.jobs.jobs) == 0:
+	case len(p.jobs.Held()) == 0:
 		return [][]byte{[]byte("scrape_configs: []\n"), p.rest}
 	}
-	b := make([][]byte, 0, len(p.jobs.jobs)+2)
-	b = append(b, []byte(scrapeConfigsKey))
-	for _, j := range p.jobs.jobs {
-		b = append(b, j.item)
+	b := make([][]byte, 0, len(p.jobs.Held())+2)
+	b = append(b, []byte(configsecret.ScrapeConfigsKey))
+	for _, j := range p.jobs.Held() {
+		b = append(b, j.Item)
 	}
 	return append(b, p.rest)
 }
@@ -183,7 +184,7 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 	var (
 		rejected []rejection
 		addErr   error
-		jobs     = &jobStream{cache: in.Parts}
+		jobs     = &configsecret.Stream{Cache: in.Parts}
 		p        = configParts{global: yaml.MapSlice{server.global}, jobs: jobs}
 	)
 	err = r.eachMonitor(in, func(kind, namespace, name string, js []yaml.MapSlice, err error) {
@@ -191,20 +192,20 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 			rejected = append(rejected, rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
 			return
 		}
-		jobs.monitors = append(jobs.monitors, monitorRef{kind: kind, namespace: namespace, name: name})
+		jobs.Monitors = append(jobs.Monitors, configsecret.Monitor{Kind: kind, Namespace: namespace, Name: name})
 		if addErr == nil {
-			addErr = r.addJobs(jobs, len(jobs.monitors)-1, js)
+			addErr = r.addJobs(jobs, len(jobs.Monitors)-1, js)
 		}
 	})
 	if err = cmp.Or(err, addErr); err != nil {
 		return configParts{}, nil, err
 	}
 
-	extra, err := r.additionalJobs(jobs.names)
+	extra, err := r.additionalJobs(jobs.Names)
 	if err != nil {
 		return configParts{}, nil, err
 	}
-	if err := r.addJobs(jobs, additionalMonitor, extra); err != nil {
+	if err := r.addJobs(jobs, configsecret.Additional, extra); err != nil {
 		return configParts{}, nil, err
 	}
 
@@ -255,25 +256,21 @@ func (r *renderer) eachMonitor(in configInput, add func(kind, namespace, name st
 	return nil
 }
 
-// additionalMonitor is the job.monitor of the additional scrape
-// configurations.
-const additionalMonitor = -1
-
 // addJobs adds js, the jobs of the monitor m, to jobs, encoded. Each is
 // encoded into r's scratch buffer and copied out at its size: a 3 KiB
 // buffer per job, grown as it is written, took 14% more room (58 MB
 // instead of 51 MB at 20,000 endpoints).
-func (r *renderer) addJobs(jobs *jobStream, m int, js []yaml.MapSlice) error {
-	encoded := make([]job, 0, len(js))
+func (r *renderer) addJobs(jobs *configsecret.Stream, m int, js []yaml.MapSlice) error {
+	encoded := make([]configsecret.Job, 0, len(js))
 	for _, j := range js {
 		b, err := promyaml.AppendMapping(r.scratch[:0], yaml.MapSlice{{Key: "scrape_configs", Value: []yaml.MapSlice{j}}}, 0, false)
 		if err != nil {
 			return err
 		}
 		r.scratch = b
-		encoded = append(encoded, job{monitor: m, name: jobName(j), item: bytes.Clone(b[len(scrapeConfigsKey):])})
+		encoded = append(encoded, configsecret.Job{Monitor: m, Name: jobName(j), Item: bytes.Clone(b[len(configsecret.ScrapeConfigsKey):])})
 	}
-	return jobs.add(encoded)
+	return jobs.Add(encoded)
 }
 
 // ruleFilesSection is the rule_files section of the configuration with
@@ -290,11 +287,6 @@ func ruleFilesSection(files []string) (yaml.MapSlice, error) {
 		return nil, nil
 	}
 	return yaml.MapSlice{{Key: "rule_files", Value: files}}, nil
-}
-
-// monitorRef names a monitor whose jobs a configuration holds.
-type monitorRef struct {
-	kind, namespace, name string
 }
 
 // namespaced is a ServiceMonitor, a PodMonitor, a Probe, a ScrapeConfig or

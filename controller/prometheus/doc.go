@@ -20,7 +20,6 @@
 //	config.go       the configuration: its inputs, sections, order, rejections
 //	server.go       the sections from the server: global, alerting, remote_write
 //	additional.go   the additional scrape configurations
-//	configparts.go  a configuration too large for a Secret, split into part Secrets
 //	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
 //	scrapefields.go the fields of a scrape job: intervals, scheme, limits, auth
 //	scrapeclass.go  scrape classes

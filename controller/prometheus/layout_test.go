@@ -26,6 +26,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -378,7 +379,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	head := make([]byte, corev1.MaxSecretSize+1)
 	_, err := rand.Read(head)
 	require.NoError(t, err)
-	parts := configParts{jobs: &jobStream{}}
+	parts := configParts{jobs: &configsecret.Stream{}}
 	objs, err := renderConfigSecrets(server, head, parts, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
@@ -387,7 +388,10 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	require.ErrorContains(t, objs.Oversized, "more than the 1048576 bytes a Secret holds (prometheus-operator's layout cannot split it into parts)")
 
 	// Past what a config-reloader renders, its jobs are being split.
-	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), configParts{jobs: &jobStream{splitting: true}}, nil, new(ruleCache))
+	jobs := &configsecret.Stream{Monitors: []configsecret.Monitor{{Kind: "ServiceMonitor", Namespace: "default", Name: "big"}}}
+	require.NoError(t, jobs.Add([]configsecret.Job{{Name: "big", Item: make([]byte, configsecret.MaxConfigBytes+1)}}))
+	require.True(t, jobs.Splitting())
+	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), configParts{jobs: jobs}, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigParts)

@@ -1,14 +1,13 @@
 package prometheus
 
 import (
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
 )
@@ -71,7 +71,7 @@ type objects struct {
 	// It is nil when the configuration is too large (Oversized).
 	ConfigSecret *corev1.Secret
 	// ConfigParts, named ConfigPartName, hold the scrape jobs that do not
-	// fit in ConfigSecret (split), in order; none when it holds all, and
+	// fit in ConfigSecret (configsecret.SplitConfig), in order; none when it holds all, and
 	// always none in prometheus-operator's layout.
 	ConfigParts []*corev1.Secret
 	// Oversized, when not nil, is why there is no ConfigSecret: the
@@ -159,7 +159,7 @@ func (e *specError) Unwrap() error { return e.Err }
 // objects.Rejected, and the rest is rendered. An error means the server
 // itself cannot be rendered: an invalid selector or field of the server, or
 // a nil or duplicate candidate. A configuration too large for a Secret is
-// split into part Secrets (split, objects.ConfigParts); one too large even
+// split into part Secrets (configsecret.SplitConfig, objects.ConfigParts); one too large even
 // without its scrape jobs is no error: the other objects are rendered, and
 // objects.Oversized says so. An error of the server's configuration (a
 // Secret it references is missing, say) is a *specError, which tells the
@@ -216,7 +216,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	rejected = sortRejections(append(rejected, rejectedRules...))
 
 	cfg, err := renderConfigSecrets(server, head, parts, shards, cache)
-	cache.parts.rotate()
+	cache.parts.Rotate()
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 
 // renderConfigSecrets renders the config Secret of the configuration
 // made of head and parts.body, split into parts when it is too large
-// (split), and its hashes with the rule ConfigMaps shards: the objects
+// (configsecret.SplitConfig), and its hashes with the rule ConfigMaps shards: the objects
 // of the configuration, with the monitors left out.
 func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts configParts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
 	objs := &objects{}
@@ -261,7 +261,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		sum [sha256.Size]byte
 		err error
 	)
-	fits := !parts.jobs.splitting && size <= maxConfigBytes
+	fits := !parts.jobs.Splitting() && size <= configsecret.MaxConfigBytes
 	if fits {
 		h := sha256.New()
 		for _, b := range whole {
@@ -270,24 +270,24 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		h.Sum(sum[:0])
 		var ok bool
 		if gz, ok = cache.gzipped(sum); !ok {
-			if gz, err = gzipConfig(corev1.MaxSecretSize, whole...); err == nil {
+			if gz, err = configsecret.Gzip(corev1.MaxSecretSize, whole...); err == nil {
 				cache.keepGzipped(sum, gz)
 			}
 		}
 	}
-	var tooLarge *sizeError
+	var tooLarge *configsecret.SizeError
 	switch {
 	case fits && err == nil:
 		objs.ConfigHash = hex.EncodeToString(sum[:])
 	case (err == nil || errors.As(err, &tooLarge)) && operatorLayout(server):
 		// prometheus-operator's pods cannot join parts: no split.
 		if err == nil {
-			err = fmt.Errorf("prometheus.yaml is more than the %d bytes a config-reloader renders", maxConfigBytes)
+			err = fmt.Errorf("prometheus.yaml is more than the %d bytes a config-reloader renders", configsecret.MaxConfigBytes)
 		}
 		objs.Oversized = &oversizedError{Err: err, unsplit: true}
 		return objs, nil
 	case err == nil || errors.As(err, &tooLarge):
-		split, err := split(server, head, parts)
+		split, err := configsecret.SplitConfig(ConfigSecretName(server), head, parts.rest, parts.jobs)
 		if errors.As(err, &tooLarge) {
 			objs.Oversized = &oversizedError{Err: err}
 			return objs, nil
@@ -295,8 +295,14 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(split.main)
-		gz, objs.ConfigParts, objs.ConfigHash, objs.Rejected = split.mainGzip, split.parts, hex.EncodeToString(sum[:]), split.rejected
+		sum := sha256.Sum256(split.Main)
+		gz, objs.ConfigHash = split.MainGzip, hex.EncodeToString(sum[:])
+		for i, part := range split.Parts {
+			objs.ConfigParts = append(objs.ConfigParts, configPart(server, i+1, part))
+		}
+		for _, r := range split.Rejected {
+			objs.Rejected = append(objs.Rejected, rejection{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Reason: r.Reason})
+		}
 	default:
 		return nil, err
 	}
@@ -381,49 +387,6 @@ func selectObjects[T interface {
 	return selected, nil
 }
 
-// gzipConfig compresses the configuration made of parts deterministically:
-// the gzip header has no file name and no modification time, so the same
-// configuration gives the same bytes (as long as compress/flate, which may
-// change between Go releases, does). It compresses at the best
-// compression, as the rule files are: a configuration of 3,000 scrape
-// jobs (7.4 MB) is 57 KB in 50 ms, against 192 KB in 12 ms at the best
-// speed and 64 KB in 21 ms at the default level (prometheus-operator's,
-// 54 KB for the configuration of BenchmarkScale); a configuration that
-// did not change is not compressed again (ruleCache.gzipped), and a burst
-// is rendered a few times only (coalesce.go).
-func gzipConfig(limit int, parts ...[]byte) ([]byte, error) {
-	size := 0
-	for _, p := range parts {
-		size += len(p)
-	}
-	var buf bytes.Buffer
-	buf.Grow(size/64 + 512)
-	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, fmt.Errorf("gzip config: %w", err)
-	}
-	for _, p := range parts {
-		if _, err := w.Write(p); err != nil {
-			return nil, fmt.Errorf("gzip config: %w", err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("gzip config: %w", err)
-	}
-	if buf.Len() > limit {
-		return nil, &sizeError{size: size, gzipped: buf.Len(), limit: limit}
-	}
-	return buf.Bytes(), nil
-}
-
-// sizeError is a configuration of size bytes, gzipped bytes compressed,
-// more than limit.
-type sizeError struct{ size, gzipped, limit int }
-
-func (e *sizeError) Error() string {
-	return fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", e.size, e.gzipped, e.limit)
-}
-
 func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
 	l := selectorLabels(server)
 	if operatorLayout(server) {
@@ -456,4 +419,21 @@ func contentHash(config []byte, shards []*corev1.ConfigMap) string {
 		}
 	}
 	return contract.Sum(config, files)
+}
+
+// labelConfigPart marks the part Secrets of a server with their number;
+// they also carry labelConfig.
+const labelConfigPart = "podreload.dev/config-part"
+
+// ConfigPartName is the name of the i-th part Secret (from 1) of server.
+func ConfigPartName(server *v1alpha1.PrometheusServer, i int) string {
+	return configsecret.PartName(ConfigSecretName(server), i)
+}
+
+// configPart is the i-th part Secret of server, holding gz.
+func configPart(server *v1alpha1.PrometheusServer, i int, gz []byte) *corev1.Secret {
+	s := configSecret(server, gz)
+	s.Name = ConfigPartName(server, i)
+	s.Labels[labelConfigPart] = strconv.Itoa(i)
+	return s
 }

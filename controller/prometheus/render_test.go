@@ -439,62 +439,6 @@ func TestRenderSpecErrorSecretRefs(t *testing.T) {
 	}
 }
 
-// TestGzipConfig checks the compression level (the best, always), the
-// size limit, that the same configuration gives the same bytes, and that
-// the result does not depend on how the configuration is split.
-func TestGzipConfig(t *testing.T) {
-	config, _, err := renderConfig(benchConfigInput(30, 3), []string{benchRuleFile})
-	require.NoError(t, err)
-	size := func(level int) int {
-		var b bytes.Buffer
-		w, err := gzip.NewWriterLevel(&b, level)
-		require.NoError(t, err)
-		_, err = w.Write(config)
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		return b.Len()
-	}
-	fast, best := size(gzip.BestSpeed), size(gzip.BestCompression)
-	require.Less(t, best, fast)
-
-	// The XFL byte of the gzip header says which level compressed.
-	const xflBestCompression = 2
-	for _, tc := range []struct {
-		name    string
-		limit   int
-		wantXFL byte
-		wantErr string
-	}{
-		{name: "fits", limit: corev1.MaxSecretSize, wantXFL: xflBestCompression},
-		{name: "fits exactly", limit: best, wantXFL: xflBestCompression},
-		{
-			name:    "nothing fits",
-			limit:   best - 1,
-			wantErr: fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", len(config), best, best-1),
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			gz, err := gzipConfig(tc.limit, config)
-			if tc.wantErr != "" {
-				require.EqualError(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.LessOrEqual(t, len(gz), tc.limit)
-			require.Equal(t, tc.wantXFL, gz[8])
-			require.Equal(t, string(config), string(gunzip(t, gz)))
-			again, err := gzipConfig(tc.limit, config)
-			require.NoError(t, err)
-			require.Equal(t, gz, again, "the same configuration, the same bytes")
-			for _, at := range []int{0, 1, len(config) / 3, len(config) - 1} {
-				split, err := gzipConfig(tc.limit, config[:at], config[at:])
-				require.NoError(t, err)
-				require.Equal(t, gz, split, "split at %d", at)
-			}
-		})
-	}
-}
-
 // BenchmarkRender renders 1,000 ServiceMonitors of 3 endpoints each and
 // 1,000 PrometheusRules of 10 rules each for one server, with a new
 // ruleCache each time: everything is rendered and validated.

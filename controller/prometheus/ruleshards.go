@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/configsecret"
 )
 
 const (
@@ -86,7 +87,7 @@ type ruleKey struct {
 // zero value is ready; it is safe for concurrent use. Objects without a
 // UID or resourceVersion are not cached. It also keeps the gzipped
 // configuration of the last render, by the SHA-256 of the configuration,
-// its gzipped parts when it was split (partCache), and the rule ConfigMaps
+// its gzipped parts when it was split (configsecret.Cache), and the rule ConfigMaps
 // last written (wroteRules), which a render holding the rules' changes
 // back keeps.
 type ruleCache struct {
@@ -101,7 +102,7 @@ type ruleCache struct {
 	buckets int
 	// parts are the gzipped parts of the configuration of the last
 	// render, when it was split.
-	parts partCache
+	parts configsecret.Cache
 
 	// written are the rule ConfigMaps last written, as rendered, for
 	// the server writtenFor describes; nil when unknown.
@@ -240,7 +241,7 @@ func (c *ruleCache) seed(live []*corev1.ConfigMap) {
 // hashed ConfigMaps changes only on growth past shardTarget or large
 // shrinkage). A PrometheusRule that Prometheus
 // would refuse, whose file alone exceeds maxShardBytes gzipped, or which a
-// config-reloader would refuse to gunzip (more than maxConfigBytes), is
+// config-reloader would refuse to gunzip (more than configsecret.MaxConfigBytes), is
 // left out and returned as rejected, sorted by namespace and name; the
 // others are kept. Owner references are not set.
 // The results of the previous render are reused for the PrometheusRules
@@ -471,8 +472,8 @@ func (c *ruleChecker) render(r *monitoringv1.PrometheusRule, plain bool, zw *gzi
 	if err != nil {
 		return ruleResult{reason: err.Error()}, zw
 	}
-	if len(content) > maxConfigBytes {
-		return ruleResult{reason: fmt.Sprintf("rule file is %d bytes, more than the %d bytes a config-reloader renders (--config-max-size)", len(content), maxConfigBytes)}, zw
+	if len(content) > configsecret.MaxConfigBytes {
+		return ruleResult{reason: fmt.Sprintf("rule file is %d bytes, more than the %d bytes a config-reloader renders (--config-max-size)", len(content), configsecret.MaxConfigBytes)}, zw
 	}
 	if plain {
 		return plainRuleResult(r, content), zw
@@ -484,7 +485,7 @@ func (c *ruleChecker) render(r *monitoringv1.PrometheusRule, plain bool, zw *gzi
 	return ruleResult{name: ruleFileName(r), gz: gz}, zw
 }
 
-// gzipRuleFile compresses content deterministically, as gzipConfig does:
+// gzipRuleFile compresses content deterministically, as configsecret.Gzip does:
 // a gzip header without file name or modification time, so that the same
 // rules give the same bytes and the ConfigMap is not rewritten. It
 // compresses at the best compression, about 10 times smaller for rule

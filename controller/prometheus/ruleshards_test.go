@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -146,7 +147,7 @@ func TestRenderRulesTooLarge(t *testing.T) {
 	require.NoError(t, err)
 	gz, _ := gzipRuleFile(nil, content)
 	require.Greater(t, len(gz), maxShardBytes)
-	huge := sizedRule(t, "huge", maxConfigBytes+1)
+	huge := sizedRule(t, "huge", configsecret.MaxConfigBytes+1)
 	small := sizedRule(t, "small", 1000)
 
 	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{noisy, huge, small})

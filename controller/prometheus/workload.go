@@ -87,7 +87,7 @@ type WorkloadOptions struct {
 	RuleShards int
 	// ConfigParts is the number of part Secrets of the configuration
 	// (split): the pods of a server with the volume source mount
-	// partSlots of them. The pods of a server with the API source do not
+	// configsecret.PartSlots of them. The pods of a server with the API source do not
 	// depend on it.
 	ConfigParts int
 	// reload is how the config-reloader verifies Prometheus' certificate,

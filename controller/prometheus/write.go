@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
 )
 
@@ -156,7 +157,7 @@ func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.Prom
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !isConfigPart(server, m.Name) ||
+		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !configsecret.IsPart(ConfigSecretName(server), m.Name) ||
 			slices.ContainsFunc(parts, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
 			continue
 		}

@@ -1,4 +1,4 @@
-package prometheus
+package configsecret
 
 import (
 	"compress/flate"
@@ -12,13 +12,13 @@ import (
 // their size gzipped, which the jobs' own size does not tell: they
 // compress 10 to 30 times when they differ (credentials, label values),
 // more than 100 times when they differ by their names only. Once a
-// chunk's estimate (below) is minPartEstimate, a job ends it with a
+// chunk's estimate (below) is minPartEstimate, a Job ends it with a
 // probability of the estimate it adds in partSpacing, drawn from the hash
 // of its name (boundary). A chunk that would pass maxPartEstimate without
-// such a job ends after the job of the lowest hash past the minimum
+// such a Job ends after the Job of the lowest hash past the minimum
 // (candidate), else at its last flush, and the jobs after that start the
-// next chunk; one passing maxPartBytes of jobs ends before the job that
-// would; a job whose estimate passes maxPartEstimate alone is a chunk
+// next chunk; one passing maxPartBytes of jobs ends before the Job that
+// would; a Job whose estimate passes maxPartEstimate alone is a chunk
 // alone. Where a chunk ends depends on its own jobs only, not on those
 // before it, and mostly on the jobs around its end: a change to a monitor
 // changes the chunk it is in, and the next one when it moves the end of
@@ -26,7 +26,7 @@ import (
 // their jobs.
 //
 // The estimate is the size of the chunk deflated at the default level
-// (close to the best level's size, which partCache writes: 7 % above it
+// (close to the best level's size, which Cache writes: 7 % above it
 // for jobs that compress 11 times, 17 % for those of the benchmark, where
 // BestSpeed's is 2 to 4 times it), with a flush after every flushEvery
 // bytes of jobs, at most the margin left to maxPartEstimate: a flush ends
@@ -37,7 +37,7 @@ import (
 // taking 0.80 s instead of 0.59 s with parts of 4 to 8 MiB of jobs (3.9 s
 // instead of 3.0 s for jobs that compress 19 times, 60 MB of them, whose
 // small parts the best level also compresses one by one). The estimates
-// at each flush are kept in partCache by a hash of the chunk's jobs up to
+// at each flush are kept in Cache by a hash of the chunk's jobs up to
 // there, so that a render deflates the chunks that changed since the
 // previous one only: after an edit, 0.42 s as before (1.8 s instead of
 // 2.0 s for those jobs, which no longer compress a part of 5 MB of jobs
@@ -45,8 +45,8 @@ import (
 type chunker struct {
 	// cache keeps the estimates from one render to the next; nil
 	// deflates every job.
-	cache *partCache
-	jobs  []job
+	cache *Cache
+	jobs  []Job
 	// size is the size of jobs' items.
 	size int
 	// digest hashes the items of jobs, the key of the estimates in cache.
@@ -62,7 +62,7 @@ type chunker struct {
 	// nextHash are those of the jobs after the last flush.
 	backup, next         int
 	backupHash, nextHash uint64
-	// w deflates jobs[:fed] into out (and scrapeConfigsKey first), with
+	// w deflates jobs[:fed] into out (and ScrapeConfigsKey first), with
 	// the flushes there, as far as an estimate needed.
 	w   *flate.Writer
 	out byteCounter
@@ -72,27 +72,27 @@ type chunker struct {
 }
 
 // add adds j and returns the chunks that closed: none, one or more.
-func (c *chunker) add(j job) [][]job {
-	var closed [][]job
-	for pending := []job{j}; len(pending) > 0; {
+func (c *chunker) add(j Job) [][]Job {
+	var closed [][]Job
+	for pending := []Job{j}; len(pending) > 0; {
 		j := pending[0]
 		pending = pending[1:]
-		if c.size > 0 && c.size+len(j.item) > maxPartBytes {
+		if c.size > 0 && c.size+len(j.Item) > maxPartBytes {
 			closed = append(closed, c.close())
 		}
-		if c.unflushed > 0 && c.unflushed+len(j.item) > c.flushEvery() {
+		if c.unflushed > 0 && c.unflushed+len(j.Item) > c.flushEvery() {
 			if cut, rest := c.flush(); cut != nil {
 				closed = append(closed, cut)
-				pending = slices.Concat(rest, []job{j}, pending)
+				pending = slices.Concat(rest, []Job{j}, pending)
 				continue
 			}
 		}
 		c.jobs = append(c.jobs, j)
-		c.size += len(j.item)
-		c.unflushed += len(j.item)
+		c.size += len(j.Item)
+		c.unflushed += len(j.Item)
 		var n [binary.MaxVarintLen64]byte
-		_, _ = c.digest.Write(binary.AppendUvarint(n[:0], uint64(len(j.item))))
-		_, _ = c.digest.Write(j.item)
+		_, _ = c.digest.Write(binary.AppendUvarint(n[:0], uint64(len(j.Item))))
+		_, _ = c.digest.Write(j.Item)
 		if c.unflushed >= c.flushEvery() {
 			if cut, rest := c.flush(); cut != nil {
 				closed = append(closed, cut)
@@ -107,16 +107,16 @@ func (c *chunker) add(j job) [][]job {
 	return closed
 }
 
-// boundary reports whether j, the chunk's last job, ends it: once the
+// boundary reports whether j, the chunk's last Job, ends it: once the
 // chunk's estimate is minPartEstimate, j does with a probability of the
 // estimate it adds in partSpacing, drawn from the hash of its name, so
 // that a chunk ends every partSpacing bytes of estimate after that on
 // average, however many jobs that is. Between flushes, the estimate of
 // the jobs since the last one is their size at the chunk's ratio there:
-// an edit of a job moves the estimates after it in its chunk by about
+// an edit of a Job moves the estimates after it in its chunk by about
 // what it adds, as it moves the chunk's size gzipped. In integers: the
 // same jobs, the same chunks, on any machine.
-func (c *chunker) boundary(j job) bool {
+func (c *chunker) boundary(j Job) bool {
 	if c.flushedSize == 0 {
 		return false
 	}
@@ -125,9 +125,9 @@ func (c *chunker) boundary(j job) bool {
 		return false
 	}
 	// est < 2^17 (maxPartEstimate) and the size counted < 2^24: no
-	// overflow; a job of 2^24 bytes is a boundary anyway.
-	threshold := uint64(min(len(j.item), 1<<24)) * est << 20 / (size * partSpacing)
-	h := xxhash.Sum64String(j.name) >> 44
+	// overflow; a Job of 2^24 bytes is a boundary anyway.
+	threshold := uint64(min(len(j.Item), 1<<24)) * est << 20 / (size * partSpacing)
+	h := xxhash.Sum64String(j.Name) >> 44
 	if h < threshold {
 		return true
 	}
@@ -135,7 +135,7 @@ func (c *chunker) boundary(j job) bool {
 	return false
 }
 
-// candidate notes the chunk's last job, past minPartEstimate, whose name
+// candidate notes the chunk's last Job, past minPartEstimate, whose name
 // hashes to h, as where to end the chunk should it reach
 // maxPartEstimate without a boundary: of those up to the last flush (the
 // estimate within maxPartEstimate), the one of the lowest hash, which
@@ -161,7 +161,7 @@ func (c *chunker) flushEvery() int {
 // the chunk and returns the jobs up to its candidate end (candidate), or
 // else before the last flush, or else all of them, the chunk closed, and
 // the others, to add to the next chunk.
-func (c *chunker) flush() (cut, rest []job) {
+func (c *chunker) flush() (cut, rest []Job) {
 	est := c.estimate()
 	if est <= maxPartEstimate {
 		c.flushes = append(c.flushes, len(c.jobs))
@@ -184,7 +184,7 @@ func (c *chunker) flush() (cut, rest []job) {
 }
 
 // estimate returns the chunk's size deflated with a flush after each of
-// c.flushes and after its last job, from cache or deflated.
+// c.flushes and after its last Job, from cache or deflated.
 func (c *chunker) estimate() int {
 	key := estimateKey{sum: c.digest.Sum64(), jobs: len(c.jobs), size: c.size}
 	if est, ok := c.cache.estimate(key); ok {
@@ -198,11 +198,11 @@ func (c *chunker) estimate() int {
 		c.out = 0
 		c.w.Reset(&c.out)
 		// A byteCounter takes every write: the writer cannot fail.
-		_, _ = c.w.Write([]byte(scrapeConfigsKey))
+		_, _ = c.w.Write([]byte(ScrapeConfigsKey))
 	}
 	for c.fed < len(c.jobs) {
-		_, _ = c.w.Write(c.jobs[c.fed].item)
-		c.deflated += len(c.jobs[c.fed].item)
+		_, _ = c.w.Write(c.jobs[c.fed].Item)
+		c.deflated += len(c.jobs[c.fed].Item)
 		c.fed++
 		if _, ok := slices.BinarySearch(c.flushes, c.fed); ok {
 			_ = c.w.Flush()
@@ -214,7 +214,7 @@ func (c *chunker) estimate() int {
 }
 
 // close closes the open chunk and returns it.
-func (c *chunker) close() []job {
+func (c *chunker) close() []Job {
 	jobs := c.jobs
 	c.jobs, c.size, c.flushes, c.est, c.flushedSize, c.unflushed, c.fed = nil, 0, nil, 0, 0, 0, 0
 	c.backup, c.next = 0, 0
