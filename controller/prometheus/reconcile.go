@@ -250,16 +250,16 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 }
 
 // seedRuleCache seeds cache, before its first render, with the rule
-// ConfigMaps server has (ruleCache.seed).
+// ConfigMaps server has (rulefiles.Cache.Seed).
 func (r *reconciler) seedRuleCache(ctx context.Context, server *v1alpha1.PrometheusServer, cache *ruleCache) error {
-	if cache.seeded() {
+	if cache.rules.Seeded() {
 		return nil
 	}
 	live, _, err := r.liveShards(ctx, server, nil)
 	if err != nil {
 		return err
 	}
-	cache.seed(live)
+	cache.rules.Seed(live)
 	return nil
 }
 

@@ -423,9 +423,9 @@ func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int,
 	}
 	sel, err := labels.Parse(selector)
 	require.NoError(t, err, "--rules-configmap-selector")
-	require.True(t, sel.Matches(labels.Set(ruleShard(server, 0).Labels)), "%s selects the rule shards", selector)
+	require.True(t, sel.Matches(labels.Set(ruleShards(server).ConfigMap(0).Labels)), "%s selects the rule shards", selector)
 	other := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: server.Namespace, Name: server.Name + "-other"}}
-	require.False(t, sel.Matches(labels.Set(ruleShard(other, 0).Labels)), "%s selects another server's rule shards", selector)
+	require.False(t, sel.Matches(labels.Set(ruleShards(other).ConfigMap(0).Labels)), "%s selects another server's rule shards", selector)
 }
 
 // testDryRun has the real API server validate, with a server-side dry

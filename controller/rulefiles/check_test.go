@@ -1,4 +1,4 @@
-package prometheus
+package rulefiles
 
 import (
 	"path/filepath"

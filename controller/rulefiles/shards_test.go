@@ -1,8 +1,9 @@
-package prometheus
+package rulefiles
 
 import (
 	"bytes"
 	"compress/gzip"
+	"flag"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -150,10 +153,10 @@ func TestRenderRulesTooLarge(t *testing.T) {
 	huge := sizedRule(t, "huge", configsecret.MaxConfigBytes+1)
 	small := sizedRule(t, "small", 1000)
 
-	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{noisy, huge, small})
-	require.Equal(t, []rejection{
-		{Kind: "PrometheusRule", Namespace: "apps", Name: "huge", Reason: "rule file is 16777217 bytes, more than the 16777216 bytes a config-reloader renders (--config-max-size)"},
-		{Kind: "PrometheusRule", Namespace: "apps", Name: "noisy", Reason: fmt.Sprintf("rule file is %d bytes, %d gzipped, more than the 524288 bytes a ConfigMap shard holds", len(content), len(gz))},
+	shards, rejected := new(Cache).render(testShards(), []*monitoringv1.PrometheusRule{noisy, huge, small})
+	require.Equal(t, []Rejected{
+		{Namespace: "apps", Name: "huge", Reason: "rule file is 16777217 bytes, more than the 16777216 bytes a config-reloader renders (--config-max-size)"},
+		{Namespace: "apps", Name: "noisy", Reason: fmt.Sprintf("rule file is %d bytes, %d gzipped, more than the 524288 bytes a ConfigMap shard holds", len(content), len(gz))},
 	}, rejected)
 	require.Equal(t, [][]string{{"apps-small-uid-small.yaml"}}, shardFiles(t, shards))
 	checkRules(t, shards)
@@ -183,7 +186,7 @@ func TestRenderRulesConfigMap(t *testing.T) {
 	content, err := newRuleChecker().file(r)
 	require.NoError(t, err)
 	gz, _ := gzipRuleFile(nil, content)
-	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{r})
+	shards, rejected := new(Cache).render(testShards(), []*monitoringv1.PrometheusRule{r})
 	require.Empty(t, rejected)
 	require.Equal(t, []*corev1.ConfigMap{{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -210,13 +213,13 @@ func TestRenderRulesDeterministic(t *testing.T) {
 		rules = append(rules, r)
 	}
 	rules = append(rules, loadRule(t, "invalid-promql.yaml"), loadRule(t, "bad-duration.yaml"))
-	want, wantRejected := new(ruleCache).render(testServer(), rules)
+	want, wantRejected := new(Cache).render(testShards(), rules)
 	require.Greater(t, len(want), 2, "enough rules for several shards")
 	require.Len(t, wantRejected, 2)
 
 	// The sorting and packing are checked on many orders, rendering (slow
 	// under -race) from scratch on one.
-	var cache ruleCache
+	var cache Cache
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 10 {
 		shuffled := slices.Clone(rules)
@@ -224,9 +227,9 @@ func TestRenderRulesDeterministic(t *testing.T) {
 		require.NotEqual(t, rules, shuffled)
 		c := &cache
 		if i == 0 {
-			c = new(ruleCache)
+			c = new(Cache)
 		}
-		got, rejected := c.render(testServer(), shuffled)
+		got, rejected := c.render(testShards(), shuffled)
 		// Not cmp.Diff: it walks the gzipped bytes one by one through
 		// reflection, 200 s for this test under -race.
 		require.Equal(t, want, got)
@@ -297,8 +300,8 @@ func TestRenderRulesRejects(t *testing.T) {
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			valid, bad := loadRule(t, "valid.yaml"), loadRule(t, tc.fixture)
-			shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{bad, valid})
-			require.Equal(t, []rejection{{Kind: "PrometheusRule", Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
+			shards, rejected := new(Cache).render(testShards(), []*monitoringv1.PrometheusRule{bad, valid})
+			require.Equal(t, []Rejected{{Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
 			require.Equal(t, [][]string{{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml"}}, shardFiles(t, shards))
 			checkRules(t, shards)
 		})
@@ -345,7 +348,7 @@ func TestRenderRulesVerbatim(t *testing.T) {
 }
 
 func TestRuleCache(t *testing.T) {
-	server := testServer()
+	server := testShards()
 	versioned := func(name, version string) *monitoringv1.PrometheusRule {
 		r := loadRule(t, name)
 		r.UID, r.ResourceVersion = types.UID("uid-"+r.Name), version
@@ -353,11 +356,11 @@ func TestRuleCache(t *testing.T) {
 	}
 	valid, invalid := versioned("valid.yaml", "1"), versioned("invalid-promql.yaml", "1")
 	unversioned := sizedRule(t, "unversioned", 1000)
-	validFile, unversionedFile := ruleFileName(valid), ruleFileName(unversioned)
+	validFile, unversionedFile := FileName(valid), FileName(unversioned)
 	all := []*monitoringv1.PrometheusRule{valid, invalid, unversioned}
 
-	var cache ruleCache
-	want, wantRejected := new(ruleCache).render(server, all)
+	var cache Cache
+	want, wantRejected := new(Cache).render(server, all)
 	got, rejected := cache.render(server, all)
 	require.Empty(t, cmp.Diff(want, got))
 	require.Empty(t, cmp.Diff(wantRejected, rejected))
@@ -401,18 +404,18 @@ func TestRuleFileName(t *testing.T) {
 			strings.Repeat("s", 63) + "-" + long[:253-63-36-len("--.yaml.gz")] + "-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml",
 		},
 	} {
-		got := ruleFileName(&monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: tc.namespace, Name: tc.name, UID: types.UID(tc.uid)}})
+		got := FileName(&monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: tc.namespace, Name: tc.name, UID: types.UID(tc.uid)}})
 		require.Equal(t, tc.want, got)
 		require.LessOrEqual(t, len(got+".gz"), 253, "a ConfigMap key, gzipped")
 	}
 }
 
 // BenchmarkRenderRules renders 1,000 PrometheusRules of 10 rules each:
-// from scratch, and through a ruleCache when one of them changed.
+// from scratch, and through a Cache when one of them changed.
 func BenchmarkRenderRules(b *testing.B) {
 	rules := benchRules(1000)
-	server := testServer()
-	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []rejection) {
+	server := testShards()
+	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []Rejected) {
 		if len(rejected) > 0 || len(shards) == 0 {
 			b.Fatalf("%d shards, rejected %v", len(shards), rejected)
 		}
@@ -421,13 +424,13 @@ func BenchmarkRenderRules(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			shards, rejected := new(ruleCache).render(server, rules)
+			shards, rejected := new(Cache).render(server, rules)
 			check(b, shards, rejected)
 		}
 	})
 	version := 1 // across runs of the sub-benchmark, so that every change is new
 	b.Run("one-changed", func(b *testing.B) {
-		var cache ruleCache
+		var cache Cache
 		cache.render(server, rules)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -475,3 +478,29 @@ func benchRules(n int) []*monitoringv1.PrometheusRule {
 	}
 	return rules
 }
+
+// testShards are the rule file ConfigMaps of the PrometheusServer
+// monitoring/main, with the API source.
+func testShards() Shards {
+	return Shards{Namespace: "monitoring", Prefix: "main-rulefiles-", Labels: map[string]string{
+		"app.kubernetes.io/name": "prometheus", "app.kubernetes.io/instance": "main", "podreload.dev/rulefiles": "main",
+	}}
+}
+
+// render renders rules, with no label enforced.
+func (c *Cache) render(s Shards, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []Rejected) {
+	in := make([]Rule, len(rules))
+	for i, r := range rules {
+		in[i].Rule = r
+	}
+	return c.Render(s, in)
+}
+
+func TestMain(m *testing.M) {
+	// Read through flag.Lookup by golden, so that no package variable holds it.
+	flag.Bool("update", false, "rewrite the golden files in testdata/")
+	goleak.VerifyTestMain(m)
+}
+
+// golden compares got with the file path, or rewrites the file with -update.
+func golden(t *testing.T, path string, got []byte) { goldenfile.Check(t, path, got) }

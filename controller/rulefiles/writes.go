@@ -1,14 +1,12 @@
-package prometheus
+package rulefiles
 
 import (
-	"errors"
 	"maps"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ruleWrites orders the writes of the rule ConfigMaps desired, given the
+// Writes orders the writes of the rule ConfigMaps desired, given the
 // live ones, so that no file one of them holds disappears from the pods in
 // between, wherever it moves (from the 512 KiB shards of an older version,
 // or when their number changes). It returns the ConfigMaps to write in
@@ -24,7 +22,7 @@ import (
 // versions are only written on the upgrade from the older layout, whose
 // shards could swap files, and for the large files, each in a ConfigMap of
 // its own in name order, when one is added or removed before others.
-func ruleWrites(live, desired []*corev1.ConfigMap) [][]*corev1.ConfigMap {
+func Writes(live, desired []*corev1.ConfigMap) [][]*corev1.ConfigMap {
 	liveByName := make(map[string]*corev1.ConfigMap, len(live))
 	for _, cm := range live {
 		liveByName[cm.Name] = cm
@@ -79,35 +77,4 @@ func ruleWrites(live, desired []*corev1.ConfigMap) [][]*corev1.ConfigMap {
 		}
 	}
 	return phases
-}
-
-// maxParallelWrites bounds the rule ConfigMaps, or the part Secrets of a
-// split configuration, written at once: one after the other, each is a
-// round trip (12 rule ConfigMaps for 1,000 PrometheusRules, 22 parts for
-// the 20,000 endpoints of BenchmarkScale, some 150 for jobs that compress
-// like real ones).
-const maxParallelWrites = 8
-
-// writeAll writes objs at once, maxParallelWrites at most at a time, with
-// write, and returns when all are written, the errors joined.
-func writeAll[T any](objs []T, write func(T) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	sem := make(chan struct{}, maxParallelWrites)
-	for _, o := range objs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := write(o); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

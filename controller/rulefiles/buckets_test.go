@@ -1,6 +1,7 @@
-package prometheus
+package rulefiles
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,8 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/podreload/podreload/api/v1alpha1"
 )
 
 // sizedFiles are files named f000.yaml, f001.yaml... of gzipped sizes.
@@ -65,7 +64,7 @@ func checkLayout(t *testing.T, shards []*corev1.ConfigMap, files []ruleResult) {
 			require.True(t, ok, key)
 			f := ruleResult{name: name, gz: gz}
 			require.False(t, largeFile(f), "%s in %s", name, cm.Name)
-			require.Equal(t, i, ruleBucket(name, n), "%s in %s", name, cm.Name)
+			require.Equal(t, i, Bucket(name, n), "%s in %s", name, cm.Name)
 			cost += shardCost(f)
 		}
 		if len(cm.BinaryData) > 1 {
@@ -76,18 +75,18 @@ func checkLayout(t *testing.T, shards []*corev1.ConfigMap, files []ruleResult) {
 }
 
 func TestPackShards(t *testing.T) {
-	require.Nil(t, packShards(testServer(), nil, 4), "no files, no ConfigMaps")
+	require.Nil(t, packShards(testShards(), nil, 4), "no files, no ConfigMaps")
 
 	// Empty buckets are ConfigMaps all the same: the count is the
 	// configuration's rule_files.
 	files := sizedFiles(100, 100)
-	shards := packShards(testServer(), files, 8)
+	shards := packShards(testShards(), files, 8)
 	require.Len(t, shards, 8)
 	checkLayout(t, shards, files)
 
 	// Large files come after the hashed ConfigMaps, each alone.
 	files = sizedFiles(100, 20<<10, 100, 300<<10, 15<<10)
-	shards = packShards(testServer(), files, 2)
+	shards = packShards(testShards(), files, 2)
 	require.Len(t, shards, 5)
 	checkLayout(t, shards, files)
 	require.Equal(t, []string{"f001.yaml.gz"}, slices.Collect(maps.Keys(shards[2].BinaryData)))
@@ -98,7 +97,7 @@ func TestPackShards(t *testing.T) {
 	for n := 1; n <= 40; n++ {
 		moved, count := 0, make([]int, n+1)
 		for _, f := range files {
-			b, b1 := ruleBucket(f.name, n), ruleBucket(f.name, n+1)
+			b, b1 := Bucket(f.name, n), Bucket(f.name, n+1)
 			require.True(t, b >= 0 && b < n, "%s: %d of %d", f.name, b, n)
 			require.True(t, b1 == b || b1 == n, "%s: %d of %d, then %d of %d", f.name, b, n, b1, n+1)
 			if b1 != b {
@@ -148,7 +147,7 @@ func TestRuleBuckets(t *testing.T) {
 				require.True(t, overfull(small, n-1, shardTarget), "the least count: %d", n)
 			}
 			if len(files) > 0 {
-				checkLayout(t, packShards(testServer(), files, n), files)
+				checkLayout(t, packShards(testShards(), files, n), files)
 			}
 		})
 	}
@@ -172,8 +171,8 @@ func TestRuleBuckets(t *testing.T) {
 // JSON, and its other files are those it held.
 func TestRenderRulesSingleEdit(t *testing.T) {
 	rules := benchRules(1000)
-	var cache ruleCache
-	before, rejected := cache.render(testServer(), rules)
+	var cache Cache
+	before, rejected := cache.render(testShards(), rules)
 	require.Empty(t, rejected)
 	require.Greater(t, len(before), 4, "the rules spread over several ConfigMaps")
 	var files []ruleResult
@@ -197,14 +196,14 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 	edited := rules[417]
 	edited.ResourceVersion = "2"
 	edited.Spec.Groups[0].Rules[0].Expr = intstr.FromString("sum(up)")
-	after, _ := cache.render(testServer(), rules)
+	after, _ := cache.render(testShards(), rules)
 	require.Len(t, after, len(before))
 	var changed []string
 	for i := range after {
-		if !equalBinaryData(before[i].BinaryData, after[i].BinaryData) {
+		if !maps.EqualFunc(before[i].BinaryData, after[i].BinaryData, bytes.Equal) {
 			changed = append(changed, after[i].Name)
 			require.Equal(t, slices.Sorted(maps.Keys(before[i].BinaryData)), slices.Sorted(maps.Keys(after[i].BinaryData)))
-			require.Contains(t, after[i].BinaryData, ruleFileName(edited)+gzipSuffix)
+			require.Contains(t, after[i].BinaryData, FileName(edited)+gzipSuffix)
 			b, err := json.Marshal(after[i])
 			require.NoError(t, err)
 			require.LessOrEqual(t, len(b), 64<<10, "%s as JSON", after[i].Name)
@@ -221,17 +220,17 @@ func TestRenderRulesVolumeSource(t *testing.T) {
 	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {12, 16}, {16, 16}, {17, 32}} {
 		require.Equal(t, tc.want, volumeBuckets(tc.n), "%d", tc.n)
 	}
-	server := testServer()
-	server.Spec.Reloader.Source = v1alpha1.SourceVolume
+	server := testShards()
+	server.Volume = true
 	rules := benchRules(1000)
-	var api, volume ruleCache
-	apiShards, _ := api.render(testServer(), rules)
+	var api, volume Cache
+	apiShards, _ := api.render(testShards(), rules)
 	volumeShards, _ := volume.render(server, rules)
 	require.Len(t, apiShards, 13)
 	require.Len(t, volumeShards, 16)
 	checkRules(t, volumeShards)
-	var restarted ruleCache
-	restarted.seed(volumeShards)
+	var restarted Cache
+	restarted.Seed(volumeShards)
 	again, _ := restarted.render(server, rules)
 	require.Len(t, again, 16, "the same after a restart")
 }
@@ -260,7 +259,7 @@ func (s ruleState) files() map[string]bool {
 func configMaps(server string, layout [][]string) []*corev1.ConfigMap {
 	var cms []*corev1.ConfigMap
 	for i, keys := range layout {
-		cm := ruleShard(testServer(), i)
+		cm := testShards().ConfigMap(i)
 		cm.Name = server + "-rulefiles-" + strconv.Itoa(i)
 		for _, k := range keys {
 			cm.BinaryData[k] = []byte(k)
@@ -283,7 +282,7 @@ func TestRuleWrites(t *testing.T) {
 		return layout
 	}
 	hashed := func(n int, names ...string) [][]string {
-		return layout(n, func(name string) int { return ruleBucket(name, n) }, names...)
+		return layout(n, func(name string) int { return Bucket(name, n) }, names...)
 	}
 	// masked is the layout of earlier versions: a power of two of
 	// ConfigMaps, by the name's xxhash's low bits.
@@ -324,7 +323,7 @@ func TestRuleWrites(t *testing.T) {
 			state := stateOf(live)
 			before := state.files()
 			kept := stateOf(desired).files()
-			phases := ruleWrites(live, desired)
+			phases := Writes(live, desired)
 			require.Len(t, slices.Concat(phases...), len(desired)+tc.interim)
 			// The writes of a phase may land in any order: every prefix
 			// of each, in both orders, keeps every file.
@@ -371,17 +370,17 @@ func TestRuleCacheSeed(t *testing.T) {
 	require.Less(t, ruleBuckets(files, 0), n, "%d files: fewer from scratch", k)
 
 	large := ruleResult{name: "large.yaml", gz: make([]byte, 20<<10)}
-	live := packShards(testServer(), append(slices.Clone(files), large), n)
+	live := packShards(testShards(), append(slices.Clone(files), large), n)
 	require.Len(t, live, n+1)
-	var c ruleCache
-	require.False(t, c.seeded())
-	c.seed(live)
-	require.True(t, c.seeded())
+	var c Cache
+	require.False(t, c.Seeded())
+	c.Seed(live)
+	require.True(t, c.Seeded())
 	require.Equal(t, n, c.buckets)
-	c.seed(nil)
+	c.Seed(nil)
 	require.Equal(t, n, c.buckets, "seeded once")
 
-	var empty ruleCache
-	empty.seed(nil)
-	require.False(t, empty.seeded())
+	var empty Cache
+	empty.Seed(nil)
+	require.False(t, empty.Seeded())
 }

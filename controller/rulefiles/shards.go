@@ -1,10 +1,23 @@
-package prometheus
+// Package rulefiles turns PrometheusRules into rule files, checked with
+// Prometheus' own rulefmt, and the rule files into the ConfigMaps
+// (shards) that hold them, sized for the API server and its watchers and
+// stable under edits; with the order of their writes. It knows how the
+// ConfigMaps are named and labelled from a Shards value and nothing of a
+// kind. It is pure: it imports no client.
+//
+// Where things are:
+//
+//	shards.go   Cache.Render: rules into files into ConfigMaps, gzipped and hashed into buckets
+//	plain.go    the plain files of prometheus-operator's layout, packed as it packs them
+//	check.go    the rule checker: rule files checked with rulefmt, each expression once
+//	enforce.go  spec.enforcedNamespaceLabel on the rules
+//	writes.go   Writes: the order of the writes, so that no file goes missing in between
+package rulefiles
 
 import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -23,7 +36,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
 )
 
@@ -52,12 +64,6 @@ const (
 	maxKeyLength = 253
 	// maxReasonErrors bounds how many validation errors a Reason lists.
 	maxReasonErrors = 5
-
-	// LabelRuleFiles marks the rule file ConfigMaps of a server; its value is
-	// the server name.
-	LabelRuleFiles = "podreload.dev/rulefiles"
-	// kindPrometheusRule is the Kind of rejected PrometheusRules.
-	kindPrometheusRule = "PrometheusRule"
 )
 
 // ruleResult is what a PrometheusRule gives: a file, named name and
@@ -70,7 +76,7 @@ type ruleResult struct {
 }
 
 // ruleKey identifies one version of a PrometheusRule, and the label
-// enforced on it (enforceRules).
+// enforced on it (Rule.Enforced).
 type ruleKey struct {
 	uid             types.UID
 	resourceVersion string
@@ -79,136 +85,35 @@ type ruleKey struct {
 	plain bool
 }
 
-// ruleCache remembers, by UID and resourceVersion, the rule files it
-// rendered and validated, so that a reconcile only validates the
+// Cache remembers, by UID and resourceVersion, the rule files it
+// rendered and validated, so that a render only validates the
 // PrometheusRules that changed: validation dominates the cost (parsing
 // every PromQL expression and every alert template). It keeps only the
-// entries of its last render, so give each PrometheusServer its own. The
-// zero value is ready; it is safe for concurrent use. Objects without a
-// UID or resourceVersion are not cached. It also keeps the gzipped
-// configuration of the last render, by the SHA-256 of the configuration,
-// its gzipped parts when it was split (configsecret.Cache), and the rule ConfigMaps
-// last written (wroteRules), which a render holding the rules' changes
-// back keeps.
-type ruleCache struct {
+// entries of its last render, so give each server its own. The zero value
+// is ready; it is safe for concurrent use. Objects without a UID or
+// resourceVersion are not cached. It keeps the number of hashed
+// ConfigMaps of the last render too (ruleBuckets).
+type Cache struct {
 	mu      sync.Mutex
 	entries map[ruleKey]ruleResult
-
-	configSum  [sha256.Size]byte
-	configGzip []byte
-
 	// buckets is the number of rule ConfigMaps of the last render
 	// (ruleBuckets), 0 before the first.
 	buckets int
-	// parts are the gzipped parts of the configuration of the last
-	// render, when it was split.
-	parts configsecret.Cache
-
-	// written are the rule ConfigMaps last written, as rendered, for
-	// the server writtenFor describes; nil when unknown.
-	written    []*corev1.ConfigMap
-	writtenFor rulesWrittenFor
 }
 
-// rulesWrittenFor is the server, and the version of its spec, that rule
-// ConfigMaps were written for.
-type rulesWrittenFor struct {
-	uid        types.UID
-	generation int64
-	layout     bool
-}
-
-func writtenFor(server *v1alpha1.PrometheusServer) rulesWrittenFor {
-	return rulesWrittenFor{uid: server.UID, generation: server.Generation, layout: operatorLayout(server)}
-}
-
-// wroteRules records the rule ConfigMaps written for server, as
-// rendered; nil when what was written is not known (a write failed).
-func (c *ruleCache) wroteRules(server *v1alpha1.PrometheusServer, written []*corev1.ConfigMap) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if written == nil {
-		c.written = nil
-		return
-	}
-	c.written, c.writtenFor = written, writtenFor(server)
-}
-
-// writtenRules returns copies of the rule ConfigMaps wroteRules recorded,
-// if they were written for the same version of server's spec.
-func (c *ruleCache) writtenRules(server *v1alpha1.PrometheusServer) ([]*corev1.ConfigMap, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.written == nil || c.writtenFor != writtenFor(server) {
-		return nil, false
-	}
-	return cloneConfigMaps(c.written), true
-}
-
-// hold returns the rule ConfigMaps to write for server instead of
-// shards, those rendered from its rules: with holdRules, those last
-// written when c knows them (writtenRules); and whether they differ from
-// shards, held back.
-func (c *ruleCache) hold(server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap, holdRules bool) (_ []*corev1.ConfigMap, held bool) {
-	if !holdRules {
-		return shards, false
-	}
-	kept, ok := c.writtenRules(server)
-	if !ok {
-		return shards, false
-	}
-	return kept, !sameRules(shards, kept)
-}
-
-// cloneConfigMaps returns deep copies of cms, never nil.
-func cloneConfigMaps(cms []*corev1.ConfigMap) []*corev1.ConfigMap {
-	out := make([]*corev1.ConfigMap, len(cms))
-	for i, cm := range cms {
-		out[i] = cm.DeepCopy()
-	}
-	return out
-}
-
-// sameRules reports whether a and b hold the same ConfigMaps, by name,
-// with the same files.
-func sameRules(a, b []*corev1.ConfigMap) bool {
-	return slices.EqualFunc(a, b, func(x, y *corev1.ConfigMap) bool {
-		return x.Name == y.Name && maps.Equal(x.Data, y.Data) && equalBinaryData(x.BinaryData, y.BinaryData)
-	})
-}
-
-func equalBinaryData(a, b map[string][]byte) bool {
-	return maps.EqualFunc(a, b, bytes.Equal)
-}
-
-// gzipped returns the gzipped configuration whose SHA-256 is sum, if it
-// is the last one kept.
-func (c *ruleCache) gzipped(sum [sha256.Size]byte) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.configGzip, c.configGzip != nil && c.configSum == sum
-}
-
-// keepGzipped keeps gz, the gzipped configuration whose SHA-256 is sum.
-func (c *ruleCache) keepGzipped(sum [sha256.Size]byte, gz []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.configSum, c.configGzip = sum, gz
-}
-
-// seeded reports whether c has rendered, or been seeded.
-func (c *ruleCache) seeded() bool {
+// Seeded reports whether c has rendered, or been seeded.
+func (c *Cache) Seeded() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.buckets != 0
 }
 
-// seed sets, before the first render, the number of hashed rule
+// Seed sets, before the first render, the number of hashed rule
 // ConfigMaps of the previous render from live, the rule ConfigMaps written
 // before (by this controller's previous process): the hysteresis of
 // ruleBuckets then holds across restarts, and a restart moves no file. It
 // counts those that do not hold a single large file.
-func (c *ruleCache) seed(live []*corev1.ConfigMap) {
+func (c *Cache) Seed(live []*corev1.ConfigMap) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.buckets != 0 {
@@ -229,8 +134,8 @@ func (c *ruleCache) seed(live []*corev1.ConfigMap) {
 	c.buckets = min(n, maxRuleShards)
 }
 
-// render turns the PrometheusRules selected for server into rule file
-// ConfigMaps named <server>-rulefiles-<i> in the server's namespace. Files
+// Render turns rules, the PrometheusRules a server selected, into the
+// rule file ConfigMaps s names (Shards.Name). Files
 // are named <namespace>-<name>-<uid>.yaml, stored gzipped (gzipRuleFile)
 // under the binaryData key of that name with ".gz" appended, and placed
 // by a hash of their name into one of enough ConfigMaps for each to stay
@@ -248,18 +153,17 @@ func (c *ruleCache) seed(live []*corev1.ConfigMap) {
 // whose UID and resourceVersion, and the label enforced on them, have not
 // changed. In prometheus-operator's layout the files are plain, in data,
 // packed as prometheus-operator packs them (packPlainShards).
-func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []rejection) {
+func (c *Cache) Render(s Shards, rules []Rule) ([]*corev1.ConfigMap, []Rejected) {
 	results := make([]ruleResult, len(rules))
 	keys := make([]ruleKey, len(rules))
 	var todo []int
 	c.mu.Lock()
 	for i, r := range rules {
-		if r == nil {
+		if r.Rule == nil {
 			continue
 		}
-		keys[i] = ruleKey{uid: r.UID, resourceVersion: r.ResourceVersion,
-			enforced: enforcedLabel(&server.Spec, kindPrometheusRule, r.Namespace, r.Name), plain: operatorLayout(server)}
-		if e, ok := c.entries[keys[i]]; ok && cacheable(r) {
+		keys[i] = ruleKey{uid: r.Rule.UID, resourceVersion: r.Rule.ResourceVersion, enforced: r.Enforced, plain: s.Plain}
+		if e, ok := c.entries[keys[i]]; ok && cacheable(r.Rule) {
 			results[i] = e
 			continue
 		}
@@ -270,7 +174,7 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 
 	entries := make(map[ruleKey]ruleResult, len(rules))
 	for i, r := range rules {
-		if r != nil && cacheable(r) {
+		if r.Rule != nil && cacheable(r.Rule) {
 			entries[keys[i]] = results[i]
 		}
 	}
@@ -279,21 +183,21 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	c.mu.Unlock()
 
 	files := make([]ruleResult, 0, len(rules))
-	var rejected []rejection
+	var rejected []Rejected
 	for i, r := range results {
 		switch {
-		case rules[i] == nil:
+		case rules[i].Rule == nil:
 		case r.reason != "":
-			rejected = append(rejected, rejection{Kind: kindPrometheusRule, Namespace: rules[i].Namespace, Name: rules[i].Name, Reason: r.reason})
+			rejected = append(rejected, Rejected{Namespace: rules[i].Rule.Namespace, Name: rules[i].Rule.Name, Reason: r.reason})
 		default:
 			files = append(files, r)
 		}
 	}
-	slices.SortFunc(rejected, func(a, b rejection) int {
+	slices.SortFunc(rejected, func(a, b Rejected) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	if operatorLayout(server) {
-		return packPlainShards(server, files), rejected
+	if s.Plain {
+		return packPlainShards(s, files), rejected
 	}
 	var small []ruleResult
 	for _, f := range files {
@@ -304,10 +208,10 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buckets = ruleBuckets(small, c.buckets)
-	if !apiSource(server) {
+	if s.Volume {
 		c.buckets = volumeBuckets(c.buckets)
 	}
-	return packShards(server, files, c.buckets), rejected
+	return packShards(s, files, c.buckets), rejected
 }
 
 // volumeBuckets is n rounded up to a power of two: with the volume
@@ -319,22 +223,22 @@ func volumeBuckets(n int) int {
 	return 1 << bits.Len(uint(max(n, 1)-1))
 }
 
-// packShards places files into rule file ConfigMaps of server: each
+// packShards places files into the rule file ConfigMaps s names: each
 // small one into the one of the first buckets its name hashes to
-// (ruleBucket), each large one (largeFile) into one of its own after
+// (Bucket), each large one (largeFile) into one of its own after
 // them, in name order; none without files. Where a small file goes
 // depends on its name and the number of buckets only: a file added,
 // changed or removed rewrites its ConfigMap alone, and when the number
 // grows by one, a file stays in its ConfigMap or moves to the new one.
 // A large file added or removed moves the large ones after it, each to
 // the next ConfigMap or the previous one.
-func packShards(server *v1alpha1.PrometheusServer, files []ruleResult, buckets int) []*corev1.ConfigMap {
+func packShards(s Shards, files []ruleResult, buckets int) []*corev1.ConfigMap {
 	if len(files) == 0 {
 		return nil
 	}
 	shards := make([]*corev1.ConfigMap, buckets)
 	for i := range shards {
-		shards[i] = ruleShard(server, i)
+		shards[i] = s.ConfigMap(i)
 	}
 	var large []ruleResult
 	for _, f := range files {
@@ -342,11 +246,11 @@ func packShards(server *v1alpha1.PrometheusServer, files []ruleResult, buckets i
 			large = append(large, f)
 			continue
 		}
-		shards[ruleBucket(f.name, buckets)].BinaryData[f.name+gzipSuffix] = f.gz
+		shards[Bucket(f.name, buckets)].BinaryData[f.name+gzipSuffix] = f.gz
 	}
 	slices.SortFunc(large, func(a, b ruleResult) int { return cmp.Compare(a.name, b.name) })
 	for _, f := range large {
-		cm := ruleShard(server, len(shards))
+		cm := s.ConfigMap(len(shards))
 		cm.BinaryData[f.name+gzipSuffix] = f.gz
 		shards = append(shards, cm)
 	}
@@ -360,14 +264,15 @@ func largeFile(f ruleResult) bool {
 	return shardCost(f) > shardTarget/4
 }
 
-// ruleBucket is the hashed ConfigMap, of buckets, of the file name: the
-// jump consistent hash of Lamping and Veach ("A Fast, Minimal Memory,
+// Bucket is the hashed ConfigMap, of buckets, of the file name (its
+// index among the ConfigMaps): the jump consistent hash of Lamping and
+// Veach ("A Fast, Minimal Memory,
 // Consistent Hash Algorithm", 2014) of the name's xxhash. The ConfigMaps
 // get about as many files each, whatever their number; when it grows by
 // one, a file stays where it was or moves to the new ConfigMap (about one
 // file in the new number does), and when it shrinks by one, only the
 // files of the last ConfigMap move.
-func ruleBucket(name string, buckets int) int {
+func Bucket(name string, buckets int) int {
 	key, b, next := xxhash.Sum64String(name), -1, 0
 	for next < buckets {
 		b = next
@@ -430,7 +335,7 @@ func leastBuckets(files []ruleResult, limit int) int {
 func overfull(files []ruleResult, buckets, limit int) bool {
 	cost, count := make([]int, buckets), make([]int, buckets)
 	for _, f := range files {
-		b := ruleBucket(f.name, buckets)
+		b := Bucket(f.name, buckets)
 		cost[b] += shardCost(f)
 		count[b]++
 		if count[b] > 1 && cost[b] > limit {
@@ -447,7 +352,7 @@ func cacheable(r *monitoringv1.PrometheusRule) bool {
 // renderAll renders rules[i], with the label keys[i] enforced, into
 // results[i] for every i of todo, on as many goroutines as there are
 // processors, and returns when all are done.
-func renderAll(rules []*monitoringv1.PrometheusRule, keys []ruleKey, todo []int, results []ruleResult) {
+func renderAll(rules []Rule, keys []ruleKey, todo []int, results []ruleResult) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	c := newRuleChecker()
@@ -457,7 +362,7 @@ func renderAll(rules []*monitoringv1.PrometheusRule, keys []ruleKey, todo []int,
 			var zw *gzip.Writer
 			for j := int(next.Add(1)) - 1; j < len(todo); j = int(next.Add(1)) - 1 {
 				i := todo[j]
-				results[i], zw = c.render(enforceRules(rules[i], keys[i].enforced), keys[i].plain, zw)
+				results[i], zw = c.render(enforceRules(rules[i].Rule, keys[i].enforced), keys[i].plain, zw)
 			}
 		})
 	}
@@ -482,7 +387,7 @@ func (c *ruleChecker) render(r *monitoringv1.PrometheusRule, plain bool, zw *gzi
 	if len(gz) > maxShardBytes {
 		return ruleResult{reason: fmt.Sprintf("rule file is %d bytes, %d gzipped, more than the %d bytes a ConfigMap shard holds", len(content), len(gz), maxShardBytes)}, zw
 	}
-	return ruleResult{name: ruleFileName(r), gz: gz}, zw
+	return ruleResult{name: FileName(r), gz: gz}, zw
 }
 
 // gzipRuleFile compresses content deterministically, as configsecret.Gzip does:
@@ -507,35 +412,66 @@ func gzipRuleFile(zw *gzip.Writer, content string) ([]byte, *gzip.Writer) {
 	return buf.Bytes(), zw
 }
 
-// ruleShardName is the name of the i-th rule file ConfigMap of server.
-func ruleShardName(server *v1alpha1.PrometheusServer, i int) string {
-	if operatorLayout(server) {
-		return operatorName(server) + "-rulefiles-" + strconv.Itoa(i)
-	}
-	return server.Name + "-rulefiles-" + strconv.Itoa(i)
+// Shards names and labels the rule file ConfigMaps of a server, and
+// says how they hold their files.
+type Shards struct {
+	// Namespace of the ConfigMaps.
+	Namespace string
+	// Prefix of their names: the i-th is named Prefix<i>, from 0.
+	Prefix string
+	// Labels of each ConfigMap.
+	Labels map[string]string
+	// Plain are the files of prometheus-operator's layout: plain, in
+	// data, packed as prometheus-operator packs them (packPlainShards),
+	// not gzipped and hashed.
+	Plain bool
+	// Volume is set when the pods read the ConfigMaps as volumes: their
+	// count is a power of two (volumeBuckets).
+	Volume bool
 }
 
-func ruleShard(server *v1alpha1.PrometheusServer, i int) *corev1.ConfigMap {
-	if operatorLayout(server) {
-		return plainRuleShard(server, i)
-	}
-	l := selectorLabels(server)
-	maps.Copy(l, ruleFilesLabels(server))
-	return &corev1.ConfigMap{
+// Name is the name of the i-th rule file ConfigMap.
+func (s Shards) Name(i int) string {
+	return s.Prefix + strconv.Itoa(i)
+}
+
+// ConfigMap is the i-th rule file ConfigMap, without files.
+func (s Shards) ConfigMap(i int) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      ruleShardName(server, i),
-			Namespace: server.Namespace,
-			Labels:    l,
+			Name:      s.Name(i),
+			Namespace: s.Namespace,
+			Labels:    maps.Clone(s.Labels),
 		},
-		BinaryData: map[string][]byte{},
 	}
+	if s.Plain {
+		cm.Data = map[string]string{}
+	} else {
+		cm.BinaryData = map[string][]byte{}
+	}
+	return cm
 }
 
-// ruleFileName is <namespace>-<name>-<uid>.yaml, with the name shortened
-// when the whole, with gzipSuffix, would be too long for a ConfigMap key;
-// the uid keeps it unique.
-func ruleFileName(r *monitoringv1.PrometheusRule) string {
+// Rule is a PrometheusRule a server selected, and the label
+// spec.enforcedNamespaceLabel sets on its rules ("" for none).
+type Rule struct {
+	Rule     *monitoringv1.PrometheusRule
+	Enforced string
+}
+
+// Rejected is a PrometheusRule left out, and why.
+type Rejected struct {
+	Namespace, Name string
+	// Reason names the cause.
+	Reason string
+}
+
+// FileName is the name of the rule file of r:
+// <namespace>-<name>-<uid>.yaml, with the name shortened when the whole,
+// with gzipSuffix, would be too long for a ConfigMap key; the uid keeps
+// it unique.
+func FileName(r *monitoringv1.PrometheusRule) string {
 	name := r.Name
 	if over := len(r.Namespace) + len(name) + len(r.UID) + len("--.yaml"+gzipSuffix) - maxKeyLength; over > 0 {
 		name = name[:max(len(name)-over, 0)]
