@@ -39,6 +39,7 @@ import (
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/reloader"
@@ -148,7 +149,7 @@ func TestRenderSplit(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, objs.Oversized)
 	require.NotNil(t, objs.ConfigSecret)
-	require.Equal(t, []rejection{{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "monitoring", Name: "big-d",
+	require.Equal(t, []promcfg.Rejection{{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "monitoring", Name: "big-d",
 		Reason: "a scrape job of it is more than the 524288 bytes, gzipped, a part of the configuration holds"}}, objs.Rejected)
 	var names []string
 	for i, p := range objs.ConfigParts {

@@ -16,21 +16,8 @@
 //	status.go        the status: conditions, counts, replicas, apply timing
 //	metrics.go       the reconciler's metrics
 //	selected.go      the table of the kinds a server selects (ServiceMonitor...)
-//	render.go        render: every object of a server from one snapshot of inputs
+//	render.go        render: every object of a server from one snapshot of inputs, the configuration's input
 //	rendercache.go   what renders keep from one to the next; the rule ConfigMaps' names
-//	config.go        the configuration: its inputs, sections, order, rejections
-//	server.go        the sections from the server: global, alerting, remote_write
-//	alertmanagers.go the HTTP client settings of an Alertmanager endpoint
-//	remotewrite.go   the settings of a remote write endpoint beyond its URL
-//	additional.go    the additional scrape configurations
-//	scrape.go        the scrape jobs of ServiceMonitor and PodMonitor endpoints
-//	scrapefields.go  the fields of a scrape job: intervals, scheme, limits, auth
-//	scrapeclass.go   scrape classes
-//	enforce.go       spec.enforcedNamespaceLabel: which objects, and on scrape jobs
-//	probe.go         the scrape job of a Probe
-//	scrapeconfig.go  the scrape job of a ScrapeConfig and its service discoveries
-//	credentials.go   basic auth, authorization, OAuth2, TLS, proxy, from Secrets
-//	relabel.go       built-in and user relabelings, regexps checked once
 //	web.go           the web config Secret (package webconfig renders it)
 //	workload.go      the Service and the StatefulSets
 //	podfields.go     the pod fields prometheus-operator's Prometheus has too
@@ -47,8 +34,8 @@
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files
 //
 // The pure pieces it renders with are packages of their own: selector
-// (which objects a pair of selectors selects), promyaml (the YAML
-// writer), configsecret (the configuration in gzipped Secrets, split
-// into parts) and rulefiles (PrometheusRules into checked rule files in
-// ConfigMaps).
+// (which objects a pair of selectors selects), promcfg (the
+// configuration), promyaml (the YAML writer), configsecret (the
+// configuration in gzipped Secrets, split into parts) and rulefiles
+// (PrometheusRules into checked rule files in ConfigMaps).
 package prometheus

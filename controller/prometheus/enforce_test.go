@@ -5,23 +5,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
-
-	"github.com/podreload/podreload/api/v1alpha1"
 )
-
-// TestEnforcedLabel checks which objects spec.enforcedNamespaceLabel
-// applies to: all but those spec.excludedFromEnforcement spares.
-func TestEnforcedLabel(t *testing.T) {
-	spec := &v1alpha1.PrometheusServerSpec{
-		EnforcedNamespaceLabel:  "tenant",
-		ExcludedFromEnforcement: []monitoringv1.ObjectReference{{Resource: "prometheusrules", Namespace: "team-a", Name: "spared"}},
-	}
-	require.Equal(t, "tenant", enforcedLabel(spec, kindPrometheusRule, "team-a", "alerts"))
-	require.Empty(t, enforcedLabel(spec, kindPrometheusRule, "team-a", "spared"), "excluded by name")
-	require.Equal(t, "tenant", enforcedLabel(spec, kindPrometheusRule, "team-b", "spared"), "another namespace")
-	require.Equal(t, "tenant", enforcedLabel(spec, "ServiceMonitor", "team-a", "spared"), "another kind")
-	require.Empty(t, enforcedLabel(&v1alpha1.PrometheusServerSpec{}, kindPrometheusRule, "team-a", "alerts"), "no label")
-}
 
 // TestRuleCacheEnforcement checks that the rule cache renders a
 // PrometheusRule again when the label enforced on it changes, not only

@@ -28,6 +28,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -338,7 +339,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	head := make([]byte, corev1.MaxSecretSize+1)
 	_, err := rand.Read(head)
 	require.NoError(t, err)
-	parts := configParts{jobs: &configsecret.Stream{}}
+	parts := promcfg.Parts{Jobs: &configsecret.Stream{}}
 	objs, err := renderConfigSecrets(server, head, parts, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
@@ -350,7 +351,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	jobs := &configsecret.Stream{Monitors: []configsecret.Monitor{{Kind: "ServiceMonitor", Namespace: "default", Name: "big"}}}
 	require.NoError(t, jobs.Add([]configsecret.Job{{Name: "big", Item: make([]byte, configsecret.MaxConfigBytes+1)}}))
 	require.True(t, jobs.Splitting())
-	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), configParts{jobs: jobs}, nil, new(ruleCache))
+	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), promcfg.Parts{Jobs: jobs}, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigParts)

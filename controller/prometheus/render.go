@@ -12,6 +12,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
 )
@@ -107,7 +109,7 @@ type objects struct {
 	StatefulSets []*appsv1.StatefulSet
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
-	Rejected []rejection
+	Rejected []promcfg.Rejection
 	// Selected counts the objects of each kind (selectedKinds) the server
 	// selected, the rejected ones included, by kind.
 	Selected map[string]int
@@ -190,26 +192,18 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	var (
 		wg            sync.WaitGroup
 		shards        []*corev1.ConfigMap
-		rejectedRules []rejection
+		rejectedRules []promcfg.Rejection
 	)
 	wg.Go(func() { shards, rejectedRules = cache.render(server, sel.rules) })
-	parts, rejected, err := renderConfigParts(configInput{
-		Server:          server,
-		ServiceMonitors: sel.serviceMonitors,
-		PodMonitors:     sel.podMonitors,
-		Probes:          sel.probes,
-		ScrapeConfigs:   sel.scrapeConfigs,
-		Secrets:         in.Secrets,
-		ConfigMaps:      in.ConfigMaps,
-		Parts:           &cache.parts,
-	})
+	lookup := store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
+	parts, rejected, err := promcfg.Server(configInput(server, sel, lookup, &cache.parts))
 	wg.Wait()
 	shards, held := cache.hold(server, shards, in.HoldRules)
-	refs := store.Union(parts.secrets, web.Refs)
+	refs := store.Union(lookup.Refs(), web.Refs)
 	if err != nil {
 		return nil, &specError{Err: err, SecretRefs: refs}
 	}
-	head, err := parts.head(ruleFilesGlobs(server, len(shards)))
+	head, err := parts.Head(ruleFilesGlobs(server, len(shards)))
 	if err != nil {
 		return nil, err
 	}
@@ -246,12 +240,12 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 }
 
 // renderConfigSecrets renders the config Secret of the configuration
-// made of head and parts.body, split into parts when it is too large
-// (configsecret.SplitConfig), and its hashes with the rule ConfigMaps shards: the objects
-// of the configuration, with the monitors left out.
-func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts configParts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
+// made of head and parts.Body, split into parts when it is too large
+// (configsecret.SplitConfig), and its hashes with the rule ConfigMaps
+// shards: the objects of the configuration, with the monitors left out.
+func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts promcfg.Parts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
 	objs := &objects{}
-	whole := append([][]byte{head}, parts.body()...)
+	whole := append([][]byte{head}, parts.Body()...)
 	size := 0
 	for _, b := range whole {
 		size += len(b)
@@ -261,7 +255,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		sum [sha256.Size]byte
 		err error
 	)
-	fits := !parts.jobs.Splitting() && size <= configsecret.MaxConfigBytes
+	fits := !parts.Jobs.Splitting() && size <= configsecret.MaxConfigBytes
 	if fits {
 		h := sha256.New()
 		for _, b := range whole {
@@ -287,7 +281,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		objs.Oversized = &oversizedError{Err: err, unsplit: true}
 		return objs, nil
 	case err == nil || errors.As(err, &tooLarge):
-		split, err := configsecret.SplitConfig(ConfigSecretName(server), head, parts.rest, parts.jobs)
+		split, err := configsecret.SplitConfig(ConfigSecretName(server), head, parts.Rest, parts.Jobs)
 		if errors.As(err, &tooLarge) {
 			objs.Oversized = &oversizedError{Err: err}
 			return objs, nil
@@ -301,7 +295,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 			objs.ConfigParts = append(objs.ConfigParts, configPart(server, i+1, part))
 		}
 		for _, r := range split.Rejected {
-			objs.Rejected = append(objs.Rejected, rejection{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Reason: r.Reason})
+			objs.Rejected = append(objs.Rejected, promcfg.Rejection{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Reason: r.Reason})
 		}
 	default:
 		return nil, err
@@ -311,11 +305,33 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 	return objs, nil
 }
 
-func sortRejections(rejected []rejection) []rejection {
-	slices.SortFunc(rejected, func(a, b rejection) int {
+func sortRejections(rejected []promcfg.Rejection) []promcfg.Rejection {
+	slices.SortFunc(rejected, func(a, b promcfg.Rejection) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return rejected
+}
+
+// configInput is the input of the configuration of server, with the
+// objects it selected, sel, and lookup to read the Secrets and ConfigMaps
+// they reference: its shards and, in prometheus-operator's layout from
+// Prometheus 3.11, the retention the configuration holds.
+func configInput(server *v1alpha1.PrometheusServer, sel selected, lookup *store.Lookup, parts *configsecret.Cache) promcfg.Input {
+	in := promcfg.Input{
+		Server:          server,
+		ServiceMonitors: sel.serviceMonitors,
+		PodMonitors:     sel.podMonitors,
+		Probes:          sel.probes,
+		ScrapeConfigs:   sel.scrapeConfigs,
+		Lookup:          lookup,
+		Parts:           parts,
+		Shards:          shardCount(server),
+	}
+	if operatorLayout(server) && retentionInConfig(server.Spec) {
+		// Never nil: the section is written even when it is empty.
+		in.Retention = append(yaml.MapSlice{}, retentionSettings(server.Spec)...)
+	}
+	return in
 }
 
 // selected are the objects of each kind a server selects.
@@ -336,9 +352,9 @@ func selectAll(in inputs) (selected, error) {
 			return selected{}, err
 		}
 	}
-	// renderConfigParts refuses duplicate monitors; a duplicate rule would
+	// promcfg.Server refuses duplicate monitors; a duplicate rule would
 	// give a duplicate rule file.
-	if _, err := sortedObjects(s.rules, kindPrometheusRule); err != nil {
+	if _, err := promcfg.SortedObjects(s.rules, kindPrometheusRule); err != nil {
 		return selected{}, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
 	}
 	return s, nil

@@ -26,6 +26,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
@@ -186,17 +187,11 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.Empty(t, cmp.Diff(shards, out.RuleShards))
 
 	// The configuration, as renderConfig renders it, in the Secret.
-	want, rejectedMonitors, err := renderConfig(configInput{
-		Server:          server,
-		ServiceMonitors: sms,
-		PodMonitors:     pms,
-		Probes:          probes,
-		ScrapeConfigs:   scs,
-		Secrets:         in.Secrets,
-	}, ruleFilesGlobs(server, len(shards)))
+	want, rejectedMonitors, err := renderConfig(server, selected{serviceMonitors: sms, podMonitors: pms, probes: probes, scrapeConfigs: scs},
+		in.Secrets, ruleFilesGlobs(server, len(shards)))
 	require.NoError(t, err)
 	require.ElementsMatch(t, slices.Concat(rejectedRules, rejectedMonitors), out.Rejected)
-	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b rejection) int {
+	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b promcfg.Rejection) int {
 		return strings.Compare(a.Kind+"\x00"+a.Namespace+"\x00"+a.Name, b.Kind+"\x00"+b.Namespace+"\x00"+b.Name)
 	}), "rejections sorted by kind, namespace and name")
 	s := out.ConfigSecret

@@ -13,6 +13,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/rulefiles"
 )
 
@@ -138,18 +139,18 @@ func (c *ruleCache) keepGzipped(sum [sha256.Size]byte, gz []byte) {
 // render turns the PrometheusRules selected for server into its rule
 // file ConfigMaps (rulefiles.Cache.Render, with ruleShards and the label
 // spec.enforcedNamespaceLabel sets on each), and returns those left out.
-func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []rejection) {
+func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []promcfg.Rejection) {
 	in := make([]rulefiles.Rule, len(rules))
 	for i, r := range rules {
 		in[i].Rule = r
 		if r != nil {
-			in[i].Enforced = enforcedLabel(&server.Spec, kindPrometheusRule, r.Namespace, r.Name)
+			in[i].Enforced = promcfg.EnforcedLabel(&server.Spec, kindPrometheusRule, r.Namespace, r.Name)
 		}
 	}
 	shards, left := c.rules.Render(ruleShards(server), in)
-	var rejected []rejection
+	var rejected []promcfg.Rejection
 	for _, l := range left {
-		rejected = append(rejected, rejection{Kind: kindPrometheusRule, Namespace: l.Namespace, Name: l.Name, Reason: l.Reason})
+		rejected = append(rejected, promcfg.Rejection{Kind: kindPrometheusRule, Namespace: l.Namespace, Name: l.Name, Reason: l.Reason})
 	}
 	return shards, rejected
 }

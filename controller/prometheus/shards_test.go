@@ -151,7 +151,7 @@ func (cp *controlPlane) testShardScaling(t *testing.T) {
 	})
 	sharded := serviceMonitor(ns, "app", nil)
 	everywhere := serviceMonitor(ns, "kube-state-metrics", nil)
-	everywhere.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{TargetLabel: labelDisableSharding, Replacement: ptr.To("true")}}
+	everywhere.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{TargetLabel: "__tmp_disable_sharding", Replacement: ptr.To("true")}}
 	cp.create(t, srv, sharded, everywhere)
 	appJob, ksmJob := "serviceMonitor/"+ns+"/app/0", "serviceMonitor/"+ns+"/kube-state-metrics/0"
 	appTargets, ksmTargets := shardTargets(ns, "app", 200), shardTargets(ns, "kube-state-metrics", 3)

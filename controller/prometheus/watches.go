@@ -25,6 +25,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
@@ -89,7 +90,7 @@ func newReconciler(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 		writer:    m.Writer(),
 		caches:    map[types.NamespacedName]*ruleCache{},
 		refs:      store.NewTracker(),
-		warned:    map[types.NamespacedName]map[rejection]struct{}{},
+		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
 		written:   map[types.NamespacedName]written{},
 		statuses:  map[types.NamespacedName]v1alpha1.PrometheusServerStatus{},
 		coalescer: newCoalescer(time.Now),

@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	"cmp"
@@ -77,12 +77,12 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 	}
 	job = append(job, auth...)
 
-	enforced := enforcedLabel(&r.srv.Spec, monitoringv1.ProbesKind, ns, p.Name)
+	enforced := EnforcedLabel(&r.srv.Spec, monitoringv1.ProbesKind, ns, p.Name)
 	targets, relabelings, err := r.probeTargets(p, class, enforced)
 	if err != nil {
 		return nil, err
 	}
-	job = append(job, targets, yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, shardCount(r.srv), labelParamTarget)})
+	job = append(job, targets, yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, r.shards, labelParamTarget)})
 	tail, err := monitorTail(&monitorSpec{
 		sampleLimit:            s.SampleLimit,
 		targetLimit:            s.TargetLimit,

@@ -1,4 +1,30 @@
-package prometheus
+// Package promcfg renders a Prometheus configuration (prometheus.yaml)
+// from a PrometheusServer and the monitors it selected, as
+// prometheus-operator's generator does for a Prometheus: Server is the
+// entry point of a server (prometheus-operator's
+// GenerateServerConfiguration); an agent's (GenerateAgentConfiguration: no
+// rules, no alerting) goes beside it. What the kind decides of its layout
+// (the shards, where the retention goes) comes in with the Input; the
+// scrape jobs stream into a configsecret.Stream, which splits a
+// configuration too large for one Secret. It is pure: it reads Secrets and
+// ConfigMaps through the Lookup it is given and imports no client.
+//
+// Where things are:
+//
+//	config.go        Input, Server, Parts: the sections, their order, rejections
+//	server.go        the sections from the server: global, alerting, remote_write, storage
+//	alertmanagers.go the HTTP client settings of an Alertmanager endpoint
+//	remotewrite.go   the settings of a remote write endpoint beyond its URL
+//	additional.go    the additional scrape configurations
+//	scrape.go        the scrape jobs of ServiceMonitor and PodMonitor endpoints
+//	scrapefields.go  the fields of a scrape job: intervals, scheme, limits, auth
+//	scrapeclass.go   scrape classes
+//	enforce.go       spec.enforcedNamespaceLabel: which objects, and on scrape jobs
+//	probe.go         the scrape job of a Probe
+//	scrapeconfig.go  the scrape job of a ScrapeConfig and its service discoveries
+//	credentials.go   basic auth, authorization, OAuth2, TLS, proxy, from Secrets
+//	relabel.go       built-in and user relabelings, regexps checked once
+package promcfg
 
 import (
 	"bytes"
@@ -19,15 +45,16 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promyaml"
-	"github.com/podreload/podreload/controller/store"
 )
 
 // ruleFilePattern is Prometheus' rule for rule_files: one wildcard at
 // most, in the last path element.
 var ruleFilePattern = regexp.MustCompile(`^[^*]*(\*[^/]*)?$`)
 
-// configInput is what the Prometheus configuration is rendered from.
-type configInput struct {
+// Input is what a Prometheus configuration is rendered from: the server,
+// the objects it selected, and what the kind decides of its layout
+// (Shards, Retention).
+type Input struct {
 	// Server is the PrometheusServer the configuration is for.
 	Server *v1alpha1.PrometheusServer
 	// ServiceMonitors are the ServiceMonitors the server selected.
@@ -38,20 +65,36 @@ type configInput struct {
 	Probes []*monitoringv1.Probe
 	// ScrapeConfigs are the ScrapeConfigs the server selected.
 	ScrapeConfigs []*monitoringv1alpha1.ScrapeConfig
-	// Secrets holds the Secrets the server and the monitors reference, by
-	// "namespace/name".
-	Secrets map[string]*corev1.Secret
-	// ConfigMaps holds the ConfigMaps the monitors reference (TLS CAs and
-	// certificates, OAuth2 client ids), by "namespace/name".
-	ConfigMaps map[string]*corev1.ConfigMap
+	// Lookup reads the keys of the Secrets the server and the monitors
+	// reference, and of the ConfigMaps the monitors reference (TLS CAs
+	// and certificates, OAuth2 client ids): a *store.Lookup, which records
+	// what was looked up, found or not.
+	Lookup Lookup
 	// Parts keeps the gzipped parts of a split configuration from one
 	// render to the next; nil compresses every part.
 	Parts *configsecret.Cache
+	// Shards is the number of shards of the server, at least 1: each
+	// keeps the targets of its own hash (appendSharding).
+	Shards int
+	// Retention, when not nil, is the retention of storage.tsdb
+	// (prometheus-operator's layout writes it there from Prometheus 3.11).
+	Retention yaml.MapSlice
 }
 
-// rejection is an object left out of the configuration, and why (for an
+// Lookup reads the value of a key of a Secret or a ConfigMap; its errors
+// name the object and the key.
+type Lookup interface {
+	// Secret returns the value of the key sel names in the Secret sel
+	// names in namespace.
+	Secret(namespace string, sel corev1.SecretKeySelector) ([]byte, error)
+	// ConfigMap returns the value of the key sel names in the ConfigMap
+	// sel names in namespace.
+	ConfigMap(namespace string, sel corev1.ConfigMapKeySelector) ([]byte, error)
+}
+
+// Rejection is an object left out of the configuration, and why (for an
 // Event and the status).
-type rejection struct {
+type Rejection struct {
 	// Kind of the object: ServiceMonitor, PodMonitor, Probe, ScrapeConfig
 	// or PrometheusRule.
 	Kind string
@@ -63,45 +106,46 @@ type rejection struct {
 	Reason string
 }
 
-// configParts is a configuration rendered before its rule files are
+// Parts is a configuration rendered before its rule files are
 // known: the configuration is the global section, the rule_files section,
 // then the body: scrape_configs made of jobs, and rest, already encoded.
-// render builds and encodes the scrape configurations, the bulk of the
-// work, while it renders the rules. Each job is encoded as soon as its
+// The kind's render builds and encodes the scrape configurations, the
+// bulk of the work, while it renders the rules. Each job is encoded as soon as its
 // monitor is rendered and its tree dropped, and the body is never joined
 // into one buffer: at 20,000 endpoints the trees took 70 MB and the
 // joined body 58 MB more, while the encoded jobs take 47 MB, of which
 // configsecret.Stream holds 16 MiB at most.
-type configParts struct {
+type Parts struct {
 	global yaml.MapSlice
-	// jobs are the scrape jobs, in order.
-	jobs *configsecret.Stream
-	// rest are the sections after scrape_configs, encoded.
-	rest []byte
-	// secrets are the Secrets the configuration references, found or not.
-	secrets []store.Ref
+	// Jobs are the scrape jobs, in order.
+	Jobs *configsecret.Stream
+	// Rest are the sections after scrape_configs, encoded.
+	Rest []byte
 }
 
-// body returns the body of the configuration, in pieces (configsecret.Gzip and
-// a hash take them as they are), or nil when its jobs are split.
-func (p configParts) body() [][]byte {
+// Body returns the body of the configuration, in pieces (configsecret.Gzip
+// and a hash take them as they are), or nil when its jobs are split.
+func (p Parts) Body() [][]byte {
 	switch {
-	case p.jobs.Splitting():
+	case p.Jobs.Splitting():
 		return nil
-	case len(p.jobs.Held()) == 0:
-		return [][]byte{[]byte("scrape_configs: []\n"), p.rest}
+	case len(p.Jobs.Held()) == 0:
+		return [][]byte{[]byte("scrape_configs: []\n"), p.Rest}
 	}
-	b := make([][]byte, 0, len(p.jobs.Held())+2)
+	b := make([][]byte, 0, len(p.Jobs.Held())+2)
 	b = append(b, []byte(configsecret.ScrapeConfigsKey))
-	for _, j := range p.jobs.Held() {
+	for _, j := range p.Jobs.Held() {
 		b = append(b, j.Item)
 	}
-	return append(b, p.rest)
+	return append(b, p.Rest)
 }
 
-// renderConfigParts renders prometheus.yaml but for its rule files, and
-// returns the monitors it left out; configParts.head writes what comes
-// before the body with the rule files. The output is deterministic:
+// Server renders the prometheus.yaml of a Prometheus server but for its
+// rule files, and returns the monitors it left out; Parts.Head writes
+// what comes before the body with the rule files. (An agent's, without
+// rules and alerting, is the entry point to add beside it, as
+// prometheus-operator's GenerateAgentConfiguration is beside
+// GenerateServerConfiguration.) The output is deterministic:
 // monitors are ordered by namespace and name whatever the order of the
 // input.
 //
@@ -114,24 +158,22 @@ func (p configParts) body() [][]byte {
 // and credentials read from Secrets and written inline. A monitor that
 // cannot be rendered (an invalid selector or relabeling, a missing Secret,
 // a scrape timeout longer than its interval, a feature this renderer does
-// not support...) is left out whole and reported as a rejection. An error
-// means the PrometheusServer itself cannot be rendered; the parts then
-// hold only the Secrets looked up.
-func renderConfigParts(in configInput) (configParts, []rejection, error) {
+// not support...) is left out whole and reported as a Rejection. An error
+// means the PrometheusServer itself cannot be rendered; in.Lookup then
+// holds the Secrets looked up before it, one of which may be what the
+// server is waiting for.
+func Server(in Input) (Parts, []Rejection, error) {
 	r := newRenderer(in)
 	parts, rejected, err := r.config(in)
-	parts.secrets = r.lookup.Refs()
 	if err != nil {
-		// The Secrets looked up before the error go with it: one of them
-		// may be what the server is waiting for.
-		return configParts{secrets: parts.secrets}, nil, fmt.Errorf("render config: %w", err)
+		return Parts{}, nil, fmt.Errorf("render config: %w", err)
 	}
 	return parts, rejected, nil
 }
 
-// head returns what comes before p.body in the configuration with the
+// Head returns what comes before p.Body in the configuration with the
 // rule files ruleFiles: the global and rule_files sections.
-func (p configParts) head(ruleFiles []string) ([]byte, error) {
+func (p Parts) Head(ruleFiles []string) ([]byte, error) {
 	files, err := ruleFilesSection(ruleFiles)
 	if err != nil {
 		return nil, fmt.Errorf("render config: %w", err)
@@ -143,17 +185,19 @@ func (p configParts) head(ruleFiles []string) ([]byte, error) {
 	return b, nil
 }
 
-func newRenderer(in configInput) *renderer {
-	return &renderer{lookup: store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps}), srv: in.Server}
+func newRenderer(in Input) *renderer {
+	return &renderer{lookup: in.Lookup, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention}
 }
 
 // renderer renders one configuration: it holds the inputs and what it
 // has looked up and compiled so far.
 type renderer struct {
-	// lookup reads the Secrets of in and records those looked up so far,
-	// found or not: a change to any of them can change the configuration.
-	lookup *store.Lookup
+	// lookup reads the Secrets and ConfigMaps of in.
+	lookup Lookup
 	srv    *v1alpha1.PrometheusServer
+	// shards and retention are in's.
+	shards    int
+	retention yaml.MapSlice
 	// scratch is the buffer jobs are encoded into (addJobs).
 	scratch []byte
 	// interval is the global scrape interval, the default of every job, as
@@ -170,26 +214,26 @@ type renderer struct {
 
 // config renders the configuration of in, with r made from in, but for
 // the Secrets it references.
-func (r *renderer) config(in configInput) (configParts, []rejection, error) {
+func (r *renderer) config(in Input) (Parts, []Rejection, error) {
 	if in.Server == nil {
-		return configParts{}, nil, errors.New("no PrometheusServer")
+		return Parts{}, nil, errors.New("no PrometheusServer")
 	}
 	server, err := r.renderServer()
 	if err != nil {
-		return configParts{}, nil, err
+		return Parts{}, nil, err
 	}
 	if err := r.scrapeClasses(); err != nil {
-		return configParts{}, nil, err
+		return Parts{}, nil, err
 	}
 	var (
-		rejected []rejection
+		rejected []Rejection
 		addErr   error
 		jobs     = &configsecret.Stream{Cache: in.Parts}
-		p        = configParts{global: yaml.MapSlice{server.global}, jobs: jobs}
+		p        = Parts{global: yaml.MapSlice{server.global}, Jobs: jobs}
 	)
 	err = r.eachMonitor(in, func(kind, namespace, name string, js []yaml.MapSlice, err error) {
 		if err != nil {
-			rejected = append(rejected, rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
+			rejected = append(rejected, Rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
 			return
 		}
 		jobs.Monitors = append(jobs.Monitors, configsecret.Monitor{Kind: kind, Namespace: namespace, Name: name})
@@ -198,21 +242,21 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 		}
 	})
 	if err = cmp.Or(err, addErr); err != nil {
-		return configParts{}, nil, err
+		return Parts{}, nil, err
 	}
 
 	extra, err := r.additionalJobs(jobs.Names)
 	if err != nil {
-		return configParts{}, nil, err
+		return Parts{}, nil, err
 	}
 	if err := r.addJobs(jobs, configsecret.Additional, extra); err != nil {
-		return configParts{}, nil, err
+		return Parts{}, nil, err
 	}
 
 	// The order of prometheus-operator: global, rule_files (which
-	// configParts.head adds), scrape_configs, alerting, remote_write.
-	if p.rest, err = promyaml.Encode(server.rest, 4<<10); err != nil {
-		return configParts{}, nil, err
+	// Parts.Head adds), scrape_configs, alerting, remote_write.
+	if p.Rest, err = promyaml.Encode(server.rest, 4<<10); err != nil {
+		return Parts{}, nil, err
 	}
 	return p, rejected, nil
 }
@@ -220,20 +264,20 @@ func (r *renderer) config(in configInput) (configParts, []rejection, error) {
 // eachMonitor renders the jobs of each monitor of in, ServiceMonitors,
 // PodMonitors, Probes then ScrapeConfigs, each kind by namespace and name,
 // and calls add with them, or with the reason the monitor has none.
-func (r *renderer) eachMonitor(in configInput, add func(kind, namespace, name string, js []yaml.MapSlice, err error)) error {
-	sms, err := sortedObjects(in.ServiceMonitors, monitoringv1.ServiceMonitorsKind)
+func (r *renderer) eachMonitor(in Input, add func(kind, namespace, name string, js []yaml.MapSlice, err error)) error {
+	sms, err := SortedObjects(in.ServiceMonitors, monitoringv1.ServiceMonitorsKind)
 	if err != nil {
 		return err
 	}
-	pms, err := sortedObjects(in.PodMonitors, monitoringv1.PodMonitorsKind)
+	pms, err := SortedObjects(in.PodMonitors, monitoringv1.PodMonitorsKind)
 	if err != nil {
 		return err
 	}
-	probes, err := sortedObjects(in.Probes, monitoringv1.ProbesKind)
+	probes, err := SortedObjects(in.Probes, monitoringv1.ProbesKind)
 	if err != nil {
 		return err
 	}
-	scs, err := sortedObjects(in.ScrapeConfigs, monitoringv1alpha1.ScrapeConfigsKind)
+	scs, err := SortedObjects(in.ScrapeConfigs, monitoringv1alpha1.ScrapeConfigsKind)
 	if err != nil {
 		return err
 	}
@@ -298,9 +342,9 @@ type namespaced interface {
 	GetName() string
 }
 
-// sortedObjects returns a copy of objs ordered by namespace and name, or an
+// SortedObjects returns a copy of objs ordered by namespace and name, or an
 // error for a nil or duplicate object, which the caller should never pass.
-func sortedObjects[T namespaced](objs []T, kind string) ([]T, error) {
+func SortedObjects[T namespaced](objs []T, kind string) ([]T, error) {
 	s := slices.Clone(objs)
 	for _, o := range s {
 		if o == nil {

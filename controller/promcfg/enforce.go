@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	yaml "go.yaml.in/yaml/v2"
@@ -6,11 +6,11 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// enforcedLabel is the label spec.enforcedNamespaceLabel sets on the
+// EnforcedLabel is the label spec.enforcedNamespaceLabel sets on the
 // targets, series and rules of the object of kind in namespace named name:
 // "" when it is not set, or spec.excludedFromEnforcement spares the object
 // (an entry without a name spares its whole namespace).
-func enforcedLabel(spec *v1alpha1.PrometheusServerSpec, kind, namespace, name string) string {
+func EnforcedLabel(spec *v1alpha1.PrometheusServerSpec, kind, namespace, name string) string {
 	if spec.EnforcedNamespaceLabel == "" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	"crypto/x509"

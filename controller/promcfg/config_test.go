@@ -1,9 +1,10 @@
-package prometheus
+package promcfg
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,14 +19,18 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promyaml"
+	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -47,18 +52,36 @@ func configCases(t testing.TB) []string {
 	return cases
 }
 
+// testInput is an Input with the Secrets and ConfigMaps its Lookup
+// reads, by "namespace/name".
+type testInput struct {
+	Input
+	Secrets    map[string]*corev1.Secret
+	ConfigMaps map[string]*corev1.ConfigMap
+}
+
+// input is in.Input reading in's Secrets and ConfigMaps, with the shards
+// of its server, as the PrometheusServer kind passes them.
+func (in testInput) input() Input {
+	in.Lookup = store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
+	if in.Server != nil {
+		in.Shards = int(ptr.Deref(in.Server.Spec.Shards, 1))
+	}
+	return in.Input
+}
+
 // renderConfig renders the configuration of in with the rule files
-// ruleFiles, as render does: renderConfigParts, then configParts.head.
-func renderConfig(in configInput, ruleFiles []string) ([]byte, []rejection, error) {
-	parts, rejected, err := renderConfigParts(in)
+// ruleFiles, as the PrometheusServer kind does: Server, then Parts.Head.
+func renderConfig(in testInput, ruleFiles []string) ([]byte, []Rejection, error) {
+	parts, rejected, err := Server(in.input())
 	if err != nil {
 		return nil, nil, err
 	}
-	head, err := parts.head(ruleFiles)
+	head, err := parts.Head(ruleFiles)
 	if err != nil {
 		return nil, nil, err
 	}
-	return slices.Concat(append([][]byte{head}, parts.body()...)...), rejected, nil
+	return slices.Concat(append([][]byte{head}, parts.Body()...)...), rejected, nil
 }
 
 // TestRenderConfig renders each case, compares the result with its golden
@@ -113,7 +136,7 @@ func TestRenderConfigDeterministic(t *testing.T) {
 				require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
 			}
 			wantIn, _ := loadConfigInput(t, path)
-			require.Empty(t, cmp.Diff(wantIn, in), "renderConfigParts changed its input")
+			require.Empty(t, cmp.Diff(wantIn, in), "Server changed its input")
 		})
 	}
 }
@@ -131,22 +154,23 @@ func TestRenderConfigLarge(t *testing.T) {
 }
 
 // BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each,
-// as render does: renderConfigParts, then the head with benchRuleFile.
+// as the PrometheusServer kind does: Server, then the head with
+// benchRuleFile.
 func BenchmarkRenderConfig(b *testing.B) {
-	in := benchConfigInput(1000, 3)
+	in := benchConfigInput(1000, 3).input()
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {
-		parts, _, err := renderConfigParts(in)
+		parts, _, err := Server(in)
 		if err != nil {
 			b.Fatal(err)
 		}
-		head, err := parts.head([]string{benchRuleFile})
+		head, err := parts.Head([]string{benchRuleFile})
 		if err != nil {
 			b.Fatal(err)
 		}
 		size = len(head)
-		for _, b := range parts.body() {
+		for _, b := range parts.Body() {
 			size += len(b)
 		}
 	}
@@ -159,15 +183,15 @@ const benchRuleFile = "/etc/prometheus/rules/main-rulefiles-0/*.yaml"
 // benchConfigInput returns n ServiceMonitors of endpoints endpoints each,
 // spread over 10 namespaces, with the usual selectors, relabelings and
 // credentials.
-func benchConfigInput(n, endpoints int) configInput {
-	in := configInput{
-		Server: &v1alpha1.PrometheusServer{
+func benchConfigInput(n, endpoints int) testInput {
+	in := testInput{
+		Input: Input{Server: &v1alpha1.PrometheusServer{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
 			Spec: v1alpha1.PrometheusServerSpec{
 				ScrapeInterval: "30s",
 				ExternalLabels: map[string]string{"cluster": "bench"},
 			},
-		},
+		}},
 		Secrets: map[string]*corev1.Secret{},
 	}
 	for i := range n {
@@ -230,7 +254,7 @@ func checkConfig(t *testing.T, promtool string, config []byte) {
 
 // renderedGolden is the content of a golden file: the error, or the
 // rejections as comments followed by prometheus.yaml.
-func renderedGolden(config []byte, rejected []rejection, err error) []byte {
+func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
 	var b bytes.Buffer
 	if err != nil {
 		fmt.Fprintf(&b, "# error: %v\n", err)
@@ -249,9 +273,9 @@ func renderedGolden(config []byte, rejected []rejection, err error) []byte {
 // test-only document of kind RuleFiles whose files field gives the rule
 // files, returned apart as render passes them. Unknown fields are errors,
 // so a typo in a fixture cannot go unnoticed.
-func loadConfigInput(t *testing.T, path string) (configInput, []string) {
+func loadConfigInput(t *testing.T, path string) (testInput, []string) {
 	t.Helper()
-	in := configInput{Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
+	in := testInput{Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	var ruleFiles []string
 	readDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
@@ -357,7 +381,7 @@ func shuffle[T any](rng *rand.Rand, s []T) []T {
 // promyaml.Encode writes as what yaml.v2's own Marshal writes, for every job
 // and the sections around them, in every case.
 func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
-	cases := map[string]configInput{"bench": benchConfigInput(20, 3)}
+	cases := map[string]testInput{"bench": benchConfigInput(20, 3)}
 	for _, path := range configCases(t) {
 		cases[filepath.Base(path)], _ = loadConfigInput(t, path)
 	}
@@ -366,7 +390,7 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 			if in.Server == nil {
 				return
 			}
-			r := newRenderer(in)
+			r := newRenderer(in.input())
 			server, err := r.renderServer()
 			if err != nil || r.scrapeClasses() != nil {
 				return
@@ -375,7 +399,7 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 			if len(server.rest) > 0 {
 				docs = append(docs, server.rest)
 			}
-			_ = r.eachMonitor(in, func(_, _, _ string, js []yaml.MapSlice, err error) {
+			_ = r.eachMonitor(in.input(), func(_, _, _ string, js []yaml.MapSlice, err error) {
 				if err == nil {
 					docs = append(docs, yaml.MapSlice{{Key: "scrape_configs", Value: js}})
 				}
@@ -393,3 +417,12 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 		})
 	}
 }
+
+func TestMain(m *testing.M) {
+	// Read through flag.Lookup by golden, so that no package variable holds it.
+	flag.Bool("update", false, "rewrite the golden files in testdata/")
+	goleak.VerifyTestMain(m)
+}
+
+// golden compares got with the file path, or rewrites the file with -update.
+func golden(t *testing.T, path string, got []byte) { goldenfile.Check(t, path, got) }

@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	"cmp"
@@ -149,10 +149,10 @@ func (r *renderer) scrapeConfigRelabelings(job yaml.MapSlice, sc *monitoringv1al
 	if err != nil {
 		return nil, err
 	}
-	enforced := enforcedLabel(&r.srv.Spec, monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name)
+	enforced := EnforcedLabel(&r.srv.Spec, monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name)
 	rl = appendEnforced(rl, enforced, sc.Namespace)
 	if !hasHashmod(rl) {
-		rl = appendSharding(rl, shardCount(r.srv), model.AddressLabel)
+		rl = appendSharding(rl, r.shards, model.AddressLabel)
 	}
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: rl})
 	return r.appendMetricRelabelings(job, class, "metricRelabelings", sc.Spec.MetricRelabelConfigs, enforced, sc.Namespace)

@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	"errors"
@@ -58,7 +58,7 @@ func (r *renderer) additionalJobs(generated []string) ([]yaml.MapSlice, error) {
 		if jobs[i], err = normalizeYAML(job); err != nil {
 			return nil, fmt.Errorf("%s: job %d %q: %w", path, i, name, err)
 		}
-		jobs[i] = shardAdditionalJob(jobs[i], shardCount(r.srv))
+		jobs[i] = shardAdditionalJob(jobs[i], r.shards)
 	}
 	return jobs, nil
 }

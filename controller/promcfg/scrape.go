@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	"errors"
@@ -345,7 +345,7 @@ type monitorParts struct {
 	// relabel_configs.
 	tail yaml.MapSlice
 	// enforced is the label spec.enforcedNamespaceLabel sets on every
-	// target and series of the monitor (enforcedLabel), or "".
+	// target and series of the monitor (EnforcedLabel), or "".
 	enforced string
 	// class is the scrape class of the monitor.
 	class *scrapeClass
@@ -401,7 +401,7 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		sd:       yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{sd}},
 		selector: selectorRelabelings(&s.selector, "__meta_kubernetes_"+s.selectorKind),
 		tail:     tail,
-		enforced: enforcedLabel(&r.srv.Spec, kind, s.namespace, s.name),
+		enforced: EnforcedLabel(&r.srv.Spec, kind, s.namespace, s.name),
 		class:    class,
 	}, nil
 }
@@ -469,7 +469,7 @@ func (r *renderer) jobRelabelings(job yaml.MapSlice, ns string, parts *monitorPa
 		return nil, err
 	}
 	relabelings = appendEnforced(relabelings, parts.enforced, ns)
-	relabelings = appendSharding(relabelings, shardCount(r.srv), model.AddressLabel)
+	relabelings = appendSharding(relabelings, r.shards, model.AddressLabel)
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 	job = append(job, parts.tail...)
 	return r.appendMetricRelabelings(job, parts.class, path+".metricRelabelings", e.metricRelabelings, parts.enforced, ns)

@@ -1,4 +1,4 @@
-package prometheus
+package promcfg
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ import (
 )
 
 const (
-	// defaultInterval is the scrape and evaluation interval of a
+	// DefaultInterval is the scrape and evaluation interval of a
 	// PrometheusServer that sets none (the CRD default).
-	defaultInterval = "30s"
+	DefaultInterval = "30s"
 	// defaultRemoteTimeout is prometheus-operator's remote_timeout.
 	defaultRemoteTimeout = "30s"
 	// replicaLabel is the external label that tells replicas apart; its
@@ -40,7 +40,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	spec := &r.srv.Spec
 	scrape := string(spec.ScrapeInterval)
 	if scrape == "" {
-		scrape = defaultInterval
+		scrape = DefaultInterval
 	}
 	d, err := positiveDuration(scrape)
 	if err != nil {
@@ -49,7 +49,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	r.interval, r.intervalText = d, scrape
 	eval := string(spec.EvaluationInterval)
 	if eval == "" {
-		eval = defaultInterval
+		eval = DefaultInterval
 	}
 	if _, err := positiveDuration(eval); err != nil {
 		return serverConfig{}, fmt.Errorf("spec.evaluationInterval: %w", err)
@@ -93,7 +93,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	}
 	global := yaml.MapItem{Key: "global", Value: globals}
 
-	rest, err := storageSettings(r.srv)
+	rest, err := storageSettings(r.srv, r.retention)
 	if err != nil {
 		return serverConfig{}, err
 	}
@@ -115,10 +115,9 @@ func (r *renderer) renderServer() (serverConfig, error) {
 }
 
 // storageSettings renders the storage section of spec.exemplars and
-// spec.tsdb, and in prometheus-operator's layout the retention from
-// Prometheus 3.11 (retentionSettings), as prometheus-operator does; none
-// when they set nothing.
-func storageSettings(server *v1alpha1.PrometheusServer) (yaml.MapSlice, error) {
+// spec.tsdb, and retention when not nil (Input.Retention), as
+// prometheus-operator does; none when they set nothing.
+func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice) (yaml.MapSlice, error) {
 	spec := &server.Spec
 	var storage, tsdb yaml.MapSlice
 	if e := spec.Exemplars; e != nil && e.MaxSize != nil {
@@ -131,10 +130,10 @@ func storageSettings(server *v1alpha1.PrometheusServer) (yaml.MapSlice, error) {
 		}
 		tsdb = append(tsdb, yaml.MapItem{Key: "out_of_order_time_window", Value: w})
 	}
-	if operatorLayout(server) && retentionInConfig(*spec) {
+	if retention != nil {
 		// One storage section: prometheus-operator's retention goes
 		// beside the other TSDB settings.
-		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retentionSettings(*spec)})
+		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retention})
 	}
 	if len(tsdb) > 0 {
 		storage = append(storage, yaml.MapItem{Key: "tsdb", Value: tsdb})
