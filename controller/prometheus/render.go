@@ -25,6 +25,7 @@ import (
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 // labelConfig marks the config Secret of a server; its value is the server
@@ -151,8 +152,8 @@ func (e *specError) Unwrap() error { return e.Err }
 // of as many shards (renderConfigParts, then configParts.head with
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
 // (renderAccess), and the Service and the StatefulSet of each shard
-// (renderWorkload and renderShard, with opts.RuleShards set to the rule
-// shard count; the caller's value is ignored). The rules are rendered on
+// (renderWorkload and renderShard, with opts and what the other objects
+// decide for the pods, podOptions). The rules are rendered on
 // other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
@@ -214,15 +215,15 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	if err != nil {
 		return nil, err
 	}
-	opts.RuleShards, opts.ConfigParts, opts.reload = len(shards), len(cfg.ConfigParts), web.Reload
+	pods := podOptions{WorkloadOptions: opts, ruleShards: len(shards), configParts: len(cfg.ConfigParts), reload: web.Reload}
 	if operatorLayout(server) && web.Secret != nil {
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
-		opts.webConfigHash = hex.EncodeToString(sum[:])
+		pods.webConfigHash = hex.EncodeToString(sum[:])
 	}
-	svc, sts := renderWorkload(server, opts)
+	svc, sts := renderWorkload(server, pods)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {
-		sets = append(sets, renderShard(server, opts, shard))
+		sets = append(sets, renderShard(server, pods, shard))
 	}
 	if err := validatePod(sts); err != nil {
 		return nil, err
@@ -310,6 +311,29 @@ func sortRejections(rejected []promcfg.Rejection) []promcfg.Rejection {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return rejected
+}
+
+// podOptions are the inputs of renderWorkload: the controller's
+// WorkloadOptions, and what render decides for the pods from the other
+// objects of the server.
+type podOptions struct {
+	WorkloadOptions
+	// ruleShards is the number of rule file ConfigMaps; ruleFilesGlobs
+	// gets the same number. The pods of a server with the API source do
+	// not depend on it.
+	ruleShards int
+	// configParts is the number of part Secrets of the configuration
+	// (configsecret.SplitConfig): the pods of a server with the volume
+	// source mount configsecret.PartSlots of them. The pods of a server
+	// with the API source do not depend on it.
+	configParts int
+	// reload is how the config-reloader verifies Prometheus' certificate,
+	// which render decides from the certificate (renderWeb); the zero
+	// value verifies it with itself.
+	reload webconfig.Reload
+	// webConfigHash is the hash of the web configuration file, which the
+	// pods of prometheus-operator's layout mount with a sub-path.
+	webConfigHash string
 }
 
 // configInput is the input of the configuration of server, with the

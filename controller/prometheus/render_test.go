@@ -214,17 +214,17 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.NoError(t, err)
 	require.Equal(t, web.Secret, out.WebConfigSecret)
 	require.Subset(t, out.SecretRefs, web.Refs)
-	opts.RuleShards, opts.reload = len(shards), web.Reload
+	pods := podOptions{WorkloadOptions: opts, ruleShards: len(shards), reload: web.Reload}
 	if operatorLayout(server) { // The pods roll on the web configuration's hash.
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
-		opts.webConfigHash = hex.EncodeToString(sum[:])
+		pods.webConfigHash = hex.EncodeToString(sum[:])
 	}
-	svc, sts := renderWorkload(server, opts)
+	svc, sts := renderWorkload(server, pods)
 	require.Equal(t, svc, out.Service)
 	require.Len(t, out.StatefulSets, shardCount(server))
 	require.Equal(t, sts, out.StatefulSets[0])
 	for i, sts := range out.StatefulSets {
-		require.Equal(t, renderShard(server, opts, i), sts)
+		require.Equal(t, renderShard(server, pods, i), sts)
 	}
 	role, binding := renderAccess(server, 0)
 	require.Equal(t, role, out.Role)
