@@ -138,6 +138,7 @@ func Gzip(limit int, parts ...[]byte) ([]byte, error) {
 // more than limit.
 type SizeError struct{ size, gzipped, limit int }
 
+// Error tells the sizes and the limit.
 func (e *SizeError) Error() string {
 	return fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", e.size, e.gzipped, e.limit)
 }

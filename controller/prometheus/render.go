@@ -149,7 +149,7 @@ func (e *specError) Unwrap() error { return e.Err }
 // render renders the objects of in.Server: it selects the monitors and
 // rules with selector.Parse, renders the rules into ConfigMaps (ruleCache.render,
 // through cache when it is not nil), the configuration with the rule_files
-// of as many shards (renderConfigParts, then configParts.head with
+// of as many shards (promcfg.Server, then Parts.Head with
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
 // (renderAccess), and the Service and the StatefulSet of each shard
 // (renderWorkload and renderShard, with opts and what the other objects
