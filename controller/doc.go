@@ -21,10 +21,21 @@
 //	                      (exporter-toolkit's), its checks and pod parts
 //	controller/sidecar    kind-neutral: the config-reloader's containers,
 //	                      the Role and RoleBinding of its pods, their reports
+//	controller/promcfg    pure: a PrometheusServer and its monitors into
+//	                      prometheus.yaml (a server's; an agent's next)
+//	controller/rulefiles  pure: PrometheusRules into checked rule files in
+//	                      ConfigMap shards, and the order of their writes
+//	controller/configsecret pure: a configuration as gzipped Secret contents,
+//	                      split into parts through a cache
+//	controller/promyaml   pure: the YAML writer of the configuration and rules
+//	controller/selector   pure: a pair of (object, namespace) selectors
 //	contract/             what the controller and the config-reloader agree on:
 //	                      the content hash, the applied report, the part lines
 //
-// A kind imports kube, store, webconfig, sidecar, takeover and contract, never
-// another kind nor this package; they know no kind. docs/adding-a-kind.md
+// A kind imports kube, store, webconfig, sidecar, takeover, the pure
+// packages and contract, never another kind nor this package; they know
+// no kind. The pure packages import no client (controller-runtime,
+// client-go) and, of the controller's packages, only the pure ones
+// below them (TestPureDeps checks their dependencies). docs/adding-a-kind.md
 // says where a new kind goes, step by step.
 package controller

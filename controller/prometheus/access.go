@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
 )
@@ -35,7 +36,7 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 // (statesecrets.go), by name.
 //
 // With the API source, the Secret is granted by name, and so are the part
-// Secrets of a split configuration (partSlots of them, so that the Role
+// Secrets of a split configuration (configsecret.PartSlots of them, so that the Role
 // changes less often than the count of parts): Kubernetes checks a
 // list or watch that selects the field metadata.name=<name> against
 // resourceNames, so the reloaders can watch it and nothing else. A list or
@@ -55,7 +56,7 @@ func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *
 		StateSecrets:   stateSecretNames(server),
 	}
 	if apiSource(server) {
-		a.Secrets = append([]string{ConfigSecretName(server)}, partSecretNames(server, partSlots(parts))...)
+		a.Secrets = append([]string{ConfigSecretName(server)}, configsecret.PartNames(ConfigSecretName(server), configsecret.PartSlots(parts, ruleVolumeStep))...)
 		a.ConfigMaps = true
 	}
 	return sidecar.Role(a)

@@ -26,6 +26,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/rulefiles"
 )
 
 // testBurst creates monitors and rules from several clients at once while
@@ -249,7 +250,7 @@ func (cp *controlPlane) testRulesHeld(t *testing.T) {
 	written := rulesWritten(run.Writes()[before:])
 	var want [][]string
 	for _, rule := range rules {
-		i := ruleBucket(fileOf(rule), len(cp.ruleFiles(t, srv)))
+		i := rulefiles.Bucket(fileOf(rule), len(cp.ruleFiles(t, srv)))
 		for len(want) <= i {
 			want = append(want, nil)
 		}

@@ -37,7 +37,7 @@ import (
 //     writes the configuration, with the rule files as written before, and
 //     the status saying so; holdRules): the render after the last event
 //     writes them, each rule ConfigMap once. The rules of 1,000
-//     PrometheusRules (600 KB) fill about 12 ConfigMaps (ruleshards.go); had
+//     PrometheusRules (600 KB) fill about 12 ConfigMaps (package rulefiles); had
 //     each render at the bound written those that gained files, each would
 //     be written once more per bound. A burst of 2,000 objects then changes
 //     about 19 objects: 3 config Secrets, 3 statuses, the rule ConfigMap

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +37,9 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/apisource"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/envsubst"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/reloader"
@@ -148,15 +149,15 @@ func TestRenderSplit(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, objs.Oversized)
 	require.NotNil(t, objs.ConfigSecret)
-	require.Equal(t, []rejection{{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "monitoring", Name: "big-d",
+	require.Equal(t, []promcfg.Rejection{{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "monitoring", Name: "big-d",
 		Reason: "a scrape job of it is more than the 524288 bytes, gzipped, a part of the configuration holds"}}, objs.Rejected)
 	var names []string
 	for i, p := range objs.ConfigParts {
 		names = append(names, p.Name)
 		require.Equal(t, map[string]string{kube.LabelName: App, labelInstance: "main", labelConfig: "main", labelConfigPart: fmt.Sprint(i + 1)}, p.Labels)
-		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), maxPartGzip)
+		require.LessOrEqual(t, len(p.Data[ConfigSecretKey]), 512<<10, "the largest part, gzipped")
 	}
-	// A job larger than partTarget gzipped is a part alone; the small ones
+	// A job larger than 42 KiB gzipped is a part alone; the small ones
 	// share the last.
 	require.Equal(t, []string{"main-config-1", "main-config-2", "main-config-3", "main-config-4"}, names)
 	for i, want := range [][]string{{"serviceMonitor/monitoring/big-a/0"}, {"serviceMonitor/monitoring/big-b/0"},
@@ -213,47 +214,6 @@ func TestRenderSplit(t *testing.T) {
 	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
 }
 
-// chunkJobs cuts jobs into chunks with a chunker, whose estimates cache
-// keeps (nil: none), and returns them and the bytes of jobs it deflated.
-func chunkJobs(cache *partCache, jobs []job) ([][]job, int) {
-	c := chunker{cache: cache}
-	var chunks [][]job
-	for _, j := range jobs {
-		chunks = append(chunks, c.add(j)...)
-	}
-	if last := c.close(); len(last) > 0 {
-		chunks = append(chunks, last)
-	}
-	if cache != nil {
-		cache.rotate()
-	}
-	return chunks, c.deflated
-}
-
-// variedJobs are n scrape jobs of some 2.5 KB that compress about 15
-// times together, as jobs with their own label values, credentials and
-// regular expressions do; those of the benchmark (benchConfigInput)
-// compress some 140 times. rnd draws their varied parts.
-func variedJobs(rnd *rand.Rand, n int) []job {
-	jobs := make([]job, n)
-	for i := range jobs {
-		name := fmt.Sprintf("serviceMonitor/team-%d/app-%05d/0", i%10, i)
-		var b []byte
-		b = fmt.Appendf(b, "- job_name: %s\n  kubernetes_sd_configs:\n  - role: endpoints\n    namespaces:\n      names: [team-%d]\n", name, i%10)
-		b = fmt.Appendf(b, "  authorization:\n    credentials: %s\n  relabel_configs:\n", randomWord(rnd, 40))
-		for _, label := range []string{"owner", "cost_center", "runbook", "version"} {
-			b = fmt.Appendf(b, "  - target_label: %s\n    replacement: %s\n", label, randomWord(rnd, 16))
-		}
-		for range 3 + rnd.IntN(5) {
-			b = fmt.Appendf(b, "  - source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_name, __meta_kubernetes_service_labelpresent_app_kubernetes_io_name]\n    action: keep\n    regex: (app-%05d);true\n", i)
-		}
-		b = fmt.Appendf(b, "  metric_relabel_configs:\n  - source_labels: [__name__]\n    action: drop\n    regex: %s_.*|%s_total|%s\n",
-			randomWord(rnd, 12), randomWord(rnd, 12), randomWord(rnd, 12))
-		jobs[i] = job{monitor: i, name: name, item: b}
-	}
-	return jobs
-}
-
 // randomWord is n random letters and digits.
 func randomWord(rnd *rand.Rand, n int) string {
 	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -262,183 +222,6 @@ func randomWord(rnd *rand.Rand, n int) string {
 		b[i] = chars[rnd.IntN(len(chars))]
 	}
 	return string(b)
-}
-
-// chunkNames are the chunks as the names of their jobs and the hash of
-// their content, one string each.
-func chunkNames(chunks [][]job) []string {
-	var names []string
-	for _, c := range chunks {
-		var b strings.Builder
-		h := sha256.New()
-		for _, j := range c {
-			b.WriteString(j.name + "\n")
-			h.Write(j.item)
-		}
-		names = append(names, b.String()+hex.EncodeToString(h.Sum(nil)))
-	}
-	return names
-}
-
-// TestChunkJobs cuts 10,000 jobs that compress like real ones into
-// chunks: each within partTarget gzipped, and but for the last at least
-// 20 KiB (the estimate is not so far off that parts get small, and many);
-// the same jobs, the same chunks.
-func TestChunkJobs(t *testing.T) {
-	all := variedJobs(rand.New(rand.NewPCG(1, 2)), 10000)
-	var cache partCache
-	chunks, deflated := chunkJobs(&cache, all)
-	size, gzipped := 0, 0
-	for i, c := range chunks {
-		items := [][]byte{[]byte(scrapeConfigsKey)}
-		for _, j := range c {
-			items = append(items, j.item)
-			size += len(j.item)
-		}
-		gz, err := gzipConfig(maxPartGzip, items...)
-		require.NoError(t, err)
-		gzipped += len(gz)
-		require.LessOrEqual(t, len(gz), partTarget, "chunk %d gzipped", i)
-		if i < len(chunks)-1 {
-			require.GreaterOrEqual(t, len(gz), 8<<10, "chunk %d gzipped", i)
-		}
-	}
-	require.LessOrEqual(t, deflated, size+len(chunks)*64<<10, "every job deflated once, but after a cut")
-	ratio := float64(size) / float64(gzipped)
-	require.True(t, ratio >= 10 && ratio <= 20, "the jobs compress %.1f times, not like real ones", ratio)
-	t.Logf("%d jobs, %d bytes, %d gzipped (%.1f times) in %d chunks", len(all), size, gzipped, ratio, len(chunks))
-
-	again, deflated := chunkJobs(&cache, all)
-	require.Equal(t, chunkNames(chunks), chunkNames(again))
-	require.Zero(t, deflated, "the estimates were kept")
-	again, _ = chunkJobs(nil, all)
-	require.Equal(t, chunkNames(chunks), chunkNames(again), "without the estimates kept")
-}
-
-// TestChunkJobsStable changes one job among 10,000 that compress like real
-// ones, at 25 places: the chunk that holds it changes, and in at most 3 of
-// the 25 the next one too, when the end of the first moves. Only the
-// chunks that changed are deflated again.
-func TestChunkJobsStable(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(3, 4))
-	all := variedJobs(rnd, 10000)
-	var cache partCache
-	before, size := chunkJobs(&cache, all)
-	require.Greater(t, len(before), 20)
-	beforeNames := chunkNames(before)
-	for _, change := range []struct {
-		name string
-		edit func(js []job, at int) []job
-	}{
-		{"a job added", func(js []job, at int) []job {
-			added := variedJobs(rnd, 1)[0]
-			added.name = js[at].name + "a"
-			return slices.Insert(js, at, added)
-		}},
-		{"a job removed", func(js []job, at int) []job { return slices.Delete(js, at, at+1) }},
-		{"a job changed", func(js []job, at int) []job {
-			js[at].item = slices.Concat(js[at].item, []byte("    replacement: "+randomWord(rnd, 300)+"\n"))
-			return js
-		}},
-	} {
-		t.Run(change.name, func(t *testing.T) {
-			one := 0
-			for at := 100; at < len(all); at += len(all) / 25 {
-				edited := change.edit(slices.Clone(all), at)
-				var edit partCache
-				edit.lastEst = cache.lastEst
-				after, deflated := chunkJobs(&edit, edited)
-				afterNames := chunkNames(after)
-				gone := 0
-				for _, c := range beforeNames {
-					if !slices.Contains(afterNames, c) {
-						gone++
-					}
-				}
-				require.True(t, gone == 1 || gone == 2, "at %d: %d chunks changed", at, gone)
-				require.InDelta(t, len(before), len(after), 1, "at %d: chunks", at)
-				require.Less(t, deflated, size/10, "at %d: bytes of jobs deflated again, of %d", at, size)
-				if gone == 1 {
-					one++
-				}
-			}
-			require.GreaterOrEqual(t, one, 22, "edits that changed one chunk only, of 25")
-		})
-	}
-}
-
-// TestPartCache renders the jobs of a split configuration twice through
-// one partCache, one job changed the second time: only its part is
-// compressed again, the others are the same bytes, reused.
-func TestPartCache(t *testing.T) {
-	var cache partCache
-	all := variedJobs(rand.New(rand.NewPCG(5, 6)), 10000)
-	render := func(changed int) ([][]byte, int) {
-		s := &jobStream{cache: &cache, splitting: true}
-		for i, j := range all {
-			if i == changed {
-				j.item = bytes.Replace(j.item, []byte("action: drop"), []byte("action: keep"), 1)
-			}
-			require.NoError(t, s.addSplit([]job{j}))
-		}
-		require.NoError(t, s.close())
-		cache.rotate()
-		return s.gzipped, s.chunker.deflated
-	}
-	before, _ := render(-1)
-	require.Greater(t, len(before), 20)
-	after, deflated := render(5000)
-	require.Len(t, after, len(before))
-	reused := 0
-	for i := range before {
-		if &before[i][0] == &after[i][0] {
-			reused++
-		} else {
-			require.NotEqual(t, before[i], after[i], "part %d compressed again, unchanged", i+1)
-		}
-	}
-	require.Equal(t, len(before)-1, reused)
-	require.Len(t, cache.last, len(after), "the parts of the last render only")
-	require.Positive(t, deflated)
-	require.Less(t, deflated, 2<<20, "the chunk of the job changed deflated again, not all")
-}
-
-// TestSplitSingleEdit splits 20,000 jobs, then the same with one changed:
-// one part Secret changes, and the config Secret, which holds no job, only
-// by the hash naming that part.
-func TestSplitSingleEdit(t *testing.T) {
-	srv := server("monitoring", "main", nil)
-	render := func(changed int) *splitConfig {
-		s := &jobStream{}
-		for i := range 20000 {
-			name := fmt.Sprintf("serviceMonitor/ns/app-%05d/0", i)
-			item := fmt.Appendf(nil, "- job_name: %s\n  scrape_interval: %ds\n  static_configs:\n  - targets: [app-%05d:8080]\n", name, 30+i%7, i)
-			if i == changed {
-				item = fmt.Appendf(nil, "- job_name: %s\n  scrape_interval: 31s\n  static_configs:\n  - targets: [changed:8080]\n", name)
-			}
-			// Some 1.1 KB a job, 22 MB in all: more than a config Secret.
-			item = fmt.Appendf(item, "    labels: {pad: %s}\n", strings.Repeat(strconv.Itoa(i), 1000/len(strconv.Itoa(i))))
-			s.monitors = append(s.monitors, monitorRef{kind: monitoringv1.ServiceMonitorsKind, namespace: "ns", name: name})
-			require.NoError(t, s.add([]job{{monitor: i, name: name, item: item}}))
-		}
-		require.True(t, s.splitting)
-		out, err := split(srv, []byte("global: {}\n"), configParts{jobs: s})
-		require.NoError(t, err)
-		return out
-	}
-	before, after := render(-1), render(12345)
-	require.Greater(t, len(before.parts), 1)
-	require.Len(t, after.parts, len(before.parts))
-	changed := 0
-	for i := range before.parts {
-		if !bytes.Equal(before.parts[i].Data[ConfigSecretKey], after.parts[i].Data[ConfigSecretKey]) {
-			changed++
-		}
-	}
-	require.Equal(t, 1, changed, "parts changed")
-	require.NotEqual(t, before.main, after.main)
-	require.Less(t, len(after.mainGzip), 4<<10, "the config Secret holds the parts' names and hashes only")
-	require.Contains(t, string(after.main), "scrape_configs: []\n")
 }
 
 // variedInputs are those of benchInputs (monitors ServiceMonitors of
@@ -493,7 +276,7 @@ func sentSize(t *testing.T, s *corev1.Secret) int {
 // TestSplitVariedEdit renders 6,000 endpoints whose jobs compress like
 // real ones (some 19 times: more than the 16 MiB of a config Secret),
 // then, from the same cache, the same with one ServiceMonitor edited, one
-// added and one deleted: every part Secret is at most partTarget gzipped
+// added and one deleted: every part Secret is at most 42 KiB gzipped
 // and 64 KiB as sent, and each change writes one part (two when it moves
 // the end of its part, which these do not) and the config Secret. The
 // same inputs give the same bytes without the cache.
@@ -508,10 +291,10 @@ func TestSplitVariedEdit(t *testing.T) {
 	for _, p := range before.ConfigParts {
 		gz := p.Data[ConfigSecretKey]
 		size, gzipped = size+len(gunzip(t, gz)), gzipped+len(gz)
-		require.LessOrEqual(t, len(gz), partTarget, p.Name)
+		require.LessOrEqual(t, len(gz), 42<<10, p.Name) // a part of several jobs, gzipped
 		require.LessOrEqual(t, sentSize(t, p), 64<<10, p.Name)
 	}
-	require.Greater(t, size, maxConfigBytes)
+	require.Greater(t, size, configsecret.MaxConfigBytes)
 	ratio := float64(size) / float64(gzipped)
 	require.True(t, ratio >= 10 && ratio <= 20, "the jobs compress %.1f times, not like real ones", ratio)
 	require.GreaterOrEqual(t, gzipped/len(before.ConfigParts), 16<<10, "parts gzipped, on average")
@@ -698,22 +481,11 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 	return names
 }
 
-// TestPartSlots: the part Secrets the pods can read, a multiple of 4 up
-// to 32 parts, of a power of two within an eighth of them past that;
-// never fewer than the parts, never fewer for more parts; the volume
-// source mounts that many, each optional.
-func TestPartSlots(t *testing.T) {
-	for _, tc := range []struct{ parts, want int }{
-		{0, 0}, {1, 4}, {4, 4}, {5, 8}, {31, 32}, {32, 32}, {33, 40}, {60, 64}, {64, 64}, {65, 80}, {129, 160}, {150, 160}, {300, 320},
-	} {
-		require.Equal(t, tc.want, partSlots(tc.parts), "parts %d", tc.parts)
-	}
-	for parts := range 5000 {
-		require.GreaterOrEqual(t, partSlots(parts), parts)
-		require.GreaterOrEqual(t, partSlots(parts+1), partSlots(parts))
-	}
+// TestPartSlotsVolume: the volume source mounts configsecret.PartSlots
+// of the part Secrets, each optional.
+func TestPartSlotsVolume(t *testing.T) {
 	srv := server("monitoring", "main", nil)
-	v := configPartsVolume(srv, partSlots(60))
+	v := configPartsVolume(srv, configsecret.PartSlots(60, ruleVolumeStep))
 	require.Len(t, v.Projected.Sources, 64)
 	for i, s := range v.Projected.Sources {
 		name := ConfigPartName(srv, i+1)

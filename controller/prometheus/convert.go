@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -77,9 +78,9 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		RuleNamespaceSelector:           in.RuleNamespaceSelector,
 		LogLevel:                        in.LogLevel,
 		LogFormat:                       in.LogFormat,
-		ScrapeInterval:                  cmp.Or(in.ScrapeInterval, defaultInterval),
+		ScrapeInterval:                  cmp.Or(in.ScrapeInterval, promcfg.DefaultInterval),
 		ScrapeTimeout:                   in.ScrapeTimeout,
-		EvaluationInterval:              cmp.Or(in.EvaluationInterval, defaultInterval),
+		EvaluationInterval:              cmp.Or(in.EvaluationInterval, promcfg.DefaultInterval),
 		ExternalLabels:                  in.ExternalLabels,
 		PrometheusExternalLabelName:     in.PrometheusExternalLabelName,
 		ReplicaExternalLabelName:        in.ReplicaExternalLabelName,

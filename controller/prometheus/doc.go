@@ -9,38 +9,33 @@
 //
 // Where things are:
 //
-//	watches.go      Setup, AddToScheme: the watches and what each triggers
-//	reconcile.go    one reconciliation: read the inputs, render, write, status
-//	write.go        the order of the writes; the objects no longer wanted deleted
-//	status.go       the status: conditions, counts, replicas, apply timing
-//	metrics.go      the reconciler's metrics
-//	applied.go      ConfigApplied from the pods' reports (package contract)
-//	selected.go     the table of the kinds a server selects (ServiceMonitor...)
-//	select.go       how a pair of selectors selects
-//	render.go       render: every object of a server from one snapshot of inputs
-//	config.go       the configuration: its inputs, sections, order, rejections
-//	server.go       the sections from the server: global, alerting, remote_write
-//	additional.go   the additional scrape configurations
-//	configparts.go  a configuration too large for a Secret, split into part Secrets
-//	scrape.go       the scrape jobs of ServiceMonitor and PodMonitor endpoints
-//	scrapefields.go the fields of a scrape job: intervals, scheme, limits, auth
-//	scrapeclass.go  scrape classes
-//	enforce.go      spec.enforcedNamespaceLabel on scrape jobs and rules
-//	probe.go        the scrape job of a Probe
-//	scrapeconfig.go the scrape job of a ScrapeConfig and its service discoveries
-//	credentials.go  basic auth, authorization, OAuth2, TLS, proxy, from Secrets
-//	relabel.go      built-in and user relabelings, regexps checked once
-//	ruleshards.go   rule files into ConfigMap shards, cached by resourceVersion
-//	rulecheck.go    rule files checked with Prometheus' rulefmt
-//	yaml.go         the one YAML writer, of the configuration and rule files
-//	web.go          the web config Secret (package webconfig renders it)
-//	workload.go     the Service and the StatefulSets
-//	podfields.go    the pod fields prometheus-operator's Prometheus has too
-//	convert.go      a Prometheus (prometheus-operator's) as a PrometheusServer
+//	watches.go       Setup, AddToScheme: the watches and what each triggers
+//	reconcile.go     one reconciliation: read the inputs, render, write, status
+//	coalesce.go      the events of a server coalesced into renders
+//	write.go         the order of the writes; the objects no longer wanted deleted
+//	status.go        the status: conditions, counts, replicas, apply timing
+//	metrics.go       the reconciler's metrics
+//	selected.go      the table of the kinds a server selects (ServiceMonitor...)
+//	render.go        render: every object of a server from one snapshot of inputs, the configuration's input
+//	rendercache.go   what renders keep from one to the next; the rule ConfigMaps' names
+//	web.go           the web config Secret (package webconfig renders it)
+//	workload.go      the Service and the StatefulSets
+//	podfields.go     the pod fields prometheus-operator's Prometheus has too
+//	sidecar.go       the config-reloader's flags and sources, volume or API
+//	access.go        the Role and RoleBinding of the config-reloaders
+//	statesecrets.go  the Secrets that keep the config-reloaders' state without a claim
+//	convert.go       a Prometheus (prometheus-operator's) as a PrometheusServer
 //	operatorfields.go  each field of a Prometheus spec: mapped, ignored, refused
-//	sidecar.go      the config-reloader's flags and sources, volume or API
-//	access.go       the Role and RoleBinding of the config-reloaders
-//	layout.go       prometheus-operator's layout, for a Prometheus taken over
-//	layout_workload.go  its names, labels, Service, data volume and flags
-//	layout_rules.go its plain rule ConfigMaps and absolute rule_files
+//	takeover.go      taking over prometheus-operator's Prometheus objects
+//	takeover_status.go the status of a Prometheus taken over
+//	takeovercheck.go CheckTakeover: what taking over a Prometheus would do
+//	layout.go        prometheus-operator's layout, for a Prometheus taken over
+//	layout_workload.go its names, labels, Service, data volume and flags
+//	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files
+//
+// The pure pieces it renders with are packages of their own: selector
+// (which objects a pair of selectors selects), promcfg (the
+// configuration), promyaml (the YAML writer), configsecret (the
+// configuration in gzipped Secrets, split into parts) and rulefiles
+// (PrometheusRules into checked rule files in ConfigMaps).
 package prometheus

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +27,8 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -319,52 +322,10 @@ func checkPlainRules(t *testing.T, shards []*corev1.ConfigMap) {
 		gzipped[i] = cm.DeepCopy()
 		gzipped[i].Data, gzipped[i].BinaryData = nil, map[string][]byte{}
 		for k, v := range cm.Data {
-			gzipped[i].BinaryData[k+".gz"], _ = gzipRuleFile(nil, v)
+			gzipped[i].BinaryData[k+".gz"] = gzipText(t, v)
 		}
 	}
 	checkRules(t, gzipped)
-}
-
-// TestPackPlainShards checks that the rule files of prometheus-operator's
-// layout are packed as it packs them (makeConfigMapsFromRules): in name
-// order, into the last ConfigMap while its values stay within 512 KiB,
-// never back into an earlier one, and one empty ConfigMap without files.
-func TestPackPlainShards(t *testing.T) {
-	server := testServer()
-	server.Annotations = map[string]string{annotationLayout: layoutOperator}
-	file := func(name string, kib int) ruleResult {
-		return ruleResult{name: name, plain: strings.Repeat("x", kib<<10)}
-	}
-	sizes := func(shards []*corev1.ConfigMap) [][]string {
-		var out [][]string
-		for _, cm := range shards {
-			var names []string
-			for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
-				names = append(names, k+"="+strconv.Itoa(len(cm.Data[k])>>10))
-			}
-			out = append(out, names)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name  string
-		files []ruleResult
-		want  [][]string
-	}{
-		{name: "none", want: [][]string{nil}},
-		{name: "exactly full", files: []ruleResult{file("b", 256), file("a", 256)}, want: [][]string{{"a=256", "b=256"}}},
-		{name: "one byte over", files: []ruleResult{file("a", 256), {name: "b", plain: strings.Repeat("x", 256<<10+1)}}, want: [][]string{{"a=256"}, {"b=256"}}},
-		// First-fit would put c beside a.
-		{name: "next fit", files: []ruleResult{file("c", 100), file("a", 400), file("b", 200)}, want: [][]string{{"a=400"}, {"b=200", "c=100"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			shards := packPlainShards(server, tc.files)
-			require.Equal(t, tc.want, sizes(shards))
-			for i, cm := range shards {
-				require.Equal(t, "prometheus-main-rulefiles-"+strconv.Itoa(i), cm.Name)
-			}
-		})
-	}
 }
 
 // TestOperatorLayoutNotSplit checks that a configuration of
@@ -378,7 +339,7 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	head := make([]byte, corev1.MaxSecretSize+1)
 	_, err := rand.Read(head)
 	require.NoError(t, err)
-	parts := configParts{jobs: &jobStream{}}
+	parts := promcfg.Parts{Jobs: &configsecret.Stream{}}
 	objs, err := renderConfigSecrets(server, head, parts, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
@@ -387,7 +348,10 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	require.ErrorContains(t, objs.Oversized, "more than the 1048576 bytes a Secret holds (prometheus-operator's layout cannot split it into parts)")
 
 	// Past what a config-reloader renders, its jobs are being split.
-	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), configParts{jobs: &jobStream{splitting: true}}, nil, new(ruleCache))
+	jobs := &configsecret.Stream{Monitors: []configsecret.Monitor{{Kind: "ServiceMonitor", Namespace: "default", Name: "big"}}}
+	require.NoError(t, jobs.Add([]configsecret.Job{{Name: "big", Item: make([]byte, configsecret.MaxConfigBytes+1)}}))
+	require.True(t, jobs.Splitting())
+	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), promcfg.Parts{Jobs: jobs}, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.Nil(t, objs.ConfigSecret)
 	require.Empty(t, objs.ConfigParts)
@@ -549,4 +513,15 @@ func TestOperatorVersion(t *testing.T) {
 			require.Equal(t, !tc.inConfig, slices.Contains(args, "--storage.tsdb.retention.time=24h"), "retention flag")
 		})
 	}
+}
+
+// gzipText is s gzipped.
+func gzipText(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, err := zw.Write([]byte(s))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
 }

@@ -32,8 +32,15 @@ func TestMixinAlerts(t *testing.T) {
 	require.NoError(t, err)
 	var r monitoringv1.PrometheusRule
 	require.NoError(t, yaml.UnmarshalStrict(b, &r))
-	file, err := newRuleChecker().file(&r)
-	require.NoError(t, err, "the controller's rule checker")
+	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{&r})
+	require.Empty(t, rejected, "the controller's rule checker")
+	require.Len(t, shards, 1)
+	files := shardRules(t, shards[0])
+	require.Len(t, files, 1)
+	var file string
+	for _, f := range files {
+		file = f
+	}
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts.yaml"), []byte(file), 0o644))

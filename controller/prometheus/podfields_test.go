@@ -18,7 +18,7 @@ import (
 // (a PrometheusServer without one gets podreload's default).
 func TestOperatorWorkloadFields(t *testing.T) {
 	server := testServer()
-	_, sts := renderWorkload(server, testOptions())
+	_, sts := renderWorkload(server, testPodOptions())
 	require.Equal(t, podSecurity(), sts.Spec.Template.Spec.SecurityContext)
 
 	p := testPrometheus()
@@ -26,12 +26,12 @@ func TestOperatorWorkloadFields(t *testing.T) {
 	p.Spec.ImagePullPolicy = corev1.PullIfNotPresent
 	server, unsupported := fromPrometheus(p)
 	require.Empty(t, unsupported)
-	svc, sts := renderWorkload(server, testOptions())
+	svc, sts := renderWorkload(server, testPodOptions())
 	pod := sts.Spec.Template.Spec
 	require.Nil(t, pod.SecurityContext)
 
 	server.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
-	_, withSC := renderWorkload(server, testOptions())
+	_, withSC := renderWorkload(server, testPodOptions())
 	require.Equal(t, server.Spec.SecurityContext, withSC.Spec.Template.Spec.SecurityContext)
 
 	require.Len(t, pod.InitContainers, 1)
@@ -65,7 +65,7 @@ volumes: [{name: extra, emptyDir: {}}]
 volumeMounts: [{name: extra, mountPath: /extra}]
 `)
 	require.Empty(t, unsupported)
-	_, sts := renderWorkload(server, testOptions())
+	_, sts := renderWorkload(server, testPodOptions())
 	pod := sts.Spec.Template.Spec
 	require.Equal(t, "sched", pod.SchedulerName)
 	require.Equal(t, corev1.DNSNone, pod.DNSPolicy)
@@ -102,7 +102,7 @@ volumeMounts: [{name: extra, mountPath: /extra}]
 
 	// Unset, the defaults stay.
 	server, _ = convert(t, "{}")
-	_, sts = renderWorkload(server, testOptions())
+	_, sts = renderWorkload(server, testPodOptions())
 	pod = sts.Spec.Template.Spec
 	require.Equal(t, ptr.To[int64](600), pod.TerminationGracePeriodSeconds)
 	require.Empty(t, pod.SchedulerName)
@@ -161,7 +161,7 @@ rules: {alert: {forOutageTolerance: 1h, forGracePeriod: 10m, resendDelay: 2m}}
 query: {lookbackDelta: 2m, maxConcurrency: 10, maxSamples: 1000, timeout: 1m}
 `)
 	require.Empty(t, unsupported)
-	_, sts := renderWorkload(server, testOptions())
+	_, sts := renderWorkload(server, testPodOptions())
 	args := sts.Spec.Template.Spec.Containers[0].Args
 	for _, a := range []string{
 		"--web.enable-admin-api",
@@ -172,7 +172,7 @@ query: {lookbackDelta: 2m, maxConcurrency: 10, maxSamples: 1000, timeout: 1m}
 	}
 
 	server, _ = convert(t, "query: {maxSamples: 0, maxConcurrency: 0}")
-	_, sts = renderWorkload(server, testOptions())
+	_, sts = renderWorkload(server, testPodOptions())
 	for _, a := range sts.Spec.Template.Spec.Containers[0].Args {
 		require.False(t, strings.HasPrefix(a, "--query.") || strings.HasPrefix(a, "--rules.") || a == "--web.enable-admin-api", a)
 	}

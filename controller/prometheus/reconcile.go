@@ -22,6 +22,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -60,7 +61,7 @@ type reconciler struct {
 	// referenced.
 	refs *store.Tracker
 	// warned are the rejections of each server already told in an Event.
-	warned map[types.NamespacedName]map[rejection]struct{}
+	warned map[types.NamespacedName]map[promcfg.Rejection]struct{}
 	// written is the content each server's status last showed written.
 	written map[types.NamespacedName]written
 	// statuses are the statuses the controller last wrote, or found
@@ -250,16 +251,16 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 }
 
 // seedRuleCache seeds cache, before its first render, with the rule
-// ConfigMaps server has (ruleCache.seed).
+// ConfigMaps server has (rulefiles.Cache.Seed).
 func (r *reconciler) seedRuleCache(ctx context.Context, server *v1alpha1.PrometheusServer, cache *ruleCache) error {
-	if cache.seeded() {
+	if cache.rules.Seeded() {
 		return nil
 	}
 	live, _, err := r.liveShards(ctx, server, nil)
 	if err != nil {
 		return err
 	}
-	cache.seed(live)
+	cache.rules.Seed(live)
 	return nil
 }
 
@@ -301,11 +302,11 @@ func boolGauge(b bool) float64 {
 
 // warn emits a Warning Event on each rejected object, once per object
 // and reason for a server (own), and logs it.
-func (r *reconciler) warn(own kube.Owner, in inputs, rejected []rejection) {
+func (r *reconciler) warn(own kube.Owner, in inputs, rejected []promcfg.Rejection) {
 	key := client.ObjectKeyFromObject(own.Object)
 	r.mu.Lock()
 	old := r.warned[key]
-	now := make(map[rejection]struct{}, len(rejected))
+	now := make(map[promcfg.Rejection]struct{}, len(rejected))
 	for _, rej := range rejected {
 		now[rej] = struct{}{}
 	}
@@ -328,7 +329,7 @@ func (r *reconciler) event(regarding, related runtime.Object, reason, note strin
 }
 
 // rejectedObject returns the candidate of in that rej names.
-func rejectedObject(in inputs, rej rejection) runtime.Object {
+func rejectedObject(in inputs, rej promcfg.Rejection) runtime.Object {
 	if k, ok := selectedKindOf(rej.Kind); ok {
 		if obj := k.find(in, rej.Namespace, rej.Name); obj != nil {
 			return obj

@@ -39,6 +39,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/rulefiles"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/metricvalue"
 	"github.com/podreload/podreload/internal/testenv/testlog"
@@ -352,7 +353,7 @@ func (cp *controlPlane) ruleFiles(t *testing.T, s *v1alpha1.PrometheusServer) []
 	return shards
 }
 
-func fileOf(r *monitoringv1.PrometheusRule) string { return ruleFileName(r) }
+func fileOf(r *monitoringv1.PrometheusRule) string { return rulefiles.FileName(r) }
 
 // waitRules waits until the rule files of s are exactly want, by shard.
 func (cp *controlPlane) waitRules(t *testing.T, s *v1alpha1.PrometheusServer, want ...[]string) {

@@ -1,18 +1,18 @@
 package prometheus
 
 import (
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,7 +21,11 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 // labelConfig marks the config Secret of a server; its value is the server
@@ -70,7 +74,7 @@ type objects struct {
 	// It is nil when the configuration is too large (Oversized).
 	ConfigSecret *corev1.Secret
 	// ConfigParts, named ConfigPartName, hold the scrape jobs that do not
-	// fit in ConfigSecret (split), in order; none when it holds all, and
+	// fit in ConfigSecret (configsecret.SplitConfig), in order; none when it holds all, and
 	// always none in prometheus-operator's layout.
 	ConfigParts []*corev1.Secret
 	// Oversized, when not nil, is why there is no ConfigSecret: the
@@ -106,7 +110,7 @@ type objects struct {
 	StatefulSets []*appsv1.StatefulSet
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
-	Rejected []rejection
+	Rejected []promcfg.Rejection
 	// Selected counts the objects of each kind (selectedKinds) the server
 	// selected, the rejected ones included, by kind.
 	Selected map[string]int
@@ -143,13 +147,13 @@ func (e *specError) Error() string { return e.Err.Error() }
 func (e *specError) Unwrap() error { return e.Err }
 
 // render renders the objects of in.Server: it selects the monitors and
-// rules with isSelected, renders the rules into ConfigMaps (ruleCache.render,
+// rules with selector.Parse, renders the rules into ConfigMaps (ruleCache.render,
 // through cache when it is not nil), the configuration with the rule_files
-// of as many shards (renderConfigParts, then configParts.head with
+// of as many shards (promcfg.Server, then Parts.Head with
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
 // (renderAccess), and the Service and the StatefulSet of each shard
-// (renderWorkload and renderShard, with opts.RuleShards set to the rule
-// shard count; the caller's value is ignored). The rules are rendered on
+// (renderWorkload and renderShard, with opts and what the other objects
+// decide for the pods, podOptions). The rules are rendered on
 // other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
@@ -158,7 +162,7 @@ func (e *specError) Unwrap() error { return e.Err }
 // objects.Rejected, and the rest is rendered. An error means the server
 // itself cannot be rendered: an invalid selector or field of the server, or
 // a nil or duplicate candidate. A configuration too large for a Secret is
-// split into part Secrets (split, objects.ConfigParts); one too large even
+// split into part Secrets (configsecret.SplitConfig, objects.ConfigParts); one too large even
 // without its scrape jobs is no error: the other objects are rendered, and
 // objects.Oversized says so. An error of the server's configuration (a
 // Secret it references is missing, say) is a *specError, which tells the
@@ -189,45 +193,37 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 	var (
 		wg            sync.WaitGroup
 		shards        []*corev1.ConfigMap
-		rejectedRules []rejection
+		rejectedRules []promcfg.Rejection
 	)
 	wg.Go(func() { shards, rejectedRules = cache.render(server, sel.rules) })
-	parts, rejected, err := renderConfigParts(configInput{
-		Server:          server,
-		ServiceMonitors: sel.serviceMonitors,
-		PodMonitors:     sel.podMonitors,
-		Probes:          sel.probes,
-		ScrapeConfigs:   sel.scrapeConfigs,
-		Secrets:         in.Secrets,
-		ConfigMaps:      in.ConfigMaps,
-		Parts:           &cache.parts,
-	})
+	lookup := store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
+	parts, rejected, err := promcfg.Server(configInput(server, sel, lookup, &cache.parts))
 	wg.Wait()
 	shards, held := cache.hold(server, shards, in.HoldRules)
-	refs := store.Union(parts.secrets, web.Refs)
+	refs := store.Union(lookup.Refs(), web.Refs)
 	if err != nil {
 		return nil, &specError{Err: err, SecretRefs: refs}
 	}
-	head, err := parts.head(ruleFilesGlobs(server, len(shards)))
+	head, err := parts.Head(ruleFilesGlobs(server, len(shards)))
 	if err != nil {
 		return nil, err
 	}
 	rejected = sortRejections(append(rejected, rejectedRules...))
 
 	cfg, err := renderConfigSecrets(server, head, parts, shards, cache)
-	cache.parts.rotate()
+	cache.parts.Rotate()
 	if err != nil {
 		return nil, err
 	}
-	opts.RuleShards, opts.ConfigParts, opts.reload = len(shards), len(cfg.ConfigParts), web.Reload
+	pods := podOptions{WorkloadOptions: opts, ruleShards: len(shards), configParts: len(cfg.ConfigParts), reload: web.Reload}
 	if operatorLayout(server) && web.Secret != nil {
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
-		opts.webConfigHash = hex.EncodeToString(sum[:])
+		pods.webConfigHash = hex.EncodeToString(sum[:])
 	}
-	svc, sts := renderWorkload(server, opts)
+	svc, sts := renderWorkload(server, pods)
 	sets := []*appsv1.StatefulSet{sts}
 	for shard := 1; shard < shardCount(server); shard++ {
-		sets = append(sets, renderShard(server, opts, shard))
+		sets = append(sets, renderShard(server, pods, shard))
 	}
 	if err := validatePod(sts); err != nil {
 		return nil, err
@@ -245,12 +241,12 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 }
 
 // renderConfigSecrets renders the config Secret of the configuration
-// made of head and parts.body, split into parts when it is too large
-// (split), and its hashes with the rule ConfigMaps shards: the objects
-// of the configuration, with the monitors left out.
-func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts configParts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
+// made of head and parts.Body, split into parts when it is too large
+// (configsecret.SplitConfig), and its hashes with the rule ConfigMaps
+// shards: the objects of the configuration, with the monitors left out.
+func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts promcfg.Parts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
 	objs := &objects{}
-	whole := append([][]byte{head}, parts.body()...)
+	whole := append([][]byte{head}, parts.Body()...)
 	size := 0
 	for _, b := range whole {
 		size += len(b)
@@ -260,7 +256,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		sum [sha256.Size]byte
 		err error
 	)
-	fits := !parts.jobs.splitting && size <= maxConfigBytes
+	fits := !parts.Jobs.Splitting() && size <= configsecret.MaxConfigBytes
 	if fits {
 		h := sha256.New()
 		for _, b := range whole {
@@ -269,24 +265,24 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		h.Sum(sum[:0])
 		var ok bool
 		if gz, ok = cache.gzipped(sum); !ok {
-			if gz, err = gzipConfig(corev1.MaxSecretSize, whole...); err == nil {
+			if gz, err = configsecret.Gzip(corev1.MaxSecretSize, whole...); err == nil {
 				cache.keepGzipped(sum, gz)
 			}
 		}
 	}
-	var tooLarge *sizeError
+	var tooLarge *configsecret.SizeError
 	switch {
 	case fits && err == nil:
 		objs.ConfigHash = hex.EncodeToString(sum[:])
 	case (err == nil || errors.As(err, &tooLarge)) && operatorLayout(server):
 		// prometheus-operator's pods cannot join parts: no split.
 		if err == nil {
-			err = fmt.Errorf("prometheus.yaml is more than the %d bytes a config-reloader renders", maxConfigBytes)
+			err = fmt.Errorf("prometheus.yaml is more than the %d bytes a config-reloader renders", configsecret.MaxConfigBytes)
 		}
 		objs.Oversized = &oversizedError{Err: err, unsplit: true}
 		return objs, nil
 	case err == nil || errors.As(err, &tooLarge):
-		split, err := split(server, head, parts)
+		split, err := configsecret.SplitConfig(ConfigSecretName(server), head, parts.Rest, parts.Jobs)
 		if errors.As(err, &tooLarge) {
 			objs.Oversized = &oversizedError{Err: err}
 			return objs, nil
@@ -294,8 +290,14 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(split.main)
-		gz, objs.ConfigParts, objs.ConfigHash, objs.Rejected = split.mainGzip, split.parts, hex.EncodeToString(sum[:]), split.rejected
+		sum := sha256.Sum256(split.Main)
+		gz, objs.ConfigHash = split.MainGzip, hex.EncodeToString(sum[:])
+		for i, part := range split.Parts {
+			objs.ConfigParts = append(objs.ConfigParts, configPart(server, i+1, part))
+		}
+		for _, r := range split.Rejected {
+			objs.Rejected = append(objs.Rejected, promcfg.Rejection{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Reason: r.Reason})
+		}
 	default:
 		return nil, err
 	}
@@ -304,11 +306,56 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts c
 	return objs, nil
 }
 
-func sortRejections(rejected []rejection) []rejection {
-	slices.SortFunc(rejected, func(a, b rejection) int {
+func sortRejections(rejected []promcfg.Rejection) []promcfg.Rejection {
+	slices.SortFunc(rejected, func(a, b promcfg.Rejection) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return rejected
+}
+
+// podOptions are the inputs of renderWorkload: the controller's
+// WorkloadOptions, and what render decides for the pods from the other
+// objects of the server.
+type podOptions struct {
+	WorkloadOptions
+	// ruleShards is the number of rule file ConfigMaps; ruleFilesGlobs
+	// gets the same number. The pods of a server with the API source do
+	// not depend on it.
+	ruleShards int
+	// configParts is the number of part Secrets of the configuration
+	// (configsecret.SplitConfig): the pods of a server with the volume
+	// source mount configsecret.PartSlots of them. The pods of a server
+	// with the API source do not depend on it.
+	configParts int
+	// reload is how the config-reloader verifies Prometheus' certificate,
+	// which render decides from the certificate (renderWeb); the zero
+	// value verifies it with itself.
+	reload webconfig.Reload
+	// webConfigHash is the hash of the web configuration file, which the
+	// pods of prometheus-operator's layout mount with a sub-path.
+	webConfigHash string
+}
+
+// configInput is the input of the configuration of server, with the
+// objects it selected, sel, and lookup to read the Secrets and ConfigMaps
+// they reference: its shards and, in prometheus-operator's layout from
+// Prometheus 3.11, the retention the configuration holds.
+func configInput(server *v1alpha1.PrometheusServer, sel selected, lookup *store.Lookup, parts *configsecret.Cache) promcfg.Input {
+	in := promcfg.Input{
+		Server:          server,
+		ServiceMonitors: sel.serviceMonitors,
+		PodMonitors:     sel.podMonitors,
+		Probes:          sel.probes,
+		ScrapeConfigs:   sel.scrapeConfigs,
+		Lookup:          lookup,
+		Parts:           parts,
+		Shards:          shardCount(server),
+	}
+	if operatorLayout(server) && retentionInConfig(server.Spec) {
+		// Never nil: the section is written even when it is empty.
+		in.Retention = append(yaml.MapSlice{}, retentionSettings(server.Spec)...)
+	}
+	return in
 }
 
 // selected are the objects of each kind a server selects.
@@ -329,9 +376,9 @@ func selectAll(in inputs) (selected, error) {
 			return selected{}, err
 		}
 	}
-	// renderConfigParts refuses duplicate monitors; a duplicate rule would
+	// promcfg.Server refuses duplicate monitors; a duplicate rule would
 	// give a duplicate rule file.
-	if _, err := sortedObjects(s.rules, kindPrometheusRule); err != nil {
+	if _, err := promcfg.SortedObjects(s.rules, kindPrometheusRule); err != nil {
 		return selected{}, fmt.Errorf("select %ss: %w", kindPrometheusRule, err)
 	}
 	return s, nil
@@ -362,8 +409,8 @@ func (e *oversizedError) Unwrap() error { return e.Err }
 func selectObjects[T interface {
 	comparable
 	metav1.Object
-}](server *v1alpha1.PrometheusServer, kind string, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) ([]T, error) {
-	s, err := newSelection(server, selector, nsSelector)
+}](server *v1alpha1.PrometheusServer, kind string, sel, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) ([]T, error) {
+	s, err := selector.Parse(server.Namespace, sel, nsSelector)
 	if err != nil {
 		return nil, fmt.Errorf("select %ss: %w", kind, err)
 	}
@@ -373,54 +420,11 @@ func selectObjects[T interface {
 		if o == nilObject {
 			return nil, fmt.Errorf("select %ss: nil %s", kind, kind)
 		}
-		if s.selects(o, namespaces) {
+		if s.Selects(o, namespaces) {
 			selected = append(selected, o)
 		}
 	}
 	return selected, nil
-}
-
-// gzipConfig compresses the configuration made of parts deterministically:
-// the gzip header has no file name and no modification time, so the same
-// configuration gives the same bytes (as long as compress/flate, which may
-// change between Go releases, does). It compresses at the best
-// compression, as the rule files are: a configuration of 3,000 scrape
-// jobs (7.4 MB) is 57 KB in 50 ms, against 192 KB in 12 ms at the best
-// speed and 64 KB in 21 ms at the default level (prometheus-operator's,
-// 54 KB for the configuration of BenchmarkScale); a configuration that
-// did not change is not compressed again (ruleCache.gzipped), and a burst
-// is rendered a few times only (coalesce.go).
-func gzipConfig(limit int, parts ...[]byte) ([]byte, error) {
-	size := 0
-	for _, p := range parts {
-		size += len(p)
-	}
-	var buf bytes.Buffer
-	buf.Grow(size/64 + 512)
-	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, fmt.Errorf("gzip config: %w", err)
-	}
-	for _, p := range parts {
-		if _, err := w.Write(p); err != nil {
-			return nil, fmt.Errorf("gzip config: %w", err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("gzip config: %w", err)
-	}
-	if buf.Len() > limit {
-		return nil, &sizeError{size: size, gzipped: buf.Len(), limit: limit}
-	}
-	return buf.Bytes(), nil
-}
-
-// sizeError is a configuration of size bytes, gzipped bytes compressed,
-// more than limit.
-type sizeError struct{ size, gzipped, limit int }
-
-func (e *sizeError) Error() string {
-	return fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", e.size, e.gzipped, e.limit)
 }
 
 func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
@@ -455,4 +459,21 @@ func contentHash(config []byte, shards []*corev1.ConfigMap) string {
 		}
 	}
 	return contract.Sum(config, files)
+}
+
+// labelConfigPart marks the part Secrets of a server with their number;
+// they also carry labelConfig.
+const labelConfigPart = "podreload.dev/config-part"
+
+// ConfigPartName is the name of the i-th part Secret (from 1) of server.
+func ConfigPartName(server *v1alpha1.PrometheusServer, i int) string {
+	return configsecret.PartName(ConfigSecretName(server), i)
+}
+
+// configPart is the i-th part Secret of server, holding gz.
+func configPart(server *v1alpha1.PrometheusServer, i int, gz []byte) *corev1.Secret {
+	s := configSecret(server, gz)
+	s.Name = ConfigPartName(server, i)
+	s.Labels[labelConfigPart] = strconv.Itoa(i)
+	return s
 }

@@ -26,6 +26,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
@@ -171,7 +173,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	server := in.Server
 	spec := &server.Spec
 
-	// The selection, as isSelected makes it.
+	// The selection, as selector.Selects makes it.
 	sms := selectedIn(t, server, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
 	pms := selectedIn(t, server, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
 	probes := selectedIn(t, server, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
@@ -185,17 +187,11 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.Empty(t, cmp.Diff(shards, out.RuleShards))
 
 	// The configuration, as renderConfig renders it, in the Secret.
-	want, rejectedMonitors, err := renderConfig(configInput{
-		Server:          server,
-		ServiceMonitors: sms,
-		PodMonitors:     pms,
-		Probes:          probes,
-		ScrapeConfigs:   scs,
-		Secrets:         in.Secrets,
-	}, ruleFilesGlobs(server, len(shards)))
+	want, rejectedMonitors, err := renderConfig(server, selected{serviceMonitors: sms, podMonitors: pms, probes: probes, scrapeConfigs: scs},
+		in.Secrets, ruleFilesGlobs(server, len(shards)))
 	require.NoError(t, err)
 	require.ElementsMatch(t, slices.Concat(rejectedRules, rejectedMonitors), out.Rejected)
-	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b rejection) int {
+	require.True(t, slices.IsSortedFunc(out.Rejected, func(a, b promcfg.Rejection) int {
 		return strings.Compare(a.Kind+"\x00"+a.Namespace+"\x00"+a.Name, b.Kind+"\x00"+b.Namespace+"\x00"+b.Name)
 	}), "rejections sorted by kind, namespace and name")
 	s := out.ConfigSecret
@@ -218,17 +214,17 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.NoError(t, err)
 	require.Equal(t, web.Secret, out.WebConfigSecret)
 	require.Subset(t, out.SecretRefs, web.Refs)
-	opts.RuleShards, opts.reload = len(shards), web.Reload
+	pods := podOptions{WorkloadOptions: opts, ruleShards: len(shards), reload: web.Reload}
 	if operatorLayout(server) { // The pods roll on the web configuration's hash.
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
-		opts.webConfigHash = hex.EncodeToString(sum[:])
+		pods.webConfigHash = hex.EncodeToString(sum[:])
 	}
-	svc, sts := renderWorkload(server, opts)
+	svc, sts := renderWorkload(server, pods)
 	require.Equal(t, svc, out.Service)
 	require.Len(t, out.StatefulSets, shardCount(server))
 	require.Equal(t, sts, out.StatefulSets[0])
 	for i, sts := range out.StatefulSets {
-		require.Equal(t, renderShard(server, opts, i), sts)
+		require.Equal(t, renderShard(server, pods, i), sts)
 	}
 	role, binding := renderAccess(server, 0)
 	require.Equal(t, role, out.Role)
@@ -245,11 +241,11 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 }
 
 // selectedIn returns the objects of objs that Selected selects.
-func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer, selector, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) []T {
+func selectedIn[T metav1.Object](t *testing.T, server *v1alpha1.PrometheusServer, sel, nsSelector *metav1.LabelSelector, objs []T, namespaces map[string]labels.Set) []T {
 	t.Helper()
 	var selected []T
 	for _, o := range objs {
-		ok, err := isSelected(server, selector, nsSelector, o, namespaces)
+		ok, err := selector.Selects(server.Namespace, sel, nsSelector, o, namespaces)
 		require.NoError(t, err)
 		if ok {
 			selected = append(selected, o)
@@ -434,62 +430,6 @@ func TestRenderSpecErrorSecretRefs(t *testing.T) {
 			var specErr *specError
 			require.ErrorAs(t, err, &specErr)
 			require.Equal(t, []store.Ref{{Kind: store.Secret, Namespace: "monitoring", Name: "rw"}}, specErr.SecretRefs)
-		})
-	}
-}
-
-// TestGzipConfig checks the compression level (the best, always), the
-// size limit, that the same configuration gives the same bytes, and that
-// the result does not depend on how the configuration is split.
-func TestGzipConfig(t *testing.T) {
-	config, _, err := renderConfig(benchConfigInput(30, 3), []string{benchRuleFile})
-	require.NoError(t, err)
-	size := func(level int) int {
-		var b bytes.Buffer
-		w, err := gzip.NewWriterLevel(&b, level)
-		require.NoError(t, err)
-		_, err = w.Write(config)
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		return b.Len()
-	}
-	fast, best := size(gzip.BestSpeed), size(gzip.BestCompression)
-	require.Less(t, best, fast)
-
-	// The XFL byte of the gzip header says which level compressed.
-	const xflBestCompression = 2
-	for _, tc := range []struct {
-		name    string
-		limit   int
-		wantXFL byte
-		wantErr string
-	}{
-		{name: "fits", limit: corev1.MaxSecretSize, wantXFL: xflBestCompression},
-		{name: "fits exactly", limit: best, wantXFL: xflBestCompression},
-		{
-			name:    "nothing fits",
-			limit:   best - 1,
-			wantErr: fmt.Sprintf("gzip config: prometheus.yaml is %d bytes, %d gzipped, more than the %d bytes a Secret holds", len(config), best, best-1),
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			gz, err := gzipConfig(tc.limit, config)
-			if tc.wantErr != "" {
-				require.EqualError(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.LessOrEqual(t, len(gz), tc.limit)
-			require.Equal(t, tc.wantXFL, gz[8])
-			require.Equal(t, string(config), string(gunzip(t, gz)))
-			again, err := gzipConfig(tc.limit, config)
-			require.NoError(t, err)
-			require.Equal(t, gz, again, "the same configuration, the same bytes")
-			for _, at := range []int{0, 1, len(config) / 3, len(config) - 1} {
-				split, err := gzipConfig(tc.limit, config[:at], config[at:])
-				require.NoError(t, err)
-				require.Equal(t, gz, split, "split at %d", at)
-			}
 		})
 	}
 }

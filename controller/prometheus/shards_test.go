@@ -39,9 +39,9 @@ func TestRenderShards(t *testing.T) {
 		CoreV1TopologySpreadConstraint: monitoringv1.CoreV1TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule},
 		AdditionalLabelSelectors:       ptr.To(monitoringv1.ShardAndResourceNameLabelSelector),
 	}}
-	_, shard0 := renderWorkload(server, testOptions())
-	sets := []*appsv1.StatefulSet{shard0, renderShard(server, testOptions(), 1), renderShard(server, testOptions(), 2)}
-	require.Equal(t, shard0, renderShard(server, testOptions(), 0))
+	_, shard0 := renderWorkload(server, testPodOptions())
+	sets := []*appsv1.StatefulSet{shard0, renderShard(server, testPodOptions(), 1), renderShard(server, testPodOptions(), 2)}
+	require.Equal(t, shard0, renderShard(server, testPodOptions(), 0))
 
 	for i, sts := range sets {
 		require.Equal(t, []string{"main", "main-shard-1", "main-shard-2"}[i], sts.Name)
@@ -151,7 +151,7 @@ func (cp *controlPlane) testShardScaling(t *testing.T) {
 	})
 	sharded := serviceMonitor(ns, "app", nil)
 	everywhere := serviceMonitor(ns, "kube-state-metrics", nil)
-	everywhere.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{TargetLabel: labelDisableSharding, Replacement: ptr.To("true")}}
+	everywhere.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{TargetLabel: "__tmp_disable_sharding", Replacement: ptr.To("true")}}
 	cp.create(t, srv, sharded, everywhere)
 	appJob, ksmJob := "serviceMonitor/"+ns+"/app/0", "serviceMonitor/"+ns+"/kube-state-metrics/0"
 	appTargets, ksmTargets := shardTargets(ns, "app", 200), shardTargets(ns, "kube-state-metrics", 3)

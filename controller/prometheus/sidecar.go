@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/webconfig"
 )
 
@@ -68,7 +69,7 @@ func volumePodSource(server *v1alpha1.PrometheusServer, shards, parts int, confi
 			"--rules-dir=" + rulesMountPath,
 		}, inputs),
 	}
-	if slots := partSlots(parts); slots > 0 {
+	if slots := configsecret.PartSlots(parts, ruleVolumeStep); slots > 0 {
 		src.volumes = append(src.volumes, configPartsVolume(server, slots))
 		src.reloaderMounts = append(src.reloaderMounts, corev1.VolumeMount{Name: "config-parts", MountPath: configPartsMountPath, ReadOnly: true})
 		src.args = append(src.args, "--config-parts-dir="+configPartsMountPath)
@@ -82,14 +83,14 @@ func volumePodSource(server *v1alpha1.PrometheusServer, shards, parts int, confi
 // (--config-parts-dir). Mounting parts needs the pod to name their
 // Secrets: a volume per part, or a source per part of one projected
 // volume, is a change of the pod template, which restarts Prometheus. The
-// volume source reserves partSlots of them, so that the pods change only
+// volume source reserves configsecret.PartSlots of them, so that the pods change only
 // when the count of parts crosses a multiple of 4 (the first split
 // included); the API source, which reads the parts through the API server
 // (a watch per part Secret, by name), supports any number of them
 // without a change of the pod, and is the default.
 func configPartsVolume(server *v1alpha1.PrometheusServer, slots int) corev1.Volume {
 	sources := make([]corev1.VolumeProjection, slots)
-	for i, name := range partSecretNames(server, slots) {
+	for i, name := range configsecret.PartNames(ConfigSecretName(server), slots) {
 		sources[i] = corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: name},
 			Items:                []corev1.KeyToPath{{Key: ConfigSecretKey, Path: name}},

@@ -25,6 +25,8 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 )
@@ -88,7 +90,7 @@ func newReconciler(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 		writer:    m.Writer(),
 		caches:    map[types.NamespacedName]*ruleCache{},
 		refs:      store.NewTracker(),
-		warned:    map[types.NamespacedName]map[rejection]struct{}{},
+		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
 		written:   map[types.NamespacedName]written{},
 		statuses:  map[types.NamespacedName]v1alpha1.PrometheusServerStatus{},
 		coalescer: newCoalescer(time.Now),
@@ -162,7 +164,7 @@ func (r *reconciler) selectingServers(k selectedKind) handler.MapFunc {
 		var matched []types.NamespacedName
 		for _, s := range r.servers(ctx) {
 			sel, nsSel := k.selectors(&s.Spec)
-			if ok, err := isSelected(&s, sel, nsSel, obj, nsLabels); err == nil && ok {
+			if ok, err := selector.Selects(s.Namespace, sel, nsSel, obj, nsLabels); err == nil && ok {
 				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
 			}
 		}

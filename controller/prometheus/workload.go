@@ -23,7 +23,6 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
-	"github.com/podreload/podreload/controller/webconfig"
 )
 
 const (
@@ -75,28 +74,13 @@ const (
 	labelShard = "podreload.dev/shard"
 )
 
-// WorkloadOptions are the controller-wide inputs of renderWorkload.
+// WorkloadOptions are the controller-wide inputs of renderWorkload: its
+// configuration only (render adds the rest, podOptions).
 type WorkloadOptions struct {
 	// DefaultPrometheusImage is the image of servers that set none.
 	DefaultPrometheusImage string
 	// DefaultReloaderImage is the config-reloader image of servers that set none.
 	DefaultReloaderImage string
-	// RuleShards is the number of rule file ConfigMaps (from RenderRules);
-	// give ruleFilesGlobs the same number. The pods of a server with the
-	// API source do not depend on it.
-	RuleShards int
-	// ConfigParts is the number of part Secrets of the configuration
-	// (split): the pods of a server with the volume source mount
-	// partSlots of them. The pods of a server with the API source do not
-	// depend on it.
-	ConfigParts int
-	// reload is how the config-reloader verifies Prometheus' certificate,
-	// which render decides from the certificate (renderWeb); the zero
-	// value verifies it with itself.
-	reload webconfig.Reload
-	// webConfigHash is the hash of the web configuration file, which the
-	// pods of prometheus-operator's layout mount with a sub-path (render).
-	webConfigHash string
 }
 
 // ConfigSecretName is the name of the Secret holding the configuration of server.
@@ -151,7 +135,7 @@ func ruleVolumes(shards int) int {
 
 // renderWorkload renders the headless Service of server, which selects the
 // pods of every shard, and the StatefulSet of shard 0 (renderShard).
-func renderWorkload(server *v1alpha1.PrometheusServer, opts WorkloadOptions) (*corev1.Service, *appsv1.StatefulSet) {
+func renderWorkload(server *v1alpha1.PrometheusServer, opts podOptions) (*corev1.Service, *appsv1.StatefulSet) {
 	if operatorLayout(server) {
 		return governingService(server), renderShard(server, opts, 0)
 	}
@@ -216,7 +200,7 @@ func shardLabels(server *v1alpha1.PrometheusServer, shard int) map[string]string
 // renderShard renders the StatefulSet of a shard of server. Its pod
 // template carries annotationInputHash, and sets SHARD, which the reloaders
 // expand in the configuration. Owner references are not set.
-func renderShard(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard int) *appsv1.StatefulSet {
+func renderShard(server *v1alpha1.PrometheusServer, opts podOptions, shard int) *appsv1.StatefulSet {
 	template, claims := podTemplate(server, opts, shard)
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
@@ -249,7 +233,7 @@ func selectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
 	return map[string]string{kube.LabelName: App, labelInstance: server.Name}
 }
 
-func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard int) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
+func podTemplate(server *v1alpha1.PrometheusServer, opts podOptions, shard int) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
 	spec := server.Spec
 	signal := spec.Reloader.ReloadMethod == "signal"
 
@@ -258,7 +242,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	if apiSource(server) {
 		src = apiPodSource(server, configOut)
 	} else {
-		src = volumePodSource(server, opts.RuleShards, opts.ConfigParts, configOut)
+		src = volumePodSource(server, opts.ruleShards, opts.configParts, configOut)
 	}
 	operator := operatorLayout(server)
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
@@ -277,12 +261,12 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts WorkloadOptions, shard 
 	userVolumes, userMounts := podUserVolumes(spec)
 	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes, userVolumes)
 
-	prometheus := prometheusContainer(spec, opts, configOut, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
+	prometheus := prometheusContainer(spec, opts.WorkloadOptions, configOut, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
 	meta, security, spread := podMetadata(server, shard), cmp.Or(spec.SecurityContext, podSecurity()), topologySpread(server, shard)
 	reloaderSecurity := containerSecurity()
 	if operator {
 		reloaderSecurity = operatorReloaderSecurity(spec)
-		prometheus = operatorPrometheusContainer(spec, opts, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
+		prometheus = operatorPrometheusContainer(spec, opts.WorkloadOptions, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
 		meta, security, spread = operatorPodMetadata(server, shard, opts.webConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}

@@ -35,22 +35,27 @@ func testServer() *v1alpha1.PrometheusServer {
 }
 
 func testOptions() WorkloadOptions {
-	return WorkloadOptions{DefaultPrometheusImage: testPrometheusImage, DefaultReloaderImage: testReloaderImage, RuleShards: 1}
+	return WorkloadOptions{DefaultPrometheusImage: testPrometheusImage, DefaultReloaderImage: testReloaderImage}
+}
+
+// testPodOptions are testOptions with one rule file ConfigMap.
+func testPodOptions() podOptions {
+	return podOptions{WorkloadOptions: testOptions(), ruleShards: 1}
 }
 
 // workloadCases are the servers of the golden files, by file name.
 func workloadCases() []struct {
 	name   string
 	server func(*v1alpha1.PrometheusServer)
-	opts   func(*WorkloadOptions)
+	opts   func(*podOptions)
 } {
 	return []struct {
 		name   string
 		server func(*v1alpha1.PrometheusServer)
-		opts   func(*WorkloadOptions)
+		opts   func(*podOptions)
 	}{
 		{name: "defaults"},
-		{name: "no-rules", opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
+		{name: "no-rules", opts: func(o *podOptions) { o.ruleShards = 0 }},
 		{
 			name: "pvc",
 			server: func(s *v1alpha1.PrometheusServer) {
@@ -97,7 +102,7 @@ func workloadCases() []struct {
 				}
 			},
 		},
-		{name: "many-shards", opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		{name: "many-shards", opts: func(o *podOptions) { o.ruleShards = 9 }},
 		{name: "production", server: production},
 		{
 			name: "production-signal",
@@ -115,10 +120,10 @@ func workloadCases() []struct {
 			},
 		},
 		{name: "volume", server: volume},
-		{name: "volume-no-rules", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
-		{name: "volume-many-shards", server: volume, opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
+		{name: "volume-no-rules", server: volume, opts: func(o *podOptions) { o.ruleShards = 0 }},
+		{name: "volume-many-shards", server: volume, opts: func(o *podOptions) { o.ruleShards = 9 }},
 		// 60 part Secrets (some 20 KiB gzipped each), 64 mounted.
-		{name: "volume-config-parts", server: volume, opts: func(o *WorkloadOptions) { o.ConfigParts = 60 }},
+		{name: "volume-config-parts", server: volume, opts: func(o *podOptions) { o.configParts = 60 }},
 		{
 			name: "volume-signal",
 			server: func(s *v1alpha1.PrometheusServer) {
@@ -129,7 +134,7 @@ func workloadCases() []struct {
 		{
 			name:   "web-tls",
 			server: webTLSServer,
-			opts: func(o *WorkloadOptions) {
+			opts: func(o *podOptions) {
 				o.reload = webconfig.Reload{CA: &monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "web-client-ca"}, Key: "ca.crt",
 				}}, ServerName: "main.monitoring.svc"}
@@ -144,7 +149,7 @@ func workloadCases() []struct {
 				s.Spec.Web.TLSConfig.ClientCA = monitoringv1.SecretOrConfigMap{}
 				s.Spec.Web.TLSConfig.ClientAuthType = nil
 			},
-			opts: func(o *WorkloadOptions) { o.reload = webconfig.Reload{Host: "127.0.0.1"} },
+			opts: func(o *podOptions) { o.reload = webconfig.Reload{Host: "127.0.0.1"} },
 		},
 	}
 }
@@ -223,8 +228,8 @@ func production(s *v1alpha1.PrometheusServer) {
 // volume gives s the volume source.
 func volume(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceVolume }
 
-func renderCase(server func(*v1alpha1.PrometheusServer), opts func(*WorkloadOptions)) (*corev1.Service, *appsv1.StatefulSet) {
-	s, o := testServer(), testOptions()
+func renderCase(server func(*v1alpha1.PrometheusServer), opts func(*podOptions)) (*corev1.Service, *appsv1.StatefulSet) {
+	s, o := testServer(), testPodOptions()
 	if server != nil {
 		server(s)
 	}
@@ -255,7 +260,7 @@ func TestRenderWorkloadGolden(t *testing.T) {
 func TestRenderWorkloadConsistent(t *testing.T) {
 	for _, tc := range workloadCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			server, o := testServer(), testOptions()
+			server, o := testServer(), testPodOptions()
 			if tc.server != nil {
 				tc.server(server)
 			}
@@ -278,7 +283,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 				require.NotContains(t, volumes, c.Name, "volume %s twice", c.Name)
 				volumes[c.Name] = corev1.Volume{Name: c.Name}
 			}
-			globs := ruleFilesGlobs(server, o.RuleShards)
+			globs := ruleFilesGlobs(server, o.ruleShards)
 			for _, glob := range globs {
 				require.Regexp(t, `^[^*]*(\*[^/]*)?$`, glob, "Prometheus allows a wildcard in the last path element only")
 			}
@@ -300,9 +305,9 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			require.Contains(t, containers["config-reloader"].Env, corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}})
 			require.NotContains(t, containers["init-config-reloader"].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)", "the init container reloads nothing")
 			if apiSource(server) {
-				checkAPISource(t, server, o.RuleShards, volumes, containers, globs)
+				checkAPISource(t, server, o.ruleShards, volumes, containers, globs)
 			} else {
-				checkVolumeSource(t, server, o.RuleShards, volumes, containers, globs)
+				checkVolumeSource(t, server, o.ruleShards, volumes, containers, globs)
 			}
 
 			psc := pod.SecurityContext
@@ -423,9 +428,9 @@ func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int,
 	}
 	sel, err := labels.Parse(selector)
 	require.NoError(t, err, "--rules-configmap-selector")
-	require.True(t, sel.Matches(labels.Set(ruleShard(server, 0).Labels)), "%s selects the rule shards", selector)
+	require.True(t, sel.Matches(labels.Set(ruleShards(server).ConfigMap(0).Labels)), "%s selects the rule shards", selector)
 	other := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: server.Namespace, Name: server.Name + "-other"}}
-	require.False(t, sel.Matches(labels.Set(ruleShard(other, 0).Labels)), "%s selects another server's rule shards", selector)
+	require.False(t, sel.Matches(labels.Set(ruleShards(other).ConfigMap(0).Labels)), "%s selects another server's rule shards", selector)
 }
 
 // testDryRun has the real API server validate, with a server-side dry
@@ -444,7 +449,7 @@ func (cp *controlPlane) testDryRun(t *testing.T) {
 		server := testServer()
 		production(server)
 		server.Spec.Shards = ptr.To[int32](3)
-		require.NoError(t, cp.c.Create(t.Context(), renderShard(server, testOptions(), 2), client.DryRunAll))
+		require.NoError(t, cp.c.Create(t.Context(), renderShard(server, testPodOptions(), 2), client.DryRunAll))
 	})
 }
 
@@ -457,7 +462,7 @@ func TestRuleVolumes(t *testing.T) {
 }
 
 func TestInputHash(t *testing.T) {
-	hash := func(server func(*v1alpha1.PrometheusServer), opts func(*WorkloadOptions)) string {
+	hash := func(server func(*v1alpha1.PrometheusServer), opts func(*podOptions)) string {
 		t.Helper()
 		_, sts := renderCase(server, opts)
 		h := sts.Spec.Template.Annotations[annotationInputHash]
@@ -471,7 +476,7 @@ func TestInputHash(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		server func(*v1alpha1.PrometheusServer)
-		opts   func(*WorkloadOptions)
+		opts   func(*podOptions)
 		// volume compares a server with the volume source with the
 		// default one with the volume source.
 		volume  bool
@@ -480,10 +485,10 @@ func TestInputHash(t *testing.T) {
 		{name: "source", server: volume, changes: true},
 		{name: "source api spelled out", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Source = v1alpha1.SourceAPI }},
 		{name: "prometheus image", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Image = "prometheus:v3.11.0" }, changes: true},
-		{name: "default prometheus image", opts: func(o *WorkloadOptions) { o.DefaultPrometheusImage = "prometheus:v3.11.0" }, changes: true},
+		{name: "default prometheus image", opts: func(o *podOptions) { o.DefaultPrometheusImage = "prometheus:v3.11.0" }, changes: true},
 		{name: "same image as the default", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Image = testPrometheusImage }},
 		{name: "reloader image", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Reloader.Image = "config-reloader:v0.2.0" }, changes: true},
-		{name: "default reloader image", opts: func(o *WorkloadOptions) { o.DefaultReloaderImage = "config-reloader:v0.2.0" }, changes: true},
+		{name: "default reloader image", opts: func(o *podOptions) { o.DefaultReloaderImage = "config-reloader:v0.2.0" }, changes: true},
 		{name: "resources", server: func(s *v1alpha1.PrometheusServer) {
 			s.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 		}, changes: true},
@@ -497,14 +502,14 @@ func TestInputHash(t *testing.T) {
 			s.Spec.Storage = &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{}}
 		}, changes: true},
 		{name: "service account", server: func(s *v1alpha1.PrometheusServer) { s.Spec.ServiceAccountName = "prometheus" }, changes: true},
-		{name: "rule shards with the API source", opts: func(o *WorkloadOptions) { o.RuleShards = 9 }},
-		{name: "no rule shards with the API source", opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
-		{name: "rule volumes grow", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 5 }, changes: true},
-		{name: "rule shards within the padding", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 4 }},
-		{name: "no rule shards", volume: true, opts: func(o *WorkloadOptions) { o.RuleShards = 0 }},
+		{name: "rule shards with the API source", opts: func(o *podOptions) { o.ruleShards = 9 }},
+		{name: "no rule shards with the API source", opts: func(o *podOptions) { o.ruleShards = 0 }},
+		{name: "rule volumes grow", volume: true, opts: func(o *podOptions) { o.ruleShards = 5 }, changes: true},
+		{name: "rule shards within the padding", volume: true, opts: func(o *podOptions) { o.ruleShards = 4 }},
+		{name: "no rule shards", volume: true, opts: func(o *podOptions) { o.ruleShards = 0 }},
 		{name: "replicas", server: func(s *v1alpha1.PrometheusServer) { s.Spec.Replicas = ptr.To[int32](3) }},
 		{name: "web TLS", server: webTLSServer, changes: true},
-		{name: "web TLS verified otherwise", server: webTLSServer, opts: func(o *WorkloadOptions) { o.reload.ServerName = "prometheus" }, changes: true},
+		{name: "web TLS verified otherwise", server: webTLSServer, opts: func(o *podOptions) { o.reload.ServerName = "prometheus" }, changes: true},
 		{name: "scrape settings reach the config, not the pods", server: func(s *v1alpha1.PrometheusServer) {
 			s.Spec.ScrapeInterval = "10s"
 			s.Spec.ExternalLabels = map[string]string{"cluster": "eu1"}

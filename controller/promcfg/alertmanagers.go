@@ -1,0 +1,58 @@
+package promcfg
+
+import (
+	"fmt"
+
+	yaml "go.yaml.in/yaml/v2"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+// alertmanagerClient renders the HTTP client settings of the Alertmanager
+// endpoint am at path, as prometheus-operator renders them, with the
+// Secrets of the server's namespace: client goes before the service
+// discovery (timeout, enable_http2, tls_config, the proxy), auth after it
+// (basic_auth, authorization).
+func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndpoint) (client, auth yaml.MapSlice, err error) {
+	ns := r.srv.Namespace
+	if am.Timeout != nil {
+		if _, err := positiveDuration(string(*am.Timeout)); err != nil {
+			return nil, nil, fmt.Errorf("%s.timeout: %w", path, err)
+		}
+		client = append(client, yaml.MapItem{Key: "timeout", Value: string(*am.Timeout)})
+	}
+	if am.EnableHttp2 != nil {
+		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *am.EnableHttp2})
+	}
+	if am.TLSConfig != nil {
+		tls, err := r.tlsConfig(ns, path+".tlsConfig", am.TLSConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		client = append(client, tls)
+	}
+	proxy, err := r.proxy(ns, path, &am.ProxyConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	client = append(client, proxy...)
+
+	if am.BasicAuth != nil && am.Authorization != nil {
+		return nil, nil, fmt.Errorf("%s: basicAuth and authorization are mutually exclusive", path)
+	}
+	if am.BasicAuth != nil {
+		ba, err := r.basicAuth(ns, path+".basicAuth", am.BasicAuth)
+		if err != nil {
+			return nil, nil, err
+		}
+		auth = append(auth, ba)
+	}
+	if am.Authorization != nil {
+		a, err := r.authorization(ns, path+".authorization", am.Authorization, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		auth = append(auth, a)
+	}
+	return client, auth, nil
+}

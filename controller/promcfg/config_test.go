@@ -1,0 +1,428 @@
+package promcfg
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	yaml "go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promyaml"
+	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
+)
+
+// configCases returns the inputs under testdata/config: <case>.yaml, with
+// the expected output in <case>.golden.
+//
+// A case named error-* must fail, reject-* must leave monitors out, any
+// other must render every monitor, whatever its golden file says.
+func configCases(t testing.TB) []string {
+	t.Helper()
+	cases, err := filepath.Glob(filepath.Join("testdata", "config", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	goldens, err := filepath.Glob(filepath.Join("testdata", "config", "*.golden"))
+	require.NoError(t, err)
+	for _, g := range goldens {
+		require.FileExists(t, strings.TrimSuffix(g, ".golden")+".yaml", "golden file without an input")
+	}
+	return cases
+}
+
+// testInput is an Input with the Secrets and ConfigMaps its Lookup
+// reads, by "namespace/name".
+type testInput struct {
+	Input
+	Secrets    map[string]*corev1.Secret
+	ConfigMaps map[string]*corev1.ConfigMap
+}
+
+// input is in.Input reading in's Secrets and ConfigMaps, with the shards
+// of its server, as the PrometheusServer kind passes them.
+func (in testInput) input() Input {
+	in.Lookup = store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
+	if in.Server != nil {
+		in.Shards = int(ptr.Deref(in.Server.Spec.Shards, 1))
+	}
+	return in.Input
+}
+
+// renderConfig renders the configuration of in with the rule files
+// ruleFiles, as the PrometheusServer kind does: Server, then Parts.Head.
+func renderConfig(in testInput, ruleFiles []string) ([]byte, []Rejection, error) {
+	parts, rejected, err := Server(in.input())
+	if err != nil {
+		return nil, nil, err
+	}
+	head, err := parts.Head(ruleFiles)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slices.Concat(append([][]byte{head}, parts.Body()...)...), rejected, nil
+}
+
+// TestRenderConfig renders each case, compares the result with its golden
+// file, and checks the configuration with the real promtool.
+func TestRenderConfig(t *testing.T) {
+	promtool, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	for _, path := range configCases(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, rejected, err := renderConfig(loadConfigInput(t, path))
+			switch {
+			case strings.HasPrefix(name, "error-"):
+				require.Error(t, err)
+			case strings.HasPrefix(name, "reject-"):
+				require.NoError(t, err)
+				require.NotEmpty(t, rejected)
+			default:
+				require.NoError(t, err)
+				require.Empty(t, rejected)
+			}
+
+			// golden, and -update, are in golden_test.go.
+			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderedGolden(out, rejected, err))
+
+			if err == nil {
+				checkConfig(t, promtool, out)
+			}
+		})
+	}
+}
+
+// TestRenderConfigDeterministic renders each case again with its monitors
+// and rule files shuffled, and checks that the output is the same and that
+// the input is left untouched.
+func TestRenderConfigDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, path := range configCases(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
+			in, ruleFiles := loadConfigInput(t, path)
+			want, wantRejected, wantErr := renderConfig(in, ruleFiles)
+			for range 5 {
+				shuffled := in
+				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
+				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
+				shuffled.Probes = shuffle(rng, in.Probes)
+				shuffled.ScrapeConfigs = shuffle(rng, in.ScrapeConfigs)
+				got, gotRejected, gotErr := renderConfig(shuffled, shuffle(rng, ruleFiles))
+				require.Equal(t, string(want), string(got))
+				require.Empty(t, cmp.Diff(wantRejected, gotRejected))
+				require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
+			}
+			wantIn, _ := loadConfigInput(t, path)
+			require.Empty(t, cmp.Diff(wantIn, in), "Server changed its input")
+		})
+	}
+}
+
+// TestRenderConfigLarge checks the configuration of the benchmark with
+// promtool: 3,000 jobs with unique names.
+func TestRenderConfigLarge(t *testing.T) {
+	promtool, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	out, rejected, err := renderConfig(benchConfigInput(1000, 3), []string{benchRuleFile})
+	require.NoError(t, err)
+	require.Empty(t, rejected)
+	require.Equal(t, 3000, bytes.Count(out, []byte("\n- job_name: serviceMonitor/")))
+	checkConfig(t, promtool, out)
+}
+
+// BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each,
+// as the PrometheusServer kind does: Server, then the head with
+// benchRuleFile.
+func BenchmarkRenderConfig(b *testing.B) {
+	in := benchConfigInput(1000, 3).input()
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		parts, _, err := Server(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		head, err := parts.Head([]string{benchRuleFile})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(head)
+		for _, b := range parts.Body() {
+			size += len(b)
+		}
+	}
+	b.ReportMetric(float64(size), "config-bytes")
+}
+
+// benchRuleFile is the rule file of the configuration of benchConfigInput.
+const benchRuleFile = "/etc/prometheus/rules/main-rulefiles-0/*.yaml"
+
+// benchConfigInput returns n ServiceMonitors of endpoints endpoints each,
+// spread over 10 namespaces, with the usual selectors, relabelings and
+// credentials.
+func benchConfigInput(n, endpoints int) testInput {
+	in := testInput{
+		Input: Input{Server: &v1alpha1.PrometheusServer{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
+			Spec: v1alpha1.PrometheusServerSpec{
+				ScrapeInterval: "30s",
+				ExternalLabels: map[string]string{"cluster": "bench"},
+			},
+		}},
+		Secrets: map[string]*corev1.Secret{},
+	}
+	for i := range n {
+		ns := fmt.Sprintf("team-%d", i%10)
+		app := fmt.Sprintf("app-%d", i)
+		in.Secrets[ns+"/"+app] = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+			Data:       map[string][]byte{"token": []byte("token-" + app)},
+		}
+		sm := &monitoringv1.ServiceMonitor{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+			Spec: monitoringv1.ServiceMonitorSpec{
+				JobLabel:     "app.kubernetes.io/name",
+				TargetLabels: []string{"team"},
+				Selector: metav1.LabelSelector{
+					MatchLabels: map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "bench"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"backend", "frontend"}},
+					},
+				},
+			},
+		}
+		for j := range endpoints {
+			sm.Spec.Endpoints = append(sm.Spec.Endpoints, monitoringv1.Endpoint{
+				Port:          fmt.Sprintf("metrics-%d", j),
+				Path:          "/metrics",
+				Interval:      "30s",
+				ScrapeTimeout: "10s",
+				HTTPConfigWithProxyAndTLSFiles: monitoringv1.HTTPConfigWithProxyAndTLSFiles{
+					HTTPConfigWithTLSFiles: monitoringv1.HTTPConfigWithTLSFiles{
+						HTTPConfigWithoutTLS: monitoringv1.HTTPConfigWithoutTLS{
+							Authorization: &monitoringv1.SafeAuthorization{Credentials: &corev1.SecretKeySelector{
+								LocalObjectReference: corev1.LocalObjectReference{Name: app},
+								Key:                  "token",
+							}},
+						},
+					},
+				},
+				RelabelConfigs: []monitoringv1.RelabelConfig{
+					{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node"},
+				},
+				MetricRelabelConfigs: []monitoringv1.RelabelConfig{
+					{SourceLabels: []monitoringv1.LabelName{"__name__"}, Regex: "go_gc_.*", Action: "drop"},
+				},
+			})
+		}
+		in.ServiceMonitors = append(in.ServiceMonitors, sm)
+	}
+	return in
+}
+
+// checkConfig runs promtool check config on a rendered configuration.
+func checkConfig(t *testing.T, promtool string, config []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "prometheus.yaml")
+	require.NoError(t, os.WriteFile(path, config, 0o644))
+	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", path).CombinedOutput()
+	require.NoError(t, err, "promtool check config:\n%s", out)
+}
+
+// renderedGolden is the content of a golden file: the error, or the
+// rejections as comments followed by prometheus.yaml.
+func renderedGolden(config []byte, rejected []Rejection, err error) []byte {
+	var b bytes.Buffer
+	if err != nil {
+		fmt.Fprintf(&b, "# error: %v\n", err)
+		return b.Bytes()
+	}
+	for _, r := range rejected {
+		fmt.Fprintf(&b, "# rejected %s %s/%s: %s\n", r.Kind, r.Namespace, r.Name, r.Reason)
+	}
+	b.Write(config)
+	return b.Bytes()
+}
+
+// loadConfigInput reads a bundle of YAML documents: at most one
+// PrometheusServer, ServiceMonitors, PodMonitors, Probes, ScrapeConfigs,
+// Secrets and ConfigMaps, and a
+// test-only document of kind RuleFiles whose files field gives the rule
+// files, returned apart as render passes them. Unknown fields are errors,
+// so a typo in a fixture cannot go unnoticed.
+func loadConfigInput(t *testing.T, path string) (testInput, []string) {
+	t.Helper()
+	in := testInput{Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
+	var ruleFiles []string
+	readDocuments(t, path, func(kind string, doc []byte) {
+		switch kind {
+		case v1alpha1.Kind:
+			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
+			in.Server = &v1alpha1.PrometheusServer{}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, in.Server))
+		case monitoringv1.ServiceMonitorsKind:
+			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
+		case monitoringv1.PodMonitorsKind:
+			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
+		case monitoringv1.ProbesKind:
+			in.Probes = append(in.Probes, decodeDocument[monitoringv1.Probe](t, doc))
+		case monitoringv1alpha1.ScrapeConfigsKind:
+			in.ScrapeConfigs = append(in.ScrapeConfigs, decodeDocument[monitoringv1alpha1.ScrapeConfig](t, doc))
+		case "Secret":
+			s := decodeSecret(t, doc)
+			in.Secrets[s.Namespace+"/"+s.Name] = s
+		case "ConfigMap":
+			cm := decodeDocument[corev1.ConfigMap](t, doc)
+			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
+		case "RuleFiles":
+			var rf struct {
+				metav1.TypeMeta `json:",inline"`
+				Files           []string `json:"files"`
+			}
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, &rf))
+			ruleFiles = append(ruleFiles, rf.Files...)
+		default:
+			t.Fatalf("unknown kind %q in %s", kind, path)
+		}
+	})
+	return in, ruleFiles
+}
+
+// readDocuments calls fn with the kind and the text of every document of
+// the YAML stream in the file path.
+func readDocuments(t *testing.T, path string, fn func(kind string, doc []byte)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		var tm metav1.TypeMeta
+		require.NoError(t, sigsyaml.Unmarshal(doc, &tm))
+		if tm.Kind == "" {
+			require.Empty(t, strings.TrimSpace(stripComments(doc)), "document without a kind in %s", path)
+			continue
+		}
+		fn(tm.Kind, doc)
+	}
+}
+
+// decodeDocument decodes doc strictly into a new T.
+func decodeDocument[T any](t *testing.T, doc []byte) *T {
+	t.Helper()
+	v := new(T)
+	require.NoError(t, sigsyaml.UnmarshalStrict(doc, v))
+	return v
+}
+
+// decodeSecret decodes a Secret and moves its stringData into data, as
+// the API server does.
+func decodeSecret(t *testing.T, doc []byte) *corev1.Secret {
+	t.Helper()
+	s := decodeDocument[corev1.Secret](t, doc)
+	for k, v := range s.StringData {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+	return s
+}
+
+func stripComments(doc []byte) string {
+	var b strings.Builder
+	for _, l := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+func shuffle[T any](rng *rand.Rand, s []T) []T {
+	if s == nil {
+		return nil
+	}
+	c := make([]T, len(s))
+	copy(c, s)
+	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+	return c
+}
+
+// TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what
+// promyaml.Encode writes as what yaml.v2's own Marshal writes, for every job
+// and the sections around them, in every case.
+func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
+	cases := map[string]testInput{"bench": benchConfigInput(20, 3)}
+	for _, path := range configCases(t) {
+		cases[filepath.Base(path)], _ = loadConfigInput(t, path)
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			if in.Server == nil {
+				return
+			}
+			r := newRenderer(in.input())
+			server, err := r.renderServer()
+			if err != nil || r.scrapeClasses() != nil {
+				return
+			}
+			docs := []yaml.MapSlice{{server.global}}
+			if len(server.rest) > 0 {
+				docs = append(docs, server.rest)
+			}
+			_ = r.eachMonitor(in.input(), func(_, _, _ string, js []yaml.MapSlice, err error) {
+				if err == nil {
+					docs = append(docs, yaml.MapSlice{{Key: "scrape_configs", Value: js}})
+				}
+			}) // A duplicate monitor is an error case: the others are compared.
+			for _, doc := range docs {
+				ours, err := promyaml.Encode(doc, 0)
+				require.NoError(t, err)
+				theirs, err := yaml.Marshal(doc)
+				require.NoError(t, err)
+				var got, want any
+				require.NoError(t, yaml.UnmarshalStrict(ours, &got))
+				require.NoError(t, yaml.UnmarshalStrict(theirs, &want))
+				require.Empty(t, cmp.Diff(want, got))
+			}
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	// Read through flag.Lookup by golden, so that no package variable holds it.
+	flag.Bool("update", false, "rewrite the golden files in testdata/")
+	goleak.VerifyTestMain(m)
+}
+
+// golden compares got with the file path, or rewrites the file with -update.
+func golden(t *testing.T, path string, got []byte) { goldenfile.Check(t, path, got) }

@@ -1,0 +1,196 @@
+package promcfg
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/units"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	yaml "go.yaml.in/yaml/v2"
+)
+
+// scrapeIntervals renders the scrape_interval and scrape_timeout of a job
+// from interval and timeout, the fields at intervalPath and timeoutPath,
+// with Prometheus' rule: the timeout is not longer than the interval, the
+// global one when there is none.
+func (r *renderer) scrapeIntervals(intervalPath, timeoutPath string, interval, timeout monitoringv1.Duration) (yaml.MapSlice, error) {
+	var items yaml.MapSlice
+	d, text, name := r.interval, r.intervalText, "the global scrape interval"
+	if interval != "" {
+		v, err := model.ParseDuration(string(interval))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", intervalPath, err)
+		}
+		// Prometheus reads a zero interval as the global one.
+		if v != 0 {
+			d, text, name = v, string(interval), "the scrape interval"
+		}
+		items = append(items, yaml.MapItem{Key: "scrape_interval", Value: string(interval)})
+	}
+	if timeout != "" {
+		v, err := model.ParseDuration(string(timeout))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", timeoutPath, err)
+		}
+		if v > d {
+			return nil, fmt.Errorf("%s: %q is greater than %s %q", timeoutPath, timeout, name, text)
+		}
+		items = append(items, yaml.MapItem{Key: "scrape_timeout", Value: string(timeout)})
+	}
+	return items, nil
+}
+
+// schemeItem renders the scheme s of the field at path: none when it is
+// not set.
+func schemeItem(path string, s *monitoringv1.Scheme) (yaml.MapSlice, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	scheme := strings.ToLower(string(*s))
+	if scheme != "http" && scheme != "https" {
+		return nil, fmt.Errorf("%s: %q is not http or https", path, *s)
+	}
+	return yaml.MapSlice{{Key: "scheme", Value: scheme}}, nil
+}
+
+// relabelConfigs appends the rendered rcs to dst; field names them in errors.
+func (r *renderer) relabelConfigs(dst []yaml.MapSlice, field string, rcs []monitoringv1.RelabelConfig) ([]yaml.MapSlice, error) {
+	for i := range rcs {
+		rc, err := r.relabelConfig(field+"["+strconv.Itoa(i)+"]", &rcs[i])
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, rc)
+	}
+	return dst, nil
+}
+
+// monitorTail checks and renders the limits, protocols and histogram
+// settings a monitor's jobs end with.
+func monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
+	var tail yaml.MapSlice
+	for _, l := range []struct {
+		field, key string
+		v          *int64
+	}{
+		{"sampleLimit", "sample_limit", s.sampleLimit},
+		{"targetLimit", "target_limit", s.targetLimit},
+		{"labelLimit", "label_limit", s.labelLimit},
+		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit},
+		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit},
+		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets},
+	} {
+		if l.v == nil {
+			continue
+		}
+		if *l.v < 0 {
+			return nil, fmt.Errorf("%s: %d is negative", l.field, *l.v)
+		}
+		tail = append(tail, yaml.MapItem{Key: l.key, Value: *l.v})
+	}
+	if len(s.scrapeProtocols) > 0 {
+		ps := make([]string, len(s.scrapeProtocols))
+		for i, p := range s.scrapeProtocols {
+			if !knownScrapeProtocol(p) {
+				return nil, fmt.Errorf("scrapeProtocols[%d]: unknown protocol %q", i, p)
+			}
+			ps[i] = string(p)
+		}
+		tail = append(tail, yaml.MapItem{Key: "scrape_protocols", Value: ps})
+	}
+	if p := s.fallbackScrapeProtocol; p != nil {
+		if !knownScrapeProtocol(*p) {
+			return nil, fmt.Errorf("fallbackScrapeProtocol: unknown protocol %q", *p)
+		}
+		tail = append(tail, yaml.MapItem{Key: "fallback_scrape_protocol", Value: string(*p)})
+	}
+	nh := &s.nativeHistograms
+	if nh.ScrapeNativeHistograms != nil {
+		tail = append(tail, yaml.MapItem{Key: "scrape_native_histograms", Value: *nh.ScrapeNativeHistograms})
+	}
+	if nh.ScrapeClassicHistograms != nil {
+		tail = append(tail, yaml.MapItem{Key: "always_scrape_classic_histograms", Value: *nh.ScrapeClassicHistograms})
+	}
+	if nh.NativeHistogramBucketLimit != nil {
+		if *nh.NativeHistogramBucketLimit < 0 {
+			return nil, fmt.Errorf("nativeHistogramBucketLimit: %d is negative", *nh.NativeHistogramBucketLimit)
+		}
+		tail = append(tail, yaml.MapItem{Key: "native_histogram_bucket_limit", Value: *nh.NativeHistogramBucketLimit})
+	}
+	if nh.NativeHistogramMinBucketFactor != nil {
+		tail = append(tail, yaml.MapItem{Key: "native_histogram_min_bucket_factor", Value: nh.NativeHistogramMinBucketFactor.AsApproximateFloat64()})
+	}
+	if nh.ConvertClassicHistogramsToNHCB != nil {
+		tail = append(tail, yaml.MapItem{Key: "convert_classic_histograms_to_nhcb", Value: *nh.ConvertClassicHistogramsToNHCB})
+	}
+	if b := s.bodySizeLimit; b != nil && *b != "" {
+		if _, err := units.ParseBase2Bytes(string(*b)); err != nil {
+			return nil, fmt.Errorf("bodySizeLimit: %q is not a size such as 512MB", *b)
+		}
+		tail = append(tail, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
+	}
+	return tail, nil
+}
+
+// endpointAuth renders the credentials and TLS settings of endpoint e,
+// at path ("" for a spec's own fields), with those of its scrape class
+// merged in.
+func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, error) {
+	var items yaml.MapSlice
+	if err := checkAuthMethods(&e.http, e.bearerTokenFile); err != nil {
+		return nil, atPath(path, err)
+	}
+	if o := e.http.OAuth2; o != nil {
+		item, err := r.oauth2(ns, fieldPath(path, "oauth2"), o)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	if tls := e.class.mergeTLS(e.tls); tls != nil {
+		item, err := r.tlsConfig(ns, fieldPath(path, "tlsConfig"), tls)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	if e.bearerTokenFile != "" {
+		items = append(items, yaml.MapItem{Key: "bearer_token_file", Value: e.bearerTokenFile})
+	}
+	if sel := e.http.BearerTokenSecret; sel != nil {
+		v, err := r.secret(ns, *sel)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fieldPath(path, "bearerTokenSecret"), err)
+		}
+		items = append(items, yaml.MapItem{Key: "bearer_token", Value: v})
+	}
+	if ba := e.http.BasicAuth; ba != nil {
+		item, err := r.basicAuth(ns, fieldPath(path, "basicAuth"), ba)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	if a, file := e.class.mergeAuthorization(e); a != nil {
+		item, err := r.authorization(ns, fieldPath(path, "authorization"), a, file != "")
+		if err != nil {
+			return nil, err
+		}
+		if file != "" {
+			item.Value = append(item.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: file})
+		}
+		items = append(items, item)
+	}
+	return items, nil
+}
+
+func knownScrapeProtocol(p monitoringv1.ScrapeProtocol) bool {
+	switch p {
+	case monitoringv1.PrometheusProto, monitoringv1.PrometheusText0_0_4, monitoringv1.PrometheusText1_0_0,
+		monitoringv1.OpenMetricsText0_0_1, monitoringv1.OpenMetricsText1_0_0:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,346 @@
+package promcfg
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/model"
+	yaml "go.yaml.in/yaml/v2"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+const (
+	// DefaultInterval is the scrape and evaluation interval of a
+	// PrometheusServer that sets none (the CRD default).
+	DefaultInterval = "30s"
+	// defaultRemoteTimeout is prometheus-operator's remote_timeout.
+	defaultRemoteTimeout = "30s"
+	// replicaLabel is the external label that tells replicas apart; its
+	// value is left for the config-reloader sidecar to expand.
+	replicaLabel = "prometheus_replica"
+	// serverLabel is the external label naming the PrometheusServer.
+	serverLabel = "prometheus"
+	// podNameRef is expanded by the config-reloader sidecar.
+	podNameRef = "$(POD_NAME)"
+)
+
+// serverConfig holds the sections that come from the PrometheusServer:
+// global goes first, rest after scrape_configs.
+type serverConfig struct {
+	global yaml.MapItem
+	rest   yaml.MapSlice
+}
+
+func (r *renderer) renderServer() (serverConfig, error) {
+	spec := &r.srv.Spec
+	scrape := string(spec.ScrapeInterval)
+	if scrape == "" {
+		scrape = DefaultInterval
+	}
+	d, err := positiveDuration(scrape)
+	if err != nil {
+		return serverConfig{}, fmt.Errorf("spec.scrapeInterval: %w", err)
+	}
+	r.interval, r.intervalText = d, scrape
+	eval := string(spec.EvaluationInterval)
+	if eval == "" {
+		eval = DefaultInterval
+	}
+	if _, err := positiveDuration(eval); err != nil {
+		return serverConfig{}, fmt.Errorf("spec.evaluationInterval: %w", err)
+	}
+
+	// The labels the controller sets win over the user's, as in
+	// prometheus-operator; a name set to "" drops the label.
+	labels := map[string]string{}
+	replica := ptr.Deref(spec.ReplicaExternalLabelName, replicaLabel)
+	if name := ptr.Deref(spec.PrometheusExternalLabelName, serverLabel); name != "" {
+		labels[name] = r.srv.Namespace + "/" + r.srv.Name
+	}
+	if replica != "" {
+		labels[replica] = podNameRef
+	}
+	for k, v := range spec.ExternalLabels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	globals := yaml.MapSlice{
+		{Key: "evaluation_interval", Value: eval},
+		{Key: "scrape_interval", Value: scrape},
+	}
+	if timeout := string(spec.ScrapeTimeout); timeout != "" {
+		t, err := positiveDuration(timeout)
+		if err != nil {
+			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %w", err)
+		}
+		if t > d {
+			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %q is greater than the scrape interval %q", timeout, scrape)
+		}
+		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
+	}
+	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
+	if o := spec.RuleQueryOffset; o != nil {
+		if _, err := model.ParseDuration(string(*o)); err != nil {
+			return serverConfig{}, fmt.Errorf("spec.ruleQueryOffset: %w", err)
+		}
+		globals = append(globals, yaml.MapItem{Key: "rule_query_offset", Value: string(*o)})
+	}
+	global := yaml.MapItem{Key: "global", Value: globals}
+
+	rest, err := storageSettings(r.srv, r.retention)
+	if err != nil {
+		return serverConfig{}, err
+	}
+	alerting, err := r.alerting(replica)
+	if err != nil {
+		return serverConfig{}, err
+	}
+	if len(alerting) > 0 {
+		rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
+	}
+	if len(spec.RemoteWrite) > 0 {
+		rws, err := r.remoteWrites(spec.RemoteWrite)
+		if err != nil {
+			return serverConfig{}, err
+		}
+		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
+	}
+	return serverConfig{global: global, rest: rest}, nil
+}
+
+// storageSettings renders the storage section of spec.exemplars and
+// spec.tsdb, and retention when not nil (Input.Retention), as
+// prometheus-operator does; none when they set nothing.
+func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice) (yaml.MapSlice, error) {
+	spec := &server.Spec
+	var storage, tsdb yaml.MapSlice
+	if e := spec.Exemplars; e != nil && e.MaxSize != nil {
+		storage = append(storage, yaml.MapItem{Key: "exemplars", Value: yaml.MapSlice{{Key: "max_exemplars", Value: *e.MaxSize}}})
+	}
+	if t := spec.TSDB; t != nil && t.OutOfOrderTimeWindow != nil {
+		w := string(*t.OutOfOrderTimeWindow)
+		if _, err := model.ParseDuration(w); err != nil {
+			return nil, fmt.Errorf("spec.tsdb.outOfOrderTimeWindow: %w", err)
+		}
+		tsdb = append(tsdb, yaml.MapItem{Key: "out_of_order_time_window", Value: w})
+	}
+	if retention != nil {
+		// One storage section: prometheus-operator's retention goes
+		// beside the other TSDB settings.
+		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retention})
+	}
+	if len(tsdb) > 0 {
+		storage = append(storage, yaml.MapItem{Key: "tsdb", Value: tsdb})
+	}
+	if len(storage) == 0 {
+		return nil, nil
+	}
+	return yaml.MapSlice{{Key: "storage", Value: storage}}, nil
+}
+
+// alerting renders the alerting section: the Alertmanagers of
+// spec.alerting, then those of spec.additionalAlertManagerConfigs; the
+// relabeling that drops the replica label (when there is one), then those
+// of spec.additionalAlertRelabelConfigs. None when there is no
+// Alertmanager.
+func (r *renderer) alerting(replica string) (yaml.MapSlice, error) {
+	spec := &r.srv.Spec
+	var ams []yaml.MapSlice
+	if spec.Alerting != nil {
+		var err error
+		if ams, err = r.alertmanagers(spec.Alerting.Alertmanagers); err != nil {
+			return nil, err
+		}
+	}
+	moreAMs, err := r.additionalList("spec.additionalAlertManagerConfigs", spec.AdditionalAlertManagerConfigs, checkAlertmanagerConfig)
+	if err != nil {
+		return nil, err
+	}
+	ams = append(ams, moreAMs...)
+	if len(ams) == 0 {
+		return nil, nil
+	}
+	var relabelings []yaml.MapSlice
+	if replica != "" {
+		// Replicas send the same alerts: drop the label that tells
+		// them apart so that Alertmanager deduplicates them.
+		relabelings = append(relabelings, yaml.MapSlice{
+			{Key: "action", Value: "labeldrop"},
+			{Key: "regex", Value: regexp.QuoteMeta(replica)},
+		})
+	}
+	moreRelabelings, err := r.additionalList("spec.additionalAlertRelabelConfigs", spec.AdditionalAlertRelabelConfigs, checkRelabelConfig)
+	if err != nil {
+		return nil, err
+	}
+	relabelings = append(relabelings, moreRelabelings...)
+	var alerting yaml.MapSlice
+	if len(relabelings) > 0 {
+		alerting = append(alerting, yaml.MapItem{Key: "alert_relabel_configs", Value: relabelings})
+	}
+	return append(alerting, yaml.MapItem{Key: "alertmanagers", Value: ams}), nil
+}
+
+func positiveDuration(s string) (model.Duration, error) {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q is not positive", s)
+	}
+	return d, nil
+}
+
+func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.MapSlice, error) {
+	out := make([]yaml.MapSlice, 0, len(ams))
+	for i, am := range ams {
+		path := fmt.Sprintf("spec.alerting.alertmanagers[%d]", i)
+		if am.Name == "" {
+			return nil, fmt.Errorf("%s.name: must not be empty", path)
+		}
+		ns := am.Namespace
+		if ns == "" {
+			ns = r.srv.Namespace
+		}
+		scheme := strings.ToLower(am.Scheme)
+		switch scheme {
+		case "":
+			scheme = "http"
+		case "http", "https":
+		default:
+			return nil, fmt.Errorf("%s.scheme: %q is not http or https", path, am.Scheme)
+		}
+		prefix := am.PathPrefix
+		if prefix == "" {
+			prefix = "/"
+		}
+		switch am.APIVersion {
+		case "", "v2", "V2":
+		default:
+			return nil, fmt.Errorf("%s.apiVersion: %q is not supported, only v2 is", path, am.APIVersion)
+		}
+		if _, err := r.regexp(am.Name); err != nil {
+			return nil, fmt.Errorf("%s.name: %w", path, err)
+		}
+		relabelings := []yaml.MapSlice{keep([]string{"__meta_kubernetes_service_name"}, am.Name)}
+		switch {
+		case am.Port.Type == intstr.String && am.Port.StrVal != "":
+			if _, err := r.regexp(am.Port.StrVal); err != nil {
+				return nil, fmt.Errorf("%s.port: %w", path, err)
+			}
+			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_endpoint_port_name"}, am.Port.StrVal))
+		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
+			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
+		}
+		client, auth, err := r.alertmanagerClient(path, &am)
+		if err != nil {
+			return nil, err
+		}
+		for i := range am.RelabelConfigs {
+			rc, err := r.relabelConfig(fmt.Sprintf("%s.relabelings[%d]", path, i), &am.RelabelConfigs[i])
+			if err != nil {
+				return nil, err
+			}
+			relabelings = append(relabelings, rc)
+		}
+		cfg := append(yaml.MapSlice{
+			{Key: "path_prefix", Value: prefix},
+			{Key: "scheme", Value: scheme},
+		}, client...)
+		cfg = append(cfg, yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
+			{Key: "role", Value: "endpoints"},
+			{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
+		}}})
+		cfg = append(cfg, auth...)
+		cfg = append(cfg,
+			yaml.MapItem{Key: "api_version", Value: "v2"},
+			yaml.MapItem{Key: "relabel_configs", Value: relabelings},
+		)
+		var alertRelabelings []yaml.MapSlice
+		for i := range am.AlertRelabelConfigs {
+			rc, err := r.relabelConfig(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
+			if err != nil {
+				return nil, err
+			}
+			alertRelabelings = append(alertRelabelings, rc)
+		}
+		if len(alertRelabelings) > 0 {
+			cfg = append(cfg, yaml.MapItem{Key: "alert_relabel_configs", Value: alertRelabelings})
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
+}
+
+func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
+	out := make([]yaml.MapSlice, 0, len(rws))
+	names := map[string]bool{}
+	ns := r.srv.Namespace
+	for i, rw := range rws {
+		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
+		u, err := parseURL(rw.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s.url: %w", path, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, shownURL(u))
+		}
+		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
+		if _, err := model.ParseDuration(timeout); err != nil {
+			return nil, fmt.Errorf("%s.remoteTimeout: %w", path, err)
+		}
+		cfg := yaml.MapSlice{
+			{Key: "url", Value: rw.URL},
+			{Key: "remote_timeout", Value: timeout},
+		}
+		if rw.Name != "" {
+			if names[rw.Name] {
+				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
+			}
+			names[rw.Name] = true
+			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
+		}
+		tuning, queue, err := r.remoteWriteTuning(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, tuning...)
+		if len(slices.DeleteFunc([]bool{rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil}, func(set bool) bool { return !set })) > 1 {
+			return nil, fmt.Errorf("%s: basicAuth, oauth2 and authorization are mutually exclusive", path)
+		}
+		if rw.BasicAuth != nil {
+			ba, err := r.basicAuth(ns, path+".basicAuth", rw.BasicAuth)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, ba)
+		}
+		if a := rw.Authorization; a != nil {
+			if a.Credentials != nil && a.CredentialsFile != "" {
+				return nil, fmt.Errorf("%s.authorization: credentials and credentialsFile are mutually exclusive", path)
+			}
+			auth, err := r.authorization(ns, path+".authorization", &a.SafeAuthorization, a.CredentialsFile != "")
+			if err != nil {
+				return nil, err
+			}
+			if a.CredentialsFile != "" {
+				auth.Value = append(auth.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: a.CredentialsFile})
+			}
+			cfg = append(cfg, auth)
+		}
+		client, err := r.remoteWriteClient(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, client...)
+		out = append(out, append(cfg, queue...))
+	}
+	return out, nil
+}
