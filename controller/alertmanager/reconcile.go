@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -87,22 +88,23 @@ type synced struct {
 }
 
 type metrics struct {
+	// runs are the reconciles' (kube.Reconciles): their Errors count the
+	// Alertmanagers not reconciled as their spec says too (unsupported
+	// fields, a configuration that does not load, the last good one
+	// kept).
+	runs          kube.Reconciles
 	leftOut       *prometheus.GaugeVec
-	errors        prometheus.Counter
 	configApplied *prometheus.GaugeVec
 }
 
-func newMetrics(reg prometheus.Registerer) metrics {
+func newMetrics(reg prometheus.Registerer, runs kube.Reconciles) metrics {
 	f := promauto.With(reg)
 	return metrics{
+		runs: runs,
 		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_alertmanagerconfigs_left_out",
 			Help: "AlertmanagerConfigs selected by an Alertmanager taken over and left out of its configuration (a reference that failed, or Alertmanager's parser refused them), by Alertmanager.",
 		}, []string{"namespace", "alertmanager"}),
-		errors: f.NewCounter(prometheus.CounterOpts{
-			Name: "podreload_controller_alertmanager_errors_total",
-			Help: "Alertmanagers taken over not reconciled as their spec says: unsupported fields, a configuration that does not load (the last good one kept), or a write that failed.",
-		}),
 		configApplied: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_alertmanager_config_applied",
 			Help: "1 when every ready replica of an Alertmanager taken over runs the configuration last written, 0 otherwise.",
@@ -115,10 +117,12 @@ func newMetrics(reg prometheus.Registerer) metrics {
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.work.Lock()
 	defer r.work.Unlock()
+	start := time.Now()
+	r.metrics.runs.Total.Inc()
 	err := r.reconcile(ctx, req.NamespacedName)
+	r.metrics.runs.Duration.Observe(time.Since(start).Seconds())
 	if err != nil {
-		r.metrics.errors.Inc()
-		r.logger.Error("reconcile", "alertmanager", req.NamespacedName, "err", err)
+		r.metrics.runs.Errors.Inc() // controller-runtime logs it, and retries.
 	}
 	return ctrl.Result{}, err
 }
@@ -201,7 +205,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	r.refs.Remember(key, store.Union(refs, web.Refs))
 	if err != nil {
 		// Nothing is written: the pods would not start.
-		r.metrics.errors.Inc()
+		r.metrics.runs.Errors.Inc()
 		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidWebConfig", Message: err.Error()}
 		r.tell(am, nil, "InvalidWebConfig", err.Error())
 		return res, nil
@@ -266,7 +270,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 // and returns the Reconciled condition's message and whether the last
 // good one is kept: when none was ever written, nothing is written.
 func (r *reconciler) configFailed(ctx context.Context, am *monitoringv1.Alertmanager, err error) (string, bool, error) {
-	r.metrics.errors.Inc()
+	r.metrics.runs.Errors.Inc()
 	hash, getErr := r.writtenHash(ctx, am)
 	if getErr != nil {
 		return err.Error(), false, getErr
@@ -374,7 +378,7 @@ func (r *reconciler) tell(regarding client.Object, related runtime.Object, reaso
 		return false
 	}
 	if reason == takeover.ConditionUnsupportedFields {
-		r.metrics.errors.Inc()
+		r.metrics.runs.Errors.Inc()
 		r.logger.Warn("unsupported fields", "alertmanager", client.ObjectKeyFromObject(regarding), "err", note)
 	}
 	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))

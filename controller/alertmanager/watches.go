@@ -45,7 +45,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	r := &reconciler{
 		client: m.GetClient(), reader: m.GetAPIReader(), recorder: m.GetEventRecorder(kube.Name),
 		logger: logger.With("component", "alertmanager"), writer: m.Writer(), refs: store.NewTracker(), opts: opts,
-		metrics: newMetrics(reg), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
+		metrics: newMetrics(reg, m.Reconciles(monitoringv1.AlertmanagersKind)), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
 		bound: map[bindingKey]monitoringv1.ConfigResourceCondition{}, unbound: map[bindingKey]bool{},
 	}
 	b := builder.ControllerManagedBy(m).

@@ -82,7 +82,7 @@ func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.PrometheusesKind); !served {
 		return err
 	}
-	r := newReconciler(m, logger, metrics, opts)
+	r := newReconciler(m, logger, metrics.forKind(m, monitoringv1.PrometheusesKind), opts)
 	r.takeover = &takingOver{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{}}
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheus").

@@ -53,7 +53,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		logger = slog.New(slog.DiscardHandler)
 	}
 	metrics := newMetrics(reg)
-	r := newReconciler(m, logger, metrics, opts)
+	r := newReconciler(m, logger, metrics.forKind(m, v1alpha1.Kind), opts)
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheusserver").
 		// Status writes change no generation: they do not come back here.
