@@ -39,6 +39,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/metricvalue"
 	"github.com/podreload/podreload/internal/testenv/testlog"
@@ -195,7 +196,7 @@ func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 
 // startTakingOver is start, with the Prometheus objects of to taken over
 // when it is not nil.
-func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *TakeOver) *running {
+func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *takeover.Options) *running {
 	t.Helper()
 	r, m, logger := cp.manager(t, opts)
 	// As controller.New sets the kind up.

@@ -43,16 +43,6 @@ const (
 	AnnotationControllerID = takeover.AnnotationControllerID
 )
 
-// TakeOver configures the reconciler of prometheus-operator's Prometheus
-// objects.
-type TakeOver struct {
-	// ControllerID is the value of AnnotationControllerID of the
-	// Prometheus objects taken over. Empty takes over those without the
-	// annotation or with an empty value, as prometheus-operator's own
-	// --controller-id does: the match is exact.
-	ControllerID string
-}
-
 // takeover is what the reconciler of Prometheus objects has besides a
 // reconciler's.
 type takingOver struct {
@@ -78,7 +68,7 @@ type syncedCondition struct {
 // setupTakeover sets up the reconciler of the Prometheus objects handed to
 // to.ControllerID. A Prometheus matters when it is created or deleted, and
 // when its spec, labels or annotations (the controller id) change.
-func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to TakeOver) error {
+func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to takeover.Options) error {
 	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.PrometheusesKind); !served {
 		return err
 	}

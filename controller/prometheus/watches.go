@@ -27,6 +27,7 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // AddToScheme adds the types PrometheusServers are rendered from: the
@@ -48,7 +49,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // takeOver, a second reconciler does the same for the prometheus-operator
 // Prometheus objects handed to its controller id (takeover.go). A nil
 // logger discards the logs.
-func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, takeOver *TakeOver) error {
+func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, takeOver *takeover.Options) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -113,21 +113,3 @@ func ApplyStatus(ctx context.Context, c client.Client, w *kube.Writer, gvk schem
 	}
 	return nil
 }
-
-// Check is what taking over an object would do, for `controller
-// takeover-check`: whether it can be taken over and what rolls.
-type Check struct {
-	// Kind, Namespace and Name name the object.
-	Kind, Namespace, Name string
-	// ControllerID is its AnnotationControllerID (absent reads as empty).
-	ControllerID string
-	// Unsupported are the fields it sets that keep it from being taken
-	// over (JSON paths, sorted, and reasons that are not a field's); none
-	// when it can be.
-	Unsupported []string
-	// StatefulSets are the StatefulSets whose pods roll once, to the
-	// podreload sidecar.
-	StatefulSets []string
-	// Replicas is the number of pods of each StatefulSet.
-	Replicas int32
-}
