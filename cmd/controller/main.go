@@ -137,8 +137,8 @@ func runController(ctx context.Context, cfg *config) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector(program))
 	c, err := controller.New(logger.With("component", "controller"), reg, controller.Options{
-		Config:     restConfig,
-		Namespaces: cfg.namespaces,
+		Config:                  restConfig,
+		Namespaces:              cfg.namespaces,
 		Prometheus:              promserver.WorkloadOptions{DefaultPrometheusImage: cfg.prometheusImage},
 		ReloaderImage:           cfg.reloader,
 		TakeOver:                &takeover.Options{ControllerID: cfg.controllerID},

@@ -14,7 +14,9 @@ func TestChecker(t *testing.T) {
 	c := NewChecker(monitoringv1.PrometheusesKind, monitoringv1.SchemeGroupVersion.String(),
 		func() *monitoringv1.Prometheus { return &monitoringv1.Prometheus{} },
 		func() *monitoringv1.PrometheusList { return &monitoringv1.PrometheusList{} },
-		func(p *monitoringv1.Prometheus) Check { return Check{Kind: "Prometheus", Namespace: p.Namespace, Name: p.Name} })
+		func(p *monitoringv1.Prometheus) Check {
+			return Check{Kind: "Prometheus", Namespace: p.Namespace, Name: p.Name}
+		})
 	require.IsType(t, &monitoringv1.Prometheus{}, c.New())
 	require.IsType(t, &monitoringv1.PrometheusList{}, c.NewList())
 	got, err := c.Check(&monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k8s"}})

@@ -247,7 +247,7 @@ func startController(t testing.TB, cfg *rest.Config) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = controller.Name + "/coexist"
 	ctrl, err := controller.New(nil, prometheus.NewRegistry(), controller.Options{
-		Config: cfg,
+		Config:        cfg,
 		Prometheus:    promserver.WorkloadOptions{DefaultPrometheusImage: "quay.io/prometheus/prometheus:v3.15.0"},
 		ReloaderImage: "ghcr.io/podreload/podreload:coexist",
 		TakeOver:      &takeover.Options{ControllerID: controllerID},
