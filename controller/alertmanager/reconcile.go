@@ -61,13 +61,16 @@ type reconciler struct {
 
 	// work is held by a render and by a status update without one.
 	work sync.Mutex
+	// lifecycle takes each Alertmanager through the takeover's lifecycle,
+	// of which this kind is a variant (lifecycle.go).
+	lifecycle *takeover.Lifecycle[*monitoringv1.Alertmanager, synced, variant]
 
 	mu sync.Mutex
 	// told are the messages of the Events told about each Alertmanager
 	// and AlertmanagerConfig, so that each is told once.
 	told map[string]string
-	// synced is the Reconciled condition of each Alertmanager's last sync,
-	// and the content hash it wrote, for the status without a render.
+	// synced is what each Alertmanager's last sync wrote, for the status
+	// without a render.
 	synced map[types.NamespacedName]synced
 	// bound is the condition of each binding last applied, unbound the
 	// bindings last removed: the cache may not show them yet.
@@ -79,12 +82,13 @@ type reconciler struct {
 	bindings bool
 }
 
-// synced is what a sync of an Alertmanager's generation did.
+// synced is what a sync of an Alertmanager did: its Reconciled
+// condition, the content hash of the configuration it wrote and the
+// StatefulSet as written.
 type synced struct {
-	cond       metav1.Condition
-	generation int64
-	hash       string
-	sts        *appsv1.StatefulSet
+	cond metav1.Condition
+	hash string
+	sts  *appsv1.StatefulSet
 }
 
 type metrics struct {
@@ -119,60 +123,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer r.work.Unlock()
 	start := time.Now()
 	r.metrics.runs.Total.Inc()
-	err := r.reconcile(ctx, req.NamespacedName)
+	err := r.lifecycle.Reconcile(ctx, req.NamespacedName, false)
 	r.metrics.runs.Duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.metrics.runs.Errors.Inc() // controller-runtime logs it, and retries.
 	}
 	return ctrl.Result{}, err
-}
-
-func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
-	var am monitoringv1.Alertmanager
-	if err := r.client.Get(ctx, key, &am); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(key)
-			return r.unbind(ctx, key, nil)
-		}
-		return fmt.Errorf("get Alertmanager %s: %w", key, err)
-	}
-	if am.DeletionTimestamp != nil {
-		// Its objects go with it, by their owner references; its
-		// bindings are removed.
-		r.forget(key)
-		if !takeover.HandedTo(&am, r.opts.ControllerID) {
-			return r.unbind(ctx, key, nil)
-		}
-		if err := r.unbind(ctx, key, nil); err != nil {
-			return err
-		}
-		dropped, err := takeover.DropFinalizer(ctx, r.client, r.writer, monitoringv1.AlertmanagersKind, &am)
-		if dropped {
-			r.logger.Info("removed prometheus-operator's finalizer of an Alertmanager taken over and deleted", "alertmanager", key, "finalizer", takeover.FinalizerStatusCleanup)
-		}
-		return err
-	}
-	if !takeover.HandedTo(&am, r.opts.ControllerID) {
-		return r.handBack(ctx, &am)
-	}
-	if unsupported := fromAlertmanager(&am); len(unsupported) > 0 {
-		msg := takeover.RefusedMessage(unsupported, docLink)
-		r.tell(&am, nil, takeover.ConditionUnsupportedFields, msg)
-		return r.writeRefused(ctx, &am, msg)
-	}
-	r.tell(&am, nil, takeover.ConditionUnsupportedFields, "")
-	if am.Spec.Paused {
-		return r.writeStatus(ctx, &am, synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Paused", Message: "spec.paused: nothing is written"}})
-	}
-	res, err := r.sync(ctx, &am)
-	if err != nil {
-		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()}
-	}
-	res.generation = am.Generation
-	r.mu.Lock()
-	r.synced[key] = res
-	r.mu.Unlock()
-	return errors.Join(err, r.writeStatus(ctx, &am, res))
 }
 
 // sync builds the configuration of am and writes its objects, in order:
@@ -377,10 +333,6 @@ func (r *reconciler) tell(regarding client.Object, related runtime.Object, reaso
 	if told || note == "" {
 		return false
 	}
-	if reason == takeover.ConditionUnsupportedFields {
-		r.metrics.runs.Errors.Inc()
-		r.logger.Warn("unsupported fields", "alertmanager", client.ObjectKeyFromObject(regarding), "err", note)
-	}
 	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
 	return true
 }
@@ -398,30 +350,6 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	r.refs.Forget(key)
 	r.metrics.leftOut.DeleteLabelValues(key.Namespace, key.Name)
 	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
-}
-
-// handBack stops taking over am, whose controller id is no longer ours:
-// nothing of it is written any more but what only this controller wrote.
-// The status fields only it set go, in one write; the reloaders' Role and
-// RoleBinding (only ours use them) once no pod of am runs them.
-func (r *reconciler) handBack(ctx context.Context, am *monitoringv1.Alertmanager) error {
-	key := client.ObjectKeyFromObject(am)
-	r.forget(key)
-	if err := r.unbind(ctx, key, nil); err != nil {
-		return err
-	}
-	if takeover.FindCondition(am.Status.Conditions, conditionConfigApplied) != nil {
-		if err := takeover.ApplyStatus(ctx, r.client, r.writer, gvk(), key, map[string]any{}); err != nil {
-			return err
-		}
-		r.logger.Info("handed back", "alertmanager", key, "controller_id", am.Annotations[takeover.AnnotationControllerID])
-	}
-	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, am, accessName(am.Name), func(ctx context.Context) ([]corev1.Pod, error) { return r.pods(ctx, am) })
-	if !deleted {
-		return err
-	}
-	r.logger.Info("deleted the reloaders' Role: no pod of the Alertmanager handed back runs them", "alertmanager", key, "role", accessName(am.Name))
-	return nil
 }
 
 // pods lists the pods of am's StatefulSet.

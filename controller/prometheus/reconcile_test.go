@@ -94,6 +94,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("paused", cp.testPaused)
 	t.Run("leader election", cp.testLeaderElection)
 	t.Run("take over a Prometheus and hand it back", cp.testTakeover)
+	t.Run("a pod gone ends the hand-back of a Prometheus", cp.testTakeoverPodHandBack)
 	t.Run("take over with two controllers of the same id", cp.testTakeoverLeader)
 	t.Run("API server restart", cp.testRestart)
 }
