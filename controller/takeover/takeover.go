@@ -1,13 +1,3 @@
-// Package takeover is what every kind taken over from prometheus-operator
-// (Prometheus, Alertmanager) shares: whether its CRD is served and the
-// events its reconciler acts on (Served, Changed), the hand-off by
-// prometheus-operator's controller id (HandedTo), the status applied by
-// the controller's field manager and removed by one apply on the
-// hand-back (ApplyStatus), the status-cleanup finalizer
-// prometheus-operator would no longer remove (DropFinalizer), and the
-// table of the upstream spec's fields, each mapped, ignored or refused
-// (fields.go). It knows no kind: a kind gives its object, its field
-// table, its spec.
 package takeover
 
 import (
