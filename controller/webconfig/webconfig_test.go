@@ -17,7 +17,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var dirs = Dirs{Config: "/etc/web", TLS: "/etc/web-tls"}
+// dirs are where the tests' kind mounts the files.
+func dirs() Dirs { return Dirs{Config: "/etc/web", TLS: "/etc/web-tls"} }
 
 // tlsWeb is a spec.web whose certificate and key are the Secret "tls".
 func tlsWeb(auth string, edit func(*monitoringv1.WebTLSConfig)) *monitoringv1.WebConfigFileFields {
@@ -57,24 +58,24 @@ func mismatched(t *testing.T) store.Objects {
 // holds, and what was read is returned.
 func TestRender(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
-		out, err := Render(dirs, "ns", "k8s", nil, store.Objects{})
+		out, err := Render(dirs(), "ns", "k8s", nil, store.Objects{})
 		require.NoError(t, err)
 		require.Empty(t, cmp.Diff(Rendered{}, out))
 		require.False(t, Enabled(&monitoringv1.WebConfigFileFields{}))
 	})
 	t.Run("tls, localhost", func(t *testing.T) {
 		web := tlsWeb("", nil)
-		out, err := Render(dirs, "ns", "k8s", web, tlsSecret(t, "ns", "localhost"))
+		out, err := Render(dirs(), "ns", "k8s", web, tlsSecret(t, "ns", "localhost"))
 		require.NoError(t, err)
 		require.Equal(t, "tls_server_config:\n  cert_file: ../web-tls/cert/tls.crt\n  key_file: ../web-tls/key/tls.key\n", string(out.File))
 		require.Equal(t, Reload{}, out.Reload, "verified with itself at https://localhost")
 		require.Equal(t, []store.Ref{{Kind: store.Secret, Namespace: "ns", Name: "tls"}}, out.Refs)
 	})
 	t.Run("tls, a wildcard name", func(t *testing.T) {
-		out, err := Render(dirs, "ns", "k8s", tlsWeb("", nil), tlsSecret(t, "ns", "*.monitoring.svc"))
+		out, err := Render(dirs(), "ns", "k8s", tlsWeb("", nil), tlsSecret(t, "ns", "*.monitoring.svc"))
 		require.NoError(t, err)
 		require.Equal(t, "k8s.monitoring.svc", out.Reload.ServerName, "the server's name for the *")
-		pod := PodParts(dirs, "web-secret", tlsWeb("", nil), out.Reload)
+		pod := PodParts(dirs(), "web-secret", tlsWeb("", nil), out.Reload)
 		require.Equal(t, "https", pod.Scheme)
 		require.Equal(t, "localhost", pod.Host)
 		require.Equal(t, []string{"--reload-tls-ca-file=/etc/web-tls/reload_ca/tls.crt", "--reload-tls-server-name=k8s.monitoring.svc"}, pod.ReloaderArgs)
@@ -83,10 +84,10 @@ func TestRender(t *testing.T) {
 		web := &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{
 			HTTP2: ptr.To(false), Headers: &monitoringv1.WebHTTPHeaders{XFrameOptions: "Deny", XContentTypeOptions: "NoSniff"},
 		}}
-		out, err := Render(dirs, "ns", "k8s", web, store.Objects{})
+		out, err := Render(dirs(), "ns", "k8s", web, store.Objects{})
 		require.NoError(t, err)
 		require.Equal(t, "http_server_config:\n  http2: false\n  headers:\n    X-Content-Type-Options: nosniff\n    X-Frame-Options: deny\n", string(out.File))
-		pod := PodParts(dirs, "web-secret", web, out.Reload)
+		pod := PodParts(dirs(), "web-secret", web, out.Reload)
 		require.Equal(t, "http", pod.Scheme)
 		require.Equal(t, []corev1.VolumeMount{{Name: "web-config", MountPath: "/etc/web", ReadOnly: true}}, pod.ServerMounts)
 		require.Empty(t, pod.ReloaderArgs)
@@ -123,7 +124,7 @@ func TestRenderErrors(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := Render(dirs, "ns", "k8s", tc.web, tc.objs)
+			out, err := Render(dirs(), "ns", "k8s", tc.web, tc.objs)
 			require.EqualError(t, err, tc.err)
 			require.Nil(t, out.File)
 			if tc.refs {
