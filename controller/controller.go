@@ -11,6 +11,7 @@ import (
 
 	"github.com/podreload/podreload/controller/kube"
 	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // Name is the controller's name: the field manager of its writes and the
@@ -25,13 +26,16 @@ type Options struct {
 	// probes, scrape configurations, rules and Secrets of these namespaces; empty means every namespace.
 	Namespaces []string
 	// Prometheus are the controller-wide inputs of the workloads of
-	// PrometheusServers (default images); RuleShards is ignored.
+	// PrometheusServers (the default Prometheus image); RuleShards is
+	// ignored, and DefaultReloaderImage is ReloaderImage.
 	Prometheus promserver.WorkloadOptions
+	// ReloaderImage is the config-reloader's image in the pods of every
+	// kind.
+	ReloaderImage string
 	// TakeOver, when not nil, reconciles prometheus-operator's Prometheus
 	// and Alertmanager objects handed to TakeOver.ControllerID besides
-	// PrometheusServers (docs/takeover.md, docs/takeover-alertmanager.md);
-	// the Alertmanagers' config-reloader is Prometheus.DefaultReloaderImage.
-	TakeOver *promserver.TakeOver
+	// PrometheusServers (docs/takeover.md, docs/takeover-alertmanager.md).
+	TakeOver *takeover.Options
 	// LeaderElection makes the controller write only while it holds the
 	// Lease LeaderElectionID in LeaderElectionNamespace.
 	LeaderElection bool

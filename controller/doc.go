@@ -1,6 +1,8 @@
 // Package controller runs the managed kinds: New builds the manager
-// (package kube) and sets up, from the table of kinds (kinds.go), the
-// reconciler of each; cmd/controller runs the Controller it returns.
+// (package kube) and sets up, from the table of kinds (kinds.go: each
+// kind's name, scheme, setup and takeover check), the reconciler of each;
+// cmd/controller runs the Controller it returns, and its takeover-check
+// the checks of the table (TakeoverCheckers).
 //
 // The packages below it, and the direction of their imports (checked by
 // depguard, .golangci.yml):
@@ -10,9 +12,11 @@
 //	                      Prometheus taken over: render, reconcile, status
 //	controller/alertmanager prometheus-operator's Alertmanager taken over;
 //	                      amconfig/ builds its configuration
-//	controller/takeover   kind-neutral: what the kinds taken over share (the
+//	controller/takeover   kind-neutral: what the kinds taken over share (one
+//	                      lifecycle each configures as a variant, the
 //	                      controller id, the hand-back, the field tables)
-//	controller/kube       kind-neutral: the manager and its caches; writing
+//	controller/kube       kind-neutral: the manager and its caches, the
+//	                      reconcile metrics by kind; writing
 //	                      objects (create or update, server-side apply of
 //	                      StatefulSets with recreate, delete), owner any object
 //	controller/store      kind-neutral: the referenced Secrets and ConfigMaps,

@@ -9,10 +9,11 @@ import (
 	"github.com/podreload/podreload/controller/alertmanager"
 	"github.com/podreload/podreload/controller/kube"
 	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // kind is a managed kind: the package that renders and reconciles it, and
-// what the manager needs to know of it.
+// what the manager and `controller takeover-check` need to know of it.
 type kind struct {
 	// name is the value of kube.LabelName on the objects the kind writes.
 	name string
@@ -20,20 +21,47 @@ type kind struct {
 	addToScheme func(*runtime.Scheme) error
 	// setup sets up the kind's reconciler with the manager.
 	setup func(*kube.Manager, *slog.Logger, prometheus.Registerer, Options) error
+	// check, for a kind taken over from prometheus-operator, tells what
+	// taking over its objects would do; nil for a kind of ours alone.
+	check func() takeover.Checker
 }
 
 // kinds are the managed kinds: a new kind is a package of its own and a
 // line here (docs/adding-a-kind.md).
 func kinds() []kind {
 	return []kind{
-		{name: promserver.App, addToScheme: promserver.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
-			return promserver.Setup(m, logger, reg, opts.Prometheus, opts.TakeOver)
+		{name: promserver.App, addToScheme: promserver.AddToScheme, check: promserver.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+			wo := opts.Prometheus
+			wo.DefaultReloaderImage = opts.ReloaderImage
+			return promserver.Setup(m, logger, reg, wo, opts.TakeOver)
 		}},
-		{name: alertmanager.App, addToScheme: alertmanager.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+		{name: alertmanager.App, addToScheme: alertmanager.AddToScheme, check: alertmanager.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 			if opts.TakeOver == nil {
 				return nil
 			}
-			return alertmanager.Setup(m, logger, reg, alertmanager.Options{ControllerID: opts.TakeOver.ControllerID, ReloaderImage: opts.Prometheus.DefaultReloaderImage})
+			return alertmanager.Setup(m, logger, reg, alertmanager.Options{ControllerID: opts.TakeOver.ControllerID, ReloaderImage: opts.ReloaderImage})
 		}},
 	}
+}
+
+// TakeoverCheckers are the Checkers of the kinds taken over, in the
+// order of the table of kinds.
+func TakeoverCheckers() []takeover.Checker {
+	var out []takeover.Checker
+	for _, k := range kinds() {
+		if k.check != nil {
+			out = append(out, k.check())
+		}
+	}
+	return out
+}
+
+// AddToScheme adds the types of every managed kind to s.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, k := range kinds() {
+		if err := k.addToScheme(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,43 +3,14 @@ package reloader
 import (
 	"errors"
 	"net/url"
-	"strings"
+
+	"github.com/podreload/podreload/internal/redact"
 )
 
-// redacted replaces a secret in what RedactURL returns, as in url.Redacted.
-const redacted = "xxxxx"
-
-// RedactURL returns u as a string fit for logs, errors and metric labels:
-// like u.Redacted(), with the password replaced by xxxxx, and also with the
-// value of every query parameter (?token=xxxxx), a query part without a value
-// and the fragment replaced, since reload endpoints often take a token there.
-// Parameter names and empty values stay.
-func RedactURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	r := *u
-	if _, ok := r.User.Password(); ok {
-		r.User = url.UserPassword(r.User.Username(), redacted)
-	}
-	if r.RawQuery != "" {
-		parts := strings.Split(r.RawQuery, "&")
-		for i, p := range parts {
-			name, value, ok := strings.Cut(p, "=")
-			switch {
-			case ok && value != "":
-				parts[i] = name + "=" + redacted
-			case !ok && p != "":
-				parts[i] = redacted
-			}
-		}
-		r.RawQuery = strings.Join(parts, "&")
-	}
-	if r.Fragment != "" {
-		r.Fragment, r.RawFragment = redacted, ""
-	}
-	return r.String()
-}
+// RedactURL returns u as a string fit for logs, errors and metric labels
+// (redact.URL): the password, the query values and the fragment replaced
+// by xxxxx.
+func RedactURL(u *url.URL) string { return redact.URL(u) }
 
 // redactError redacts, in place, the URL of the *url.Error in err (the
 // http.Client hides a password in it, but not the query), and returns err.

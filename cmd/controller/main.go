@@ -31,6 +31,7 @@ import (
 
 	"github.com/podreload/podreload/controller"
 	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/deploy/crds"
 	"github.com/podreload/podreload/internal/app"
 	"github.com/podreload/podreload/internal/tune"
@@ -136,13 +137,11 @@ func runController(ctx context.Context, cfg *config) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector(program))
 	c, err := controller.New(logger.With("component", "controller"), reg, controller.Options{
-		Config:     restConfig,
-		Namespaces: cfg.namespaces,
-		Prometheus: promserver.WorkloadOptions{
-			DefaultPrometheusImage: cfg.prometheusImage,
-			DefaultReloaderImage:   cfg.reloader,
-		},
-		TakeOver:                &promserver.TakeOver{ControllerID: cfg.controllerID},
+		Config:                  restConfig,
+		Namespaces:              cfg.namespaces,
+		Prometheus:              promserver.WorkloadOptions{DefaultPrometheusImage: cfg.prometheusImage},
+		ReloaderImage:           cfg.reloader,
+		TakeOver:                &takeover.Options{ControllerID: cfg.controllerID},
 		LeaderElection:          cfg.leaderElection,
 		LeaderElectionNamespace: cfg.leaderNamespace,
 		LeaderElectionID:        cfg.leaderID,

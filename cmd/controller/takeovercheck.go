@@ -10,38 +10,41 @@ import (
 	"os"
 	"strings"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podreload/podreload/controller/alertmanager"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// takeoverCheck prints, for each Prometheus and Alertmanager object of
-// files (or of the cluster when there are none), what taking it over would
-// do, and returns the exit code: 1 when any would be refused, 2 when they
-// cannot be read.
+// takeoverCheck prints, for each object of a kind taken over (the table
+// of kinds, controller.TakeoverCheckers) of files (or of the cluster when
+// there are none), what taking it over would do, and returns the exit
+// code: 1 when any would be refused, 2 when they cannot be read.
 func takeoverCheck(ctx context.Context, kubeconfig string, files []string, stdout, stderr io.Writer) int {
+	checkers := controller.TakeoverCheckers()
 	var (
 		checks []takeover.Check
 		err    error
 	)
 	if len(files) > 0 {
-		checks, err = readChecks(files)
+		checks, err = readChecks(checkers, files)
 	} else {
-		checks, err = listChecks(ctx, kubeconfig)
+		checks, err = listChecks(ctx, checkers, kubeconfig)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", program, err)
 		return 2
 	}
 	if len(checks) == 0 {
-		fmt.Fprintln(stdout, "no Prometheus or Alertmanager object found")
+		var names []string
+		for _, c := range checkers {
+			names = append(names, c.Kind)
+		}
+		fmt.Fprintf(stdout, "no %s object found\n", strings.Join(names, " or "))
 		return 0
 	}
 	code := 0
@@ -59,9 +62,9 @@ func takeoverCheck(ctx context.Context, kubeconfig string, files []string, stdou
 	return code
 }
 
-// readChecks checks the Prometheus and Alertmanager objects of YAML
-// files, in their order.
-func readChecks(files []string) ([]takeover.Check, error) {
+// readChecks checks the objects of YAML files that checkers check, in
+// their order.
+func readChecks(checkers []takeover.Checker, files []string) ([]takeover.Check, error) {
 	var out []takeover.Check
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -81,59 +84,63 @@ func readChecks(files []string) ([]takeover.Check, error) {
 			if err := yaml.Unmarshal(doc, &meta); err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
-			if meta.APIVersion != monitoringv1.SchemeGroupVersion.String() {
-				continue
-			}
-			switch meta.Kind {
-			case monitoringv1.PrometheusesKind:
-				var p monitoringv1.Prometheus
-				if err := yaml.UnmarshalStrict(doc, &p); err != nil {
-					return nil, fmt.Errorf("%s: Prometheus: %w", f, err)
+			for _, c := range checkers {
+				if c.APIVersion != meta.APIVersion || c.Kind != meta.Kind {
+					continue
 				}
-				out = append(out, promserver.CheckTakeover(&p))
-			case monitoringv1.AlertmanagersKind:
-				var am monitoringv1.Alertmanager
-				if err := yaml.UnmarshalStrict(doc, &am); err != nil {
-					return nil, fmt.Errorf("%s: Alertmanager: %w", f, err)
+				obj := c.New()
+				if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", f, c.Kind, err)
 				}
-				out = append(out, alertmanager.CheckTakeover(&am))
+				check, err := c.Check(obj)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", f, err)
+				}
+				out = append(out, check)
 			}
 		}
 	}
 	return out, nil
 }
 
-// listChecks checks the Prometheus and Alertmanager objects of the
-// cluster; a cluster without the Alertmanager CRD has none.
-func listChecks(ctx context.Context, kubeconfig string) ([]takeover.Check, error) {
+// listChecks checks the objects of the cluster that checkers check; a
+// cluster without the CRD of a kind has none of it.
+func listChecks(ctx context.Context, checkers []takeover.Checker, kubeconfig string) ([]takeover.Check, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	scheme := runtime.NewScheme()
-	if err := monitoringv1.AddToScheme(scheme); err != nil {
+	if err := controller.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
-	var proms monitoringv1.PrometheusList
-	if err := c.List(ctx, &proms); err != nil {
-		return nil, fmt.Errorf("list Prometheus objects: %w", err)
-	}
 	var out []takeover.Check
-	for i := range proms.Items {
-		out = append(out, promserver.CheckTakeover(&proms.Items[i]))
-	}
-	var ams monitoringv1.AlertmanagerList
-	if err := c.List(ctx, &ams); meta.IsNoMatchError(err) {
-		return out, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("list Alertmanager objects: %w", err)
-	}
-	for i := range ams.Items {
-		out = append(out, alertmanager.CheckTakeover(&ams.Items[i]))
+	for _, ch := range checkers {
+		list := ch.NewList()
+		if err := c.List(ctx, list); meta.IsNoMatchError(err) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("list %s objects: %w", ch.Kind, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, fmt.Errorf("list %s objects: %w", ch.Kind, err)
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok {
+				return nil, fmt.Errorf("list %s objects: a %T is not an object", ch.Kind, item)
+			}
+			check, err := ch.Check(obj)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, check)
+		}
 	}
 	return out, nil
 }

@@ -6,8 +6,17 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// CheckTakeover tells what taking over am would do, without a cluster.
-func CheckTakeover(am *monitoringv1.Alertmanager) takeover.Check {
+// Checker tells what taking over Alertmanager objects would do, without
+// a cluster (controller takeover-check).
+func Checker() takeover.Checker {
+	return takeover.NewChecker(monitoringv1.AlertmanagersKind, monitoringv1.SchemeGroupVersion.String(),
+		func() *monitoringv1.Alertmanager { return &monitoringv1.Alertmanager{} },
+		func() *monitoringv1.AlertmanagerList { return &monitoringv1.AlertmanagerList{} },
+		checkTakeover)
+}
+
+// checkTakeover tells what taking over am would do, without a cluster.
+func checkTakeover(am *monitoringv1.Alertmanager) takeover.Check {
 	return takeover.Check{
 		Kind: monitoringv1.AlertmanagersKind, Namespace: am.Namespace, Name: am.Name,
 		ControllerID: am.Annotations[takeover.AnnotationControllerID],

@@ -7,7 +7,7 @@
 // Secret, so that the pods roll once onto the same PVCs, with podreload's
 // config-reloader (API source) beside Alertmanager, and back.
 //
-// Its files:
+// Where things are:
 //   - render.go: pure, the Alertmanager and its inputs in, the objects out;
 //   - pod.go: the pod template, Alertmanager's flags and the reloaders;
 //   - web.go: spec.web's configuration file and what it puts in the pods;
@@ -16,7 +16,9 @@
 //     AlertmanagerConfig spec.alertmanagerConfiguration names, the
 //     AlertmanagerConfigs selected, the Secrets they reference), built
 //     with package amconfig;
-//   - reconcile.go: the reconciler, the order of the writes, the hand-back;
+//   - lifecycle.go: the kind as a variant of the takeover's lifecycle
+//     (package takeover: gone, handed back, refused, paused, synced);
+//   - reconcile.go: the reconciler, its sync and the order of the writes;
 //   - status.go: the status as prometheus-operator writes it, and
 //     ConfigApplied;
 //   - bindings.go: the binding of each Alertmanager in the status of the

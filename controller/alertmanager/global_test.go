@@ -157,14 +157,14 @@ func testGlobal(t *testing.T, env *controlplane.ControlPlane) {
 	// and the errors counter say why.
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-generated"}, &s))
 	before := s.Data[configKey]
-	errorsBefore := metricvalue.Sum(t, reg, "podreload_controller_alertmanager_errors_total")
+	errorsBefore := metricvalue.Sum(t, reg, "podreload_controller_reconcile_errors_total", "kind", "Alertmanager")
 	require.NoError(t, c.Delete(ctx, amc))
 	why := "the last good configuration is kept: alertmanager " + ns + "/main: spec.alertmanagerConfiguration: AlertmanagerConfig " + ns + "/global not found"
 	waitReconciled(t, c, am, metav1.ConditionFalse, "InvalidConfiguration", why)
 	eventually(t, func(ct *assert.CollectT) {
 		assert.True(ct, hasEvent(t, c, ns, "main", "InvalidConfiguration", why), "the InvalidConfiguration Event")
 	})
-	require.Greater(t, metricvalue.Sum(t, reg, "podreload_controller_alertmanager_errors_total"), errorsBefore, "counted")
+	require.Greater(t, metricvalue.Sum(t, reg, "podreload_controller_reconcile_errors_total", "kind", "Alertmanager"), errorsBefore, "counted")
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&s), &s))
 	require.Equal(t, before, s.Data[configKey], "the last good configuration kept")
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -60,13 +61,16 @@ type reconciler struct {
 
 	// work is held by a render and by a status update without one.
 	work sync.Mutex
+	// lifecycle takes each Alertmanager through the takeover's lifecycle,
+	// of which this kind is a variant (lifecycle.go).
+	lifecycle *takeover.Lifecycle[*monitoringv1.Alertmanager, synced, variant]
 
 	mu sync.Mutex
 	// told are the messages of the Events told about each Alertmanager
 	// and AlertmanagerConfig, so that each is told once.
 	told map[string]string
-	// synced is the Reconciled condition of each Alertmanager's last sync,
-	// and the content hash it wrote, for the status without a render.
+	// synced is what each Alertmanager's last sync wrote, for the status
+	// without a render.
 	synced map[types.NamespacedName]synced
 	// bound is the condition of each binding last applied, unbound the
 	// bindings last removed: the cache may not show them yet.
@@ -78,31 +82,33 @@ type reconciler struct {
 	bindings bool
 }
 
-// synced is what a sync of an Alertmanager's generation did.
+// synced is what a sync of an Alertmanager did: its Reconciled
+// condition, the content hash of the configuration it wrote and the
+// StatefulSet as written.
 type synced struct {
-	cond       metav1.Condition
-	generation int64
-	hash       string
-	sts        *appsv1.StatefulSet
+	cond metav1.Condition
+	hash string
+	sts  *appsv1.StatefulSet
 }
 
 type metrics struct {
+	// runs are the reconciles' (kube.Reconciles): their Errors count the
+	// Alertmanagers not reconciled as their spec says too (unsupported
+	// fields, a configuration that does not load, the last good one
+	// kept).
+	runs          kube.Reconciles
 	leftOut       *prometheus.GaugeVec
-	errors        prometheus.Counter
 	configApplied *prometheus.GaugeVec
 }
 
-func newMetrics(reg prometheus.Registerer) metrics {
+func newMetrics(reg prometheus.Registerer, runs kube.Reconciles) metrics {
 	f := promauto.With(reg)
 	return metrics{
+		runs: runs,
 		leftOut: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_alertmanagerconfigs_left_out",
 			Help: "AlertmanagerConfigs selected by an Alertmanager taken over and left out of its configuration (a reference that failed, or Alertmanager's parser refused them), by Alertmanager.",
 		}, []string{"namespace", "alertmanager"}),
-		errors: f.NewCounter(prometheus.CounterOpts{
-			Name: "podreload_controller_alertmanager_errors_total",
-			Help: "Alertmanagers taken over not reconciled as their spec says: unsupported fields, a configuration that does not load (the last good one kept), or a write that failed.",
-		}),
 		configApplied: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_alertmanager_config_applied",
 			Help: "1 when every ready replica of an Alertmanager taken over runs the configuration last written, 0 otherwise.",
@@ -115,60 +121,14 @@ func newMetrics(reg prometheus.Registerer) metrics {
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.work.Lock()
 	defer r.work.Unlock()
-	err := r.reconcile(ctx, req.NamespacedName)
+	start := time.Now()
+	r.metrics.runs.Total.Inc()
+	err := r.lifecycle.Reconcile(ctx, req.NamespacedName, false)
+	r.metrics.runs.Duration.Observe(time.Since(start).Seconds())
 	if err != nil {
-		r.metrics.errors.Inc()
-		r.logger.Error("reconcile", "alertmanager", req.NamespacedName, "err", err)
+		r.metrics.runs.Errors.Inc() // controller-runtime logs it, and retries.
 	}
 	return ctrl.Result{}, err
-}
-
-func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
-	var am monitoringv1.Alertmanager
-	if err := r.client.Get(ctx, key, &am); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(key)
-			return r.unbind(ctx, key, nil)
-		}
-		return fmt.Errorf("get Alertmanager %s: %w", key, err)
-	}
-	if am.DeletionTimestamp != nil {
-		// Its objects go with it, by their owner references; its
-		// bindings are removed.
-		r.forget(key)
-		if !takeover.HandedTo(&am, r.opts.ControllerID) {
-			return r.unbind(ctx, key, nil)
-		}
-		if err := r.unbind(ctx, key, nil); err != nil {
-			return err
-		}
-		dropped, err := takeover.DropFinalizer(ctx, r.client, r.writer, monitoringv1.AlertmanagersKind, &am)
-		if dropped {
-			r.logger.Info("removed prometheus-operator's finalizer of an Alertmanager taken over and deleted", "alertmanager", key, "finalizer", takeover.FinalizerStatusCleanup)
-		}
-		return err
-	}
-	if !takeover.HandedTo(&am, r.opts.ControllerID) {
-		return r.handBack(ctx, &am)
-	}
-	if unsupported := fromAlertmanager(&am); len(unsupported) > 0 {
-		msg := takeover.RefusedMessage(unsupported, docLink)
-		r.tell(&am, nil, takeover.ConditionUnsupportedFields, msg)
-		return r.writeRefused(ctx, &am, msg)
-	}
-	r.tell(&am, nil, takeover.ConditionUnsupportedFields, "")
-	if am.Spec.Paused {
-		return r.writeStatus(ctx, &am, synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Paused", Message: "spec.paused: nothing is written"}})
-	}
-	res, err := r.sync(ctx, &am)
-	if err != nil {
-		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()}
-	}
-	res.generation = am.Generation
-	r.mu.Lock()
-	r.synced[key] = res
-	r.mu.Unlock()
-	return errors.Join(err, r.writeStatus(ctx, &am, res))
 }
 
 // sync builds the configuration of am and writes its objects, in order:
@@ -201,7 +161,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	r.refs.Remember(key, store.Union(refs, web.Refs))
 	if err != nil {
 		// Nothing is written: the pods would not start.
-		r.metrics.errors.Inc()
+		r.metrics.runs.Errors.Inc()
 		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidWebConfig", Message: err.Error()}
 		r.tell(am, nil, "InvalidWebConfig", err.Error())
 		return res, nil
@@ -266,7 +226,7 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 // and returns the Reconciled condition's message and whether the last
 // good one is kept: when none was ever written, nothing is written.
 func (r *reconciler) configFailed(ctx context.Context, am *monitoringv1.Alertmanager, err error) (string, bool, error) {
-	r.metrics.errors.Inc()
+	r.metrics.runs.Errors.Inc()
 	hash, getErr := r.writtenHash(ctx, am)
 	if getErr != nil {
 		return err.Error(), false, getErr
@@ -373,10 +333,6 @@ func (r *reconciler) tell(regarding client.Object, related runtime.Object, reaso
 	if told || note == "" {
 		return false
 	}
-	if reason == takeover.ConditionUnsupportedFields {
-		r.metrics.errors.Inc()
-		r.logger.Warn("unsupported fields", "alertmanager", client.ObjectKeyFromObject(regarding), "err", note)
-	}
 	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
 	return true
 }
@@ -394,30 +350,6 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	r.refs.Forget(key)
 	r.metrics.leftOut.DeleteLabelValues(key.Namespace, key.Name)
 	r.metrics.configApplied.DeleteLabelValues(key.Namespace, key.Name)
-}
-
-// handBack stops taking over am, whose controller id is no longer ours:
-// nothing of it is written any more but what only this controller wrote.
-// The status fields only it set go, in one write; the reloaders' Role and
-// RoleBinding (only ours use them) once no pod of am runs them.
-func (r *reconciler) handBack(ctx context.Context, am *monitoringv1.Alertmanager) error {
-	key := client.ObjectKeyFromObject(am)
-	r.forget(key)
-	if err := r.unbind(ctx, key, nil); err != nil {
-		return err
-	}
-	if takeover.FindCondition(am.Status.Conditions, conditionConfigApplied) != nil {
-		if err := takeover.ApplyStatus(ctx, r.client, r.writer, gvk(), key, map[string]any{}); err != nil {
-			return err
-		}
-		r.logger.Info("handed back", "alertmanager", key, "controller_id", am.Annotations[takeover.AnnotationControllerID])
-	}
-	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, am, accessName(am.Name), func(ctx context.Context) ([]corev1.Pod, error) { return r.pods(ctx, am) })
-	if !deleted {
-		return err
-	}
-	r.logger.Info("deleted the reloaders' Role: no pod of the Alertmanager handed back runs them", "alertmanager", key, "role", accessName(am.Name))
-	return nil
 }
 
 // pods lists the pods of am's StatefulSet.

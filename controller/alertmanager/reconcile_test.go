@@ -270,7 +270,8 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 	})
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&generated), &generated))
 	require.Equal(t, before, generated.Data["alertmanager.yaml.gz"], "the last good configuration kept")
-	require.Positive(t, metricvalue.Sum(t, reg, "podreload_controller_alertmanager_errors_total"), "the configuration that does not load is counted")
+	require.Positive(t, metricvalue.Sum(t, reg, "podreload_controller_reconcile_errors_total", "kind", "Alertmanager"), "the configuration that does not load is counted")
+	require.Positive(t, metricvalue.Sum(t, reg, "podreload_controller_reconciles_total", "kind", "Alertmanager"), "the reconciles of Alertmanagers are counted")
 
 	// A replica reports what its Alertmanager runs (as its reloader does,
 	// no kubelet runs here): ConfigApplied follows it.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/sidecar"
@@ -21,23 +20,6 @@ import (
 
 // conditionConfigApplied is what the replicas run (sidecar.Applied).
 const conditionConfigApplied = sidecar.ConditionConfigApplied
-
-// writeRefused applies the Reconciled and UnsupportedFields conditions of
-// am, refused with msg; the rest of the status stays prometheus-operator's.
-func (r *reconciler) writeRefused(ctx context.Context, am *monitoringv1.Alertmanager, msg string) error {
-	conds := append([]monitoringv1.Condition(nil), am.Status.Conditions...)
-	takeover.SetCondition(&conds, takeover.FromCondition(metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: takeover.ConditionUnsupportedFields, Message: msg}, am.Generation))
-	takeover.SetCondition(&conds, takeover.FromCondition(metav1.Condition{Type: takeover.ConditionUnsupportedFields, Status: metav1.ConditionTrue, Reason: takeover.ConditionUnsupportedFields, Message: msg}, am.Generation))
-	mine := takeover.Pick(conds, conditionReconciled, takeover.ConditionUnsupportedFields)
-	if equality.Semantic.DeepEqual(mine, takeover.Pick(am.Status.Conditions, conditionReconciled, takeover.ConditionUnsupportedFields)) {
-		return nil
-	}
-	u, err := toMap(monitoringv1.AlertmanagerStatus{Conditions: mine})
-	if err != nil {
-		return err
-	}
-	return takeover.ApplyStatus(ctx, r.client, r.writer, gvk(), client.ObjectKeyFromObject(am), map[string]any{"conditions": u["conditions"]})
-}
 
 // writeStatus applies the status of am as prometheus-operator writes it
 // (replicas, selector, paused, the Available and Reconciled conditions),
@@ -115,32 +97,4 @@ func toMap(status monitoringv1.AlertmanagerStatus) (map[string]any, error) {
 		return nil, fmt.Errorf("status: %w", err)
 	}
 	return u, nil
-}
-
-// reconcileStatus updates the status of the Alertmanager req names from
-// its pods' reports, without a render, when it was synced last at its
-// current generation; otherwise it leaves the status to the render that
-// comes.
-func (r *reconciler) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r.work.Lock()
-	defer r.work.Unlock()
-	var am monitoringv1.Alertmanager
-	if err := r.client.Get(ctx, req.NamespacedName, &am); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if am.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
-	}
-	if !takeover.HandedTo(&am, r.opts.ControllerID) {
-		// A pod of ours gone may free the reloaders' Role.
-		return ctrl.Result{}, r.handBack(ctx, &am)
-	}
-	r.mu.Lock()
-	last, ok := r.synced[req.NamespacedName]
-	r.mu.Unlock()
-	if !ok || am.Generation != last.generation {
-		return ctrl.Result{}, nil
-	}
-	last.sts = nil // Read again: its status changed.
-	return ctrl.Result{}, r.writeStatus(ctx, &am, last)
 }

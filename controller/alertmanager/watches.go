@@ -45,9 +45,10 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	r := &reconciler{
 		client: m.GetClient(), reader: m.GetAPIReader(), recorder: m.GetEventRecorder(kube.Name),
 		logger: logger.With("component", "alertmanager"), writer: m.Writer(), refs: store.NewTracker(), opts: opts,
-		metrics: newMetrics(reg), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
+		metrics: newMetrics(reg, m.Reconciles(monitoringv1.AlertmanagersKind)), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
 		bound: map[bindingKey]monitoringv1.ConfigResourceCondition{}, unbound: map[bindingKey]bool{},
 	}
+	r.lifecycle = newLifecycle(r)
 	b := builder.ControllerManagedBy(m).
 		Named("alertmanager").
 		For(&monitoringv1.Alertmanager{}, builder.WithPredicates(takeover.Changed())).
@@ -79,7 +80,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	return builder.ControllerManagedBy(m).
 		Named("alertmanager-status").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podAlertmanager), builder.WithPredicates(sidecar.PodChanged())).
-		Complete(reconcile.Func(r.reconcileStatus))
+		Complete(reconcile.Func(r.lifecycle.ReconcileStatus))
 }
 
 // handed returns the cached Alertmanagers handed to the controller.

@@ -71,6 +71,7 @@ type Manager struct {
 	manager.Manager
 	configMaps cache.Cache
 	writer     *Writer
+	reconciles reconcileMetrics
 	synced     atomic.Bool
 }
 
@@ -113,7 +114,7 @@ func NewManager(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*
 		return nil, fmt.Errorf("new controller: %w", err)
 	}
 	w := newWriter(logger, reg, mgr.GetClient(), mgr.GetAPIReader(), scheme)
-	return &Manager{Manager: mgr, configMaps: configMaps, writer: w}, nil
+	return &Manager{Manager: mgr, configMaps: configMaps, writer: w, reconciles: newReconcileMetrics(reg)}, nil
 }
 
 // Writer is the Writer of every kind.

@@ -26,9 +26,9 @@
 //	statesecrets.go  the Secrets that keep the config-reloaders' state without a claim
 //	convert.go       a Prometheus (prometheus-operator's) as a PrometheusServer
 //	operatorfields.go  each field of a Prometheus spec: mapped, ignored, refused
-//	takeover.go      taking over prometheus-operator's Prometheus objects
-//	takeover_status.go the status of a Prometheus taken over
-//	takeovercheck.go CheckTakeover: what taking over a Prometheus would do
+//	takeover.go      a Prometheus taken over: a variant of the takeover's lifecycle
+//	takeover_status.go its status as prometheus-operator writes it
+//	takeovercheck.go what `controller takeover-check` says of a Prometheus
 //	layout.go        prometheus-operator's layout, for a Prometheus taken over
 //	layout_workload.go its names, labels, Service, data volume and flags
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files

@@ -5,37 +5,33 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/podreload/podreload/controller/kube"
 )
 
-// metrics are the metrics of the reconciler of PrometheusServers.
+// metrics are the metrics of the reconcilers of PrometheusServers and of
+// Prometheus objects taken over: the reconciles' are each kind's
+// (forKind), the rest theirs alike.
 type metrics struct {
 	reconciles, errors prometheus.Counter
-	duration           prometheus.Histogram
+	duration           prometheus.Observer
 	triggers           *prometheus.CounterVec
 	selected, rejected *prometheus.GaugeVec
 	configApplied      *prometheus.GaugeVec
 	applySeconds       prometheus.Histogram
 }
 
+// forKind returns m with the reconciles of kind (kube.Reconciles).
+func (m *metrics) forKind(mgr *kube.Manager, kind string) *metrics {
+	c := *m
+	runs := mgr.Reconciles(kind)
+	c.reconciles, c.errors, c.duration = runs.Total, runs.Errors, runs.Duration
+	return &c
+}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
 	return &metrics{
-		reconciles: f.NewCounter(prometheus.CounterOpts{
-			Name: "podreload_controller_reconciles_total",
-			Help: "PrometheusServer reconciliations: renders, a burst of events coalesced into one; a status update from the pods' reports alone is not one.",
-		}),
-		errors: f.NewCounter(prometheus.CounterOpts{
-			Name: "podreload_controller_reconcile_errors_total",
-			Help: "PrometheusServer reconciliations that failed: retried, or, for an invalid PrometheusServer, done again when it changes.",
-		}),
-		duration: f.NewHistogram(prometheus.HistogramOpts{
-			Name:                            "podreload_controller_reconcile_duration_seconds",
-			Help:                            "Duration of PrometheusServer reconciliations.",
-			Buckets:                         prometheus.ExponentialBuckets(0.001, 4, 8),
-			NativeHistogramBucketFactor:     1.1,
-			NativeHistogramMaxBucketNumber:  100,
-			NativeHistogramMinResetDuration: time.Hour,
-		}),
 		triggers: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "podreload_controller_triggers_total",
 			Help: "Reconciliations asked for by a change to an object of this kind, one per PrometheusServer concerned.",

@@ -40,6 +40,7 @@ import (
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/rulefiles"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/metricvalue"
 	"github.com/podreload/podreload/internal/testenv/testlog"
@@ -94,6 +95,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("paused", cp.testPaused)
 	t.Run("leader election", cp.testLeaderElection)
 	t.Run("take over a Prometheus and hand it back", cp.testTakeover)
+	t.Run("a pod gone ends the hand-back of a Prometheus", cp.testTakeoverPodHandBack)
 	t.Run("take over with two controllers of the same id", cp.testTakeoverLeader)
 	t.Run("API server restart", cp.testRestart)
 }
@@ -196,7 +198,7 @@ func (cp *controlPlane) start(t *testing.T, opts kube.Options) *running {
 
 // startTakingOver is start, with the Prometheus objects of to taken over
 // when it is not nil.
-func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *TakeOver) *running {
+func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *takeover.Options) *running {
 	t.Helper()
 	r, m, logger := cp.manager(t, opts)
 	// As controller.New sets the kind up.

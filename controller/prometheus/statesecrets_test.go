@@ -17,6 +17,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // testStateSecrets: without a claim, each pod gets a state Secret, empty,
@@ -111,7 +112,7 @@ func (cp *controlPlane) testStateSecretsTakeover(t *testing.T) {
 	p := operatorPrometheus(ns, "k8s", "podreload")
 	p.Spec.Storage = nil
 	cp.create(t, p)
-	cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &TakeOver{ControllerID: "podreload"})
+	cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &takeover.Options{ControllerID: "podreload"})
 	names := []string{"prometheus-k8s-0-reloader-state", "prometheus-k8s-1-reloader-state"}
 	eventually(t, func(c *assert.CollectT) {
 		for _, name := range names {

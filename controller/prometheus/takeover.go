@@ -2,10 +2,8 @@ package prometheus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,47 +41,32 @@ const (
 	AnnotationControllerID = takeover.AnnotationControllerID
 )
 
-// TakeOver configures the reconciler of prometheus-operator's Prometheus
-// objects.
-type TakeOver struct {
-	// ControllerID is the value of AnnotationControllerID of the
-	// Prometheus objects taken over. Empty takes over those without the
-	// annotation or with an empty value, as prometheus-operator's own
-	// --controller-id does: the match is exact.
-	ControllerID string
-}
-
-// takeover is what the reconciler of Prometheus objects has besides a
-// reconciler's.
+// takingOver is the Prometheus kind as a variant of the takeover's
+// lifecycle (takeover.Variant), which its reconciler takes the Prometheus
+// objects through: what it refuses (operatorfields.go), its sync (the
+// PrometheusServer's, on the object converted), its status
+// (takeover_status.go), its pods.
 type takingOver struct {
-	r  *reconciler
-	id string
-
-	mu sync.Mutex
-	// refused is the message of the last UnsupportedFields Event of each
-	// Prometheus, so that it is told once.
-	refused map[types.NamespacedName]string
-	// synced is the Reconciled condition of the last sync of each
-	// Prometheus, with the generation it was for, for the status updates
-	// without a render (reconcileStatus).
-	synced map[types.NamespacedName]syncedCondition
-}
-
-// syncedCondition is the Reconciled condition of a sync of generation.
-type syncedCondition struct {
-	cond       metav1.Condition
-	generation int64
+	r         *reconciler
+	id        string
+	lifecycle *takeover.Lifecycle[*monitoringv1.Prometheus, synced, *takingOver]
 }
 
 // setupTakeover sets up the reconciler of the Prometheus objects handed to
 // to.ControllerID. A Prometheus matters when it is created or deleted, and
 // when its spec, labels or annotations (the controller id) change.
-func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to TakeOver) error {
+func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to takeover.Options) error {
 	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.PrometheusesKind); !served {
 		return err
 	}
-	r := newReconciler(m, logger, metrics, opts)
-	r.takeover = &takingOver{r: r, id: to.ControllerID, refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{}}
+	r := newReconciler(m, logger, metrics.forKind(m, monitoringv1.PrometheusesKind), opts)
+	t := &takingOver{r: r, id: to.ControllerID}
+	t.lifecycle = takeover.NewLifecycle[*monitoringv1.Prometheus, synced](takeover.Config{
+		Kind: monitoringv1.PrometheusesKind, ControllerID: to.ControllerID, Doc: "docs/prometheus-operator.md",
+		Client: r.client, Writer: r.writer, Recorder: r.recorder, Logger: r.logger,
+		Errors: r.metrics.errors, Work: &r.work,
+	}, t)
+	r.takeover = t
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheus").
 		For(&monitoringv1.Prometheus{}, builder.WithPredicates(takeover.Changed())),
@@ -93,35 +76,78 @@ func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 	// As for PrometheusServers: the pods' reports update the status alone.
 	return builder.ControllerManagedBy(m).
 		Named("prometheus-status").
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.takeover.podPrometheus), builder.WithPredicates(sidecar.PodChanged())).
-		Complete(reconcile.Func(r.takeover.reconcileStatus))
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(t.podPrometheus), builder.WithPredicates(sidecar.PodChanged())).
+		Complete(reconcile.Func(t.lifecycle.ReconcileStatus))
 }
 
-// reconcileStatus updates the status of the Prometheus req names from its
-// pods' reports, without a render, when it was synced last at its current
-// generation; otherwise it leaves the status to the render that comes.
-func (t *takingOver) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r := t.r
-	r.work.Lock()
-	defer r.work.Unlock()
-	var p monitoringv1.Prometheus
-	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+// reconcile takes the Prometheus key names through the takeover's
+// lifecycle; with holdRules, the rule ConfigMaps stay as they were last
+// written (sync).
+func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
+	return t.lifecycle.Reconcile(ctx, key, holdRules)
+}
+
+func (*takingOver) New() *monitoringv1.Prometheus { return &monitoringv1.Prometheus{} }
+
+func (*takingOver) Unsupported(p *monitoringv1.Prometheus) []string {
+	_, unsupported := fromPrometheus(p)
+	return unsupported
+}
+
+func (*takingOver) Paused(p *monitoringv1.Prometheus) bool { return p.Spec.Paused }
+
+// Sync renders p, converted, as a PrometheusServer, into the objects
+// prometheus-operator wrote for it, adopted.
+func (t *takingOver) Sync(ctx context.Context, p *monitoringv1.Prometheus, holdRules bool) (metav1.Condition, synced, error) {
+	server, _ := fromPrometheus(p)
+	res, err := t.r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: p, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}, holdRules)
+	if err != nil {
+		return metav1.Condition{}, synced{}, err
 	}
-	server, unsupported := fromPrometheus(&p)
-	if p.DeletionTimestamp != nil || !takeover.HandedTo(&p, t.id) || len(unsupported) > 0 {
-		return ctrl.Result{}, nil
+	return res.cond, res, res.err
+}
+
+func (t *takingOver) WriteStatus(ctx context.Context, p *monitoringv1.Prometheus, cond metav1.Condition, state *synced) error {
+	server, _ := fromPrometheus(p)
+	res := synced{}
+	if state != nil {
+		res = *state
 	}
-	if p.Spec.Paused { // As reconcile writes it.
-		return ctrl.Result{}, t.writeStatus(ctx, &p, server, synced{}, "")
+	res.cond = cond
+	return t.writeStatus(ctx, p, server, res)
+}
+
+func (t *takingOver) Forget(_ context.Context, key types.NamespacedName) error {
+	t.r.forget(key)
+	return nil
+}
+
+func (*takingOver) Conditions(p *monitoringv1.Prometheus) []monitoringv1.Condition {
+	return p.Status.Conditions
+}
+
+func (*takingOver) AccessName(p *monitoringv1.Prometheus) string {
+	server, _ := fromPrometheus(p)
+	return accessName(server)
+}
+
+// Pods lists p's pods, handed back; when none runs this controller's
+// sidecar, it empties the reloaders' state Secrets first:
+// prometheus-operator's pods keep no state, and an old one must not
+// reach this controller's pods if p is taken over again. Emptied before
+// the Role goes, so that a failure is tried again with it.
+func (t *takingOver) Pods(ctx context.Context, p *monitoringv1.Prometheus) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := t.r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
+		return nil, fmt.Errorf("list pods of Prometheus %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	t.mu.Lock()
-	last, ok := t.synced[req.NamespacedName]
-	t.mu.Unlock()
-	if !ok || p.Generation != last.generation {
-		return ctrl.Result{}, nil
+	for _, pod := range pods.Items {
+		if _, ours := pod.Annotations[kube.AnnotationInputHash]; ours {
+			return pods.Items, nil
+		}
 	}
-	return ctrl.Result{}, t.writeStatus(ctx, &p, server, synced{cond: last.cond}, "")
+	server, _ := fromPrometheus(p)
+	return pods.Items, t.r.retireStateSecrets(ctx, server, nil)
 }
 
 // podPrometheus maps a pod to the Prometheus whose StatefulSet runs it,
@@ -154,133 +180,6 @@ func (t *takingOver) servers(ctx context.Context) []v1alpha1.PrometheusServer {
 	return out
 }
 
-// reconcile makes the objects of the Prometheus key names match it when
-// it is handed to the controller, and hands it back otherwise; with
-// holdRules, the rule ConfigMaps as they were last written (sync).
-func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
-	r := t.r
-	var p monitoringv1.Prometheus
-	if err := r.client.Get(ctx, key, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			t.forget(key)
-			return nil
-		}
-		return fmt.Errorf("get Prometheus %s: %w", key, err)
-	}
-	if p.DeletionTimestamp != nil {
-		// Its objects go with it, by their owner references.
-		t.forget(key)
-		if takeover.HandedTo(&p, t.id) {
-			return t.dropFinalizer(ctx, &p)
-		}
-		return nil
-	}
-	if !takeover.HandedTo(&p, t.id) {
-		return t.handBack(ctx, &p)
-	}
-	server, unsupported := fromPrometheus(&p)
-	if len(unsupported) > 0 {
-		msg := takeover.RefusedMessage(unsupported, "docs/prometheus-operator.md")
-		t.refuse(&p, msg)
-		return t.writeStatus(ctx, &p, server, synced{cond: metav1.Condition{
-			Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: takeover.ConditionUnsupportedFields, Message: msg,
-		}}, msg)
-	}
-	t.refuse(&p, "")
-	if p.Spec.Paused {
-		r.logger.Debug("paused", "prometheus", key)
-		return t.writeStatus(ctx, &p, server, synced{}, "")
-	}
-	res, err := r.sync(ctx, server, kube.Owner{Key: "prometheus", Object: &p, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}, holdRules)
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.synced[key] = syncedCondition{cond: res.cond, generation: p.Generation}
-	t.mu.Unlock()
-	return errors.Join(res.err, t.writeStatus(ctx, &p, server, res, ""))
-}
-
-// dropFinalizer removes prometheus-operator's status-cleanup finalizer
-// from p, taken over and being deleted (takeover.DropFinalizer): the
-// monitors' bindings to p it guards stay.
-func (t *takingOver) dropFinalizer(ctx context.Context, p *monitoringv1.Prometheus) error {
-	dropped, err := takeover.DropFinalizer(ctx, t.r.client, t.r.writer, monitoringv1.PrometheusesKind, p)
-	if dropped {
-		t.r.logger.Info("removed prometheus-operator's finalizer of a Prometheus taken over and deleted", "prometheus", client.ObjectKeyFromObject(p), "finalizer", takeover.FinalizerStatusCleanup)
-	}
-	return err
-}
-
-// refuse tells, in a Warning Event and the log, once per message, why p
-// is not taken over; an empty msg forgets the last one.
-func (t *takingOver) refuse(p *monitoringv1.Prometheus, msg string) {
-	key := client.ObjectKeyFromObject(p)
-	t.mu.Lock()
-	told := t.refused[key] == msg
-	if msg == "" {
-		delete(t.refused, key)
-	} else {
-		t.refused[key] = msg
-	}
-	t.mu.Unlock()
-	if told || msg == "" {
-		return
-	}
-	t.r.metrics.errors.Inc()
-	t.r.logger.Warn("unsupported fields", "prometheus", key, "err", msg)
-	t.r.event(p, nil, takeover.ConditionUnsupportedFields, msg)
-}
-
-// forget drops what is kept about a Prometheus.
-func (t *takingOver) forget(key types.NamespacedName) {
-	t.mu.Lock()
-	delete(t.refused, key)
-	delete(t.synced, key)
-	t.mu.Unlock()
-	t.r.forget(key)
-}
-
-// handBack stops taking over p, whose controller id is no longer ours:
-// nothing of it is written any more but what only this controller wrote.
-// The status fields only it set go, in one write; the reloaders' Role and
-// RoleBinding (only ours use them) once no pod of p runs them, and the
-// state Secrets are emptied then.
-func (t *takingOver) handBack(ctx context.Context, p *monitoringv1.Prometheus) error {
-	r := t.r
-	key := client.ObjectKeyFromObject(p)
-	t.forget(key)
-	if takeover.FindCondition(p.Status.Conditions, conditionConfigApplied) != nil {
-		// Only this controller writes ConfigApplied: no status, applied
-		// by its field manager, removes what it alone set.
-		if err := t.applyStatus(ctx, p, map[string]any{}); err != nil {
-			return err
-		}
-		r.logger.Info("handed back", "prometheus", key, "controller_id", p.Annotations[AnnotationControllerID])
-	}
-	server, _ := fromPrometheus(p)
-	deleted, err := takeover.ReleaseAccess(ctx, r.client, r.writer, p, accessName(server), func(ctx context.Context) ([]corev1.Pod, error) {
-		var pods corev1.PodList
-		if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
-			return nil, fmt.Errorf("list pods of Prometheus %s: %w", key, err)
-		}
-		for _, pod := range pods.Items {
-			if _, ours := pod.Annotations[kube.AnnotationInputHash]; ours {
-				return pods.Items, nil
-			}
-		}
-		// prometheus-operator's pods keep no state: an old one must not
-		// reach our pods if p is taken over again. Emptied before the
-		// Role goes, so that a failure is tried again with it.
-		return pods.Items, r.retireStateSecrets(ctx, server, nil)
-	})
-	if !deleted {
-		return err
-	}
-	r.logger.Info("deleted the reloaders' Role: no pod of the Prometheus handed back runs them", "prometheus", key, "role", accessName(server))
-	return nil
-}
-
 // applyStatus applies status as p's status (takeover.ApplyStatus).
 func (t *takingOver) applyStatus(ctx context.Context, p *monitoringv1.Prometheus, status map[string]any) error {
 	gvk := monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusesKind)
@@ -307,25 +206,17 @@ func (t *takingOver) sets(ctx context.Context, server *v1alpha1.PrometheusServer
 }
 
 // conditionsOf returns the conditions the controller sets on p: the
-// Reconciled one (res.cond; Reconciled True when empty), ConfigApplied,
-// and UnsupportedFields when refused is set.
-func (t *takingOver) conditionsOf(p *monitoringv1.Prometheus, res synced, applied metav1.Condition, refused string) []monitoringv1.Condition {
+// Reconciled one (res.cond), ConfigApplied, and no UnsupportedFields (p is
+// not refused).
+func (t *takingOver) conditionsOf(p *monitoringv1.Prometheus, res synced, applied metav1.Condition) []monitoringv1.Condition {
 	conds := append([]monitoringv1.Condition(nil), p.Status.Conditions...)
-	cond := res.cond
-	if cond.Type == "" {
-		cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Paused", Message: "spec.paused: nothing is written"}
-	}
-	takeover.SetCondition(&conds, takeover.FromCondition(cond, p.Generation))
+	takeover.SetCondition(&conds, takeover.FromCondition(res.cond, p.Generation))
 	takeover.SetCondition(&conds, takeover.FromCondition(applied, applied.ObservedGeneration))
-	if refused != "" {
-		takeover.SetCondition(&conds, takeover.FromCondition(metav1.Condition{Type: takeover.ConditionUnsupportedFields, Status: metav1.ConditionTrue, Reason: takeover.ConditionUnsupportedFields, Message: refused}, p.Generation))
-	}
 	keep := conds[:0]
 	for _, c := range conds {
-		if string(c.Type) == takeover.ConditionUnsupportedFields && refused == "" {
-			continue
+		if string(c.Type) != takeover.ConditionUnsupportedFields {
+			keep = append(keep, c)
 		}
-		keep = append(keep, c)
 	}
 	return keep
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // testTakeoverLeader runs two controllers with the same id and leader
@@ -18,7 +19,7 @@ import (
 func (cp *controlPlane) testTakeoverLeader(t *testing.T) {
 	ns := cp.namespace(t, "takeover-leader", nil)
 	opts := kube.Options{Namespaces: []string{ns}, LeaderElection: true, LeaderElectionNamespace: ns}
-	to := &TakeOver{ControllerID: "podreload"}
+	to := &takeover.Options{ControllerID: "podreload"}
 	runs := []*running{cp.startTakingOver(t, opts, to), cp.startTakingOver(t, opts, to)}
 	p := operatorPrometheus(ns, "k8s", "podreload")
 	cp.create(t, p)

@@ -24,29 +24,12 @@ import (
 // writeStatus applies the status of a Prometheus taken over, as
 // prometheus-operator writes it (replicas, shards, selector, the Available
 // and Reconciled conditions) and with ConfigApplied besides, from res and
-// the pods; nothing is written when it is the same. A Prometheus refused
-// (refused is the message) gets its Reconciled and UnsupportedFields
-// conditions only: the rest stays prometheus-operator's.
-func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, res synced, refused string) error {
+// the pods; nothing is written when it is the same. (A Prometheus refused
+// gets its Reconciled and UnsupportedFields conditions only, from the
+// takeover's lifecycle: the rest stays prometheus-operator's.)
+func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, res synced) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
-	if refused != "" {
-		conds := t.conditionsOf(p, res, metav1.Condition{}, refused)
-		var mine []monitoringv1.Condition
-		for _, c := range conds {
-			if string(c.Type) == conditionReconciled || string(c.Type) == takeover.ConditionUnsupportedFields {
-				mine = append(mine, c)
-			}
-		}
-		if equality.Semantic.DeepEqual(mine, takeover.Pick(p.Status.Conditions, conditionReconciled, takeover.ConditionUnsupportedFields)) {
-			return nil
-		}
-		u, err := toMap(monitoringv1.PrometheusStatus{Conditions: mine})
-		if err != nil {
-			return err
-		}
-		return t.applyStatus(ctx, p, map[string]any{"conditions": u["conditions"]})
-	}
 	sets := res.sets
 	if res.objs == nil {
 		var err error
@@ -75,7 +58,7 @@ func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus
 	r.metrics.configApplied.WithLabelValues(p.Namespace, p.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
 
 	status := operatorStatus(p, server, sets)
-	status.Conditions = t.conditionsOf(p, res, applied, "")
+	status.Conditions = t.conditionsOf(p, res, applied)
 	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
 	takeover.SetCondition(&status.Conditions, availableCondition(p, server, sets))
 	before := r.written[key].hash

@@ -95,7 +95,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 	// Written by prometheus-operator: its field manager.
 	opSTS := operatorWrittenStatefulSet(p)
 	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(takeover.OperatorFieldManager)))
-	run := cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &TakeOver{ControllerID: "podreload"})
+	run := cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &takeover.Options{ControllerID: "podreload"})
 
 	// Not ours: nothing written, whatever the case or spaces of the id.
 	for _, id := range []string{"other", "Podreload", " podreload", ""} {

@@ -7,8 +7,17 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// CheckTakeover tells what taking over p would do, without a cluster.
-func CheckTakeover(p *monitoringv1.Prometheus) takeover.Check {
+// Checker tells what taking over Prometheus objects would do, without a
+// cluster (controller takeover-check).
+func Checker() takeover.Checker {
+	return takeover.NewChecker(monitoringv1.PrometheusesKind, monitoringv1.SchemeGroupVersion.String(),
+		func() *monitoringv1.Prometheus { return &monitoringv1.Prometheus{} },
+		func() *monitoringv1.PrometheusList { return &monitoringv1.PrometheusList{} },
+		checkTakeover)
+}
+
+// checkTakeover tells what taking over p would do, without a cluster.
+func checkTakeover(p *monitoringv1.Prometheus) takeover.Check {
 	server, unsupported := fromPrometheus(p)
 	c := takeover.Check{
 		Kind: monitoringv1.PrometheusesKind, Namespace: p.Namespace, Name: p.Name, ControllerID: p.Annotations[AnnotationControllerID],

@@ -29,6 +29,7 @@ import (
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // AddToScheme adds the types PrometheusServers are rendered from: the
@@ -50,12 +51,12 @@ func AddToScheme(s *runtime.Scheme) error {
 // takeOver, a second reconciler does the same for the prometheus-operator
 // Prometheus objects handed to its controller id (takeover.go). A nil
 // logger discards the logs.
-func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, takeOver *TakeOver) error {
+func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, takeOver *takeover.Options) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	metrics := newMetrics(reg)
-	r := newReconciler(m, logger, metrics, opts)
+	r := newReconciler(m, logger, metrics.forKind(m, v1alpha1.Kind), opts)
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheusserver").
 		// Status writes change no generation: they do not come back here.

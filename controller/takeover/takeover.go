@@ -1,13 +1,3 @@
-// Package takeover is what every kind taken over from prometheus-operator
-// (Prometheus, Alertmanager) shares: whether its CRD is served and the
-// events its reconciler acts on (Served, Changed), the hand-off by
-// prometheus-operator's controller id (HandedTo), the status applied by
-// the controller's field manager and removed by one apply on the
-// hand-back (ApplyStatus), the status-cleanup finalizer
-// prometheus-operator would no longer remove (DropFinalizer), and the
-// table of the upstream spec's fields, each mapped, ignored or refused
-// (fields.go). It knows no kind: a kind gives its object, its field
-// table, its spec.
 package takeover
 
 import (
@@ -112,22 +102,4 @@ func ApplyStatus(ctx context.Context, c client.Client, w *kube.Writer, gvk schem
 		return fmt.Errorf("apply status of %s %s: %w", gvk.Kind, key, err)
 	}
 	return nil
-}
-
-// Check is what taking over an object would do, for `controller
-// takeover-check`: whether it can be taken over and what rolls.
-type Check struct {
-	// Kind, Namespace and Name name the object.
-	Kind, Namespace, Name string
-	// ControllerID is its AnnotationControllerID (absent reads as empty).
-	ControllerID string
-	// Unsupported are the fields it sets that keep it from being taken
-	// over (JSON paths, sorted, and reasons that are not a field's); none
-	// when it can be.
-	Unsupported []string
-	// StatefulSets are the StatefulSets whose pods roll once, to the
-	// podreload sidecar.
-	StatefulSets []string
-	// Replicas is the number of pods of each StatefulSet.
-	Replicas int32
 }

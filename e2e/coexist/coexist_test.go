@@ -41,6 +41,7 @@ import (
 
 	"github.com/podreload/podreload/controller"
 	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/operator"
 	"github.com/podreload/podreload/internal/testenv/wait"
@@ -246,12 +247,10 @@ func startController(t testing.TB, cfg *rest.Config) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = controller.Name + "/coexist"
 	ctrl, err := controller.New(nil, prometheus.NewRegistry(), controller.Options{
-		Config: cfg,
-		Prometheus: promserver.WorkloadOptions{
-			DefaultPrometheusImage: "quay.io/prometheus/prometheus:v3.15.0",
-			DefaultReloaderImage:   "ghcr.io/podreload/podreload:coexist",
-		},
-		TakeOver: &promserver.TakeOver{ControllerID: controllerID},
+		Config:        cfg,
+		Prometheus:    promserver.WorkloadOptions{DefaultPrometheusImage: "quay.io/prometheus/prometheus:v3.15.0"},
+		ReloaderImage: "ghcr.io/podreload/podreload:coexist",
+		TakeOver:      &takeover.Options{ControllerID: controllerID},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/podreload/podreload/reloader"
+	"github.com/podreload/podreload/internal/redact"
 )
 
 // quoted matches what url.Parse's errors quote of the URL (%q): a piece
@@ -17,7 +17,7 @@ var quoted = regexp.MustCompile(` ?"(?:[^"\\]|\\.)*"`)
 
 // ParseURL parses raw, the value of the URL flag named flag, as an http
 // or https URL with a host. Its errors never show the password, the query
-// or the fragment (reloader.RedactURL): a URL that does not parse is not
+// or the fragment (redact.URL): a URL that does not parse is not
 // shown at all, nor any piece of it the parser's reason quotes.
 func ParseURL(flag, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -31,7 +31,7 @@ func ParseURL(flag, raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("--%s (not shown, it may hold a secret): %s", flag, reason)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--%s %q: want an http or https URL with a host", flag, reloader.RedactURL(u))
+		return nil, fmt.Errorf("--%s %q: want an http or https URL with a host", flag, redact.URL(u))
 	}
 	return u, nil
 }
@@ -69,10 +69,10 @@ func (v URLValue) Set(s string) error {
 func (v URLValue) String() string {
 	switch {
 	case v.URL != nil && *v.URL != nil:
-		return reloader.RedactURL(*v.URL)
+		return redact.URL(*v.URL)
 	case v.Raw != nil && *v.Raw != "":
 		if u, err := url.Parse(*v.Raw); err == nil {
-			return reloader.RedactURL(u)
+			return redact.URL(u)
 		}
 	}
 	return ""
