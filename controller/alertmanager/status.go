@@ -18,9 +18,6 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// conditionConfigApplied is what the replicas run (sidecar.Applied).
-const conditionConfigApplied = sidecar.ConditionConfigApplied
-
 // writeStatus applies the status of am as prometheus-operator writes it
 // (replicas, selector, paused, the Available and Reconciled conditions),
 // with ConfigApplied besides, from res and the pods' reports; nothing is
