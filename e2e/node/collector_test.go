@@ -101,14 +101,14 @@ func TestCollectorOnNode(t *testing.T) {
 	reload := cl.reloadEndpoint(t)
 	pod := cl.grafanaPod(t, reload, strings.Join(namespaces, ","))
 	reload.watch(cl.node.VolumeDir(string(pod.UID), "kubernetes.io~empty-dir", dashboardsVolume))
-	eventually(t, startTimeout, "pod "+grafana+" ready", func() (err error) {
-		pod, err = cl.readyPod(t, "default", grafana)
-		return err
-	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log("collector's log:\n" + cl.podLogs(t, grafana, "grafana-sc-dashboard"))
 		}
+	})
+	eventually(t, startTimeout, "pod "+grafana+" ready", func() (err error) {
+		pod, err = cl.readyPod(t, "default", grafana)
+		return err
 	})
 
 	t.Run("the files of every namespace are in the pod's volume, then one reload", func(t *testing.T) {
