@@ -125,13 +125,20 @@ func (cl *cluster) applyFile(t testing.TB, path string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
+	cl.applyYAML(t, path, data)
+}
+
+// applyYAML applies the objects of data, YAML documents that source
+// names, as apply does.
+func (cl *cluster) applyYAML(t testing.TB, source string, data []byte) {
+	t.Helper()
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
 			break
 		} else {
-			require.NoError(t, err, path)
+			require.NoError(t, err, source)
 		}
 		if len(obj.Object) == 0 {
 			continue
