@@ -1,15 +1,10 @@
 package promcfg
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,7 +18,6 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -31,6 +25,7 @@ import (
 	"github.com/podreload/podreload/controller/promyaml"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/internal/testenv/goldenfile"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -41,15 +36,7 @@ import (
 // other must render every monitor, whatever its golden file says.
 func configCases(t testing.TB) []string {
 	t.Helper()
-	cases, err := filepath.Glob(filepath.Join("testdata", "config", "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, cases)
-	goldens, err := filepath.Glob(filepath.Join("testdata", "config", "*.golden"))
-	require.NoError(t, err)
-	for _, g := range goldens {
-		require.FileExists(t, strings.TrimSuffix(g, ".golden")+".yaml", "golden file without an input")
-	}
-	return cases
+	return promfixture.Cases(t, "config")
 }
 
 // testInput is an Input with the Secrets and ConfigMaps its Lookup
@@ -109,7 +96,7 @@ func TestRenderConfig(t *testing.T) {
 			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", renderedGolden(out, rejected, err))
 
 			if err == nil {
-				checkConfig(t, promtool, out)
+				promfixture.CheckConfig(t, promtool, out)
 			}
 		})
 	}
@@ -126,11 +113,11 @@ func TestRenderConfigDeterministic(t *testing.T) {
 			want, wantRejected, wantErr := renderConfig(in, ruleFiles)
 			for range 5 {
 				shuffled := in
-				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
-				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
-				shuffled.Probes = shuffle(rng, in.Probes)
-				shuffled.ScrapeConfigs = shuffle(rng, in.ScrapeConfigs)
-				got, gotRejected, gotErr := renderConfig(shuffled, shuffle(rng, ruleFiles))
+				shuffled.ServiceMonitors = promfixture.Shuffle(rng, in.ServiceMonitors)
+				shuffled.PodMonitors = promfixture.Shuffle(rng, in.PodMonitors)
+				shuffled.Probes = promfixture.Shuffle(rng, in.Probes)
+				shuffled.ScrapeConfigs = promfixture.Shuffle(rng, in.ScrapeConfigs)
+				got, gotRejected, gotErr := renderConfig(shuffled, promfixture.Shuffle(rng, ruleFiles))
 				require.Equal(t, string(want), string(got))
 				require.Empty(t, cmp.Diff(wantRejected, gotRejected))
 				require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
@@ -150,7 +137,7 @@ func TestRenderConfigLarge(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, rejected)
 	require.Equal(t, 3000, bytes.Count(out, []byte("\n- job_name: serviceMonitor/")))
-	checkConfig(t, promtool, out)
+	promfixture.CheckConfig(t, promtool, out)
 }
 
 // BenchmarkRenderConfig renders 1,000 ServiceMonitors of 3 endpoints each,
@@ -180,76 +167,11 @@ func BenchmarkRenderConfig(b *testing.B) {
 // benchRuleFile is the rule file of the configuration of benchConfigInput.
 const benchRuleFile = "/etc/prometheus/rules/main-rulefiles-0/*.yaml"
 
-// benchConfigInput returns n ServiceMonitors of endpoints endpoints each,
-// spread over 10 namespaces, with the usual selectors, relabelings and
-// credentials.
+// benchConfigInput is promfixture.BenchConfigInput(n, endpoints) as a
+// testInput.
 func benchConfigInput(n, endpoints int) testInput {
-	in := testInput{
-		Input: Input{Server: &v1alpha1.PrometheusServer{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
-			Spec: v1alpha1.PrometheusServerSpec{
-				ScrapeInterval: "30s",
-				ExternalLabels: map[string]string{"cluster": "bench"},
-			},
-		}},
-		Secrets: map[string]*corev1.Secret{},
-	}
-	for i := range n {
-		ns := fmt.Sprintf("team-%d", i%10)
-		app := fmt.Sprintf("app-%d", i)
-		in.Secrets[ns+"/"+app] = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
-			Data:       map[string][]byte{"token": []byte("token-" + app)},
-		}
-		sm := &monitoringv1.ServiceMonitor{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
-			Spec: monitoringv1.ServiceMonitorSpec{
-				JobLabel:     "app.kubernetes.io/name",
-				TargetLabels: []string{"team"},
-				Selector: metav1.LabelSelector{
-					MatchLabels: map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "bench"},
-					MatchExpressions: []metav1.LabelSelectorRequirement{
-						{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"backend", "frontend"}},
-					},
-				},
-			},
-		}
-		for j := range endpoints {
-			sm.Spec.Endpoints = append(sm.Spec.Endpoints, monitoringv1.Endpoint{
-				Port:          fmt.Sprintf("metrics-%d", j),
-				Path:          "/metrics",
-				Interval:      "30s",
-				ScrapeTimeout: "10s",
-				HTTPConfigWithProxyAndTLSFiles: monitoringv1.HTTPConfigWithProxyAndTLSFiles{
-					HTTPConfigWithTLSFiles: monitoringv1.HTTPConfigWithTLSFiles{
-						HTTPConfigWithoutTLS: monitoringv1.HTTPConfigWithoutTLS{
-							Authorization: &monitoringv1.SafeAuthorization{Credentials: &corev1.SecretKeySelector{
-								LocalObjectReference: corev1.LocalObjectReference{Name: app},
-								Key:                  "token",
-							}},
-						},
-					},
-				},
-				RelabelConfigs: []monitoringv1.RelabelConfig{
-					{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node"},
-				},
-				MetricRelabelConfigs: []monitoringv1.RelabelConfig{
-					{SourceLabels: []monitoringv1.LabelName{"__name__"}, Regex: "go_gc_.*", Action: "drop"},
-				},
-			})
-		}
-		in.ServiceMonitors = append(in.ServiceMonitors, sm)
-	}
-	return in
-}
-
-// checkConfig runs promtool check config on a rendered configuration.
-func checkConfig(t *testing.T, promtool string, config []byte) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "prometheus.yaml")
-	require.NoError(t, os.WriteFile(path, config, 0o644))
-	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", path).CombinedOutput()
-	require.NoError(t, err, "promtool check config:\n%s", out)
+	in := promfixture.BenchConfigInput(n, endpoints)
+	return testInput{Input: Input{Server: in.Server, ServiceMonitors: in.ServiceMonitors}, Secrets: in.Secrets}
 }
 
 // renderedGolden is the content of a golden file: the error, or the
@@ -277,25 +199,25 @@ func loadConfigInput(t *testing.T, path string) (testInput, []string) {
 	t.Helper()
 	in := testInput{Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	var ruleFiles []string
-	readDocuments(t, path, func(kind string, doc []byte) {
+	promfixture.ReadDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
 		case v1alpha1.Kind:
 			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
 			in.Server = &v1alpha1.PrometheusServer{}
 			require.NoError(t, sigsyaml.UnmarshalStrict(doc, in.Server))
 		case monitoringv1.ServiceMonitorsKind:
-			in.ServiceMonitors = append(in.ServiceMonitors, decodeDocument[monitoringv1.ServiceMonitor](t, doc))
+			in.ServiceMonitors = append(in.ServiceMonitors, promfixture.DecodeDocument[monitoringv1.ServiceMonitor](t, doc))
 		case monitoringv1.PodMonitorsKind:
-			in.PodMonitors = append(in.PodMonitors, decodeDocument[monitoringv1.PodMonitor](t, doc))
+			in.PodMonitors = append(in.PodMonitors, promfixture.DecodeDocument[monitoringv1.PodMonitor](t, doc))
 		case monitoringv1.ProbesKind:
-			in.Probes = append(in.Probes, decodeDocument[monitoringv1.Probe](t, doc))
+			in.Probes = append(in.Probes, promfixture.DecodeDocument[monitoringv1.Probe](t, doc))
 		case monitoringv1alpha1.ScrapeConfigsKind:
-			in.ScrapeConfigs = append(in.ScrapeConfigs, decodeDocument[monitoringv1alpha1.ScrapeConfig](t, doc))
+			in.ScrapeConfigs = append(in.ScrapeConfigs, promfixture.DecodeDocument[monitoringv1alpha1.ScrapeConfig](t, doc))
 		case "Secret":
-			s := decodeSecret(t, doc)
+			s := promfixture.DecodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
 		case "ConfigMap":
-			cm := decodeDocument[corev1.ConfigMap](t, doc)
+			cm := promfixture.DecodeDocument[corev1.ConfigMap](t, doc)
 			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		case "RuleFiles":
 			var rf struct {
@@ -309,72 +231,6 @@ func loadConfigInput(t *testing.T, path string) (testInput, []string) {
 		}
 	})
 	return in, ruleFiles
-}
-
-// readDocuments calls fn with the kind and the text of every document of
-// the YAML stream in the file path.
-func readDocuments(t *testing.T, path string, fn func(kind string, doc []byte)) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		require.NoError(t, err)
-		var tm metav1.TypeMeta
-		require.NoError(t, sigsyaml.Unmarshal(doc, &tm))
-		if tm.Kind == "" {
-			require.Empty(t, strings.TrimSpace(stripComments(doc)), "document without a kind in %s", path)
-			continue
-		}
-		fn(tm.Kind, doc)
-	}
-}
-
-// decodeDocument decodes doc strictly into a new T.
-func decodeDocument[T any](t *testing.T, doc []byte) *T {
-	t.Helper()
-	v := new(T)
-	require.NoError(t, sigsyaml.UnmarshalStrict(doc, v))
-	return v
-}
-
-// decodeSecret decodes a Secret and moves its stringData into data, as
-// the API server does.
-func decodeSecret(t *testing.T, doc []byte) *corev1.Secret {
-	t.Helper()
-	s := decodeDocument[corev1.Secret](t, doc)
-	for k, v := range s.StringData {
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		s.Data[k] = []byte(v)
-	}
-	s.StringData = nil
-	return s
-}
-
-func stripComments(doc []byte) string {
-	var b strings.Builder
-	for _, l := range strings.Split(string(doc), "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
-			b.WriteString(l)
-		}
-	}
-	return b.String()
-}
-
-func shuffle[T any](rng *rand.Rand, s []T) []T {
-	if s == nil {
-		return nil
-	}
-	c := make([]T, len(s))
-	copy(c, s)
-	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
-	return c
 }
 
 // TestConfigYAMLEncodingMatchesYAMLv2 checks that yaml.v2 reads what

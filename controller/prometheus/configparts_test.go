@@ -41,6 +41,7 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/envsubst"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/reloader"
 )
@@ -358,7 +359,7 @@ func (cp *controlPlane) testSplit(t *testing.T) {
 		s.ServiceMonitorSelector = &metav1.LabelSelector{}
 	})
 	cp.create(t, srv)
-	in := benchConfigInput(2000, 10)
+	in := promfixture.BenchConfigInput(2000, 10)
 	var objs []client.Object
 	for _, s := range in.Secrets {
 		s = s.DeepCopy()
@@ -510,7 +511,7 @@ func BenchmarkSplitEdit(b *testing.B) {
 	}{{"bench", benchInputs(2000, 0)}, {"varied", variedInputs(2000, 10)}} {
 		tc.in.Server.Spec.RuleSelector = nil
 		if tc.name == "bench" {
-			cfg := benchConfigInput(2000, 10)
+			cfg := promfixture.BenchConfigInput(2000, 10)
 			tc.in.ServiceMonitors, tc.in.Secrets = cfg.ServiceMonitors, cfg.Secrets
 		}
 		for _, cold := range []bool{true, false} {

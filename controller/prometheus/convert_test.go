@@ -16,6 +16,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -386,7 +387,7 @@ func TestConvertKubePrometheusStack(t *testing.T) {
 	in := inputs{Server: server, Namespaces: map[string]labels.Set{"monitoring": {}}}
 	out, err := render(in, testOptions(), nil)
 	require.NoError(t, err)
-	checkConfig(t, promtool, checkObjects(t, in, testOptions(), out))
+	promfixture.CheckConfig(t, promtool, checkObjects(t, in, testOptions(), out))
 	pod := out.StatefulSets[0].Spec.Template.Spec
 	require.Equal(t, want.SecurityContext, pod.SecurityContext)
 	require.Equal(t, "http-web", pod.Containers[0].Ports[0].Name)

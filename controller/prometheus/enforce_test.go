@@ -5,6 +5,8 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 )
 
 // TestRuleCacheEnforcement checks that the rule cache renders a
@@ -19,7 +21,7 @@ func TestRuleCacheEnforcement(t *testing.T) {
 		shards, rejected := cache.render(server, []*monitoringv1.PrometheusRule{r})
 		require.Empty(t, rejected)
 		require.Len(t, shards, 1)
-		return shardRules(t, shards[0])["team-a-alerts-0b6e1f52-8d61-4c38-9a0e-5d1c4f3b2a10.yaml"]
+		return promfixture.ShardRules(t, shards[0])["team-a-alerts-0b6e1f52-8d61-4c38-9a0e-5d1c4f3b2a10.yaml"]
 	}
 	plain := file()
 	require.NotContains(t, plain, "tenant")

@@ -29,6 +29,7 @@ import (
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -64,7 +65,7 @@ func TestRenderOperatorLayout(t *testing.T) {
 			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", layoutGolden(t, out))
 
 			config := checkOperatorLayout(t, in.Server, out)
-			checkConfig(t, promtool, config)
+			promfixture.CheckConfig(t, promtool, config)
 			checkPlainRules(t, out.RuleShards)
 			checkWeb(t, promtool, in, out)
 		})
@@ -314,7 +315,7 @@ func orNil[T any](a, b []T) []T {
 }
 
 // checkPlainRules runs the real promtool on every plain rule file of
-// shards (checkRules, which reads them gzipped).
+// shards (promfixture.CheckRules, which reads them gzipped).
 func checkPlainRules(t *testing.T, shards []*corev1.ConfigMap) {
 	t.Helper()
 	gzipped := make([]*corev1.ConfigMap, len(shards))
@@ -325,7 +326,7 @@ func checkPlainRules(t *testing.T, shards []*corev1.ConfigMap) {
 			gzipped[i].BinaryData[k+".gz"] = gzipText(t, v)
 		}
 	}
-	checkRules(t, gzipped)
+	promfixture.CheckRules(t, gzipped)
 }
 
 // TestOperatorLayoutNotSplit checks that a configuration of

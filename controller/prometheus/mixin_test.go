@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -35,7 +36,7 @@ func TestMixinAlerts(t *testing.T) {
 	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{&r})
 	require.Empty(t, rejected, "the controller's rule checker")
 	require.Len(t, shards, 1)
-	files := shardRules(t, shards[0])
+	files := promfixture.ShardRules(t, shards[0])
 	require.Len(t, files, 1)
 	var file string
 	for _, f := range files {

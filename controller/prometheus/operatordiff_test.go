@@ -22,6 +22,7 @@ import (
 
 	"github.com/podreload/podreload/deploy/crds"
 	"github.com/podreload/podreload/internal/testenv/configdiff"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -115,7 +116,7 @@ func crdSchemas(t *testing.T) map[string]*apiextensionsv1.JSONSchemaProps {
 // one by one, with their kinds.
 func defaultedDocuments(t *testing.T, path string, schemas map[string]*apiextensionsv1.JSONSchemaProps) (stream []byte, docs []kindDocument) {
 	t.Helper()
-	readDocuments(t, path, func(kind string, doc []byte) {
+	promfixture.ReadDocuments(t, path, func(kind string, doc []byte) {
 		if s, ok := schemas[kind]; ok {
 			var obj map[string]any
 			require.NoError(t, sigsyaml.Unmarshal(doc, &obj))
@@ -182,16 +183,16 @@ func ourConfig(t *testing.T, docs []kindDocument) ourResult {
 		switch d.kind {
 		case monitoringv1.PrometheusesKind:
 			require.Nil(t, p, "two Prometheus objects")
-			p = decodeDocument[monitoringv1.Prometheus](t, d.doc)
+			p = promfixture.DecodeDocument[monitoringv1.Prometheus](t, d.doc)
 		case "Namespace":
-			ns := decodeDocument[corev1.Namespace](t, d.doc)
+			ns := promfixture.DecodeDocument[corev1.Namespace](t, d.doc)
 			in.Namespaces[ns.Name] = labels.Set(ns.Labels)
 			declared[ns.Name] = true
 		case "Secret":
-			s := decodeSecret(t, d.doc)
+			s := promfixture.DecodeSecret(t, d.doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
 		case "ConfigMap":
-			cm := decodeDocument[corev1.ConfigMap](t, d.doc)
+			cm := promfixture.DecodeDocument[corev1.ConfigMap](t, d.doc)
 			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		default:
 			k, ok := selectedKindOf(d.kind)

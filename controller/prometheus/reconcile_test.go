@@ -43,6 +43,7 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/metricvalue"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
@@ -347,7 +348,7 @@ func (cp *controlPlane) ruleFiles(t *testing.T, s *v1alpha1.PrometheusServer) []
 		for len(shards) <= i {
 			shards = append(shards, nil)
 		}
-		for name := range shardRules(t, &cm) {
+		for name := range promfixture.ShardRules(t, &cm) {
 			shards[i] = append(shards[i], name)
 		}
 		slices.Sort(shards[i])
@@ -422,7 +423,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	var shard corev1.ConfigMap
 	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)
 	requireControlledBy(t, &shard, srv)
-	require.Contains(t, shardRules(t, &shard)[fileOf(r1)], "expr: up")
+	require.Contains(t, promfixture.ShardRules(t, &shard)[fileOf(r1)], "expr: up")
 
 	sum := sha256.Sum256([]byte(config))
 	eventually(t, func(c *assert.CollectT) {
@@ -477,7 +478,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	eventually(t, func(c *assert.CollectT) {
 		var cm corev1.ConfigMap
 		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &cm))
-		assert.Contains(c, shardRules(t, &cm)[fileOf(r3)], "vector(2)")
+		assert.Contains(c, promfixture.ShardRules(t, &cm)[fileOf(r3)], "vector(2)")
 	})
 }
 
@@ -509,10 +510,10 @@ func (cp *controlPlane) testSecrets(t *testing.T) {
 }
 
 // paddedRule is a PrometheusRule whose rule file takes about size bytes
-// gzipped: padded with random letters (noisyRule).
+// gzipped: padded with random letters (promfixture.NoisyRule).
 func paddedRule(ns, name string, size int) *monitoringv1.PrometheusRule {
 	r := prometheusRule(ns, name, labelsOf("shard", "test"), "up == 0")
-	r.Spec.Groups[0].Rules[0].Labels = noisyRule(name, size*4/3).Spec.Groups[0].Rules[0].Labels
+	r.Spec.Groups[0].Rules[0].Labels = promfixture.NoisyRule(name, size*4/3).Spec.Groups[0].Rules[0].Labels
 	return r
 }
 

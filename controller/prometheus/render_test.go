@@ -29,6 +29,7 @@ import (
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -40,15 +41,7 @@ import (
 // says.
 func renderCases(t *testing.T) []string {
 	t.Helper()
-	cases, err := filepath.Glob(filepath.Join("testdata", "render", "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, cases)
-	goldens, err := filepath.Glob(filepath.Join("testdata", "render", "*.golden"))
-	require.NoError(t, err)
-	for _, g := range goldens {
-		require.FileExists(t, strings.TrimSuffix(g, ".golden")+".yaml", "golden file without an input")
-	}
-	return cases
+	return promfixture.Cases(t, "render")
 }
 
 // TestRender renders each case, compares the result with its golden file,
@@ -81,8 +74,8 @@ func TestRender(t *testing.T) {
 
 			if err == nil {
 				config := checkObjects(t, in, testOptions(), out)
-				checkConfig(t, promtool, config)
-				checkRules(t, out.RuleShards)
+				promfixture.CheckConfig(t, promtool, config)
+				promfixture.CheckRules(t, out.RuleShards)
 				checkWeb(t, promtool, in, out)
 			}
 		})
@@ -274,11 +267,11 @@ func TestRenderDeterministic(t *testing.T) {
 			var cache ruleCache
 			for i := range 4 {
 				shuffled := in
-				shuffled.ServiceMonitors = shuffle(rng, in.ServiceMonitors)
-				shuffled.PodMonitors = shuffle(rng, in.PodMonitors)
-				shuffled.Probes = shuffle(rng, in.Probes)
-				shuffled.ScrapeConfigs = shuffle(rng, in.ScrapeConfigs)
-				shuffled.Rules = shuffle(rng, in.Rules)
+				shuffled.ServiceMonitors = promfixture.Shuffle(rng, in.ServiceMonitors)
+				shuffled.PodMonitors = promfixture.Shuffle(rng, in.PodMonitors)
+				shuffled.Probes = promfixture.Shuffle(rng, in.Probes)
+				shuffled.ScrapeConfigs = promfixture.Shuffle(rng, in.ScrapeConfigs)
+				shuffled.Rules = promfixture.Shuffle(rng, in.Rules)
 				got, err := render(shuffled, testOptions(), &cache)
 				require.NoError(t, err)
 				require.Empty(t, cmp.Diff(want, got), "render %d", i)
@@ -457,10 +450,10 @@ func BenchmarkRender(b *testing.B) {
 }
 
 // benchInputs selects, from every namespace, the monitors of
-// benchConfigInput (monitors ServiceMonitors of 3 endpoints) and rules
-// PrometheusRules of benchRules.
+// promfixture.BenchConfigInput (monitors ServiceMonitors of 3 endpoints) and rules
+// PrometheusRules of promfixture.BenchRules.
 func benchInputs(monitors, rules int) inputs {
-	cfg := benchConfigInput(monitors, 3)
+	cfg := promfixture.BenchConfigInput(monitors, 3)
 	server := cfg.Server
 	all := &metav1.LabelSelector{}
 	server.Spec.ServiceMonitorSelector, server.Spec.ServiceMonitorNamespaceSelector = all, all
@@ -469,7 +462,7 @@ func benchInputs(monitors, rules int) inputs {
 		Server:          server,
 		Namespaces:      map[string]labels.Set{},
 		ServiceMonitors: cfg.ServiceMonitors,
-		Rules:           benchRules(rules),
+		Rules:           promfixture.BenchRules(rules),
 		Secrets:         cfg.Secrets,
 	}
 	for _, o := range in.ServiceMonitors {
@@ -488,19 +481,19 @@ func benchInputs(monitors, rules int) inputs {
 func loadInputs(t *testing.T, path string) inputs {
 	t.Helper()
 	in := inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
-	readDocuments(t, path, func(kind string, doc []byte) {
+	promfixture.ReadDocuments(t, path, func(kind string, doc []byte) {
 		switch kind {
 		case v1alpha1.Kind:
 			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
-			in.Server = decodeDocument[v1alpha1.PrometheusServer](t, doc)
+			in.Server = promfixture.DecodeDocument[v1alpha1.PrometheusServer](t, doc)
 		case "Namespace":
-			ns := decodeDocument[corev1.Namespace](t, doc)
+			ns := promfixture.DecodeDocument[corev1.Namespace](t, doc)
 			in.Namespaces[ns.Name] = labels.Set(ns.Labels)
 		case "Secret":
-			s := decodeSecret(t, doc)
+			s := promfixture.DecodeSecret(t, doc)
 			in.Secrets[s.Namespace+"/"+s.Name] = s
 		case "ConfigMap":
-			cm := decodeDocument[corev1.ConfigMap](t, doc)
+			cm := promfixture.DecodeDocument[corev1.ConfigMap](t, doc)
 			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		default:
 			k, ok := selectedKindOf(kind)

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 )
 
 // sizedFiles are files named f000.yaml, f001.yaml... of gzipped sizes.
@@ -170,7 +172,7 @@ func TestRuleBuckets(t *testing.T) {
 // with one of them edited: one ConfigMap changes, of less than 64 KiB as
 // JSON, and its other files are those it held.
 func TestRenderRulesSingleEdit(t *testing.T) {
-	rules := benchRules(1000)
+	rules := promfixture.BenchRules(1000)
 	var cache Cache
 	before, rejected := cache.render(testShards(), rules)
 	require.Empty(t, rejected)
@@ -183,7 +185,7 @@ func TestRenderRulesSingleEdit(t *testing.T) {
 	}
 	checkLayout(t, before, files)
 	require.Len(t, files, 1000)
-	checkRules(t, before)
+	promfixture.CheckRules(t, before)
 	// The API server adds a uid, a resourceVersion, a creation time,
 	// owner references and managed fields: under 3 KiB with their keys
 	// (counted in shardCost).
@@ -222,13 +224,13 @@ func TestRenderRulesVolumeSource(t *testing.T) {
 	}
 	server := testShards()
 	server.Volume = true
-	rules := benchRules(1000)
+	rules := promfixture.BenchRules(1000)
 	var api, volume Cache
 	apiShards, _ := api.render(testShards(), rules)
 	volumeShards, _ := volume.render(server, rules)
 	require.Len(t, apiShards, 13)
 	require.Len(t, volumeShards, 16)
-	checkRules(t, volumeShards)
+	promfixture.CheckRules(t, volumeShards)
 	var restarted Cache
 	restarted.Seed(volumeShards)
 	again, _ := restarted.render(server, rules)

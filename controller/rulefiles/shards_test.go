@@ -5,12 +5,10 @@ import (
 	"compress/gzip"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,12 +25,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/internal/testenv/goldenfile"
-	"github.com/podreload/podreload/internal/testenv/toolbin"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 )
 
 // loadRule reads a PrometheusRule fixture from testdata/rules.
@@ -70,82 +67,22 @@ func sizedRule(t testing.TB, name string, size int) *monitoringv1.PrometheusRule
 	return pad(n)
 }
 
-// shardRules returns the rule files of a rule file ConfigMap, by name, as
-// a config-reloader writes them: each binaryData key X.yaml.gz gunzipped
-// into X.yaml. The controller writes no plain data key.
-func shardRules(t testing.TB, cm *corev1.ConfigMap) map[string]string {
-	t.Helper()
-	require.Empty(t, cm.Data, "%s: plain data keys", cm.Name)
-	files := map[string]string{}
-	for key, gz := range cm.BinaryData {
-		name, ok := strings.CutSuffix(key, ".gz")
-		require.True(t, ok, "%s: binaryData key %s not .gz", cm.Name, key)
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
-		require.NoError(t, err, "%s: %s", cm.Name, key)
-		b, err := io.ReadAll(zr)
-		require.NoError(t, err, "%s: %s", cm.Name, key)
-		files[name] = string(b)
-	}
-	return files
-}
-
-// checkRules runs the real promtool on every file of shards, gunzipped.
-func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
-	t.Helper()
-	promtool, err := toolbin.Path("promtool")
-	require.NoError(t, err)
-	dir := t.TempDir()
-	args := []string{"check", "rules"}
-	for _, cm := range shards {
-		require.NoError(t, os.Mkdir(filepath.Join(dir, cm.Name), 0o755))
-		for name, content := range shardRules(t, cm) {
-			path := filepath.Join(dir, cm.Name, name)
-			require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-			args = append(args, path)
-		}
-	}
-	if len(args) == 2 {
-		return
-	}
-	out, err := exec.CommandContext(t.Context(), promtool, args...).CombinedOutput()
-	require.NoError(t, err, "promtool check rules:\n%s", out)
-}
-
 // shardFiles lists the file names of each shard, as a config-reloader
 // writes them.
 func shardFiles(t testing.TB, shards []*corev1.ConfigMap) [][]string {
 	t.Helper()
 	var files [][]string
 	for _, cm := range shards {
-		files = append(files, slices.Sorted(maps.Keys(shardRules(t, cm))))
+		files = append(files, slices.Sorted(maps.Keys(promfixture.ShardRules(t, cm))))
 	}
 	return files
-}
-
-// noisyRule is a valid PrometheusRule padded with a label of n random
-// letters and digits (the same for the same name), which gzip does not
-// compress below some 0.75 bytes a letter.
-func noisyRule(name string, n int) *monitoringv1.PrometheusRule {
-	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	rng := rand.New(rand.NewPCG(uint64(crc32.ChecksumIEEE([]byte(name))), 1))
-	pad := make([]byte, n)
-	for i := range pad {
-		pad[i] = alphabet[rng.IntN(len(alphabet))]
-	}
-	return &monitoringv1.PrometheusRule{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID("uid-" + name)},
-		Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{
-			Name:  name,
-			Rules: []monitoringv1.Rule{{Record: "padded", Expr: intstr.FromString("up == 0"), Labels: map[string]string{"pad": string(pad)}}},
-		}}},
-	}
 }
 
 // TestRenderRulesTooLarge checks the reasons a rule file too large is
 // rejected for: gzipped, more than a shard holds; gunzipped, more than a
 // config-reloader renders. The others are kept.
 func TestRenderRulesTooLarge(t *testing.T) {
-	noisy := noisyRule("noisy", 700<<10)
+	noisy := promfixture.NoisyRule("noisy", 700<<10)
 	content, err := newRuleChecker().file(noisy)
 	require.NoError(t, err)
 	gz, _ := gzipRuleFile(nil, content)
@@ -159,7 +96,7 @@ func TestRenderRulesTooLarge(t *testing.T) {
 		{Namespace: "apps", Name: "noisy", Reason: fmt.Sprintf("rule file is %d bytes, %d gzipped, more than the 524288 bytes a ConfigMap shard holds", len(content), len(gz))},
 	}, rejected)
 	require.Equal(t, [][]string{{"apps-small-uid-small.yaml"}}, shardFiles(t, shards))
-	checkRules(t, shards)
+	promfixture.CheckRules(t, shards)
 }
 
 // TestGzipRuleFile checks that a rule file gzips to the same bytes every
@@ -202,13 +139,13 @@ func TestRenderRulesConfigMap(t *testing.T) {
 		BinaryData: map[string][]byte{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml.gz": gz},
 	}}, shards)
 	golden(t, filepath.Join("testdata", "rules", "valid.golden"), []byte(content))
-	checkRules(t, shards)
+	promfixture.CheckRules(t, shards)
 }
 
 func TestRenderRulesDeterministic(t *testing.T) {
 	var rules []*monitoringv1.PrometheusRule
 	for i := range 20 {
-		r := noisyRule(fmt.Sprintf("r%02d", i), 40000+(i*7919)%(80<<10))
+		r := promfixture.NoisyRule(fmt.Sprintf("r%02d", i), 40000+(i*7919)%(80<<10))
 		r.ResourceVersion = "1"
 		rules = append(rules, r)
 	}
@@ -235,7 +172,7 @@ func TestRenderRulesDeterministic(t *testing.T) {
 		require.Equal(t, want, got)
 		require.Empty(t, cmp.Diff(wantRejected, rejected))
 	}
-	checkRules(t, want)
+	promfixture.CheckRules(t, want)
 }
 
 func TestRenderRulesRejects(t *testing.T) {
@@ -303,7 +240,7 @@ func TestRenderRulesRejects(t *testing.T) {
 			shards, rejected := new(Cache).render(testShards(), []*monitoringv1.PrometheusRule{bad, valid})
 			require.Equal(t, []Rejected{{Namespace: bad.Namespace, Name: bad.Name, Reason: tc.reason}}, rejected)
 			require.Equal(t, [][]string{{"apps-api-6f1c1e0e-1b7a-4c55-9d1e-3a2b4c5d6e7f.yaml"}}, shardFiles(t, shards))
-			checkRules(t, shards)
+			promfixture.CheckRules(t, shards)
 		})
 	}
 }
@@ -373,14 +310,14 @@ func TestRuleCache(t *testing.T) {
 	valid.Spec.Groups[0].Rules[1].Expr = intstr.FromString("vector(1) == 0")
 	unversioned.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2) == 0")
 	got, rejected = cache.render(server, all)
-	require.Equal(t, shardRules(t, want[0])[validFile], shardRules(t, got[0])[validFile])
-	require.Contains(t, shardRules(t, got[0])[unversionedFile], "vector(2) == 0")
+	require.Equal(t, promfixture.ShardRules(t, want[0])[validFile], promfixture.ShardRules(t, got[0])[validFile])
+	require.Contains(t, promfixture.ShardRules(t, got[0])[unversionedFile], "vector(2) == 0")
 	require.Equal(t, wantRejected, rejected)
 
 	// A new resourceVersion is rendered and validated again.
 	valid.ResourceVersion = "2"
 	got, _ = cache.render(server, all)
-	require.Contains(t, shardRules(t, got[0])[validFile], "vector(1) == 0")
+	require.Contains(t, promfixture.ShardRules(t, got[0])[validFile], "vector(1) == 0")
 	valid.ResourceVersion, valid.Spec.Groups[0].Rules[1].Expr = "3", intstr.FromString("vector(")
 	_, rejected = cache.render(server, all)
 	require.Len(t, rejected, 2)
@@ -389,7 +326,7 @@ func TestRuleCache(t *testing.T) {
 	// Only the objects of the last render are kept.
 	cache.render(server, []*monitoringv1.PrometheusRule{invalid})
 	require.Equal(t, map[ruleKey]ruleResult{{uid: "uid-invalid-promql", resourceVersion: "1"}: {reason: wantRejected[0].Reason}}, cache.entries)
-	checkRules(t, got)
+	promfixture.CheckRules(t, got)
 }
 
 func TestRuleFileName(t *testing.T) {
@@ -413,7 +350,7 @@ func TestRuleFileName(t *testing.T) {
 // BenchmarkRenderRules renders 1,000 PrometheusRules of 10 rules each:
 // from scratch, and through a Cache when one of them changed.
 func BenchmarkRenderRules(b *testing.B) {
-	rules := benchRules(1000)
+	rules := promfixture.BenchRules(1000)
 	server := testShards()
 	check := func(b *testing.B, shards []*corev1.ConfigMap, rejected []Rejected) {
 		if len(rejected) > 0 || len(shards) == 0 {
@@ -440,43 +377,6 @@ func BenchmarkRenderRules(b *testing.B) {
 			check(b, shards, rejected)
 		}
 	})
-}
-
-// benchRules returns n PrometheusRules spread over 50 namespaces, each of
-// one group of 5 recording and 5 alerting rules with the usual labels and
-// annotations.
-func benchRules(n int) []*monitoringv1.PrometheusRule {
-	rules := make([]*monitoringv1.PrometheusRule, 0, n)
-	for i := range n {
-		r := &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{
-			Namespace:       fmt.Sprintf("team-%02d", i%50),
-			Name:            fmt.Sprintf("rules-%04d", i),
-			UID:             types.UID(fmt.Sprintf("uid-%04d", i)),
-			ResourceVersion: "1",
-		}}
-		g := monitoringv1.RuleGroup{Name: "service.rules", Interval: ptr.To(monitoringv1.Duration("1m"))}
-		for j := range 5 {
-			g.Rules = append(g.Rules,
-				monitoringv1.Rule{
-					Record: fmt.Sprintf("job:http_requests_%d:rate5m", j),
-					Expr:   intstr.FromString(fmt.Sprintf(`sum by (job, code) (rate(http_requests_total{service="svc-%d", handler!~"/health.*"}[5m]))`, i)),
-				},
-				monitoringv1.Rule{
-					Alert:  fmt.Sprintf("HighErrorRate%d", j),
-					Expr:   intstr.FromString(fmt.Sprintf(`sum(rate(http_requests_total{service="svc-%d",code=~"5.."}[5m])) / sum(rate(http_requests_total{service="svc-%d"}[5m])) > 0.0%d`, i, i, j+1)),
-					For:    ptr.To(monitoringv1.Duration("10m")),
-					Labels: map[string]string{"severity": "warning", "team": fmt.Sprintf("team-%02d", i%50)},
-					Annotations: map[string]string{
-						"summary":     "{{ $labels.job }} returns errors for {{ $value | humanizePercentage }} of requests",
-						"runbook_url": "https://runbooks.example.com/http#high-error-rate",
-					},
-				},
-			)
-		}
-		r.Spec.Groups = []monitoringv1.RuleGroup{g}
-		rules = append(rules, r)
-	}
-	return rules
 }
 
 // testShards are the rule file ConfigMaps of the PrometheusServer

@@ -1,4 +1,4 @@
-package prometheus
+package promfixture
 
 import (
 	"bytes"
@@ -24,13 +24,10 @@ import (
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
-// The helpers of the rule files' tests that the tests of the rendering
-// and of the reconciler use too (package rulefiles has their originals).
-
-// shardRules returns the rule files of a rule file ConfigMap, by name, as
+// ShardRules returns the rule files of a rule file ConfigMap, by name, as
 // a config-reloader writes them: each binaryData key X.yaml.gz gunzipped
 // into X.yaml. The controller writes no plain data key.
-func shardRules(t testing.TB, cm *corev1.ConfigMap) map[string]string {
+func ShardRules(t testing.TB, cm *corev1.ConfigMap) map[string]string {
 	t.Helper()
 	require.Empty(t, cm.Data, "%s: plain data keys", cm.Name)
 	files := map[string]string{}
@@ -46,8 +43,8 @@ func shardRules(t testing.TB, cm *corev1.ConfigMap) map[string]string {
 	return files
 }
 
-// checkRules runs the real promtool on every file of shards, gunzipped.
-func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
+// CheckRules runs the real promtool on every file of shards, gunzipped.
+func CheckRules(t testing.TB, shards []*corev1.ConfigMap) {
 	t.Helper()
 	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
@@ -55,7 +52,7 @@ func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	args := []string{"check", "rules"}
 	for _, cm := range shards {
 		require.NoError(t, os.Mkdir(filepath.Join(dir, cm.Name), 0o755))
-		for name, content := range shardRules(t, cm) {
+		for name, content := range ShardRules(t, cm) {
 			path := filepath.Join(dir, cm.Name, name)
 			require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 			args = append(args, path)
@@ -68,10 +65,10 @@ func checkRules(t testing.TB, shards []*corev1.ConfigMap) {
 	require.NoError(t, err, "promtool check rules:\n%s", out)
 }
 
-// noisyRule is a valid PrometheusRule padded with a label of n random
+// NoisyRule is a valid PrometheusRule padded with a label of n random
 // letters and digits (the same for the same name), which gzip does not
 // compress below some 0.75 bytes a letter.
-func noisyRule(name string, n int) *monitoringv1.PrometheusRule {
+func NoisyRule(name string, n int) *monitoringv1.PrometheusRule {
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	rng := rand.New(rand.NewPCG(uint64(crc32.ChecksumIEEE([]byte(name))), 1))
 	pad := make([]byte, n)
@@ -87,10 +84,10 @@ func noisyRule(name string, n int) *monitoringv1.PrometheusRule {
 	}
 }
 
-// benchRules returns n PrometheusRules spread over 50 namespaces, each of
+// BenchRules returns n PrometheusRules spread over 50 namespaces, each of
 // one group of 5 recording and 5 alerting rules with the usual labels and
 // annotations.
-func benchRules(n int) []*monitoringv1.PrometheusRule {
+func BenchRules(n int) []*monitoringv1.PrometheusRule {
 	rules := make([]*monitoringv1.PrometheusRule, 0, n)
 	for i := range n {
 		r := &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{
