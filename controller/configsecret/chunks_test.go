@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,28 +44,18 @@ func variedJobs(rnd *rand.Rand, n int) []Job {
 		name := fmt.Sprintf("serviceMonitor/team-%d/app-%05d/0", i%10, i)
 		var b []byte
 		b = fmt.Appendf(b, "- job_name: %s\n  kubernetes_sd_configs:\n  - role: endpoints\n    namespaces:\n      names: [team-%d]\n", name, i%10)
-		b = fmt.Appendf(b, "  authorization:\n    credentials: %s\n  relabel_configs:\n", randomWord(rnd, 40))
+		b = fmt.Appendf(b, "  authorization:\n    credentials: %s\n  relabel_configs:\n", promfixture.RandomWord(rnd, 40))
 		for _, label := range []string{"owner", "cost_center", "runbook", "version"} {
-			b = fmt.Appendf(b, "  - target_label: %s\n    replacement: %s\n", label, randomWord(rnd, 16))
+			b = fmt.Appendf(b, "  - target_label: %s\n    replacement: %s\n", label, promfixture.RandomWord(rnd, 16))
 		}
 		for range 3 + rnd.IntN(5) {
 			b = fmt.Appendf(b, "  - source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_name, __meta_kubernetes_service_labelpresent_app_kubernetes_io_name]\n    action: keep\n    regex: (app-%05d);true\n", i)
 		}
 		b = fmt.Appendf(b, "  metric_relabel_configs:\n  - source_labels: [__name__]\n    action: drop\n    regex: %s_.*|%s_total|%s\n",
-			randomWord(rnd, 12), randomWord(rnd, 12), randomWord(rnd, 12))
+			promfixture.RandomWord(rnd, 12), promfixture.RandomWord(rnd, 12), promfixture.RandomWord(rnd, 12))
 		jobs[i] = Job{Monitor: i, Name: name, Item: b}
 	}
 	return jobs
-}
-
-// randomWord is n random letters and digits.
-func randomWord(rnd *rand.Rand, n int) string {
-	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = chars[rnd.IntN(len(chars))]
-	}
-	return string(b)
 }
 
 // chunkNames are the chunks as the names of their jobs and the hash of
@@ -139,7 +131,7 @@ func TestChunkJobsStable(t *testing.T) {
 		}},
 		{"a job removed", func(js []Job, at int) []Job { return slices.Delete(js, at, at+1) }},
 		{"a job changed", func(js []Job, at int) []Job {
-			js[at].Item = slices.Concat(js[at].Item, []byte("    replacement: "+randomWord(rnd, 300)+"\n"))
+			js[at].Item = slices.Concat(js[at].Item, []byte("    replacement: "+promfixture.RandomWord(rnd, 300)+"\n"))
 			return js
 		}},
 	} {

@@ -215,16 +215,6 @@ func TestRenderSplit(t *testing.T) {
 	require.False(t, bytes.HasPrefix(gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), []byte("#")))
 }
 
-// randomWord is n random letters and digits.
-func randomWord(rnd *rand.Rand, n int) string {
-	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = chars[rnd.IntN(len(chars))]
-	}
-	return string(b)
-}
-
 // variedInputs are those of benchInputs (monitors ServiceMonitors of
 // endpoints endpoints, no rule), but that each ServiceMonitor has its
 // own token and selector value, and each endpoint its own port name,
@@ -240,22 +230,22 @@ func variedInputs(monitors, endpoints int) inputs {
 		for range endpoints - 1 {
 			sm.Spec.Endpoints = append(sm.Spec.Endpoints, *sm.Spec.Endpoints[0].DeepCopy())
 		}
-		in.Secrets[sm.Namespace+"/"+sm.Name].Data["token"] = []byte(randomWord(rnd, 40))
-		sm.Spec.Selector.MatchLabels["version"] = randomWord(rnd, 8)
+		in.Secrets[sm.Namespace+"/"+sm.Name].Data["token"] = []byte(promfixture.RandomWord(rnd, 40))
+		sm.Spec.Selector.MatchLabels["version"] = promfixture.RandomWord(rnd, 8)
 		for j := range sm.Spec.Endpoints {
 			e := &sm.Spec.Endpoints[j]
-			e.Port = "p-" + randomWord(rnd, 6)
-			e.Path = "/" + randomWord(rnd, 8) + "/metrics"
+			e.Port = "p-" + promfixture.RandomWord(rnd, 6)
+			e.Path = "/" + promfixture.RandomWord(rnd, 8) + "/metrics"
 			for _, label := range []string{"owner", "cost_center", "runbook", "channel"} {
-				e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{TargetLabel: label, Replacement: ptr.To(randomWord(rnd, 16))})
+				e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{TargetLabel: label, Replacement: ptr.To(promfixture.RandomWord(rnd, 16))})
 			}
 			e.RelabelConfigs = append(e.RelabelConfigs, monitoringv1.RelabelConfig{
-				SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + randomWord(rnd, 6))},
-				Regex:        strings.Join([]string{randomWord(rnd, 10), randomWord(rnd, 10), randomWord(rnd, 10)}, "|"), Action: "keep",
+				SourceLabels: []monitoringv1.LabelName{monitoringv1.LabelName("__meta_kubernetes_pod_label_" + promfixture.RandomWord(rnd, 6))},
+				Regex:        strings.Join([]string{promfixture.RandomWord(rnd, 10), promfixture.RandomWord(rnd, 10), promfixture.RandomWord(rnd, 10)}, "|"), Action: "keep",
 			})
 			e.MetricRelabelConfigs = append(e.MetricRelabelConfigs, monitoringv1.RelabelConfig{
 				SourceLabels: []monitoringv1.LabelName{"__name__"},
-				Regex:        randomWord(rnd, 12) + "_.*|" + randomWord(rnd, 12) + "_total|" + randomWord(rnd, 12), Action: "drop",
+				Regex:        promfixture.RandomWord(rnd, 12) + "_.*|" + promfixture.RandomWord(rnd, 12) + "_total|" + promfixture.RandomWord(rnd, 12), Action: "drop",
 			})
 		}
 	}

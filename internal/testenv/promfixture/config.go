@@ -193,3 +193,13 @@ func Shuffle[T any](rng *rand.Rand, s []T) []T {
 	rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
 	return c
 }
+
+// RandomWord is n random letters and digits drawn from rnd.
+func RandomWord(rnd *rand.Rand, n int) string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = chars[rnd.IntN(len(chars))]
+	}
+	return string(b)
+}
