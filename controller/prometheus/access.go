@@ -6,7 +6,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/sidecar"
@@ -15,8 +14,8 @@ import (
 // accessName is the name of the Role, and of its RoleBinding, that let the
 // reloaders of server report what Prometheus runs in their pods and, with
 // the API source, read its config Secret and rule ConfigMaps.
-func accessName(server *v1alpha1.PrometheusServer) string {
-	if operatorLayout(server) {
+func accessName(server target) string {
+	if server.layout.operator() {
 		// Nothing prometheus-operator writes has this name.
 		return operatorName(server) + "-podreload"
 	}
@@ -43,9 +42,9 @@ func accessName(server *v1alpha1.PrometheusServer) string {
 // watch by label selector cannot be limited that way: the ConfigMaps rule
 // grants list and watch on every ConfigMap of the namespace (not get: the
 // reloaders never read one by name).
-func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
+func renderAccess(server target, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	l := selectorLabels(server)
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		// Ours, not prometheus-operator's: no managed-by label.
 		l = map[string]string{kube.LabelName: App, labelInstance: server.Name}
 	}
@@ -56,7 +55,7 @@ func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *
 		StateSecrets:   stateSecretNames(server),
 	}
 	if apiSource(server) {
-		a.Secrets = append([]string{ConfigSecretName(server)}, configsecret.PartNames(ConfigSecretName(server), configsecret.PartSlots(parts, ruleVolumeStep))...)
+		a.Secrets = append([]string{configSecretName(server)}, configsecret.PartNames(configSecretName(server), configsecret.PartSlots(parts, ruleVolumeStep))...)
 		a.ConfigMaps = true
 	}
 	return sidecar.Role(a)
@@ -64,7 +63,7 @@ func renderAccess(server *v1alpha1.PrometheusServer, parts int) (*rbacv1.Role, *
 
 // podNames are the names of the pods of server's StatefulSets, every
 // shard's.
-func podNames(server *v1alpha1.PrometheusServer) []string {
+func podNames(server target) []string {
 	replicas := int(ptr.Deref(server.Spec.Replicas, 1))
 	names := make([]string, 0, replicas*shardCount(server))
 	for shard := range shardCount(server) {

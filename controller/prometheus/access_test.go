@@ -93,7 +93,7 @@ func TestRenderAccess(t *testing.T) {
 			if tc.server != nil {
 				tc.server(server)
 			}
-			role, roleBinding := renderAccess(server, 0)
+			role, roleBinding := renderAccess(ownTarget(server), 0)
 			require.Empty(t, cmp.Diff(tc.role, role))
 			require.Empty(t, cmp.Diff(tc.roleBinding, roleBinding))
 		})
@@ -102,7 +102,7 @@ func TestRenderAccess(t *testing.T) {
 
 // accessKey names the Role and RoleBinding of server.
 func accessKey(server *v1alpha1.PrometheusServer) client.ObjectKey {
-	return client.ObjectKey{Namespace: server.Namespace, Name: accessName(server)}
+	return client.ObjectKey{Namespace: server.Namespace, Name: accessName(ownTarget(server))}
 }
 
 // waitAccess waits until the Role and RoleBinding of server are what
@@ -113,7 +113,7 @@ func (cp *controlPlane) waitAccess(t *testing.T, server *v1alpha1.PrometheusServ
 	if spec != nil {
 		spec(&want.Spec)
 	}
-	wantRole, wantBinding := renderAccess(want, 0)
+	wantRole, wantBinding := renderAccess(ownTarget(want), 0)
 	require.NotNil(t, wantRole)
 	eventually(t, func(c *assert.CollectT) {
 		var role rbacv1.Role
@@ -149,7 +149,7 @@ func (cp *controlPlane) testAccess(t *testing.T) {
 	require.Equal(t, ptr.To(true), sts.Spec.Template.Spec.AutomountServiceAccountToken)
 	apiHash := sts.Spec.Template.Annotations[annotationInputHash]
 
-	meta := metav1.ObjectMeta{Namespace: ns, Name: accessName(srv)}
+	meta := metav1.ObjectMeta{Namespace: ns, Name: accessName(ownTarget(srv))}
 	edit(t, cp.c, &rbacv1.Role{ObjectMeta: meta}, func(r *rbacv1.Role) {
 		r.Rules[0].ResourceNames = nil
 		r.Rules[1].Verbs = append(r.Rules[1].Verbs, "get")
@@ -306,7 +306,7 @@ func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 		"get another Secret":                 pod.Get(ctx, client.ObjectKey{Namespace: ns, Name: "other"}, &corev1.Secret{}),
 		"list every Secret":                  pod.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)),
 		"list another Secret by name":        pod.List(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "other"}),
-		"get a rule ConfigMap":               pod.Get(ctx, client.ObjectKey{Namespace: ns, Name: ruleShardName(srv, 0)}, &corev1.ConfigMap{}),
+		"get a rule ConfigMap":               pod.Get(ctx, client.ObjectKey{Namespace: ns, Name: ruleShardName(ownTarget(srv), 0)}, &corev1.ConfigMap{}),
 		"update the config Secret":           pod.Update(ctx, &secrets.Items[0]),
 		"list the ConfigMaps of another one": pod.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"), rules),
 		"list the Secrets of another one":    pod.List(ctx, &corev1.SecretList{}, client.InNamespace("default"), byName),
@@ -316,7 +316,7 @@ func (cp *controlPlane) testDeployRBAC(t *testing.T) {
 
 	// It may update them: a Role someone narrowed, a binding to a new
 	// service account.
-	edit(t, cp.c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: accessName(srv)}}, func(r *rbacv1.Role) {
+	edit(t, cp.c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: accessName(ownTarget(srv))}}, func(r *rbacv1.Role) {
 		r.Rules[1].Verbs = []string{"list"}
 	})
 	cp.waitAccess(t, srv, nil)

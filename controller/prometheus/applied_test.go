@@ -26,7 +26,7 @@ import (
 // ready when ready, reporting applied unless nil.
 func testPod(srv *v1alpha1.PrometheusServer, name string, ready bool, applied *contract.Applied) corev1.Pod {
 	pod := corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: srv.Namespace, Name: name, Labels: selectorLabels(srv)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: srv.Namespace, Name: name, Labels: selectorLabels(ownTarget(srv))},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}},
 	}
 	if ready {

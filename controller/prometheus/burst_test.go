@@ -263,7 +263,7 @@ func (cp *controlPlane) testRulesHeld(t *testing.T) {
 	require.Greater(t, len(want), 1, "the rules fill several ConfigMaps")
 	assert.Len(t, written, len(want), "each rule ConfigMap written once: %q", written)
 	assert.Equal(t, len(want)-1, count(written, "POST /api/v1/namespaces/"+ns+"/configmaps"), "created: %q", written)
-	assert.Equal(t, 1, count(written, "PUT /api/v1/namespaces/"+ns+"/configmaps/"+ruleShardName(srv, 0)), "updated: %q", written)
+	assert.Equal(t, 1, count(written, "PUT /api/v1/namespaces/"+ns+"/configmaps/"+ruleShardName(ownTarget(srv), 0)), "updated: %q", written)
 	checkStatus(fmt.Sprintf("%d rule file ConfigMaps written", len(want)))
 	assert.Len(t, ruleFilesOf(t, cp.config(t, srv)), len(want))
 

@@ -430,7 +430,7 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	var role rbacv1.Role
-	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: accessName(s)}, &role))
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: accessName(ownTarget(s))}, &role))
 	token, ca := cp.env.ServiceAccount(t, s.Namespace, "reader", role.Rules)
 	src, err := apisource.New(nil, prometheus.NewRegistry(), apisource.Options{
 		Config:          apisource.Config{Server: cp.cfg.Host, TokenFile: token, CAFile: ca},
@@ -476,7 +476,7 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 // of the part Secrets, each optional.
 func TestPartSlotsVolume(t *testing.T) {
 	srv := server("monitoring", "main", nil)
-	v := configPartsVolume(srv, configsecret.PartSlots(60, ruleVolumeStep))
+	v := configPartsVolume(ownTarget(srv), configsecret.PartSlots(60, ruleVolumeStep))
 	require.Len(t, v.Projected.Sources, 64)
 	for i, s := range v.Projected.Sources {
 		name := ConfigPartName(srv, i+1)

@@ -32,7 +32,7 @@ func testPrometheus() *monitoringv1.Prometheus {
 }
 
 // convert converts testPrometheus with the YAML spec merged in.
-func convert(t *testing.T, spec string) (*v1alpha1.PrometheusServer, []string) {
+func convert(t *testing.T, spec string) (target, []string) {
 	t.Helper()
 	p := testPrometheus()
 	require.NoError(t, yaml.UnmarshalStrict([]byte(spec), &p.Spec))
@@ -233,7 +233,7 @@ func TestConvertMappedFields(t *testing.T) {
 func TestConvertDefaults(t *testing.T) {
 	server, unsupported := convert(t, "{}")
 	require.Empty(t, unsupported)
-	require.True(t, operatorLayout(server))
+	require.True(t, server.layout.operator())
 	want := v1alpha1.PrometheusServerSpec{
 		ServiceMonitorSelector: &metav1.LabelSelector{},
 		Image:                  "quay.io/prometheus/prometheus:v3.13.1",
@@ -326,7 +326,7 @@ func TestConvertKubePrometheusStack(t *testing.T) {
 	require.Empty(t, unsupported)
 	require.Equal(t, "kps-kube-prometheus-stack-prometheus", server.Name)
 	require.Equal(t, "monitoring", server.Namespace)
-	require.True(t, operatorLayout(server))
+	require.True(t, server.layout.operator())
 
 	release := &metav1.LabelSelector{MatchLabels: map[string]string{"release": "kps"}}
 	want := v1alpha1.PrometheusServerSpec{
@@ -384,7 +384,7 @@ func TestConvertKubePrometheusStack(t *testing.T) {
 	// http-web with kube-prometheus-stack's security context.
 	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
-	in := inputs{Server: server, Namespaces: map[string]labels.Set{"monitoring": {}}}
+	in := inputs{Server: server.PrometheusServer, Layout: server.layout, Namespaces: map[string]labels.Set{"monitoring": {}}}
 	out, err := render(in, testOptions(), nil)
 	require.NoError(t, err)
 	promfixture.CheckConfig(t, promtool, checkObjects(t, in, testOptions(), out))

@@ -29,7 +29,7 @@
 //	takeover.go      a Prometheus taken over: a variant of the takeover's lifecycle
 //	takeover_status.go its status as prometheus-operator writes it
 //	takeovercheck.go what `controller takeover-check` says of a Prometheus
-//	layout.go        prometheus-operator's layout, for a Prometheus taken over
+//	layout.go        the layout, a value decided where a server comes from: podreload's, or prometheus-operator's for a Prometheus taken over
 //	layout_workload.go its names, labels, Service, data volume and flags
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files
 //

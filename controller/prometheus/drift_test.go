@@ -103,7 +103,7 @@ func (cp *controlPlane) testUpgrade(t *testing.T) {
 	ns := cp.namespace(t, "upgrade", nil)
 	srv := server(ns, "main", nil)
 	cp.create(t, srv)
-	_, old := renderWorkload(srv, podOptions{WorkloadOptions: WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}})
+	_, old := renderWorkload(ownTarget(srv), podOptions{WorkloadOptions: WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:test"}})
 	want := old.Spec.Template.Annotations[annotationInputHash]
 	require.NoError(t, controllerutil.SetControllerReference(srv, old, cp.c.Scheme()))
 	old.Spec.Template.Annotations[annotationInputHash] = "earlier"

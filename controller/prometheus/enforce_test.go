@@ -18,7 +18,7 @@ func TestRuleCacheEnforcement(t *testing.T) {
 	server := testServer()
 	cache := new(ruleCache)
 	file := func() string {
-		shards, rejected := cache.render(server, []*monitoringv1.PrometheusRule{r})
+		shards, rejected := cache.render(ownTarget(server), []*monitoringv1.PrometheusRule{r})
 		require.Empty(t, rejected)
 		require.Len(t, shards, 1)
 		return promfixture.ShardRules(t, shards[0])["team-a-alerts-0b6e1f52-8d61-4c38-9a0e-5d1c4f3b2a10.yaml"]

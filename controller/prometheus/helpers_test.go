@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/store"
 )
@@ -17,7 +16,7 @@ import (
 // renderConfig renders the configuration of server with the objects it
 // selected, sel, reading secrets, and the rule files ruleFiles, as render
 // does: promcfg.Server, then Parts.Head.
-func renderConfig(server *v1alpha1.PrometheusServer, sel selected, secrets map[string]*corev1.Secret, ruleFiles []string) ([]byte, []promcfg.Rejection, error) {
+func renderConfig(server target, sel selected, secrets map[string]*corev1.Secret, ruleFiles []string) ([]byte, []promcfg.Rejection, error) {
 	parts, rejected, err := promcfg.Server(configInput(server, sel, store.NewLookup(store.Objects{Secrets: secrets}), nil))
 	if err != nil {
 		return nil, nil, err

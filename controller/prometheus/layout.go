@@ -11,31 +11,56 @@ import (
 // or, for a prometheus-operator Prometheus object taken over
 // (docs/takeover.md), prometheus-operator's names, labels, selectors,
 // claim templates and plain rule files, so that its pods, PVCs and data
-// carry over in both directions. The Prometheus object is converted into
-// an in-memory PrometheusServer (fromPrometheus), never written, that
-// carries annotationLayout; the reconciler of PrometheusServers drops the
-// annotation from the objects it reads, so a user cannot ask for the
-// layout on a PrometheusServer.
+// carry over in both directions. The layout is decided once, where the
+// server comes from: the reconciler of PrometheusServers renders each in
+// podreload's layout, the takeover converts a Prometheus object into an
+// in-memory PrometheusServer (fromPrometheus), never written, in
+// prometheus-operator's. The render and the writes get it with the
+// server (target), like prometheus-operator's resource namer, a value
+// passed down; nothing reads it back from the object.
+
+// layout is the layout a server's objects are rendered in.
+type layout uint8
+
 const (
-	// annotationLayout, on an in-memory PrometheusServer, names its layout.
-	annotationLayout = "podreload.dev/layout"
-	// layoutOperator is prometheus-operator's layout.
-	layoutOperator = "prometheus-operator"
+	// podreloadLayout, the zero value, is podreload's own layout.
+	podreloadLayout layout = iota
+	// operatorsLayout is prometheus-operator's layout.
+	operatorsLayout
 )
 
-// operatorLayout reports whether server is rendered in prometheus-operator's
-// layout: it is a Prometheus object taken over.
-func operatorLayout(server *v1alpha1.PrometheusServer) bool {
-	return server.Annotations[annotationLayout] == layoutOperator
+// operator reports whether l is prometheus-operator's layout.
+func (l layout) operator() bool { return l == operatorsLayout }
+
+// target is a PrometheusServer with the layout its objects are rendered
+// in. The embedded server is read as is: a target is never written, nor
+// handed to the API as an object (its PrometheusServer is).
+type target struct {
+	*v1alpha1.PrometheusServer
+	layout layout
 }
+
+// ownTarget is server, a PrometheusServer object, in podreload's layout.
+func ownTarget(server *v1alpha1.PrometheusServer) target {
+	return target{PrometheusServer: server}
+}
+
+// annotationLayout is the annotation that once told the layout, on the
+// in-memory PrometheusServer; nothing reads it now, nor was it ever
+// written to the API. The StatefulSets of prometheus-operator's layout,
+// which carry the Prometheus object's annotations, still leave it out,
+// as they always did (operatorStatefulSet), and the fixtures of
+// testdata/layout still mark with it a server that stands for a
+// Prometheus object converted (loadInputs).
+const annotationLayout = "podreload.dev/layout"
 
 // fromPrometheus converts a Prometheus object into the PrometheusServer it
 // is rendered as, in prometheus-operator's layout, with prometheus-operator's
 // defaults where they differ from ours (convertSpec). unsupported lists
 // the set fields the conversion cannot carry (by JSON path under spec,
 // sorted): a Prometheus with any is not taken over.
-func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServer, unsupported []string) {
-	server = &v1alpha1.PrometheusServer{
+func fromPrometheus(p *monitoringv1.Prometheus) (_ target, unsupported []string) {
+	server := &v1alpha1.PrometheusServer{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, Generation: p.Generation,
 			Labels: p.Labels, Annotations: map[string]string{},
@@ -44,7 +69,6 @@ func fromPrometheus(p *monitoringv1.Prometheus) (server *v1alpha1.PrometheusServ
 	for k, v := range p.Annotations {
 		server.Annotations[k] = v
 	}
-	server.Annotations[annotationLayout] = layoutOperator
 	server.Spec, unsupported = convertSpec(p.Spec)
-	return server, unsupported
+	return target{PrometheusServer: server, layout: operatorsLayout}, unsupported
 }

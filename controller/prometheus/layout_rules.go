@@ -1,8 +1,6 @@
 package prometheus
 
-import (
-	"github.com/podreload/podreload/api/v1alpha1"
-)
+import ()
 
 // The rule files of a server in prometheus-operator's layout are what
 // prometheus-operator writes (pkg/operator/rules.go, server/rules.go):
@@ -23,8 +21,8 @@ const (
 
 // ruleFilesLabels select the rule file ConfigMaps of server: the
 // reloaders' (API source) and the controller's.
-func ruleFilesLabels(server *v1alpha1.PrometheusServer) map[string]string {
-	if operatorLayout(server) {
+func ruleFilesLabels(server target) map[string]string {
+	if server.layout.operator() {
 		return map[string]string{labelPrometheusName: server.Name}
 	}
 	return map[string]string{LabelRuleFiles: server.Name}
@@ -37,7 +35,7 @@ func ruleFilesLabels(server *v1alpha1.PrometheusServer) map[string]string {
 // them (promcfg.go appendRuleFiles), so that the pods of either side find
 // the files. The reloaders write each ConfigMap into the directory of its
 // name under rulesMountPath, where prometheus-operator's pods mount it.
-func operatorRuleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
+func operatorRuleFilesGlobs(server target, shards int) []string {
 	if server.Spec.RuleSelector == nil {
 		return nil
 	}

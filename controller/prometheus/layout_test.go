@@ -56,7 +56,7 @@ func TestRenderOperatorLayout(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			in := loadInputs(t, path)
-			require.True(t, operatorLayout(in.Server), "%s: not in prometheus-operator's layout", path)
+			require.True(t, in.Layout.operator(), "%s: not in prometheus-operator's layout", path)
 			out, err := render(in, testOptions(), nil)
 			require.NoError(t, err)
 			require.Empty(t, out.Rejected)
@@ -64,7 +64,7 @@ func TestRenderOperatorLayout(t *testing.T) {
 
 			golden(t, strings.TrimSuffix(path, ".yaml")+".golden", layoutGolden(t, out))
 
-			config := checkOperatorLayout(t, in.Server, out)
+			config := checkOperatorLayout(t, target{PrometheusServer: in.Server, layout: in.Layout}, out)
 			promfixture.CheckConfig(t, promtool, config)
 			checkPlainRules(t, out.RuleShards)
 			checkWeb(t, promtool, in, out)
@@ -107,7 +107,7 @@ func layoutGolden(t *testing.T, out *objects) []byte {
 // checkOperatorLayout checks out, rendered for server in
 // prometheus-operator's layout, against prometheus-operator's names,
 // labels, selectors, volumes and flags, and returns the configuration.
-func checkOperatorLayout(t *testing.T, server *v1alpha1.PrometheusServer, out *objects) []byte {
+func checkOperatorLayout(t *testing.T, server target, out *objects) []byte {
 	t.Helper()
 	name, ns := server.Name, server.Namespace
 	prefix := "prometheus-" + name
@@ -188,7 +188,7 @@ func checkOperatorLayout(t *testing.T, server *v1alpha1.PrometheusServer, out *o
 
 // checkOperatorStatefulSet checks the StatefulSet of a shard of server in
 // prometheus-operator's layout.
-func checkOperatorStatefulSet(t *testing.T, server *v1alpha1.PrometheusServer, shard int, sts *appsv1.StatefulSet, ruleFiles []string) {
+func checkOperatorStatefulSet(t *testing.T, server target, shard int, sts *appsv1.StatefulSet, ruleFiles []string) {
 	t.Helper()
 	name := server.Name
 	want := "prometheus-" + name
@@ -334,8 +334,7 @@ func checkPlainRules(t *testing.T, shards []*corev1.ConfigMap) {
 // one that cannot be split is, and never split into parts, which
 // prometheus-operator's pods cannot join.
 func TestOperatorLayoutNotSplit(t *testing.T) {
-	server := testServer()
-	server.Annotations = map[string]string{annotationLayout: layoutOperator}
+	server := target{PrometheusServer: testServer(), layout: operatorsLayout}
 	// Random bytes do not compress: more than a Secret gzipped.
 	head := make([]byte, corev1.MaxSecretSize+1)
 	_, err := rand.Read(head)
@@ -359,26 +358,22 @@ func TestOperatorLayoutNotSplit(t *testing.T) {
 	require.EqualError(t, objs.Oversized, "prometheus.yaml is more than the 16777216 bytes a config-reloader renders (prometheus-operator's layout cannot split it into parts)")
 
 	// The same configuration in podreload's layout is split.
-	server.Annotations = nil
+	server.layout = podreloadLayout
 	objs, err = renderConfigSecrets(server, []byte("global: {}\n"), parts, nil, new(ruleCache))
 	require.NoError(t, err)
 	require.NotNil(t, objs.ConfigSecret)
 	require.Equal(t, "main-config", objs.ConfigSecret.Name)
 }
 
-// TestOperatorLayoutOnlyByAnnotation checks that the layout is the
-// annotation's exact value, and that a server without it renders the
-// objects podreload always rendered (the other golden files prove it
-// field by field): its own names.
-func TestOperatorLayoutOnlyByAnnotation(t *testing.T) {
-	for value, want := range map[string]bool{"prometheus-operator": true, "Prometheus-Operator": false, " prometheus-operator": false, "": false} {
-		server := testServer()
-		server.Annotations = map[string]string{annotationLayout: value}
-		require.Equal(t, want, operatorLayout(server), "%q", value)
-	}
+// TestOperatorLayoutNotFromAnnotation checks that the layout is the
+// one the render is given, never read from the server: a server of
+// testdata/layout, annotated as its fixture is, rendered in podreload's
+// layout renders the objects podreload always rendered (the other golden
+// files prove it field by field): its own names.
+func TestOperatorLayoutNotFromAnnotation(t *testing.T) {
 	in := loadInputs(t, filepath.Join("testdata", "layout", "pvc-rules.yaml"))
-	in.Server = in.Server.DeepCopy()
-	delete(in.Server.Annotations, annotationLayout)
+	require.Equal(t, "prometheus-operator", in.Server.Annotations[annotationLayout])
+	in.Layout = podreloadLayout
 	out, err := render(in, testOptions(), nil)
 	require.NoError(t, err)
 	require.Equal(t, "main-config", out.ConfigSecret.Name)
@@ -469,8 +464,7 @@ func TestOperatorLayoutRolls(t *testing.T) {
 func TestOperatorLayoutCache(t *testing.T) {
 	in := loadInputs(t, filepath.Join("testdata", "layout", "pvc-rules.yaml"))
 	own := in
-	own.Server = in.Server.DeepCopy()
-	delete(own.Server.Annotations, annotationLayout)
+	own.Layout = podreloadLayout
 	var cache ruleCache
 	for i, in := range []inputs{in, own, in, own} {
 		want, err := render(in, testOptions(), nil)
@@ -480,7 +474,7 @@ func TestOperatorLayoutCache(t *testing.T) {
 		got, err := render(in, testOptions(), &cache)
 		require.NoError(t, err)
 		require.Equal(t, want.RuleShards, got.RuleShards, "render %d", i)
-		require.Equal(t, operatorLayout(in.Server), len(got.RuleShards[0].Data) == 2, "render %d: plain files", i)
+		require.Equal(t, in.Layout.operator(), len(got.RuleShards[0].Data) == 2, "render %d: plain files", i)
 	}
 }
 

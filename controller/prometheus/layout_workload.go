@@ -18,7 +18,7 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 )
 
-// What a PrometheusServer in prometheus-operator's layout (operatorLayout)
+// What a PrometheusServer in prometheus-operator's layout (target.layout)
 // renders differently from podreload's own: the names, labels, selectors,
 // governing Service, data volume and Prometheus flags prometheus-operator
 // v0.93.1 writes (docs/takeover.md sections 1 to 4, with the upstream file
@@ -74,13 +74,13 @@ const (
 
 // operatorName is prometheus-<name>: the config Secret, the StatefulSet of
 // shard 0, and the prefix of the other objects.
-func operatorName(server *v1alpha1.PrometheusServer) string {
+func operatorName(server target) string {
 	return operatorPrefix + server.Name
 }
 
 // operatorSelectorLabels are the labels that select every pod of a server
 // in prometheus-operator's layout; shardLabels adds the shard.
-func operatorSelectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
+func operatorSelectorLabels(server target) map[string]string {
 	return map[string]string{
 		labelAppManagedBy: operatorManager,
 		kube.LabelName:    App,
@@ -99,7 +99,7 @@ func operatorObjectLabels() map[string]string {
 
 // governingService is prometheus-operated, shared by every Prometheus of
 // the namespace: it selects all of their pods.
-func governingService(server *v1alpha1.PrometheusServer) *corev1.Service {
+func governingService(server target) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -118,7 +118,7 @@ func governingService(server *v1alpha1.PrometheusServer) *corev1.Service {
 // prometheus-operator's metadata and governing Service: the managed-by
 // labels, the server's labels, the mode, then the selector labels (later
 // ones win); the server's annotations but kubectl's and the layout's.
-func operatorStatefulSet(server *v1alpha1.PrometheusServer, sts *appsv1.StatefulSet) {
+func operatorStatefulSet(server target, sts *appsv1.StatefulSet) {
 	l := map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager}
 	maps.Copy(l, server.Labels)
 	l[labelOperatorMode] = "server"
@@ -145,7 +145,7 @@ func operatorStatefulSet(server *v1alpha1.PrometheusServer, sts *appsv1.Stateful
 // and the default-container annotation, under spec.podMetadata's, under
 // the shard's selector labels; and annotationWebConfig, with webConfig,
 // the hash of the web configuration file, when it is not empty.
-func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int, webConfig string) metav1.ObjectMeta {
+func operatorPodMetadata(server target, shard int, webConfig string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Labels:      map[string]string{labelVersion: versionLabel(server.Spec)},
 		Annotations: map[string]string{annotationDefaultContainer: "prometheus"},
@@ -165,7 +165,7 @@ func operatorPodMetadata(server *v1alpha1.PrometheusServer, shard int, webConfig
 // layout: prometheus-<name>-db (or the claim template's name), mounted at
 // storageMountPath with the sub-path operatorStorageSubPath whenever
 // spec.storage is set, and an emptyDir without sub-path when it is not.
-func operatorStorage(server *v1alpha1.PrometheusServer) (corev1.VolumeMount, []corev1.Volume, []corev1.PersistentVolumeClaim) {
+func operatorStorage(server target) (corev1.VolumeMount, []corev1.Volume, []corev1.PersistentVolumeClaim) {
 	st := server.Spec.Storage
 	mount := corev1.VolumeMount{Name: operatorName(server) + "-db", MountPath: storageMountPath}
 	if st == nil {
@@ -341,7 +341,7 @@ func versionLabel(spec v1alpha1.PrometheusServerSpec) string {
 // a shard, with prometheus-operator's selector labels added to those that
 // ask for them: all of them but the shard's for OnResource, all of them
 // for OnShard (common.go MakeK8sTopologySpreadConstraint).
-func operatorTopologySpread(server *v1alpha1.PrometheusServer, shard int) []corev1.TopologySpreadConstraint {
+func operatorTopologySpread(server target, shard int) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range server.Spec.TopologySpreadConstraints {
 		tsc := spreadConstraint(c)

@@ -33,7 +33,7 @@ func TestMixinAlerts(t *testing.T) {
 	require.NoError(t, err)
 	var r monitoringv1.PrometheusRule
 	require.NoError(t, yaml.UnmarshalStrict(b, &r))
-	shards, rejected := new(ruleCache).render(testServer(), []*monitoringv1.PrometheusRule{&r})
+	shards, rejected := new(ruleCache).render(ownTarget(testServer()), []*monitoringv1.PrometheusRule{&r})
 	require.Empty(t, rejected, "the controller's rule checker")
 	require.Len(t, shards, 1)
 	files := promfixture.ShardRules(t, shards[0])

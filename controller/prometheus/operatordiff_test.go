@@ -215,7 +215,7 @@ func ourConfig(t *testing.T, docs []kindDocument) ourResult {
 	if len(unsupported) > 0 {
 		return ourResult{refused: "fromPrometheus refuses " + strings.Join(unsupported, ", ")}
 	}
-	in.Server = server
+	in.Server, in.Layout = server.PrometheusServer, server.layout
 	objs, err := render(in, WorkloadOptions{}, nil)
 	switch {
 	case err != nil:

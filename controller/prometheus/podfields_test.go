@@ -17,8 +17,7 @@ import (
 // rendered, and a taken-over object without a securityContext gets none
 // (a PrometheusServer without one gets podreload's default).
 func TestOperatorWorkloadFields(t *testing.T) {
-	server := testServer()
-	_, sts := renderWorkload(server, testPodOptions())
+	_, sts := renderWorkload(ownTarget(testServer()), testPodOptions())
 	require.Equal(t, podSecurity(), sts.Spec.Template.Spec.SecurityContext)
 
 	p := testPrometheus()

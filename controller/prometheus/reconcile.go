@@ -112,14 +112,11 @@ func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName, ho
 		}
 		return fmt.Errorf("get PrometheusServer %s: %w", key, err)
 	}
-	// The layout of taken-over Prometheus objects is not a
-	// PrometheusServer's to ask for (layout.go).
-	delete(server.Annotations, annotationLayout)
 	if server.Spec.Paused {
 		r.logger.Debug("paused", "server", key)
 		return nil
 	}
-	res, err := r.sync(ctx, &server, owner(&server), holdRules)
+	res, err := r.sync(ctx, ownTarget(&server), owner(&server), holdRules)
 	if err != nil {
 		return err
 	}
@@ -146,7 +143,7 @@ type synced struct {
 // them, not the rules' changes, which a later render writes. It returns an
 // error only when the inputs cannot be read; what the render and the
 // writes gave is in synced.
-func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, holdRules bool) (synced, error) {
+func (r *reconciler) sync(ctx context.Context, server target, own kube.Owner, holdRules bool) (synced, error) {
 	key := client.ObjectKeyFromObject(server)
 	in, err := r.inputs(ctx, server)
 	if err != nil {
@@ -233,8 +230,8 @@ func (r *reconciler) sync(ctx context.Context, server *v1alpha1.PrometheusServer
 
 // inputs reads from the cache what server's objects are rendered from, but
 // for the Secrets.
-func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServer) (inputs, error) {
-	in := inputs{Server: server, Namespaces: map[string]labels.Set{}}
+func (r *reconciler) inputs(ctx context.Context, server target) (inputs, error) {
+	in := inputs{Server: server.PrometheusServer, Layout: server.layout, Namespaces: map[string]labels.Set{}}
 	var nss corev1.NamespaceList
 	if err := r.client.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list namespaces: %w", err)
@@ -252,7 +249,7 @@ func (r *reconciler) inputs(ctx context.Context, server *v1alpha1.PrometheusServ
 
 // seedRuleCache seeds cache, before its first render, with the rule
 // ConfigMaps server has (rulefiles.Cache.Seed).
-func (r *reconciler) seedRuleCache(ctx context.Context, server *v1alpha1.PrometheusServer, cache *ruleCache) error {
+func (r *reconciler) seedRuleCache(ctx context.Context, server target, cache *ruleCache) error {
 	if cache.rules.Seeded() {
 		return nil
 	}

@@ -421,7 +421,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ConfigSecretName(srv)}, &secret)
 	requireControlledBy(t, &secret, srv)
 	var shard corev1.ConfigMap
-	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)
+	cp.waitFor(t, client.ObjectKey{Namespace: a, Name: ruleShardName(ownTarget(srv), 0)}, &shard)
 	requireControlledBy(t, &shard, srv)
 	require.Contains(t, promfixture.ShardRules(t, &shard)[fileOf(r1)], "expr: up")
 
@@ -435,7 +435,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 		var secret corev1.Secret
 		var shard corev1.ConfigMap
 		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ConfigSecretName(srv)}, &secret)) &&
-			assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &shard)) {
+			assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(ownTarget(srv), 0)}, &shard)) {
 			files := map[string]string{}
 			for k, v := range shard.BinaryData {
 				files[shard.Name+"/"+k] = string(v)
@@ -477,7 +477,7 @@ func (cp *controlPlane) testSelection(t *testing.T) {
 	edit(t, cp.c, r3, func(r *monitoringv1.PrometheusRule) { r.Spec.Groups[0].Rules[0].Expr = intstr.FromString("vector(2)") })
 	eventually(t, func(c *assert.CollectT) {
 		var cm corev1.ConfigMap
-		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(srv, 0)}, &cm))
+		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: a, Name: ruleShardName(ownTarget(srv), 0)}, &cm))
 		assert.Contains(c, promfixture.ShardRules(t, &cm)[fileOf(r3)], "vector(2)")
 	})
 }
@@ -538,12 +538,12 @@ func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
 
 	// A shard as an older controller wrote it, its file plain: written
 	// again gzipped, in one update.
-	edit(t, cp.c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ruleShardName(srv, 0)}}, func(cm *corev1.ConfigMap) {
+	edit(t, cp.c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ruleShardName(ownTarget(srv), 0)}}, func(cm *corev1.ConfigMap) {
 		cm.Data, cm.BinaryData = map[string]string{fileOf(small): "groups: []\n"}, nil
 	})
 	eventually(t, func(c *assert.CollectT) {
 		var cm corev1.ConfigMap
-		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ruleShardName(srv, 0)}, &cm)) {
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ruleShardName(ownTarget(srv), 0)}, &cm)) {
 			assert.Empty(c, cm.Data)
 			assert.Equal(c, []string{fileOf(small) + ".gz"}, slices.Collect(maps.Keys(cm.BinaryData)))
 		}
@@ -589,8 +589,8 @@ func (cp *controlPlane) testShardsOf(t *testing.T, source string) {
 		})
 	}
 	writes = run.Writes()[before:]
-	lastDelete := max(lastIndex(writes, "DELETE "+base+"/"+ruleShardName(srv, 2)), lastIndex(writes, "DELETE "+base+"/"+ruleShardName(srv, 3)))
-	update := lastIndex(writes, "PUT "+base+"/"+ruleShardName(srv, 1))
+	lastDelete := max(lastIndex(writes, "DELETE "+base+"/"+ruleShardName(ownTarget(srv), 2)), lastIndex(writes, "DELETE "+base+"/"+ruleShardName(ownTarget(srv), 3)))
+	update := lastIndex(writes, "PUT "+base+"/"+ruleShardName(ownTarget(srv), 1))
 	require.True(t, update >= 0 && lastDelete > update, "second shard written before the last one is deleted: %q", writes)
 	if source == v1alpha1.SourceAPI {
 		require.Greater(t, lastIndex(writes, config), lastDelete, "configuration written after the shards are deleted: %q", writes)

@@ -37,6 +37,10 @@ const labelConfig = "podreload.dev/config"
 type inputs struct {
 	// Server is the PrometheusServer to render.
 	Server *v1alpha1.PrometheusServer
+	// Layout is the layout Server is rendered in, decided by where it
+	// comes from (layout.go): the zero value for a PrometheusServer,
+	// prometheus-operator's for a Prometheus object converted.
+	Layout layout
 	// Namespaces holds the labels of the namespaces, by name, for the
 	// namespace selectors of Server.
 	Namespaces map[string]labels.Set
@@ -168,10 +172,10 @@ func (e *specError) Unwrap() error { return e.Err }
 // Secret it references is missing, say) is a *specError, which tells the
 // Secrets looked up.
 func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error) {
-	server := in.Server
-	if server == nil {
+	if in.Server == nil {
 		return nil, errors.New("render: no PrometheusServer")
 	}
+	server := target{PrometheusServer: in.Server, layout: in.Layout}
 	if err := validateArgs(server); err != nil {
 		return nil, err
 	}
@@ -216,7 +220,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 		return nil, err
 	}
 	pods := podOptions{WorkloadOptions: opts, ruleShards: len(shards), configParts: len(cfg.ConfigParts), reload: web.Reload}
-	if operatorLayout(server) && web.Secret != nil {
+	if server.layout.operator() && web.Secret != nil {
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
 		pods.webConfigHash = hex.EncodeToString(sum[:])
 	}
@@ -244,7 +248,7 @@ func render(in inputs, opts WorkloadOptions, cache *ruleCache) (*objects, error)
 // made of head and parts.Body, split into parts when it is too large
 // (configsecret.SplitConfig), and its hashes with the rule ConfigMaps
 // shards: the objects of the configuration, with the monitors left out.
-func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts promcfg.Parts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
+func renderConfigSecrets(server target, head []byte, parts promcfg.Parts, shards []*corev1.ConfigMap, cache *ruleCache) (*objects, error) {
 	objs := &objects{}
 	whole := append([][]byte{head}, parts.Body()...)
 	size := 0
@@ -274,7 +278,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts p
 	switch {
 	case fits && err == nil:
 		objs.ConfigHash = hex.EncodeToString(sum[:])
-	case (err == nil || errors.As(err, &tooLarge)) && operatorLayout(server):
+	case (err == nil || errors.As(err, &tooLarge)) && server.layout.operator():
 		// prometheus-operator's pods cannot join parts: no split.
 		if err == nil {
 			err = fmt.Errorf("prometheus.yaml is more than the %d bytes a config-reloader renders", configsecret.MaxConfigBytes)
@@ -282,7 +286,7 @@ func renderConfigSecrets(server *v1alpha1.PrometheusServer, head []byte, parts p
 		objs.Oversized = &oversizedError{Err: err, unsplit: true}
 		return objs, nil
 	case err == nil || errors.As(err, &tooLarge):
-		split, err := configsecret.SplitConfig(ConfigSecretName(server), head, parts.Rest, parts.Jobs)
+		split, err := configsecret.SplitConfig(configSecretName(server), head, parts.Rest, parts.Jobs)
 		if errors.As(err, &tooLarge) {
 			objs.Oversized = &oversizedError{Err: err}
 			return objs, nil
@@ -340,9 +344,9 @@ type podOptions struct {
 // objects it selected, sel, and lookup to read the Secrets and ConfigMaps
 // they reference: its shards and, in prometheus-operator's layout from
 // Prometheus 3.11, the retention the configuration holds.
-func configInput(server *v1alpha1.PrometheusServer, sel selected, lookup *store.Lookup, parts *configsecret.Cache) promcfg.Input {
+func configInput(server target, sel selected, lookup *store.Lookup, parts *configsecret.Cache) promcfg.Input {
 	in := promcfg.Input{
-		Server:          server,
+		Server:          server.PrometheusServer,
 		ServiceMonitors: sel.serviceMonitors,
 		PodMonitors:     sel.podMonitors,
 		Probes:          sel.probes,
@@ -351,7 +355,7 @@ func configInput(server *v1alpha1.PrometheusServer, sel selected, lookup *store.
 		Parts:           parts,
 		Shards:          shardCount(server),
 	}
-	if operatorLayout(server) && retentionInConfig(server.Spec) {
+	if server.layout.operator() && retentionInConfig(server.Spec) {
 		// Never nil: the section is written even when it is empty.
 		in.Retention = append(yaml.MapSlice{}, retentionSettings(server.Spec)...)
 	}
@@ -427,16 +431,16 @@ func selectObjects[T interface {
 	return selected, nil
 }
 
-func configSecret(server *v1alpha1.PrometheusServer, gz []byte) *corev1.Secret {
+func configSecret(server target, gz []byte) *corev1.Secret {
 	l := selectorLabels(server)
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		l = operatorObjectLabels()
 	}
 	l[labelConfig] = server.Name
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      ConfigSecretName(server),
+			Name:      configSecretName(server),
 			Namespace: server.Namespace,
 			Labels:    l,
 		},
@@ -465,15 +469,22 @@ func contentHash(config []byte, shards []*corev1.ConfigMap) string {
 // they also carry labelConfig.
 const labelConfigPart = "podreload.dev/config-part"
 
-// ConfigPartName is the name of the i-th part Secret (from 1) of server.
+// ConfigPartName is the name of the i-th part Secret (from 1) of server, a
+// PrometheusServer object (in podreload's layout).
 func ConfigPartName(server *v1alpha1.PrometheusServer, i int) string {
-	return configsecret.PartName(ConfigSecretName(server), i)
+	return configPartName(ownTarget(server), i)
+}
+
+// configPartName is the name of the i-th part Secret (from 1) of server,
+// in its layout.
+func configPartName(server target, i int) string {
+	return configsecret.PartName(configSecretName(server), i)
 }
 
 // configPart is the i-th part Secret of server, holding gz.
-func configPart(server *v1alpha1.PrometheusServer, i int, gz []byte) *corev1.Secret {
+func configPart(server target, i int, gz []byte) *corev1.Secret {
 	s := configSecret(server, gz)
-	s.Name = ConfigPartName(server, i)
+	s.Name = configPartName(server, i)
 	s.Labels[labelConfigPart] = strconv.Itoa(i)
 	return s
 }

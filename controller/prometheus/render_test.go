@@ -163,15 +163,15 @@ func gunzip(t *testing.T, gz []byte) []byte {
 // file does not show, and returns the configuration it holds.
 func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) []byte {
 	t.Helper()
-	server := in.Server
+	server := target{PrometheusServer: in.Server, layout: in.Layout}
 	spec := &server.Spec
 
 	// The selection, as selector.Selects makes it.
-	sms := selectedIn(t, server, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
-	pms := selectedIn(t, server, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
-	probes := selectedIn(t, server, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
-	scs := selectedIn(t, server, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces)
-	rules := selectedIn(t, server, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
+	sms := selectedIn(t, server.PrometheusServer, spec.ServiceMonitorSelector, spec.ServiceMonitorNamespaceSelector, in.ServiceMonitors, in.Namespaces)
+	pms := selectedIn(t, server.PrometheusServer, spec.PodMonitorSelector, spec.PodMonitorNamespaceSelector, in.PodMonitors, in.Namespaces)
+	probes := selectedIn(t, server.PrometheusServer, spec.ProbeSelector, spec.ProbeNamespaceSelector, in.Probes, in.Namespaces)
+	scs := selectedIn(t, server.PrometheusServer, spec.ScrapeConfigSelector, spec.ScrapeConfigNamespaceSelector, in.ScrapeConfigs, in.Namespaces)
+	rules := selectedIn(t, server.PrometheusServer, spec.RuleSelector, spec.RuleNamespaceSelector, in.Rules, in.Namespaces)
 	require.Equal(t, map[string]int{monitoringv1.ServiceMonitorsKind: len(sms), monitoringv1.PodMonitorsKind: len(pms), monitoringv1.ProbesKind: len(probes),
 		monitoringv1alpha1.ScrapeConfigsKind: len(scs), kindPrometheusRule: len(rules)}, out.Selected)
 
@@ -189,7 +189,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	}), "rejections sorted by kind, namespace and name")
 	s := out.ConfigSecret
 	require.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, s.TypeMeta)
-	require.Equal(t, ConfigSecretName(server), s.Name)
+	require.Equal(t, configSecretName(server), s.Name)
 	require.Equal(t, server.Namespace, s.Namespace)
 	require.Equal(t, server.Name, s.Labels[labelConfig])
 	require.Equal(t, corev1.SecretTypeOpaque, s.Type)
@@ -208,7 +208,7 @@ func checkObjects(t *testing.T, in inputs, opts WorkloadOptions, out *objects) [
 	require.Equal(t, web.Secret, out.WebConfigSecret)
 	require.Subset(t, out.SecretRefs, web.Refs)
 	pods := podOptions{WorkloadOptions: opts, ruleShards: len(shards), reload: web.Reload}
-	if operatorLayout(server) { // The pods roll on the web configuration's hash.
+	if server.layout.operator() { // The pods roll on the web configuration's hash.
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
 		pods.webConfigHash = hex.EncodeToString(sum[:])
 	}
@@ -486,6 +486,12 @@ func loadInputs(t *testing.T, path string) inputs {
 		case v1alpha1.Kind:
 			require.Nil(t, in.Server, "two PrometheusServers in %s", path)
 			in.Server = promfixture.DecodeDocument[v1alpha1.PrometheusServer](t, doc)
+			// A fixture in prometheus-operator's layout stands for a
+			// Prometheus object converted; it says so with the annotation
+			// the layout once was (annotationLayout).
+			if in.Server.Annotations[annotationLayout] == "prometheus-operator" {
+				in.Layout = operatorsLayout
+			}
 		case "Namespace":
 			ns := promfixture.DecodeDocument[corev1.Namespace](t, doc)
 			in.Namespaces[ns.Name] = labels.Set(ns.Labels)

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/rulefiles"
@@ -58,13 +57,13 @@ type rulesWrittenFor struct {
 	layout     bool
 }
 
-func writtenFor(server *v1alpha1.PrometheusServer) rulesWrittenFor {
-	return rulesWrittenFor{uid: server.UID, generation: server.Generation, layout: operatorLayout(server)}
+func writtenFor(server target) rulesWrittenFor {
+	return rulesWrittenFor{uid: server.UID, generation: server.Generation, layout: server.layout.operator()}
 }
 
 // wroteRules records the rule ConfigMaps written for server, as
 // rendered; nil when what was written is not known (a write failed).
-func (c *ruleCache) wroteRules(server *v1alpha1.PrometheusServer, written []*corev1.ConfigMap) {
+func (c *ruleCache) wroteRules(server target, written []*corev1.ConfigMap) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if written == nil {
@@ -76,7 +75,7 @@ func (c *ruleCache) wroteRules(server *v1alpha1.PrometheusServer, written []*cor
 
 // writtenRules returns copies of the rule ConfigMaps wroteRules recorded,
 // if they were written for the same version of server's spec.
-func (c *ruleCache) writtenRules(server *v1alpha1.PrometheusServer) ([]*corev1.ConfigMap, bool) {
+func (c *ruleCache) writtenRules(server target) ([]*corev1.ConfigMap, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.written == nil || c.writtenFor != writtenFor(server) {
@@ -89,7 +88,7 @@ func (c *ruleCache) writtenRules(server *v1alpha1.PrometheusServer) ([]*corev1.C
 // shards, those rendered from its rules: with holdRules, those last
 // written when c knows them (writtenRules); and whether they differ from
 // shards, held back.
-func (c *ruleCache) hold(server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap, holdRules bool) (_ []*corev1.ConfigMap, held bool) {
+func (c *ruleCache) hold(server target, shards []*corev1.ConfigMap, holdRules bool) (_ []*corev1.ConfigMap, held bool) {
 	if !holdRules {
 		return shards, false
 	}
@@ -139,7 +138,7 @@ func (c *ruleCache) keepGzipped(sum [sha256.Size]byte, gz []byte) {
 // render turns the PrometheusRules selected for server into its rule
 // file ConfigMaps (rulefiles.Cache.Render, with ruleShards and the label
 // spec.enforcedNamespaceLabel sets on each), and returns those left out.
-func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []promcfg.Rejection) {
+func (c *ruleCache) render(server target, rules []*monitoringv1.PrometheusRule) ([]*corev1.ConfigMap, []promcfg.Rejection) {
 	in := make([]rulefiles.Rule, len(rules))
 	for i, r := range rules {
 		in[i].Rule = r
@@ -158,17 +157,17 @@ func (c *ruleCache) render(server *v1alpha1.PrometheusServer, rules []*monitorin
 // ruleShards names and labels the rule file ConfigMaps of server:
 // <server>-rulefiles-<i>, or prometheus-<name>-rulefiles-<i> in
 // prometheus-operator's layout.
-func ruleShards(server *v1alpha1.PrometheusServer) rulefiles.Shards {
+func ruleShards(server target) rulefiles.Shards {
 	l := selectorLabels(server)
 	prefix := server.Name + "-rulefiles-"
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		l, prefix = operatorObjectLabels(), operatorName(server)+"-rulefiles-"
 	}
 	maps.Copy(l, ruleFilesLabels(server))
-	return rulefiles.Shards{Namespace: server.Namespace, Prefix: prefix, Labels: l, Plain: operatorLayout(server), Volume: !apiSource(server)}
+	return rulefiles.Shards{Namespace: server.Namespace, Prefix: prefix, Labels: l, Plain: server.layout.operator(), Volume: !apiSource(server)}
 }
 
 // ruleShardName is the name of the i-th rule file ConfigMap of server.
-func ruleShardName(server *v1alpha1.PrometheusServer, i int) string {
+func ruleShardName(server target, i int) string {
 	return ruleShards(server).Name(i)
 }

@@ -39,9 +39,9 @@ func TestRenderShards(t *testing.T) {
 		CoreV1TopologySpreadConstraint: monitoringv1.CoreV1TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule},
 		AdditionalLabelSelectors:       ptr.To(monitoringv1.ShardAndResourceNameLabelSelector),
 	}}
-	_, shard0 := renderWorkload(server, testPodOptions())
-	sets := []*appsv1.StatefulSet{shard0, renderShard(server, testPodOptions(), 1), renderShard(server, testPodOptions(), 2)}
-	require.Equal(t, shard0, renderShard(server, testPodOptions(), 0))
+	_, shard0 := renderWorkload(ownTarget(server), testPodOptions())
+	sets := []*appsv1.StatefulSet{shard0, renderShard(ownTarget(server), testPodOptions(), 1), renderShard(ownTarget(server), testPodOptions(), 2)}
+	require.Equal(t, shard0, renderShard(ownTarget(server), testPodOptions(), 0))
 
 	for i, sts := range sets {
 		require.Equal(t, []string{"main", "main-shard-1", "main-shard-2"}[i], sts.Name)
@@ -66,7 +66,7 @@ func TestRenderShards(t *testing.T) {
 		}
 	}
 
-	role, _ := renderAccess(server, 0)
+	role, _ := renderAccess(ownTarget(server), 0)
 	var pods []string
 	for _, rule := range role.Rules {
 		if slices.Contains(rule.Resources, "pods") {
@@ -199,7 +199,7 @@ func (cp *controlPlane) testShardScaling(t *testing.T) {
 		}
 
 		var role rbacv1.Role
-		require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: accessName(srv)}, &role))
+		require.NoError(t, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: accessName(ownTarget(srv))}, &role))
 		var pods []string
 		for _, w := range want {
 			pods = append(pods, w+"-0")

@@ -51,12 +51,12 @@ type podSource struct {
 // Prometheus reads at rulesMountPath, as those of the API source do. The
 // part Secrets of a split configuration (parts of them) are projected
 // into one volume (configPartsVolume).
-func volumePodSource(server *v1alpha1.PrometheusServer, shards, parts int, configOut string) podSource {
+func volumePodSource(server target, shards, parts int, configOut string) podSource {
 	mountConfig := corev1.VolumeMount{Name: "config", MountPath: configMountPath, ReadOnly: true}
 	rules, ruleMounts, inputs := ruleShardVolumes(server, shards)
 	src := podSource{
 		volumes: []corev1.Volume{
-			{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(server)}}},
+			{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: configSecretName(server)}}},
 			configOutVolume(),
 		},
 		ruleVolumes: append(rules, rulesVolume()),
@@ -88,9 +88,9 @@ func volumePodSource(server *v1alpha1.PrometheusServer, shards, parts int, confi
 // included); the API source, which reads the parts through the API server
 // (a watch per part Secret, by name), supports any number of them
 // without a change of the pod, and is the default.
-func configPartsVolume(server *v1alpha1.PrometheusServer, slots int) corev1.Volume {
+func configPartsVolume(server target, slots int) corev1.Volume {
 	sources := make([]corev1.VolumeProjection, slots)
-	for i, name := range configsecret.PartNames(ConfigSecretName(server), slots) {
+	for i, name := range configsecret.PartNames(configSecretName(server), slots) {
 		sources[i] = corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: name},
 			Items:                []corev1.KeyToPath{{Key: ConfigSecretKey, Path: name}},
@@ -106,7 +106,7 @@ func configPartsVolume(server *v1alpha1.PrometheusServer, slots int) corev1.Volu
 // directory of its name in an emptyDir at rulesMountPath, which
 // Prometheus mounts read-only. The pod has no volume per shard, so its
 // template does not depend on the shard count.
-func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource {
+func apiPodSource(server target, configOut string) podSource {
 	return podSource{
 		volumes:     []corev1.Volume{configOutVolume()},
 		ruleVolumes: []corev1.Volume{rulesVolume()},
@@ -116,7 +116,7 @@ func apiPodSource(server *v1alpha1.PrometheusServer, configOut string) podSource
 		},
 		prometheusMounts: []corev1.VolumeMount{{Name: "rules", MountPath: rulesMountPath, ReadOnly: true}},
 		args: []string{
-			"--config-secret=" + server.Namespace + "/" + ConfigSecretName(server),
+			"--config-secret=" + server.Namespace + "/" + configSecretName(server),
 			"--config-secret-key=" + ConfigSecretKey,
 			"--rules-configmap-selector=" + labels.SelectorFromSet(ruleFilesLabels(server)).String(),
 			"--rules-dir=" + rulesMountPath,
@@ -139,7 +139,7 @@ func configOutVolume() corev1.Volume {
 // ruleShardVolumes are the rule ConfigMaps' volumes (optional: a shard appears
 // without a restart), their mounts in the reloaders and the reloaders'
 // --rules-input-dir flags.
-func ruleShardVolumes(server *v1alpha1.PrometheusServer, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
+func ruleShardVolumes(server target, shards int) ([]corev1.Volume, []corev1.VolumeMount, []string) {
 	n := ruleVolumes(shards)
 	volumes := make([]corev1.Volume, 0, n)
 	mounts := make([]corev1.VolumeMount, 0, n)

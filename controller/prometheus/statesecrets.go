@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 )
 
@@ -40,9 +39,9 @@ const (
 
 // stateInSecrets reports whether the reloaders of server keep their state
 // in Secrets: its storage is not a claim.
-func stateInSecrets(server *v1alpha1.PrometheusServer) bool {
+func stateInSecrets(server target) bool {
 	_, _, claims := storageVolume(server.Spec.Storage)
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		_, _, claims = operatorStorage(server)
 	}
 	return len(claims) == 0
@@ -50,7 +49,7 @@ func stateInSecrets(server *v1alpha1.PrometheusServer) bool {
 
 // stateSecretNames are the names of the state Secrets of server's pods,
 // every shard's; none when its storage is a claim.
-func stateSecretNames(server *v1alpha1.PrometheusServer) []string {
+func stateSecretNames(server target) []string {
 	if !stateInSecrets(server) {
 		return nil
 	}
@@ -64,7 +63,7 @@ func stateSecretNames(server *v1alpha1.PrometheusServer) []string {
 
 // renderStateSecrets renders the state Secrets of server's pods, empty.
 // Owner references are not set.
-func renderStateSecrets(server *v1alpha1.PrometheusServer) []*corev1.Secret {
+func renderStateSecrets(server target) []*corev1.Secret {
 	var secrets []*corev1.Secret
 	for _, name := range stateSecretNames(server) {
 		secrets = append(secrets, &corev1.Secret{
@@ -82,7 +81,7 @@ func renderStateSecrets(server *v1alpha1.PrometheusServer) []*corev1.Secret {
 // (own) their controller; it leaves the others, whose data the reloaders
 // write, as they are. It reads the cached metadata, and an object only
 // when the cache does not list it.
-func (r *reconciler) createStateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, secrets []*corev1.Secret) error {
+func (r *reconciler) createStateSecrets(ctx context.Context, server target, own kube.Owner, secrets []*corev1.Secret) error {
 	if len(secrets) == 0 {
 		return nil
 	}
@@ -108,7 +107,7 @@ func (r *reconciler) createStateSecrets(ctx context.Context, server *v1alpha1.Pr
 // secrets does not hold (those of pods scaled down, or all when the
 // storage became a claim or a Prometheus is handed back): an old state
 // must not reach a pod of the same name later.
-func (r *reconciler) retireStateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer, secrets []*corev1.Secret) error {
+func (r *reconciler) retireStateSecrets(ctx context.Context, server target, secrets []*corev1.Secret) error {
 	live, err := r.stateSecrets(ctx, server)
 	if err != nil {
 		return err
@@ -129,7 +128,7 @@ func (r *reconciler) retireStateSecrets(ctx context.Context, server *v1alpha1.Pr
 }
 
 // stateSecrets lists the cached metadata of the state Secrets of server.
-func (r *reconciler) stateSecrets(ctx context.Context, server *v1alpha1.PrometheusServer) ([]metav1.PartialObjectMetadata, error) {
+func (r *reconciler) stateSecrets(ctx context.Context, server target) ([]metav1.PartialObjectMetadata, error) {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := r.metadata.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels{labelReloaderState: server.Name}); err != nil {

@@ -39,7 +39,7 @@ type written struct {
 // fields it set before and no longer does are removed.
 func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) error {
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(ownTarget(server)))); err != nil {
 		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
 	key := client.ObjectKeyFromObject(server)
@@ -235,7 +235,7 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 	if objs == nil && len(sets) == 0 && meta.FindStatusCondition(status.Conditions, conditionAvailable) != nil {
 		return status // Nothing known about the pods: keep what was.
 	}
-	want, shards := ptr.Deref(server.Spec.Replicas, 1), shardCount(server)
+	want, shards := ptr.Deref(server.Spec.Replicas, 1), shardCount(ownTarget(server))
 	available := metav1.Condition{Type: conditionAvailable, Status: metav1.ConditionFalse, Reason: "NoStatefulSet",
 		Message: "the StatefulSet does not exist yet", ObservedGeneration: server.Generation}
 	if len(sets) > 0 {

@@ -174,7 +174,7 @@ func (t *takingOver) servers(ctx context.Context) []v1alpha1.PrometheusServer {
 			continue
 		}
 		if s, unsupported := fromPrometheus(&list.Items[i]); len(unsupported) == 0 {
-			out = append(out, *s)
+			out = append(out, *s.PrometheusServer)
 		}
 	}
 	return out
@@ -188,7 +188,7 @@ func (t *takingOver) applyStatus(ctx context.Context, p *monitoringv1.Prometheus
 
 // sets returns the live StatefulSets of server's shards, for a status
 // written without a sync.
-func (t *takingOver) sets(ctx context.Context, server *v1alpha1.PrometheusServer) ([]*appsv1.StatefulSet, error) {
+func (t *takingOver) sets(ctx context.Context, server target) ([]*appsv1.StatefulSet, error) {
 	var out []*appsv1.StatefulSet
 	for shard := range shardCount(server) {
 		var sts appsv1.StatefulSet

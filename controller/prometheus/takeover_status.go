@@ -27,7 +27,7 @@ import (
 // the pods; nothing is written when it is the same. (A Prometheus refused
 // gets its Reconciled and UnsupportedFields conditions only, from the
 // takeover's lifecycle: the rest stays prometheus-operator's.)
-func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, res synced) error {
+func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server target, res synced) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
 	sets := res.sets
@@ -99,7 +99,7 @@ func operatorSelector(p *monitoringv1.Prometheus) string {
 // operatorStatus is the status of p as prometheus-operator counts it,
 // from the StatefulSets of its shards (nil for a missing one), without
 // conditions.
-func operatorStatus(p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
+func operatorStatus(p *monitoringv1.Prometheus, server target, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
 	status := monitoringv1.PrometheusStatus{
 		Paused:   p.Spec.Paused,
 		Shards:   ptr.Deref(p.Spec.Shards, 1),
@@ -124,7 +124,7 @@ func operatorStatus(p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServe
 // availableCondition is prometheus-operator's Available condition: True
 // when every shard has all its replicas available, Degraded when some,
 // False when a shard has none or no StatefulSet.
-func availableCondition(p *monitoringv1.Prometheus, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) monitoringv1.Condition {
+func availableCondition(p *monitoringv1.Prometheus, server target, sets []*appsv1.StatefulSet) monitoringv1.Condition {
 	want := ptr.Deref(server.Spec.Replicas, 1)
 	c := monitoringv1.Condition{Type: monitoringv1.Available, Status: monitoringv1.ConditionTrue, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()}
 	var reasons []string

@@ -30,9 +30,16 @@ func webDirs() webconfig.Dirs {
 }
 
 // WebConfigSecretName is the name of the Secret holding the web
-// configuration file of server.
+// configuration file of server, a PrometheusServer object (in podreload's
+// layout).
 func WebConfigSecretName(server *v1alpha1.PrometheusServer) string {
-	if operatorLayout(server) {
+	return webConfigSecretName(ownTarget(server))
+}
+
+// webConfigSecretName is the name of the Secret holding the web
+// configuration file of server, in its layout.
+func webConfigSecretName(server target) string {
+	if server.layout.operator() {
 		return operatorName(server) + "-web-config"
 	}
 	return server.Name + "-web-config"
@@ -68,12 +75,12 @@ type webRender struct {
 // renderWeb renders the web configuration file of in.Server's spec.web
 // into its Secret (webconfig.Render).
 func renderWeb(in inputs) (webRender, error) {
-	server := in.Server
+	server := target{PrometheusServer: in.Server, layout: in.Layout}
 	r, err := webconfig.Render(webDirs(), server.Namespace, server.Name, webFields(server.Spec),
 		store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
 	out := webRender{Reload: r.Reload, Refs: r.Refs}
 	l := selectorLabels(server)
-	if operatorLayout(server) && err == nil {
+	if server.layout.operator() && err == nil {
 		// prometheus-operator always writes the file, empty without
 		// spec.web, and Prometheus always reads it (operatorPrometheusArgs).
 		l = operatorObjectLabels()
@@ -86,7 +93,7 @@ func renderWeb(in inputs) (webRender, error) {
 	}
 	out.Secret = &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: WebConfigSecretName(server), Namespace: server.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: webConfigSecretName(server), Namespace: server.Namespace, Labels: l},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{WebConfigSecretKey: r.File},
 	}
@@ -94,17 +101,17 @@ func renderWeb(in inputs) (webRender, error) {
 }
 
 // webPod is what spec.web puts into the pods of server.
-func webPod(server *v1alpha1.PrometheusServer, reload webconfig.Reload) webconfig.Pod {
+func webPod(server target, reload webconfig.Reload) webconfig.Pod {
 	fields := webFields(server.Spec)
-	if !operatorLayout(server) {
-		return webconfig.PodParts(webDirs(), WebConfigSecretName(server), fields, reload)
+	if !server.layout.operator() {
+		return webconfig.PodParts(webDirs(), webConfigSecretName(server), fields, reload)
 	}
 	if !webconfig.Enabled(fields) {
 		// The file is always there, empty (renderWeb): an empty
 		// httpConfig mounts its Secret and nothing else.
 		fields = &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{}}
 	}
-	pod := webconfig.PodParts(webDirs(), WebConfigSecretName(server), fields, reload)
+	pod := webconfig.PodParts(webDirs(), webConfigSecretName(server), fields, reload)
 	// With a sub-path, as prometheus-operator mounts it: each generation
 	// of pods keeps the file it started with while the other side writes
 	// the Secret with its own (its paths to the TLS files differ), during

@@ -83,9 +83,16 @@ type WorkloadOptions struct {
 	DefaultReloaderImage string
 }
 
-// ConfigSecretName is the name of the Secret holding the configuration of server.
+// ConfigSecretName is the name of the Secret holding the configuration of
+// server, a PrometheusServer object (in podreload's layout).
 func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
-	if operatorLayout(server) {
+	return configSecretName(ownTarget(server))
+}
+
+// configSecretName is the name of the Secret holding the configuration of
+// server, in its layout.
+func configSecretName(server target) string {
+	if server.layout.operator() {
 		return operatorName(server)
 	}
 	return server.Name + "-config"
@@ -94,7 +101,7 @@ func ConfigSecretName(server *v1alpha1.PrometheusServer) string {
 // apiSource reports whether the reloaders of server read from the API
 // server: spec.reloader.source api, or empty (the CRD's default, which
 // the API server leaves unset when spec.reloader is absent).
-func apiSource(server *v1alpha1.PrometheusServer) bool {
+func apiSource(server target) bool {
 	return server.Spec.Reloader.Source != v1alpha1.SourceVolume
 }
 
@@ -110,8 +117,8 @@ func apiSource(server *v1alpha1.PrometheusServer) bool {
 // Prometheus resolves them against, so the configuration holds wherever
 // the pod's volumes are mounted. In prometheus-operator's layout they are
 // operatorRuleFilesGlobs.
-func ruleFilesGlobs(server *v1alpha1.PrometheusServer, shards int) []string {
-	if operatorLayout(server) {
+func ruleFilesGlobs(server target, shards int) []string {
+	if server.layout.operator() {
 		return operatorRuleFilesGlobs(server, shards)
 	}
 	n := shards
@@ -135,8 +142,8 @@ func ruleVolumes(shards int) int {
 
 // renderWorkload renders the headless Service of server, which selects the
 // pods of every shard, and the StatefulSet of shard 0 (renderShard).
-func renderWorkload(server *v1alpha1.PrometheusServer, opts podOptions) (*corev1.Service, *appsv1.StatefulSet) {
-	if operatorLayout(server) {
+func renderWorkload(server target, opts podOptions) (*corev1.Service, *appsv1.StatefulSet) {
+	if server.layout.operator() {
 		return governingService(server), renderShard(server, opts, 0)
 	}
 	svc := &corev1.Service{
@@ -161,16 +168,16 @@ func renderWorkload(server *v1alpha1.PrometheusServer, opts podOptions) (*corev1
 }
 
 // shardCount is spec.shards, at least 1.
-func shardCount(server *v1alpha1.PrometheusServer) int {
+func shardCount(server target) int {
 	return max(1, int(ptr.Deref(server.Spec.Shards, 1)))
 }
 
 // shardName is the name of the StatefulSet of a shard of server: the
 // server's name for shard 0, which is all there was before shards, and
 // <name>-shard-<i>, as prometheus-operator names them, for the others.
-func shardName(server *v1alpha1.PrometheusServer, shard int) string {
+func shardName(server target, shard int) string {
 	name := server.Name
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		name = operatorName(server)
 	}
 	if shard == 0 {
@@ -184,9 +191,9 @@ func shardName(server *v1alpha1.PrometheusServer, shard int) string {
 // did before shards (its StatefulSet's selector cannot change), and
 // labelShard besides for the others. Shard 0's StatefulSet selects the
 // other shards' pods too, but adopts no pod another StatefulSet controls.
-func shardLabels(server *v1alpha1.PrometheusServer, shard int) map[string]string {
+func shardLabels(server target, shard int) map[string]string {
 	l := selectorLabels(server)
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		// On every shard, 0 included.
 		l[labelOperatorShard] = strconv.Itoa(shard)
 		return l
@@ -200,7 +207,7 @@ func shardLabels(server *v1alpha1.PrometheusServer, shard int) map[string]string
 // renderShard renders the StatefulSet of a shard of server. Its pod
 // template carries annotationInputHash, and sets SHARD, which the reloaders
 // expand in the configuration. Owner references are not set.
-func renderShard(server *v1alpha1.PrometheusServer, opts podOptions, shard int) *appsv1.StatefulSet {
+func renderShard(server target, opts podOptions, shard int) *appsv1.StatefulSet {
 	template, claims := podTemplate(server, opts, shard)
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
@@ -214,7 +221,7 @@ func renderShard(server *v1alpha1.PrometheusServer, opts podOptions, shard int) 
 			VolumeClaimTemplates: claims,
 		},
 	}
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		operatorStatefulSet(server, sts)
 	}
 	return sts
@@ -222,18 +229,18 @@ func renderShard(server *v1alpha1.PrometheusServer, opts podOptions, shard int) 
 
 // ruleDir is where the reloaders write the files of the i-th rule file
 // ConfigMap of server.
-func ruleDir(server *v1alpha1.PrometheusServer, i int) string {
+func ruleDir(server target, i int) string {
 	return rulesMountPath + "/" + ruleShardName(server, i)
 }
 
-func selectorLabels(server *v1alpha1.PrometheusServer) map[string]string {
-	if operatorLayout(server) {
+func selectorLabels(server target) map[string]string {
+	if server.layout.operator() {
 		return operatorSelectorLabels(server)
 	}
 	return map[string]string{kube.LabelName: App, labelInstance: server.Name}
 }
 
-func podTemplate(server *v1alpha1.PrometheusServer, opts podOptions, shard int) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
+func podTemplate(server target, opts podOptions, shard int) (corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
 	spec := server.Spec
 	signal := spec.Reloader.ReloadMethod == "signal"
 
@@ -244,7 +251,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts podOptions, shard int) 
 	} else {
 		src = volumePodSource(server, opts.ruleShards, opts.configParts, configOut)
 	}
-	operator := operatorLayout(server)
+	operator := server.layout.operator()
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
 	if operator {
 		storage, storageVolumes, claims = operatorStorage(server)
@@ -320,7 +327,7 @@ func podTemplate(server *v1alpha1.PrometheusServer, opts podOptions, shard int) 
 // podMetadata is the metadata of a shard's pods: spec.podMetadata's labels
 // and annotations, under the shard's selector labels (and the input hash
 // annotation) the controller sets.
-func podMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.ObjectMeta {
+func podMetadata(server target, shard int) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}}
 	if pm := server.Spec.PodMetadata; pm != nil {
 		maps.Copy(m.Labels, pm.Labels)
@@ -334,7 +341,7 @@ func podMetadata(server *v1alpha1.PrometheusServer, shard int) metav1.ObjectMeta
 // shard, with the labels of the server's pods added to the labelSelector
 // of those that ask for them (additionalLabelSelectors OnResource), or of
 // the shard's pods (OnShard).
-func topologySpread(server *v1alpha1.PrometheusServer, shard int) []corev1.TopologySpreadConstraint {
+func topologySpread(server target, shard int) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range server.Spec.TopologySpreadConstraints {
 		tsc := spreadConstraint(c)
@@ -451,10 +458,10 @@ func webArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
 
 // validateArgs refuses spec.additionalArgs that name a flag the controller
 // sets, in either form (name or no-name), as prometheus-operator does.
-func validateArgs(server *v1alpha1.PrometheusServer) error {
+func validateArgs(server target) error {
 	spec := server.Spec
 	own := prometheusArgs(spec, "")
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		own = operatorPrometheusArgs(spec)
 	}
 	set := map[string]bool{}

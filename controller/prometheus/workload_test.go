@@ -236,7 +236,7 @@ func renderCase(server func(*v1alpha1.PrometheusServer), opts func(*podOptions))
 	if opts != nil {
 		opts(&o)
 	}
-	return renderWorkload(s, o)
+	return renderWorkload(ownTarget(s), o)
 }
 
 func TestRenderWorkloadGolden(t *testing.T) {
@@ -267,7 +267,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			svc, sts := renderWorkload(server, o)
+			svc, sts := renderWorkload(ownTarget(server), o)
 			pod := sts.Spec.Template.Spec
 
 			require.Equal(t, svc.Name, sts.Spec.ServiceName)
@@ -283,7 +283,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 				require.NotContains(t, volumes, c.Name, "volume %s twice", c.Name)
 				volumes[c.Name] = corev1.Volume{Name: c.Name}
 			}
-			globs := ruleFilesGlobs(server, o.ruleShards)
+			globs := ruleFilesGlobs(ownTarget(server), o.ruleShards)
 			for _, glob := range globs {
 				require.Regexp(t, `^[^*]*(\*[^/]*)?$`, glob, "Prometheus allows a wildcard in the last path element only")
 			}
@@ -304,7 +304,7 @@ func TestRenderWorkloadConsistent(t *testing.T) {
 			require.Contains(t, containers["config-reloader"].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
 			require.Contains(t, containers["config-reloader"].Env, corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}})
 			require.NotContains(t, containers["init-config-reloader"].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)", "the init container reloads nothing")
-			if apiSource(server) {
+			if apiSource(ownTarget(server)) {
 				checkAPISource(t, server, o.ruleShards, volumes, containers, globs)
 			} else {
 				checkVolumeSource(t, server, o.ruleShards, volumes, containers, globs)
@@ -345,8 +345,8 @@ func checkVolumeSource(t *testing.T, server *v1alpha1.PrometheusServer, shards i
 			}
 			if dir, ok := strings.CutPrefix(m.MountPath, ruleConfigMapsMountPath+"/"); ok {
 				require.True(t, *volumes[m.Name].ConfigMap.Optional, m.Name)
-				require.Equal(t, ruleShardName(server, len(inputs)), volumes[m.Name].ConfigMap.Name, m.Name)
-				require.Equal(t, ruleShardName(server, len(inputs)), dir, m.Name)
+				require.Equal(t, ruleShardName(ownTarget(server), len(inputs)), volumes[m.Name].ConfigMap.Name, m.Name)
+				require.Equal(t, ruleShardName(ownTarget(server), len(inputs)), dir, m.Name)
 				inputs = append(inputs, m.MountPath)
 			}
 		}
@@ -400,7 +400,7 @@ func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int,
 
 	require.Len(t, globs, shards)
 	for i, glob := range globs {
-		file := rulesMountPath + "/" + ruleShardName(server, i) + "/apps-api-uid.yaml"
+		file := rulesMountPath + "/" + ruleShardName(ownTarget(server), i) + "/apps-api-uid.yaml"
 		ok, err := filepath.Match(filepath.Join(configOutMountPath, glob), file)
 		require.NoError(t, err)
 		require.True(t, ok, "%s does not find %s", glob, file)
@@ -428,9 +428,9 @@ func checkAPISource(t *testing.T, server *v1alpha1.PrometheusServer, shards int,
 	}
 	sel, err := labels.Parse(selector)
 	require.NoError(t, err, "--rules-configmap-selector")
-	require.True(t, sel.Matches(labels.Set(ruleShards(server).ConfigMap(0).Labels)), "%s selects the rule shards", selector)
+	require.True(t, sel.Matches(labels.Set(ruleShards(ownTarget(server)).ConfigMap(0).Labels)), "%s selects the rule shards", selector)
 	other := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: server.Namespace, Name: server.Name + "-other"}}
-	require.False(t, sel.Matches(labels.Set(ruleShards(other).ConfigMap(0).Labels)), "%s selects another server's rule shards", selector)
+	require.False(t, sel.Matches(labels.Set(ruleShards(ownTarget(other)).ConfigMap(0).Labels)), "%s selects another server's rule shards", selector)
 }
 
 // testDryRun has the real API server validate, with a server-side dry
@@ -449,7 +449,7 @@ func (cp *controlPlane) testDryRun(t *testing.T) {
 		server := testServer()
 		production(server)
 		server.Spec.Shards = ptr.To[int32](3)
-		require.NoError(t, cp.c.Create(t.Context(), renderShard(server, testPodOptions(), 2), client.DryRunAll))
+		require.NoError(t, cp.c.Create(t.Context(), renderShard(ownTarget(server), testPodOptions(), 2), client.DryRunAll))
 	})
 }
 
@@ -558,7 +558,7 @@ func TestRuleFilesGlobs(t *testing.T) {
 		{api, 1, globs(1)},
 		{api, 5, globs(5)},
 	} {
-		require.Equal(t, tc.want, ruleFilesGlobs(tc.server, tc.shards), "source %q, shards %d", tc.server.Spec.Reloader.Source, tc.shards)
+		require.Equal(t, tc.want, ruleFilesGlobs(ownTarget(tc.server), tc.shards), "source %q, shards %d", tc.server.Spec.Reloader.Source, tc.shards)
 	}
 	require.Equal(t, []string{
 		"../rules/main-rulefiles-0/*.yaml",

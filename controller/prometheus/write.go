@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/rulefiles"
@@ -38,7 +37,7 @@ import (
 // shard count is written, and the state Secrets of pods no longer wanted
 // emptied after them. It returns the live StatefulSets, by shard, but
 // for those being created again: a *kube.RecreatingError says which.
-func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) ([]*appsv1.StatefulSet, error) {
+func (r *reconciler) write(ctx context.Context, server target, own kube.Owner, objs *objects) ([]*appsv1.StatefulSet, error) {
 	liveRules, extra, err := r.liveShards(ctx, server, objs.RuleShards)
 	if err != nil {
 		return nil, err
@@ -89,7 +88,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		}
 	}
 	writeService := kube.Write[*corev1.Service]
-	if operatorLayout(server) {
+	if server.layout.operator() {
 		// prometheus-operated: one per namespace, every Prometheus its owner.
 		writeService = kube.WriteShared[*corev1.Service]
 	}
@@ -101,7 +100,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 		recreating error
 	)
 	for _, desired := range objs.StatefulSets {
-		if operatorLayout(server) {
+		if server.layout.operator() {
 			if err := r.keepImmutable(ctx, own, desired); err != nil {
 				return nil, err
 			}
@@ -125,7 +124,7 @@ func (r *reconciler) write(ctx context.Context, server *v1alpha1.PrometheusServe
 // with the API source, the Role names the part Secrets the reloaders are
 // about to read. Then the pods' state Secrets, which the Role names,
 // before the pods, which read them.
-func (r *reconciler) writeAccess(ctx context.Context, server *v1alpha1.PrometheusServer, own kube.Owner, objs *objects) error {
+func (r *reconciler) writeAccess(ctx context.Context, server target, own kube.Owner, objs *objects) error {
 	if err := kube.Write(ctx, r.writer, own, objs.Role, kube.SyncRole); err != nil {
 		return err
 	}
@@ -151,7 +150,7 @@ func (r *reconciler) writeRuleShards(ctx context.Context, own kube.Owner, live, 
 // deleteExtraParts deletes the part Secrets of the configuration that
 // server controls and parts does not hold: once the config Secret no
 // longer names them.
-func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.PrometheusServer, parts []*corev1.Secret) error {
+func (r *reconciler) deleteExtraParts(ctx context.Context, server target, parts []*corev1.Secret) error {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := r.metadata.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels{labelConfig: server.Name}); err != nil {
@@ -159,7 +158,7 @@ func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.Prom
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !configsecret.IsPart(ConfigSecretName(server), m.Name) ||
+		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !configsecret.IsPart(configSecretName(server), m.Name) ||
 			slices.ContainsFunc(parts, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
 			continue
 		}
@@ -175,7 +174,7 @@ func (r *reconciler) deleteExtraParts(ctx context.Context, server *v1alpha1.Prom
 // deleteExtraShards deletes the StatefulSets server controls that are not
 // among sets: those of the shards it no longer has. Their pods go with
 // them; their volume claims stay, as a StatefulSet's always do.
-func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.PrometheusServer, sets []*appsv1.StatefulSet) error {
+func (r *reconciler) deleteExtraShards(ctx context.Context, server target, sets []*appsv1.StatefulSet) error {
 	var list appsv1.StatefulSetList
 	if err := r.client.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(server))); err != nil {
 		return fmt.Errorf("list StatefulSets: %w", err)
@@ -196,7 +195,7 @@ func (r *reconciler) deleteExtraShards(ctx context.Context, server *v1alpha1.Pro
 
 // liveShards returns the rule file ConfigMaps server controls, and those
 // of them that are not among shards.
-func (r *reconciler) liveShards(ctx context.Context, server *v1alpha1.PrometheusServer, shards []*corev1.ConfigMap) (live, extra []*corev1.ConfigMap, err error) {
+func (r *reconciler) liveShards(ctx context.Context, server target, shards []*corev1.ConfigMap) (live, extra []*corev1.ConfigMap, err error) {
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels(ruleFilesLabels(server))); err != nil {
 		return nil, nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
