@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podreload/podreload/internal/testenv/docsection"
+	"github.com/podreload/podreload/internal/testenv/procstatus"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/internal/testenv/wait"
 )
@@ -163,7 +164,7 @@ func benchCollector(b *testing.B, bin string) string {
 	before, idleStart := p.received.Load(), time.Now()
 	time.Sleep(65 * time.Second)
 	f.idleBytes, f.idleWindow = p.received.Load()-before, time.Since(idleStart)
-	f.idleRSS, f.idleAnon, _ = procStatus(b, cmd.Process.Pid)
+	f.idleRSS, f.idleAnon, _ = procstatus.MiB(b, cmd.Process.Pid)
 
 	// The connection silent (packets dropped): when the collector notices,
 	// and deletions made meanwhile removed once it returns.
@@ -190,7 +191,7 @@ func benchCollector(b *testing.B, bin string) string {
 		waitGone(b, filepath.Join(dir, fmt.Sprintf("dash-%d.json", i*3)))
 	}
 	f.removedAfter = time.Since(back)
-	_, _, f.peak = procStatus(b, cmd.Process.Pid)
+	_, _, f.peak = procstatus.MiB(b, cmd.Process.Pid)
 
 	slices.Sort(f.latencies)
 	p50, p99 := f.latencies[len(f.latencies)/2], f.latencies[len(f.latencies)*99/100]
@@ -218,29 +219,6 @@ func benchCollector(b *testing.B, bin string) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// procStatus returns fields of /proc/PID/status in MiB.
-func procStatus(b testing.TB, pid int) (rss, anon, peak float64) {
-	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(b, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "RssAnon:":
-			anon = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, anon, peak
-}
 
 // metric returns the value of the sample named series (name and labels)
 // that the collector at addr serves, 0 if absent.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/docsection"
+	"github.com/podreload/podreload/internal/testenv/procstatus"
 )
 
 // BenchmarkAPISource measures the config-reloader's API source against a
@@ -89,7 +90,7 @@ func benchAPISource(b *testing.B, cp *controlplane.ControlPlane) string {
 	pid := sidecar.cmd.Process.Pid
 	// Idle: after start-up, a first reload and ten seconds of nothing.
 	time.Sleep(10 * time.Second)
-	idleRSS, idleAnon, _ := procStatus(b, pid)
+	idleRSS, idleAnon, _ := procstatus.MiB(b, pid)
 
 	// An update accepted by the API server to the reload request: the
 	// clock starts when the update returns, as the API server has then
@@ -125,8 +126,8 @@ func benchAPISource(b *testing.B, cp *controlplane.ControlPlane) string {
 	for len(clock.at) > 0 {
 		<-clock.at
 	}
-	_, _, peak := procStatus(b, pid)
-	fullRSS, fullAnon, _ := procStatus(b, pid)
+	_, _, peak := procstatus.MiB(b, pid)
+	fullRSS, fullAnon, _ := procstatus.MiB(b, pid)
 
 	// One of them changes: one event, one file rewritten, one reload.
 	before := modTimes(b, p.rulesDir)
@@ -184,29 +185,6 @@ func apiSourceSection(f apiSourceFigures) string {
 		f.ruleFiles, f.events, f.rewritten, f.reloads, met(f.events == 1 && f.rewritten == 1 && f.reloads == 1))
 	fmt.Fprintf(&w, "\nCreating the %d ConfigMaps one by one and the sidecar writing them all took %s.\n", f.ruleFiles, f.loaded.Round(time.Millisecond))
 	return w.String()
-}
-
-// procStatus returns fields of /proc/PID/status in MiB.
-func procStatus(b *testing.B, pid int) (rss, anon, peak float64) {
-	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(b, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "RssAnon:":
-			anon = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, anon, peak
 }
 
 // modTimes maps every file under dir to its modification time.
