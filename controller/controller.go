@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,7 +72,9 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		SyncPeriod:              opts.SyncPeriod,
 	}
 	for _, k := range kinds() {
-		mo.Names = append(mo.Names, k.name)
+		if !slices.Contains(mo.Names, k.name) {
+			mo.Names = append(mo.Names, k.name)
+		}
 		mo.AddToScheme = append(mo.AddToScheme, k.addToScheme)
 	}
 	mgr, err := kube.NewManager(logger, reg, mo)

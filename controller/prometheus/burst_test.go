@@ -171,7 +171,9 @@ func (cp *controlPlane) testRulesHeld(t *testing.T) {
 	ns := cp.namespace(t, "held", nil)
 	var now time.Duration
 	run, m, logger := cp.manager(t, kube.Options{Namespaces: []string{ns}})
-	r := newReconciler(m, logger, newMetrics(run.reg).forKind(m, v1alpha1.Kind), testWorkloadOptions())
+	k, err := newServerKind(m, logger, run.reg, testWorkloadOptions())
+	require.NoError(t, err)
+	r := k.r
 	r.coalescer = newCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
 	run.run(t, m)
 

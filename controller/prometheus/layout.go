@@ -1,9 +1,6 @@
 package prometheus
 
 import (
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
@@ -53,22 +50,3 @@ func ownTarget(server *v1alpha1.PrometheusServer) target {
 // testdata/layout still mark with it a server that stands for a
 // Prometheus object converted (loadInputs).
 const annotationLayout = "podreload.dev/layout"
-
-// fromPrometheus converts a Prometheus object into the PrometheusServer it
-// is rendered as, in prometheus-operator's layout, with prometheus-operator's
-// defaults where they differ from ours (convertSpec). unsupported lists
-// the set fields the conversion cannot carry (by JSON path under spec,
-// sorted): a Prometheus with any is not taken over.
-func fromPrometheus(p *monitoringv1.Prometheus) (_ target, unsupported []string) {
-	server := &v1alpha1.PrometheusServer{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: p.Name, Namespace: p.Namespace, UID: p.UID, Generation: p.Generation,
-			Labels: p.Labels, Annotations: map[string]string{},
-		},
-	}
-	for k, v := range p.Annotations {
-		server.Annotations[k] = v
-	}
-	server.Spec, unsupported = convertSpec(p.Spec)
-	return target{PrometheusServer: server, layout: operatorsLayout}, unsupported
-}

@@ -1,7 +1,5 @@
 package prometheus
 
-import ()
-
 // The rule files of a server in prometheus-operator's layout are what
 // prometheus-operator writes (pkg/operator/rules.go, server/rules.go):
 // plain YAML in the data of ConfigMaps prometheus-<name>-rulefiles-<i>

@@ -1,10 +1,11 @@
 package prometheus
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/podreload/podreload/controller/kube"
 )
@@ -29,22 +30,23 @@ func (m *metrics) forKind(mgr *kube.Manager, kind string) *metrics {
 	return &c
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
-	return &metrics{
-		triggers: f.NewCounterVec(prometheus.CounterOpts{
+// newMetrics returns the metrics registered with reg; the kinds that run
+// Prometheus share them, and the second to ask gets the first's.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "podreload_controller_triggers_total",
 			Help: "Reconciliations asked for by a change to an object of this kind, one per PrometheusServer concerned.",
 		}, []string{"kind"}),
-		selected: f.NewGaugeVec(prometheus.GaugeOpts{
+		selected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_selected_resources",
 			Help: "Objects a PrometheusServer selects, rejected ones included.",
 		}, []string{"namespace", "name", "kind"}),
-		configApplied: f.NewGaugeVec(prometheus.GaugeOpts{
+		configApplied: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_config_applied",
 			Help: "Whether every ready replica of a PrometheusServer runs the configuration and rules last written (its ConfigApplied condition).",
 		}, []string{"namespace", "name"}),
-		applySeconds: f.NewHistogram(prometheus.HistogramOpts{
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:                            "podreload_controller_config_apply_seconds",
 			Help:                            "Seconds from the controller writing new configuration or rules to every ready replica of the PrometheusServer reporting it runs them.",
 			Buckets:                         []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
@@ -52,9 +54,45 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			NativeHistogramMaxBucketNumber:  100,
 			NativeHistogramMinResetDuration: time.Hour,
 		}),
-		rejected: f.NewGaugeVec(prometheus.GaugeOpts{
+		rejected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "podreload_controller_rejected_resources",
 			Help: "Selected objects left out of a PrometheusServer's configuration because they are invalid.",
 		}, []string{"namespace", "name", "kind"}),
 	}
+	var err error
+	if m.triggers, err = registered(reg, m.triggers); err != nil {
+		return nil, err
+	}
+	if m.selected, err = registered(reg, m.selected); err != nil {
+		return nil, err
+	}
+	if m.rejected, err = registered(reg, m.rejected); err != nil {
+		return nil, err
+	}
+	if m.configApplied, err = registered(reg, m.configApplied); err != nil {
+		return nil, err
+	}
+	if m.applySeconds, err = registered(reg, m.applySeconds); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// registered registers c with reg, or returns the collector of the same
+// description registered before it (by another kind's reconciler).
+func registered[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if reg == nil {
+		return c, nil
+	}
+	err := reg.Register(c)
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		var zero C
+		return zero, fmt.Errorf("register the metrics of the Prometheus-running kinds: %w", err)
+	}
+	return c, nil
 }

@@ -11,7 +11,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,13 +63,23 @@ type reconciler struct {
 	warned map[types.NamespacedName]map[promcfg.Rejection]struct{}
 	// written is the content each server's status last showed written.
 	written map[types.NamespacedName]written
-	// statuses are the statuses the controller last wrote, or found
-	// already written, by server.
-	statuses map[types.NamespacedName]v1alpha1.PrometheusServerStatus
-	// takeover is set on the reconciler of the Prometheus objects taken
-	// over from prometheus-operator (takeover.go); nil on the
-	// reconciler of PrometheusServers.
-	takeover *takingOver
+	// front is the kind whose servers the reconciler renders.
+	front front
+	// own is the kind of the objects the servers come from, as the
+	// owner references of what is written for them name it.
+	own metav1.TypeMeta
+}
+
+// front is a kind that runs Prometheus, as the reconciler sees it: its
+// reconcile of one object, which renders it with sync, and the servers
+// its objects are rendered as, which the events map to.
+type front interface {
+	// Reconcile reconciles the object key names; with holdRules, the
+	// rule ConfigMaps stay as they were last written (sync).
+	Reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error
+	// Servers returns the servers rendered, from the cache: the objects
+	// of the kind, converted.
+	Servers(ctx context.Context) []v1alpha1.PrometheusServer
 }
 
 // Reconcile makes the objects of the PrometheusServer req names match it.
@@ -86,41 +95,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer r.work.Unlock()
 	start := time.Now()
 	r.metrics.reconciles.Inc()
-	var err error
-	if r.takeover != nil {
-		err = r.takeover.reconcile(ctx, req.NamespacedName, holdRules)
-	} else {
-		err = r.reconcile(ctx, req.NamespacedName, holdRules)
-	}
+	err := r.front.Reconcile(ctx, req.NamespacedName, holdRules)
 	r.coalescer.rendered(req.NamespacedName, err != nil)
 	r.metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.metrics.errors.Inc() // controller-runtime logs it, and retries.
 	}
 	return ctrl.Result{}, err
-}
-
-// reconcile renders the PrometheusServer key names and writes its objects
-// and status; with holdRules, the rule ConfigMaps as they were last
-// written (sync).
-func (r *reconciler) reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
-	var server v1alpha1.PrometheusServer
-	if err := r.client.Get(ctx, key, &server); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(key)
-			return nil
-		}
-		return fmt.Errorf("get PrometheusServer %s: %w", key, err)
-	}
-	if server.Spec.Paused {
-		r.logger.Debug("paused", "server", key)
-		return nil
-	}
-	res, err := r.sync(ctx, ownTarget(&server), owner(&server), holdRules)
-	if err != nil {
-		return err
-	}
-	return errors.Join(res.err, r.writeStatus(ctx, &server, res.objs, res.sets, res.cond))
 }
 
 // synced is what sync rendered and wrote.
@@ -279,7 +260,6 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	delete(r.caches, key)
 	delete(r.warned, key)
 	delete(r.written, key)
-	delete(r.statuses, key)
 	r.mu.Unlock()
 	r.coalescer.forget(key)
 	r.refs.Forget(key)
@@ -335,11 +315,6 @@ func rejectedObject(in inputs, rej promcfg.Rejection) runtime.Object {
 	return nil
 }
 
-// owner is server as the owner of the objects the writer writes.
-func owner(server *v1alpha1.PrometheusServer) kube.Owner {
-	return kube.Owner{Key: "server", Object: server}
-}
-
 // ownerKind is the kind of an owner, for messages.
 func ownerKind(obj client.Object) string {
 	if _, ok := obj.(*monitoringv1.Prometheus); ok {
@@ -348,15 +323,11 @@ func ownerKind(obj client.Object) string {
 	return v1alpha1.Kind
 }
 
-// ownerServer returns the PrometheusServer controlling obj, if any, or for
-// the takeover the Prometheus.
+// ownerServer returns the object of the reconciler's kind controlling
+// obj, if any.
 func (r *reconciler) ownerServer(obj metav1.Object) *types.NamespacedName {
-	kind, apiVersion := v1alpha1.Kind, v1alpha1.GroupVersion().String()
-	if r.takeover != nil {
-		kind, apiVersion = monitoringv1.PrometheusesKind, monitoringv1.SchemeGroupVersion.String()
-	}
 	c := metav1.GetControllerOf(obj)
-	if c == nil || c.Kind != kind || c.APIVersion != apiVersion {
+	if c == nil || c.Kind != r.own.Kind || c.APIVersion != r.own.APIVersion {
 		return nil
 	}
 	return &types.NamespacedName{Namespace: obj.GetNamespace(), Name: c.Name}

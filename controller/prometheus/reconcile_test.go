@@ -203,7 +203,10 @@ func (cp *controlPlane) startTakingOver(t *testing.T, opts kube.Options, to *tak
 	t.Helper()
 	r, m, logger := cp.manager(t, opts)
 	// As controller.New sets the kind up.
-	require.NoError(t, Setup(m, logger, r.reg, testWorkloadOptions(), to))
+	require.NoError(t, Setup(m, logger, r.reg, testWorkloadOptions()))
+	if to != nil {
+		require.NoError(t, SetupTakeover(m, logger, r.reg, testWorkloadOptions(), *to))
+	}
 	r.run(t, m)
 	return r
 }

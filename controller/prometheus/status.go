@@ -3,7 +3,6 @@ package prometheus
 import (
 	"context"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,14 +20,6 @@ import (
 	"github.com/podreload/podreload/controller/sidecar"
 )
 
-// written is content the controller wrote, for the time every replica
-// takes to apply it.
-type written struct {
-	hash  string
-	at    time.Time
-	timed bool // applied and timed, or not to be timed
-}
-
 // writeStatus writes the status of server, with cond, from objs and sets
 // when they are not nil; nothing is written when the status is the same.
 // The status is computed from the one the controller last wrote (the
@@ -37,20 +27,21 @@ type written struct {
 // server-side apply by the controller's field manager, forcing: no
 // read-modify-write, so no conflict to retry whoever wrote last, and the
 // fields it set before and no longer does are removed.
-func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) error {
+func (k *serverKind) writeStatus(ctx context.Context, server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) error {
+	r := k.r
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), client.MatchingLabels(selectorLabels(ownTarget(server)))); err != nil {
 		return fmt.Errorf("list pods of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
 	key := client.ObjectKeyFromObject(server)
-	r.mu.Lock()
-	last, ok := r.statuses[key]
-	r.mu.Unlock()
+	k.mu.Lock()
+	last, ok := k.statuses[key]
+	k.mu.Unlock()
 	if ok {
 		server.Status = *last.DeepCopy()
 	}
 	before := server.Status.ContentHash
-	status := r.status(server, objs, sets, cond)
+	status := k.status(server, objs, sets, cond)
 	var applied metav1.Condition
 	status.ReplicaStatuses, applied = sidecar.Applied(status.ContentHash, pods.Items)
 	applied.ObservedGeneration = server.Generation
@@ -68,14 +59,14 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 	meta.SetStatusCondition(&status.Conditions, applied)
 	r.metrics.configApplied.WithLabelValues(server.Namespace, server.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
 	if !equality.Semantic.DeepEqual(status, server.Status) {
-		if err := r.applyStatus(ctx, server, status, !ok); err != nil {
+		if err := k.applyStatus(ctx, server, status, !ok); err != nil {
 			return err
 		}
 		server.Status = status
 	}
-	r.mu.Lock()
-	r.statuses[key] = server.Status
-	r.mu.Unlock()
+	k.mu.Lock()
+	k.statuses[key] = server.Status
+	k.mu.Unlock()
 	r.observeApplied(key, before, server.Status)
 	return nil
 }
@@ -87,7 +78,7 @@ func (r *reconciler) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 // status, and what it set stays until another apply owns it (a leftOut
 // list emptied, a rejected count back to 0); owned, the next applies,
 // without them, remove them.
-func (r *reconciler) applyStatus(ctx context.Context, server *v1alpha1.PrometheusServer, status v1alpha1.PrometheusServerStatus, first bool) error {
+func (k *serverKind) applyStatus(ctx context.Context, server *v1alpha1.PrometheusServer, status v1alpha1.PrometheusServerStatus, first bool) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 	if err != nil {
 		return fmt.Errorf("status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
@@ -119,8 +110,8 @@ func (r *reconciler) applyStatus(ctx context.Context, server *v1alpha1.Prometheu
 		"metadata":   map[string]any{"name": server.Name, "namespace": server.Namespace},
 		"status":     u,
 	}}
-	r.writer.Count(v1alpha1.Kind, "apply-status")
-	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
+	k.r.writer.Count(v1alpha1.Kind, "apply-status")
+	if err := k.r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(kube.Name), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply status of PrometheusServer %s/%s: %w", server.Namespace, server.Name, err)
 	}
 	return nil
@@ -156,12 +147,13 @@ func prune(u map[string]any) map[string]any {
 // the controller last wrote. Before the first render, or when the server
 // changed since the last one, it leaves the status to the render that
 // comes.
-func (r *reconciler) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (k *serverKind) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r := k.r
 	r.work.Lock()
 	defer r.work.Unlock()
-	r.mu.Lock()
-	last, ok := r.statuses[req.NamespacedName]
-	r.mu.Unlock()
+	k.mu.Lock()
+	last, ok := k.statuses[req.NamespacedName]
+	k.mu.Unlock()
 	if !ok {
 		return ctrl.Result{}, nil
 	}
@@ -173,28 +165,7 @@ func (r *reconciler) reconcileStatus(ctx context.Context, req ctrl.Request) (ctr
 	if server.Spec.Paused || cond == nil || cond.ObservedGeneration != server.Generation {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, &server, nil, nil, *cond)
-}
-
-// observeApplied times the content of status from its write to every
-// ready replica running it; before is the content hash the status showed
-// until now. Only what this controller wrote is timed: content seen first
-// in the status, written by an earlier controller, is not.
-func (r *reconciler) observeApplied(key types.NamespacedName, before string, status v1alpha1.PrometheusServerStatus) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w, ok := r.written[key]
-	switch {
-	case status.ContentHash != before:
-		w = written{hash: status.ContentHash, at: time.Now()}
-	case !ok || w.hash != status.ContentHash:
-		w = written{hash: status.ContentHash, timed: true}
-	}
-	if !w.timed && meta.IsStatusConditionTrue(status.Conditions, conditionConfigApplied) {
-		r.metrics.applySeconds.Observe(time.Since(w.at).Seconds())
-		w.timed = true
-	}
-	r.written[key] = w
+	return ctrl.Result{}, k.writeStatus(ctx, &server, nil, nil, *cond)
 }
 
 // maxLeftOut bounds the objects status.leftOut lists; each one's reason
@@ -204,7 +175,7 @@ const maxLeftOut = 50
 // status is the status of server with cond, from objs when it is not nil
 // and from the live StatefulSets of its shards, sets. It sets the gauges of
 // selected and rejected objects.
-func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
+func (k *serverKind) status(server *v1alpha1.PrometheusServer, objs *objects, sets []*appsv1.StatefulSet, cond metav1.Condition) v1alpha1.PrometheusServerStatus {
 	status := *server.Status.DeepCopy()
 	status.ObservedGeneration = server.Generation
 	cond.ObservedGeneration = server.Generation
@@ -228,8 +199,8 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 			}
 		}
 		for kind, c := range counts {
-			r.metrics.selected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Selected))
-			r.metrics.rejected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Rejected))
+			k.r.metrics.selected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Selected))
+			k.r.metrics.rejected.WithLabelValues(server.Namespace, server.Name, kind).Set(float64(c.Rejected))
 		}
 	}
 	if objs == nil && len(sets) == 0 && meta.FindStatusCondition(status.Conditions, conditionAvailable) != nil {
@@ -257,7 +228,3 @@ func (r *reconciler) status(server *v1alpha1.PrometheusServer, objs *objects, se
 	meta.SetStatusCondition(&status.Conditions, available)
 	return status
 }
-
-// conditionConfigApplied is the condition of what the replicas run
-// (sidecar.Applied).
-const conditionConfigApplied = sidecar.ConditionConfigApplied

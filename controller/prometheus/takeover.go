@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,21 +53,31 @@ type takingOver struct {
 	lifecycle *takeover.Lifecycle[*monitoringv1.Prometheus, synced, *takingOver]
 }
 
-// setupTakeover sets up the reconciler of the Prometheus objects handed to
-// to.ControllerID. A Prometheus matters when it is created or deleted, and
-// when its spec, labels or annotations (the controller id) change.
-func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions, to takeover.Options) error {
+// SetupTakeover sets up the reconciler of the Prometheus objects handed
+// to to.ControllerID, when the Prometheus CRD is served. A Prometheus
+// matters when it is created or deleted, and when its spec, labels or
+// annotations (the controller id) change. opts are the controller-wide
+// inputs of the rendered workloads (default images). A nil logger
+// discards the logs.
+func SetupTakeover(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, to takeover.Options) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.PrometheusesKind); !served {
 		return err
 	}
-	r := newReconciler(m, logger, metrics.forKind(m, monitoringv1.PrometheusesKind), opts)
-	t := &takingOver{r: r, id: to.ControllerID}
+	t := &takingOver{id: to.ControllerID}
+	own := metav1.TypeMeta{Kind: monitoringv1.PrometheusesKind, APIVersion: monitoringv1.SchemeGroupVersion.String()}
+	r, err := newReconciler(m, logger, reg, own, opts, t)
+	if err != nil {
+		return err
+	}
+	t.r = r
 	t.lifecycle = takeover.NewLifecycle[*monitoringv1.Prometheus, synced](takeover.Config{
 		Kind: monitoringv1.PrometheusesKind, ControllerID: to.ControllerID, Doc: "docs/prometheus-operator.md",
 		Client: r.client, Writer: r.writer, Recorder: r.recorder, Logger: r.logger,
 		Errors: r.metrics.errors, Work: &r.work,
 	}, t)
-	r.takeover = t
 	if err := r.setup(m, builder.ControllerManagedBy(m).
 		Named("prometheus").
 		For(&monitoringv1.Prometheus{}, builder.WithPredicates(takeover.Changed())),
@@ -80,10 +91,10 @@ func setupTakeover(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts 
 		Complete(reconcile.Func(t.lifecycle.ReconcileStatus))
 }
 
-// reconcile takes the Prometheus key names through the takeover's
+// Reconcile takes the Prometheus key names through the takeover's
 // lifecycle; with holdRules, the rule ConfigMaps stay as they were last
 // written (sync).
-func (t *takingOver) reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
+func (t *takingOver) Reconcile(ctx context.Context, key types.NamespacedName, holdRules bool) error {
 	return t.lifecycle.Reconcile(ctx, key, holdRules)
 }
 
@@ -160,9 +171,9 @@ func (t *takingOver) podPrometheus(_ context.Context, obj client.Object) []ctrl.
 	return t.r.requests("Pod", []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: name}})
 }
 
-// servers returns the cached Prometheus objects taken over, converted;
+// Servers returns the cached Prometheus objects taken over, converted;
 // those with unsupported fields are not.
-func (t *takingOver) servers(ctx context.Context) []v1alpha1.PrometheusServer {
+func (t *takingOver) Servers(ctx context.Context) []v1alpha1.PrometheusServer {
 	var list monitoringv1.PrometheusList
 	if err := t.r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		t.r.logger.Error("list Prometheus objects", "err", err)

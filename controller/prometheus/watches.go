@@ -29,7 +29,6 @@ import (
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
-	"github.com/podreload/podreload/controller/takeover"
 )
 
 // AddToScheme adds the types PrometheusServers are rendered from: the
@@ -43,59 +42,33 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
-// Setup sets up the reconciler of PrometheusServers with m: it watches
-// them, the monitors, rules, Secrets and Namespaces they select or
-// reference and the objects it writes for them, and makes those objects
-// match what render gives. opts are the controller-wide inputs of the
-// rendered workloads (default images); RuleShards is ignored. With
-// takeOver, a second reconciler does the same for the prometheus-operator
-// Prometheus objects handed to its controller id (takeover.go). A nil
-// logger discards the logs.
-func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts WorkloadOptions, takeOver *takeover.Options) error {
+// newReconciler returns the reconciler of m for front, a kind whose
+// objects are of own; a nil logger discards its logs.
+func newReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, own metav1.TypeMeta, opts WorkloadOptions, front front) (*reconciler, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	metrics := newMetrics(reg)
-	r := newReconciler(m, logger, metrics.forKind(m, v1alpha1.Kind), opts)
-	if err := r.setup(m, builder.ControllerManagedBy(m).
-		Named("prometheusserver").
-		// Status writes change no generation: they do not come back here.
-		For(&v1alpha1.PrometheusServer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))),
-		nil); err != nil {
-		return err
+	metrics, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
-	// The pods' reports of what they apply update the status alone, in a
-	// controller of their own: a burst of reports renders nothing.
-	if err := builder.ControllerManagedBy(m).
-		Named("prometheusserver-status").
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podServer), builder.WithPredicates(sidecar.PodChanged())).
-		Complete(reconcile.Func(r.reconcileStatus)); err != nil {
-		return err
-	}
-	if takeOver == nil {
-		return nil
-	}
-	return setupTakeover(m, logger, metrics, opts, *takeOver)
-}
-
-// newReconciler returns a reconciler of m.
-func newReconciler(m *kube.Manager, logger *slog.Logger, metrics *metrics, opts WorkloadOptions) *reconciler {
 	return &reconciler{
 		client:    m.GetClient(),
 		reader:    m.GetAPIReader(),
 		metadata:  m.GetCache(),
 		recorder:  m.GetEventRecorder(kube.Name),
 		logger:    logger,
-		metrics:   metrics,
+		metrics:   metrics.forKind(m, own.Kind),
 		workload:  opts,
 		writer:    m.Writer(),
 		caches:    map[types.NamespacedName]*ruleCache{},
 		refs:      store.NewTracker(),
 		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
 		written:   map[types.NamespacedName]written{},
-		statuses:  map[types.NamespacedName]v1alpha1.PrometheusServerStatus{},
 		coalescer: newCoalescer(time.Now),
-	}
+		front:     front,
+		own:       own,
+	}, nil
 }
 
 // setup completes b, the builder of r's controller given the kind it is
@@ -124,20 +97,6 @@ func (r *reconciler) setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Re
 	return b.Complete(r)
 }
 
-// servers returns the cached PrometheusServers, or for the takeover the
-// Prometheus objects taken over, converted (takeover.go).
-func (r *reconciler) servers(ctx context.Context) []v1alpha1.PrometheusServer {
-	if r.takeover != nil {
-		return r.takeover.servers(ctx)
-	}
-	var list v1alpha1.PrometheusServerList
-	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		r.logger.Error("list PrometheusServers", "err", err)
-		return nil
-	}
-	return list.Items
-}
-
 // requests turns servers into reconcile requests, counted as triggered by
 // an object of kind.
 func (r *reconciler) requests(kind string, servers []types.NamespacedName) []ctrl.Request {
@@ -163,7 +122,7 @@ func (r *reconciler) selectingServers(k selectedKind) handler.MapFunc {
 			nsLabels[ns.Name] = ns.Labels
 		}
 		var matched []types.NamespacedName
-		for _, s := range r.servers(ctx) {
+		for _, s := range r.front.Servers(ctx) {
 			sel, nsSel := k.selectors(&s.Spec)
 			if ok, err := selector.Selects(s.Namespace, sel, nsSel, obj, nsLabels); err == nil && ok {
 				matched = append(matched, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
@@ -177,7 +136,7 @@ func (r *reconciler) selectingServers(k selectedKind) handler.MapFunc {
 // namespace selector that matches its labels.
 func (r *reconciler) namespaceServers(ctx context.Context, obj client.Object) []ctrl.Request {
 	var matched []types.NamespacedName
-	for _, s := range r.servers(ctx) {
+	for _, s := range r.front.Servers(ctx) {
 		for _, k := range selectedKinds() {
 			_, nsSel := k.selectors(&s.Spec)
 			if nsSel == nil {
