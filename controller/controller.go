@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podreload/podreload/controller/kube"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 

@@ -3,12 +3,15 @@ package controller
 import (
 	"log/slog"
 
+	promkind "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/prometheusserver"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/podreload/podreload/controller/alertmanager"
 	"github.com/podreload/podreload/controller/kube"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -31,13 +34,13 @@ type kind struct {
 func kinds() []kind {
 	return []kind{
 		{name: promserver.App, addToScheme: promserver.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
-			return promserver.Setup(m, logger, reg, opts.prometheusWorkload())
+			return prometheusserver.Setup(m, logger, reg, opts.prometheusWorkload())
 		}},
-		{name: promserver.App, addToScheme: promserver.AddToScheme, check: promserver.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+		{name: promserver.App, addToScheme: promserver.AddToScheme, check: promkind.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 			if opts.TakeOver == nil {
 				return nil
 			}
-			return promserver.SetupTakeover(m, logger, reg, opts.prometheusWorkload(), *opts.TakeOver)
+			return promkind.Setup(m, logger, reg, opts.prometheusWorkload(), *opts.TakeOver)
 		}},
 		{name: alertmanager.App, addToScheme: alertmanager.AddToScheme, check: alertmanager.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 			if opts.TakeOver == nil {

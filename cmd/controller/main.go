@@ -30,7 +30,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/podreload/podreload/controller"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/deploy/crds"
 	"github.com/podreload/podreload/internal/app"
