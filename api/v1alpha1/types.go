@@ -250,6 +250,13 @@ type PrometheusServerSpec struct {
 	// +listMapKey=name
 	// +optional
 	ScrapeClasses []monitoringv1.ScrapeClass `json:"scrapeClasses,omitempty"`
+	// ServiceDiscoveryRole is the role of the Kubernetes service
+	// discovery of the ServiceMonitors that set none and of the
+	// Alertmanagers of alerting: Endpoints (unset) or EndpointSlice (from
+	// Prometheus 2.21; before, Endpoints), as prometheus-operator's.
+	// +kubebuilder:validation:Enum=Endpoints;EndpointSlice
+	// +optional
+	ServiceDiscoveryRole *monitoringv1.ServiceDiscoveryRole `json:"serviceDiscoveryRole,omitempty"`
 	// Web configures Prometheus' web server, as prometheus-operator's
 	// web field does: pageTitle (--web.page-title), maxConnections
 	// (--web.max-connections), and, rendered into a web configuration file

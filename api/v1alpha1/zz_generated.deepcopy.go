@@ -284,6 +284,11 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ServiceDiscoveryRole != nil {
+		in, out := &in.ServiceDiscoveryRole, &out.ServiceDiscoveryRole
+		*out = new(monitoringv1.ServiceDiscoveryRole)
+		**out = **in
+	}
 	if in.Web != nil {
 		in, out := &in.Web, &out.Web
 		*out = new(monitoringv1.PrometheusWebSpec)

@@ -79,6 +79,10 @@ type Input struct {
 	// Retention, when not nil, is the retention of storage.tsdb
 	// (prometheus-operator's layout writes it there from Prometheus 3.11).
 	Retention yaml.MapSlice
+	// Version is the Prometheus version the configuration is for
+	// (ParseVersion: "" is the newest): what an older Prometheus lacks is
+	// left out, as prometheus-operator's generator does.
+	Version string
 }
 
 // Lookup reads the value of a key of a Secret or a ConfigMap; its errors
@@ -186,7 +190,7 @@ func (p Parts) Head(ruleFiles []string) ([]byte, error) {
 }
 
 func newRenderer(in Input) *renderer {
-	return &renderer{lookup: in.Lookup, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention}
+	return &renderer{lookup: in.Lookup, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention, version: ParseVersion(in.Version)}
 }
 
 // renderer renders one configuration: it holds the inputs and what it
@@ -198,6 +202,8 @@ type renderer struct {
 	// shards and retention are in's.
 	shards    int
 	retention yaml.MapSlice
+	// version is in's, parsed.
+	version Version
 	// scratch is the buffer jobs are encoded into (addJobs).
 	scratch []byte
 	// interval is the global scrape interval, the default of every job, as

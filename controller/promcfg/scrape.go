@@ -85,12 +85,11 @@ type endpoint struct {
 // another. Everything else is scrapeJobs, for both.
 func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.MapSlice, error) {
 	s := &sm.Spec
-	role, meta := "endpoints", "__meta_kubernetes_endpoint"
+	role, meta := r.endpointRole(r.srv.Spec.ServiceDiscoveryRole)
 	if s.ServiceDiscoveryRole != nil {
 		switch *s.ServiceDiscoveryRole {
-		case monitoringv1.EndpointsRole:
-		case monitoringv1.EndpointSliceRole:
-			role, meta = "endpointslice", "__meta_kubernetes_endpointslice"
+		case monitoringv1.EndpointsRole, monitoringv1.EndpointSliceRole:
+			role, meta = r.endpointRole(s.ServiceDiscoveryRole)
 		default:
 			return nil, fmt.Errorf("serviceDiscoveryRole: %q is not Endpoints or EndpointSlice", *s.ServiceDiscoveryRole)
 		}
@@ -124,6 +123,18 @@ func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.M
 		bodySizeLimit:          s.BodySizeLimit,
 	}
 	return scrapeJobs(r, &m, s.Endpoints, serviceEndpoint)
+}
+
+// endpointRole is the kubernetes_sd role of the service discovery role d
+// (nil is Endpoints) and the prefix of its endpoints' meta labels:
+// endpointslice for EndpointSlice from Prometheus 2.21 (which added the
+// role), endpoints otherwise, as prometheus-operator's generator. The
+// server's role (spec.serviceDiscoveryRole) was checked by renderServer.
+func (r *renderer) endpointRole(d *monitoringv1.ServiceDiscoveryRole) (role, meta string) {
+	if d != nil && *d == monitoringv1.EndpointSliceRole && r.version.AtLeast(2, 21) {
+		return "endpointslice", "__meta_kubernetes_endpointslice"
+	}
+	return "endpoints", "__meta_kubernetes_endpoint"
 }
 
 // podMonitorJobs renders the scrape jobs of pm, one per endpoint.

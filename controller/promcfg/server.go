@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -47,6 +49,9 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		return serverConfig{}, fmt.Errorf("spec.scrapeInterval: %w", err)
 	}
 	r.interval, r.intervalText = d, scrape
+	if sdr := spec.ServiceDiscoveryRole; sdr != nil && *sdr != monitoringv1.EndpointsRole && *sdr != monitoringv1.EndpointSliceRole {
+		return serverConfig{}, fmt.Errorf("spec.serviceDiscoveryRole: %q is not Endpoints or EndpointSlice", *sdr)
+	}
 	eval := string(spec.EvaluationInterval)
 	if eval == "" {
 		eval = DefaultInterval
@@ -200,6 +205,7 @@ func positiveDuration(s string) (model.Duration, error) {
 
 func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.MapSlice, error) {
 	out := make([]yaml.MapSlice, 0, len(ams))
+	role, meta := r.endpointRole(r.srv.Spec.ServiceDiscoveryRole)
 	for i, am := range ams {
 		path := fmt.Sprintf("spec.alerting.alertmanagers[%d]", i)
 		if am.Name == "" {
@@ -235,7 +241,7 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 			if _, err := r.regexp(am.Port.StrVal); err != nil {
 				return nil, fmt.Errorf("%s.port: %w", path, err)
 			}
-			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_endpoint_port_name"}, am.Port.StrVal))
+			relabelings = append(relabelings, keep([]string{meta + "_port_name"}, am.Port.StrVal))
 		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
 			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
 		}
@@ -255,7 +261,7 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 			{Key: "scheme", Value: scheme},
 		}, client...)
 		cfg = append(cfg, yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
-			{Key: "role", Value: "endpoints"},
+			{Key: "role", Value: role},
 			{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
 		}}})
 		cfg = append(cfg, auth...)
@@ -343,4 +349,45 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 		out = append(out, append(cfg, queue...))
 	}
 	return out, nil
+}
+
+// Version is a Prometheus version as major, minor and patch: the
+// configuration has the keys of its version (AtLeast), as
+// prometheus-operator's generator gates them.
+type Version [3]int
+
+// newestMajor is the major of a version that is not known: it has the
+// keys of the newest Prometheus.
+const newestMajor = 1 << 30
+
+// ParseVersion parses a Prometheus version, v3.13.1 or 3.13.1. A
+// pre-release of x.y.0 (y > 0) comes before x.y.0, as in semver: it counts
+// as the last x.(y-1). "" or a version that does not parse is the newest.
+func ParseVersion(s string) Version {
+	s = strings.TrimPrefix(s, "v")
+	s, _, _ = strings.Cut(s, "+")
+	s, pre, _ := strings.Cut(s, "-")
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return Version{newestMajor}
+	}
+	var v Version
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return Version{newestMajor}
+		}
+		v[i] = n
+	}
+	if pre != "" && v[2] == 0 && v[1] > 0 {
+		// The major stays: prometheus-operator tests it alone (3.0.0-rc.0
+		// gets no Prometheus 2 flag).
+		v[1], v[2] = v[1]-1, 1<<30
+	}
+	return v
+}
+
+// AtLeast reports whether v is major.minor or later.
+func (v Version) AtLeast(major, minor int) bool {
+	return v[0] > major || v[0] == major && v[1] >= minor
 }

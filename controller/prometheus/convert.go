@@ -59,7 +59,7 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 	if replicas < 0 {
 		replicas = 1
 	}
-	return v1alpha1.PrometheusServerSpec{
+	spec := v1alpha1.PrometheusServerSpec{
 		Image:                           image,
 		Version:                         in.Version,
 		ImagePullPolicy:                 in.ImagePullPolicy,
@@ -100,7 +100,6 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		PriorityClassName:               in.PriorityClassName,
 		RemoteWrite:                     operatorRemoteWrite(in.RemoteWrite),
 		SecurityContext:                 in.SecurityContext,
-		AdditionalScrapeConfigs:         in.AdditionalScrapeConfigs,
 		RuleQueryOffset:                 in.RuleQueryOffset,
 		Exemplars:                       in.Exemplars,
 		TSDB:                            operatorTSDB(in.TSDB),
@@ -121,16 +120,26 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 		ConfigMaps:                      in.ConfigMaps,
 		Volumes:                         in.Volumes,
 		VolumeMounts:                    in.VolumeMounts,
-		EnforcedNamespaceLabel:          in.EnforcedNamespaceLabel,
-		ExcludedFromEnforcement:         operatorExcluded(in),
 		AdditionalArgs:                  in.AdditionalArgs,
 		WALCompression:                  in.WALCompression,
-		ScrapeClasses:                   in.ScrapeClasses,
 		Retention:                       retention,
 		RetentionSize:                   in.RetentionSize,
 		Alerting:                        operatorAlerting(in.Alerting),
 		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
 	}
+	operatorGeneration(in, &spec)
+	return spec
+}
+
+// operatorGeneration sets in spec the fields of in that change the jobs
+// prometheus-operator's generator makes of the monitors, and the
+// additional ones.
+func operatorGeneration(in monitoringv1.PrometheusSpec, spec *v1alpha1.PrometheusServerSpec) {
+	spec.EnforcedNamespaceLabel = in.EnforcedNamespaceLabel
+	spec.ExcludedFromEnforcement = operatorExcluded(in)
+	spec.ScrapeClasses = in.ScrapeClasses
+	spec.ServiceDiscoveryRole = in.ServiceDiscoveryRole
+	spec.AdditionalScrapeConfigs = in.AdditionalScrapeConfigs
 }
 
 // operatorTSDB carries the mapped fields of spec.tsdb.

@@ -206,6 +206,7 @@ func TestConvertMappedFields(t *testing.T) {
 		{"alerting.alertmanagers[].alertRelabelings", "alerting: {alertmanagers: [{name: am, port: web, alertRelabelings: [{action: labeldrop, regex: x}]}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].AlertRelabelConfigs },
 			[]monitoringv1.RelabelConfig{{Action: "labeldrop", Regex: "x"}}},
 		{"evaluationInterval", "evaluationInterval: 1m", func(s v1alpha1.PrometheusServerSpec) any { return s.EvaluationInterval }, monitoringv1.Duration("1m")},
+		{"serviceDiscoveryRole", "serviceDiscoveryRole: EndpointSlice", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceDiscoveryRole }, ptr.To(monitoringv1.EndpointSliceRole)},
 	}
 	tested := map[string]bool{}
 	for _, c := range cases {

@@ -171,7 +171,7 @@ func operatorFields() []takeover.Field {
 		mapped("reloadStrategy", "spec.reloader.reloadMethod: HTTP is http, ProcessSignal is signal (a shared process namespace; podreload keeps --web.enable-lifecycle)"),
 		refuse("maximumStartupDurationSeconds", "a startup probe podreload does not render yet"),
 		mapped("scrapeClasses", "spec.scrapeClasses (files only in tlsConfig and authorization, as prometheus-operator)"),
-		refuseBut("serviceDiscoveryRole", genJobs+"; accepted: Endpoints (podreload's default)", takeover.OnlyStrings("Endpoints")),
+		mapped("serviceDiscoveryRole", "spec.serviceDiscoveryRole: the role of the ServiceMonitors that set none and of the Alertmanagers (EndpointSlice from Prometheus 2.21, as prometheus-operator); Prometheus' service account reads EndpointSlices (deploy/example/prometheus-rbac.yaml)"),
 		mapped("tsdb.outOfOrderTimeWindow", "spec.tsdb.outOfOrderTimeWindow: storage.tsdb.out_of_order_time_window"),
 		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
 		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),

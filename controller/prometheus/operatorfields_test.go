@@ -83,7 +83,6 @@ func acceptedValues() map[string][]string {
 		"ignoreNamespaceSelectors":     {`false`},
 		"minReadySeconds":              {`0`},
 		"hostNetwork":                  {`false`},
-		"serviceDiscoveryRole":         {`"Endpoints"`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"disableCompaction":            {`false`},
 		"allowOverlappingBlocks":       {`false`},

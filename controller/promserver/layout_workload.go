@@ -16,6 +16,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
 )
 
 // What a PrometheusServer in prometheus-operator's layout (target.layout)
@@ -274,7 +275,7 @@ func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.A
 		}
 		args = append(args, monitoringv1.Argument{Name: name})
 	}
-	if versionAtLeast(v, 2, 24) {
+	if v.AtLeast(2, 24) {
 		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
 	}
 	return args
@@ -294,43 +295,13 @@ func operatorRetention(spec v1alpha1.PrometheusServerSpec) string {
 // configuration file: from Prometheus 3.11 (promcfg.go
 // appendStorageSettingsConfig).
 func RetentionInConfig(spec v1alpha1.PrometheusServerSpec) bool {
-	return versionAtLeast(operatorVersion(spec), 3, 11)
+	return operatorVersion(spec).AtLeast(3, 11)
 }
 
 // operatorVersion is the Prometheus version of spec in prometheus-operator's
-// layout, spec.version or operatorDefaultVersion, as major, minor and
-// patch. A pre-release of x.y.0 (y > 0) comes before x.y.0, as in semver:
-// it counts as the last x.(y-1) for versionAtLeast. A version that does not
-// parse counts as the newest: the flags and sections of the newest
-// Prometheus.
-func operatorVersion(spec v1alpha1.PrometheusServerSpec) [3]int {
-	s := strings.TrimPrefix(cmp.Or(spec.Version, OperatorDefaultVersion), "v")
-	s, _, _ = strings.Cut(s, "+")
-	s, pre, _ := strings.Cut(s, "-")
-	parts := strings.Split(s, ".")
-	newest := [3]int{1 << 30}
-	if len(parts) != 3 {
-		return newest
-	}
-	var v [3]int
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return newest
-		}
-		v[i] = n
-	}
-	if pre != "" && v[2] == 0 && v[1] > 0 {
-		// The major stays: prometheus-operator tests it alone (3.0.0-rc.0
-		// gets no Prometheus 2 flag).
-		v[1], v[2] = v[1]-1, 1<<30
-	}
-	return v
-}
-
-// versionAtLeast reports whether v is major.minor or later.
-func versionAtLeast(v [3]int, major, minor int) bool {
-	return v[0] > major || v[0] == major && v[1] >= minor
+// layout, spec.version or OperatorDefaultVersion (promcfg.ParseVersion).
+func operatorVersion(spec v1alpha1.PrometheusServerSpec) promcfg.Version {
+	return promcfg.ParseVersion(cmp.Or(spec.Version, OperatorDefaultVersion))
 }
 
 // versionLabel is the value of labelVersion: the version without its v.

@@ -354,6 +354,10 @@ func ConfigInput(server Target, sel Selected, lookup *store.Lookup, parts *confi
 		Lookup:          lookup,
 		Parts:           parts,
 		Shards:          ShardCount(server),
+		Version:         server.Spec.Version,
+	}
+	if server.Layout.Operator() {
+		in.Version = cmp.Or(server.Spec.Version, OperatorDefaultVersion)
 	}
 	if server.Layout.Operator() && RetentionInConfig(server.Spec) {
 		// Never nil: the section is written even when it is empty.
