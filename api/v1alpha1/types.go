@@ -257,6 +257,9 @@ type PrometheusServerSpec struct {
 	// +kubebuilder:validation:Enum=Endpoints;EndpointSlice
 	// +optional
 	ServiceDiscoveryRole *monitoringv1.ServiceDiscoveryRole `json:"serviceDiscoveryRole,omitempty"`
+	// ScrapeSettings are the global scrape settings and those that
+	// change the jobs made of the monitors (scrapesettings.go).
+	ScrapeSettings `json:",inline"`
 	// Web configures Prometheus' web server, as prometheus-operator's
 	// web field does: pageTitle (--web.page-title), maxConnections
 	// (--web.max-connections), and, rendered into a web configuration file

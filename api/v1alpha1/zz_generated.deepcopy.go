@@ -5,9 +5,9 @@
 package v1alpha1
 
 import (
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -39,7 +39,7 @@ func (in *AlertmanagerEndpoint) DeepCopyInto(out *AlertmanagerEndpoint) {
 	out.Port = in.Port
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
-		*out = new(monitoringv1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.EnableHttp2 != nil {
@@ -49,30 +49,30 @@ func (in *AlertmanagerEndpoint) DeepCopyInto(out *AlertmanagerEndpoint) {
 	}
 	if in.TLSConfig != nil {
 		in, out := &in.TLSConfig, &out.TLSConfig
-		*out = new(monitoringv1.TLSConfig)
+		*out = new(v1.TLSConfig)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.BasicAuth != nil {
 		in, out := &in.BasicAuth, &out.BasicAuth
-		*out = new(monitoringv1.BasicAuth)
+		*out = new(v1.BasicAuth)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.Authorization != nil {
 		in, out := &in.Authorization, &out.Authorization
-		*out = new(monitoringv1.SafeAuthorization)
+		*out = new(v1.SafeAuthorization)
 		(*in).DeepCopyInto(*out)
 	}
 	in.ProxyConfig.DeepCopyInto(&out.ProxyConfig)
 	if in.RelabelConfigs != nil {
 		in, out := &in.RelabelConfigs, &out.RelabelConfigs
-		*out = make([]monitoringv1.RelabelConfig, len(*in))
+		*out = make([]v1.RelabelConfig, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
 	if in.AlertRelabelConfigs != nil {
 		in, out := &in.AlertRelabelConfigs, &out.AlertRelabelConfigs
-		*out = make([]monitoringv1.RelabelConfig, len(*in))
+		*out = make([]v1.RelabelConfig, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -213,58 +213,58 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 	}
 	if in.ServiceMonitorSelector != nil {
 		in, out := &in.ServiceMonitorSelector, &out.ServiceMonitorSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.ServiceMonitorNamespaceSelector != nil {
 		in, out := &in.ServiceMonitorNamespaceSelector, &out.ServiceMonitorNamespaceSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.PodMonitorSelector != nil {
 		in, out := &in.PodMonitorSelector, &out.PodMonitorSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.PodMonitorNamespaceSelector != nil {
 		in, out := &in.PodMonitorNamespaceSelector, &out.PodMonitorNamespaceSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.ProbeSelector != nil {
 		in, out := &in.ProbeSelector, &out.ProbeSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.ProbeNamespaceSelector != nil {
 		in, out := &in.ProbeNamespaceSelector, &out.ProbeNamespaceSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.ScrapeConfigSelector != nil {
 		in, out := &in.ScrapeConfigSelector, &out.ScrapeConfigSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.ScrapeConfigNamespaceSelector != nil {
 		in, out := &in.ScrapeConfigNamespaceSelector, &out.ScrapeConfigNamespaceSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.RuleSelector != nil {
 		in, out := &in.RuleSelector, &out.RuleSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.RuleNamespaceSelector != nil {
 		in, out := &in.RuleNamespaceSelector, &out.RuleNamespaceSelector
-		*out = new(v1.LabelSelector)
+		*out = new(metav1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	in.Reloader.DeepCopyInto(&out.Reloader)
 	if in.EnableFeatures != nil {
 		in, out := &in.EnableFeatures, &out.EnableFeatures
-		*out = make([]monitoringv1.EnableFeature, len(*in))
+		*out = make([]v1.EnableFeature, len(*in))
 		copy(*out, *in)
 	}
 	if in.WALCompression != nil {
@@ -274,24 +274,25 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 	}
 	if in.ExcludedFromEnforcement != nil {
 		in, out := &in.ExcludedFromEnforcement, &out.ExcludedFromEnforcement
-		*out = make([]monitoringv1.ObjectReference, len(*in))
+		*out = make([]v1.ObjectReference, len(*in))
 		copy(*out, *in)
 	}
 	if in.ScrapeClasses != nil {
 		in, out := &in.ScrapeClasses, &out.ScrapeClasses
-		*out = make([]monitoringv1.ScrapeClass, len(*in))
+		*out = make([]v1.ScrapeClass, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
 	if in.ServiceDiscoveryRole != nil {
 		in, out := &in.ServiceDiscoveryRole, &out.ServiceDiscoveryRole
-		*out = new(monitoringv1.ServiceDiscoveryRole)
+		*out = new(v1.ServiceDiscoveryRole)
 		**out = **in
 	}
+	in.ScrapeSettings.DeepCopyInto(&out.ScrapeSettings)
 	if in.Web != nil {
 		in, out := &in.Web, &out.Web
-		*out = new(monitoringv1.PrometheusWebSpec)
+		*out = new(v1.PrometheusWebSpec)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.AdditionalScrapeConfigs != nil {
@@ -302,17 +303,17 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 	out.Rules = in.Rules
 	if in.Query != nil {
 		in, out := &in.Query, &out.Query
-		*out = new(monitoringv1.QuerySpec)
+		*out = new(v1.QuerySpec)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.RuleQueryOffset != nil {
 		in, out := &in.RuleQueryOffset, &out.RuleQueryOffset
-		*out = new(monitoringv1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.Exemplars != nil {
 		in, out := &in.Exemplars, &out.Exemplars
-		*out = new(monitoringv1.Exemplars)
+		*out = new(v1.Exemplars)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.TSDB != nil {
@@ -332,12 +333,12 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 	}
 	if in.AdditionalArgs != nil {
 		in, out := &in.AdditionalArgs, &out.AdditionalArgs
-		*out = make([]monitoringv1.Argument, len(*in))
+		*out = make([]v1.Argument, len(*in))
 		copy(*out, *in)
 	}
 	if in.PodMetadata != nil {
 		in, out := &in.PodMetadata, &out.PodMetadata
-		*out = new(monitoringv1.EmbeddedObjectMetadata)
+		*out = new(v1.EmbeddedObjectMetadata)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.NodeSelector != nil {
@@ -361,7 +362,7 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 	}
 	if in.TopologySpreadConstraints != nil {
 		in, out := &in.TopologySpreadConstraints, &out.TopologySpreadConstraints
-		*out = make([]monitoringv1.TopologySpreadConstraint, len(*in))
+		*out = make([]v1.TopologySpreadConstraint, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -373,17 +374,17 @@ func (in *PrometheusServerSpec) DeepCopyInto(out *PrometheusServerSpec) {
 	}
 	if in.DNSPolicy != nil {
 		in, out := &in.DNSPolicy, &out.DNSPolicy
-		*out = new(monitoringv1.DNSPolicy)
+		*out = new(v1.DNSPolicy)
 		**out = **in
 	}
 	if in.DNSConfig != nil {
 		in, out := &in.DNSConfig, &out.DNSConfig
-		*out = new(monitoringv1.PodDNSConfig)
+		*out = new(v1.PodDNSConfig)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.HostAliases != nil {
 		in, out := &in.HostAliases, &out.HostAliases
-		*out = make([]monitoringv1.HostAlias, len(*in))
+		*out = make([]v1.HostAlias, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -449,7 +450,7 @@ func (in *PrometheusServerStatus) DeepCopyInto(out *PrometheusServerStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]v1.Condition, len(*in))
+		*out = make([]metav1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -523,22 +524,22 @@ func (in *RemoteWriteSpec) DeepCopyInto(out *RemoteWriteSpec) {
 	*out = *in
 	if in.BasicAuth != nil {
 		in, out := &in.BasicAuth, &out.BasicAuth
-		*out = new(monitoringv1.BasicAuth)
+		*out = new(v1.BasicAuth)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.Authorization != nil {
 		in, out := &in.Authorization, &out.Authorization
-		*out = new(monitoringv1.Authorization)
+		*out = new(v1.Authorization)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.OAuth2 != nil {
 		in, out := &in.OAuth2, &out.OAuth2
-		*out = new(monitoringv1.OAuth2)
+		*out = new(v1.OAuth2)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.TLSConfig != nil {
 		in, out := &in.TLSConfig, &out.TLSConfig
-		*out = new(monitoringv1.TLSConfig)
+		*out = new(v1.TLSConfig)
 		(*in).DeepCopyInto(*out)
 	}
 	in.ProxyConfig.DeepCopyInto(&out.ProxyConfig)
@@ -554,7 +555,7 @@ func (in *RemoteWriteSpec) DeepCopyInto(out *RemoteWriteSpec) {
 	}
 	if in.RemoteTimeout != nil {
 		in, out := &in.RemoteTimeout, &out.RemoteTimeout
-		*out = new(monitoringv1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.Headers != nil {
@@ -576,19 +577,19 @@ func (in *RemoteWriteSpec) DeepCopyInto(out *RemoteWriteSpec) {
 	}
 	if in.WriteRelabelConfigs != nil {
 		in, out := &in.WriteRelabelConfigs, &out.WriteRelabelConfigs
-		*out = make([]monitoringv1.RelabelConfig, len(*in))
+		*out = make([]v1.RelabelConfig, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
 	if in.QueueConfig != nil {
 		in, out := &in.QueueConfig, &out.QueueConfig
-		*out = new(monitoringv1.QueueConfig)
+		*out = new(v1.QueueConfig)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.MetadataConfig != nil {
 		in, out := &in.MetadataConfig, &out.MetadataConfig
-		*out = new(monitoringv1.MetadataConfig)
+		*out = new(v1.MetadataConfig)
 		(*in).DeepCopyInto(*out)
 	}
 }
@@ -628,6 +629,86 @@ func (in *ReplicaStatus) DeepCopy() *ReplicaStatus {
 }
 
 // DeepCopyInto is an autogenerated deepcopy function, copying the receiver, writing into out. in must be non-nil.
+func (in *ScrapeSettings) DeepCopyInto(out *ScrapeSettings) {
+	*out = *in
+	if in.ScrapeProtocols != nil {
+		in, out := &in.ScrapeProtocols, &out.ScrapeProtocols
+		*out = make([]v1.ScrapeProtocol, len(*in))
+		copy(*out, *in)
+	}
+	if in.SampleLimit != nil {
+		in, out := &in.SampleLimit, &out.SampleLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.TargetLimit != nil {
+		in, out := &in.TargetLimit, &out.TargetLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.LabelLimit != nil {
+		in, out := &in.LabelLimit, &out.LabelLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.LabelNameLengthLimit != nil {
+		in, out := &in.LabelNameLengthLimit, &out.LabelNameLengthLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.LabelValueLengthLimit != nil {
+		in, out := &in.LabelValueLengthLimit, &out.LabelValueLengthLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.KeepDroppedTargets != nil {
+		in, out := &in.KeepDroppedTargets, &out.KeepDroppedTargets
+		*out = new(int64)
+		**out = **in
+	}
+	if in.BodySizeLimit != nil {
+		in, out := &in.BodySizeLimit, &out.BodySizeLimit
+		*out = new(v1.ByteSize)
+		**out = **in
+	}
+	if in.NameValidationScheme != nil {
+		in, out := &in.NameValidationScheme, &out.NameValidationScheme
+		*out = new(v1.NameValidationSchemeOptions)
+		**out = **in
+	}
+	if in.NameEscapingScheme != nil {
+		in, out := &in.NameEscapingScheme, &out.NameEscapingScheme
+		*out = new(v1.NameEscapingSchemeOptions)
+		**out = **in
+	}
+	if in.ConvertClassicHistogramsToNHCB != nil {
+		in, out := &in.ConvertClassicHistogramsToNHCB, &out.ConvertClassicHistogramsToNHCB
+		*out = new(bool)
+		**out = **in
+	}
+	if in.ScrapeClassicHistograms != nil {
+		in, out := &in.ScrapeClassicHistograms, &out.ScrapeClassicHistograms
+		*out = new(bool)
+		**out = **in
+	}
+	if in.ScrapeNativeHistograms != nil {
+		in, out := &in.ScrapeNativeHistograms, &out.ScrapeNativeHistograms
+		*out = new(bool)
+		**out = **in
+	}
+}
+
+// DeepCopy is an autogenerated deepcopy function, copying the receiver, creating a new ScrapeSettings.
+func (in *ScrapeSettings) DeepCopy() *ScrapeSettings {
+	if in == nil {
+		return nil
+	}
+	out := new(ScrapeSettings)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto is an autogenerated deepcopy function, copying the receiver, writing into out. in must be non-nil.
 func (in *Selection) DeepCopyInto(out *Selection) {
 	*out = *in
 }
@@ -652,7 +733,7 @@ func (in *StorageSpec) DeepCopyInto(out *StorageSpec) {
 	}
 	if in.VolumeClaimTemplate != nil {
 		in, out := &in.VolumeClaimTemplate, &out.VolumeClaimTemplate
-		*out = new(monitoringv1.EmbeddedPersistentVolumeClaim)
+		*out = new(v1.EmbeddedPersistentVolumeClaim)
 		(*in).DeepCopyInto(*out)
 	}
 }
@@ -672,7 +753,7 @@ func (in *TSDBSpec) DeepCopyInto(out *TSDBSpec) {
 	*out = *in
 	if in.OutOfOrderTimeWindow != nil {
 		in, out := &in.OutOfOrderTimeWindow, &out.OutOfOrderTimeWindow
-		*out = new(monitoringv1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 }

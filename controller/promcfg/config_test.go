@@ -48,11 +48,12 @@ type testInput struct {
 }
 
 // input is in.Input reading in's Secrets and ConfigMaps, with the shards
-// of its server, as the PrometheusServer kind passes them.
+// and the version of its server, as the PrometheusServer kind passes them.
 func (in testInput) input() Input {
 	in.Lookup = store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
 	if in.Server != nil {
 		in.Shards = int(ptr.Deref(in.Server.Spec.Shards, 1))
+		in.Version = in.Server.Spec.Version
 	}
 	return in.Input
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -39,11 +40,8 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 	if metricsPath == "" {
 		metricsPath = defaultProberPath
 	}
-	job := yaml.MapSlice{
-		{Key: "job_name", Value: "probe/" + ns + "/" + p.Name},
-		{Key: "honor_timestamps", Value: true},
-		{Key: "metrics_path", Value: metricsPath},
-	}
+	job := append(yaml.MapSlice{{Key: "job_name", Value: "probe/" + ns + "/" + p.Name}}, r.honorTimestamps(ptr.To(true))...)
+	job = append(job, yaml.MapItem{Key: "metrics_path", Value: metricsPath})
 	intervals, err := r.scrapeIntervals("interval", "scrapeTimeout", s.Interval, s.ScrapeTimeout)
 	if err != nil {
 		return nil, err
@@ -83,7 +81,7 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 		return nil, err
 	}
 	job = append(job, targets, yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, r.shards, labelParamTarget)})
-	tail, err := monitorTail(&monitorSpec{
+	tail, err := monitorTail(r.version, &monitorSpec{
 		sampleLimit:            s.SampleLimit,
 		targetLimit:            s.TargetLimit,
 		labelLimit:             s.LabelLimit,
@@ -144,7 +142,7 @@ func (r *renderer) probeTargets(p *monitoringv1.Probe, class *scrapeClass, enfor
 		if _, err := metav1.LabelSelectorAsSelector(&t.Ingress.Selector); err != nil {
 			return yaml.MapItem{}, nil, fmt.Errorf("targets.ingress.selector: %w", err)
 		}
-		sd = yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{kubernetesSD("ingress", t.Ingress.NamespaceSelector, p.Namespace)}}
+		sd = yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{r.kubernetesSD("ingress", t.Ingress.NamespaceSelector, p.Namespace)}}
 		rl = append(rl, selectorRelabelings(&t.Ingress.Selector, "__meta_kubernetes_ingress")...)
 		rl = append(rl,
 			yaml.MapSlice{
@@ -240,10 +238,12 @@ func httpOptions(h *monitoringv1.HTTPConfigWithoutTLS) yaml.MapSlice {
 
 // kubernetesSD is a kubernetes_sd_configs item of role in the namespaces
 // sel selects for an object of namespace ns: every one, the names it
-// lists, or ns alone.
-func kubernetesSD(role string, sel monitoringv1.NamespaceSelector, ns string) yaml.MapSlice {
+// lists, or ns alone (always, with the server's ignoreNamespaceSelectors).
+func (r *renderer) kubernetesSD(role string, sel monitoringv1.NamespaceSelector, ns string) yaml.MapSlice {
 	sd := yaml.MapSlice{{Key: "role", Value: role}}
 	switch {
+	case r.srv.Spec.IgnoreNamespaceSelectors:
+		sd = append(sd, yaml.MapItem{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}})
 	case sel.Any:
 	case len(sel.MatchNames) > 0:
 		sd = append(sd, yaml.MapItem{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: sel.MatchNames}}})

@@ -10,6 +10,7 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // monitorSpec is a ServiceMonitor or a PodMonitor as scrapeJobs renders
@@ -388,13 +389,13 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		}
 	}
 
-	sd := kubernetesSD(s.role, s.namespaceSelector, s.namespace)
+	sd := r.kubernetesSD(s.role, s.namespaceSelector, s.namespace)
 	if s.attachMetadata != nil {
 		node := s.attachMetadata.Node != nil && *s.attachMetadata.Node
 		sd = append(sd, yaml.MapItem{Key: "attach_metadata", Value: yaml.MapSlice{{Key: "node", Value: node}}})
 	}
 
-	tail, err := monitorTail(s)
+	tail, err := monitorTail(r.version, s)
 	if err != nil {
 		return monitorParts{}, err
 	}
@@ -423,11 +424,9 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 	job := make(yaml.MapSlice, 0, 24)
 	job = append(job,
 		yaml.MapItem{Key: "job_name", Value: name},
-		yaml.MapItem{Key: "honor_labels", Value: e.honorLabels},
+		yaml.MapItem{Key: "honor_labels", Value: e.honorLabels && !r.srv.Spec.OverrideHonorLabels},
 	)
-	if e.honorTimestamps != nil {
-		job = append(job, yaml.MapItem{Key: "honor_timestamps", Value: *e.honorTimestamps})
-	}
+	job = append(job, r.honorTimestamps(e.honorTimestamps)...)
 	if e.trackTimestampsStaleness != nil {
 		job = append(job, yaml.MapItem{Key: "track_timestamps_staleness", Value: *e.trackTimestampsStaleness})
 	}
@@ -468,6 +467,17 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 	job = append(job, auth...)
 
 	return r.jobRelabelings(job, ns, parts, e, path, relabelings)
+}
+
+// honorTimestamps is the honor_timestamps of a job whose object says
+// honor (nil: nothing): false with the server's overrideHonorTimestamps,
+// none before Prometheus 2.9, as prometheus-operator.
+func (r *renderer) honorTimestamps(honor *bool) yaml.MapSlice {
+	override := r.srv.Spec.OverrideHonorTimestamps
+	if honor == nil && !override || !r.version.AtLeast(2, 9) {
+		return nil
+	}
+	return yaml.MapSlice{{Key: "honor_timestamps", Value: ptr.Deref(honor, false) && !override}}
 }
 
 // jobRelabelings appends to job its relabel_configs (relabelings, then

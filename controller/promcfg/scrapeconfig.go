@@ -48,7 +48,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		return nil, err
 	}
 	job := yaml.MapSlice{{Key: "job_name", Value: "scrapeConfig/" + ns + "/" + sc.Name}}
-	job = append(job, scrapeOptions(s)...)
+	job = append(job, r.scrapeOptions(s)...)
 	var interval, timeout monitoringv1.Duration
 	if s.ScrapeInterval != nil {
 		interval = *s.ScrapeInterval
@@ -71,7 +71,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		return nil, err
 	}
 	job = append(job, client...)
-	tail, err := monitorTail(&monitorSpec{
+	tail, err := monitorTail(r.version, &monitorSpec{
 		sampleLimit:            s.SampleLimit,
 		targetLimit:            s.TargetLimit,
 		labelLimit:             s.LabelLimit,
@@ -101,19 +101,22 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 }
 
 // scrapeOptions renders the options of s that need no check, in
-// prometheus-operator's order.
-func scrapeOptions(s *monitoringv1alpha1.ScrapeConfigSpec) yaml.MapSlice {
+// prometheus-operator's order; the server's overrideHonorTimestamps and
+// overrideHonorLabels make those s sets false.
+func (r *renderer) scrapeOptions(s *monitoringv1alpha1.ScrapeConfigSpec) yaml.MapSlice {
 	var items yaml.MapSlice
+	spec := &r.srv.Spec
 	for _, b := range []struct {
-		key string
-		v   *bool
+		key      string
+		v        *bool
+		override bool
 	}{
-		{"honor_timestamps", s.HonorTimestamps},
-		{"track_timestamps_staleness", s.TrackTimestampsStaleness},
-		{"honor_labels", s.HonorLabels},
+		{"honor_timestamps", s.HonorTimestamps, spec.OverrideHonorTimestamps},
+		{"track_timestamps_staleness", s.TrackTimestampsStaleness, false},
+		{"honor_labels", s.HonorLabels, spec.OverrideHonorLabels},
 	} {
 		if b.v != nil {
-			items = append(items, yaml.MapItem{Key: b.key, Value: *b.v})
+			items = append(items, yaml.MapItem{Key: b.key, Value: *b.v && !b.override})
 		}
 	}
 	if s.MetricsPath != nil {

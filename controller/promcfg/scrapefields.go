@@ -68,19 +68,21 @@ func (r *renderer) relabelConfigs(dst []yaml.MapSlice, field string, rcs []monit
 }
 
 // monitorTail checks and renders the limits, protocols and histogram
-// settings a monitor's jobs end with.
-func monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
+// settings a monitor's jobs end with, for Prometheus v: the limits its
+// version has, as prometheus-operator (AddLimitsToYAML).
+func monitorTail(v Version, s *monitorSpec) (yaml.MapSlice, error) {
 	var tail yaml.MapSlice
 	for _, l := range []struct {
-		field, key string
-		v          *int64
+		field, key   string
+		v            *int64
+		major, minor int
 	}{
-		{"sampleLimit", "sample_limit", s.sampleLimit},
-		{"targetLimit", "target_limit", s.targetLimit},
-		{"labelLimit", "label_limit", s.labelLimit},
-		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit},
-		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit},
-		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets},
+		{"sampleLimit", "sample_limit", s.sampleLimit, 0, 0},
+		{"targetLimit", "target_limit", s.targetLimit, 2, 21},
+		{"labelLimit", "label_limit", s.labelLimit, 2, 27},
+		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit, 2, 27},
+		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit, 2, 27},
+		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets, 2, 47},
 	} {
 		if l.v == nil {
 			continue
@@ -88,7 +90,9 @@ func monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
 		if *l.v < 0 {
 			return nil, fmt.Errorf("%s: %d is negative", l.field, *l.v)
 		}
-		tail = append(tail, yaml.MapItem{Key: l.key, Value: *l.v})
+		if v.AtLeast(l.major, l.minor) {
+			tail = append(tail, yaml.MapItem{Key: l.key, Value: *l.v})
+		}
 	}
 	if len(s.scrapeProtocols) > 0 {
 		ps := make([]string, len(s.scrapeProtocols))

@@ -96,7 +96,11 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		}
 		globals = append(globals, yaml.MapItem{Key: "rule_query_offset", Value: string(*o)})
 	}
-	global := yaml.MapItem{Key: "global", Value: globals}
+	settings, err := r.globalScrapeSettings()
+	if err != nil {
+		return serverConfig{}, err
+	}
+	global := yaml.MapItem{Key: "global", Value: append(globals, settings...)}
 
 	rest, err := storageSettings(r.srv, r.retention)
 	if err != nil {
@@ -117,6 +121,83 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
 	}
 	return serverConfig{global: global, rest: rest}, nil
+}
+
+// globalScrapeSettings renders the global settings of spec's
+// ScrapeSettings that the server's Prometheus version has, as
+// prometheus-operator's generator (buildGlobalConfig): the protocols, the
+// limits (those above 0), the name validation and escaping schemes, the
+// histogram settings.
+func (r *renderer) globalScrapeSettings() (yaml.MapSlice, error) {
+	spec := &r.srv.Spec
+	var out yaml.MapSlice
+	if len(spec.ScrapeProtocols) > 0 && r.version.AtLeast(2, 49) {
+		ps := make([]string, 0, len(spec.ScrapeProtocols))
+		for i, p := range spec.ScrapeProtocols {
+			if !knownScrapeProtocol(p) {
+				return nil, fmt.Errorf("spec.scrapeProtocols[%d]: unknown protocol %q", i, p)
+			}
+			// Prometheus 2 has no PrometheusText1.0.0.
+			if p != monitoringv1.PrometheusText1_0_0 || r.version.AtLeast(3, 0) {
+				ps = append(ps, string(p))
+			}
+		}
+		out = append(out, yaml.MapItem{Key: "scrape_protocols", Value: ps})
+	}
+	if b := spec.BodySizeLimit; b != nil && *b != "" && r.version.AtLeast(2, 45) {
+		out = append(out, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
+	}
+	for _, l := range []struct {
+		key   string
+		v     *int64
+		major int
+		minor int
+	}{
+		{"sample_limit", spec.SampleLimit, 2, 45},
+		{"target_limit", spec.TargetLimit, 2, 45},
+		{"label_limit", spec.LabelLimit, 2, 45},
+		{"label_name_length_limit", spec.LabelNameLengthLimit, 2, 45},
+		{"label_value_length_limit", spec.LabelValueLengthLimit, 2, 45},
+		{"keep_dropped_targets", spec.KeepDroppedTargets, 2, 47},
+	} {
+		if ptr.Deref(l.v, 0) > 0 && r.version.AtLeast(l.major, l.minor) {
+			out = append(out, yaml.MapItem{Key: l.key, Value: *l.v})
+		}
+	}
+	if s := spec.NameValidationScheme; s != nil && r.version.AtLeast(3, 0) {
+		switch *s {
+		case monitoringv1.UTF8NameValidationScheme, monitoringv1.LegacyNameValidationScheme:
+		default:
+			return nil, fmt.Errorf("spec.nameValidationScheme: %q is not UTF8 or Legacy", *s)
+		}
+		out = append(out, yaml.MapItem{Key: "metric_name_validation_scheme", Value: strings.ToLower(string(*s))})
+	}
+	if s := spec.NameEscapingScheme; s != nil && r.version.AtLeast(3, 4) {
+		v, ok := map[monitoringv1.NameEscapingSchemeOptions]string{
+			monitoringv1.AllowUTF8NameEscapingScheme:   "allow-utf-8",
+			monitoringv1.UnderscoresNameEscapingScheme: "underscores",
+			monitoringv1.DotsNameEscapingScheme:        "dots",
+			monitoringv1.ValuesNameEscapingScheme:      "values",
+		}[*s]
+		if !ok {
+			return nil, fmt.Errorf("spec.nameEscapingScheme: %q is not AllowUTF8, Underscores, Dots or Values", *s)
+		}
+		out = append(out, yaml.MapItem{Key: "metric_name_escaping_scheme", Value: v})
+	}
+	for _, h := range []struct {
+		key   string
+		v     *bool
+		minor int
+	}{
+		{"convert_classic_histograms_to_nhcb", spec.ConvertClassicHistogramsToNHCB, 4},
+		{"always_scrape_classic_histograms", spec.ScrapeClassicHistograms, 5},
+		{"scrape_native_histograms", spec.ScrapeNativeHistograms, 8},
+	} {
+		if h.v != nil && r.version.AtLeast(3, h.minor) {
+			out = append(out, yaml.MapItem{Key: h.key, Value: *h.v})
+		}
+	}
+	return out, nil
 }
 
 // storageSettings renders the storage section of spec.exemplars and

@@ -140,6 +140,17 @@ func operatorGeneration(in monitoringv1.PrometheusSpec, spec *v1alpha1.Prometheu
 	spec.ScrapeClasses = in.ScrapeClasses
 	spec.ServiceDiscoveryRole = in.ServiceDiscoveryRole
 	spec.AdditionalScrapeConfigs = in.AdditionalScrapeConfigs
+	spec.ScrapeSettings = v1alpha1.ScrapeSettings{
+		ScrapeProtocols: in.ScrapeProtocols,
+		SampleLimit:     in.SampleLimit, TargetLimit: in.TargetLimit, LabelLimit: in.LabelLimit,
+		LabelNameLengthLimit: in.LabelNameLengthLimit, LabelValueLengthLimit: in.LabelValueLengthLimit,
+		KeepDroppedTargets: in.KeepDroppedTargets, BodySizeLimit: in.BodySizeLimit,
+		OverrideHonorLabels: in.OverrideHonorLabels, OverrideHonorTimestamps: in.OverrideHonorTimestamps,
+		IgnoreNamespaceSelectors: in.IgnoreNamespaceSelectors,
+		NameValidationScheme:     in.NameValidationScheme, NameEscapingScheme: in.NameEscapingScheme,
+		ConvertClassicHistogramsToNHCB: in.ConvertClassicHistogramsToNHCB,
+		ScrapeClassicHistograms:        in.ScrapeClassicHistograms, ScrapeNativeHistograms: in.ScrapeNativeHistograms,
+	}
 }
 
 // operatorTSDB carries the mapped fields of spec.tsdb.

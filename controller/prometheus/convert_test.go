@@ -207,6 +207,22 @@ func TestConvertMappedFields(t *testing.T) {
 			[]monitoringv1.RelabelConfig{{Action: "labeldrop", Regex: "x"}}},
 		{"evaluationInterval", "evaluationInterval: 1m", func(s v1alpha1.PrometheusServerSpec) any { return s.EvaluationInterval }, monitoringv1.Duration("1m")},
 		{"serviceDiscoveryRole", "serviceDiscoveryRole: EndpointSlice", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceDiscoveryRole }, ptr.To(monitoringv1.EndpointSliceRole)},
+		{"scrapeProtocols", "scrapeProtocols: [PrometheusProto]", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeProtocols }, []monitoringv1.ScrapeProtocol{monitoringv1.PrometheusProto}},
+		{"sampleLimit", "sampleLimit: 1", func(s v1alpha1.PrometheusServerSpec) any { return s.SampleLimit }, ptr.To[int64](1)},
+		{"targetLimit", "targetLimit: 2", func(s v1alpha1.PrometheusServerSpec) any { return s.TargetLimit }, ptr.To[int64](2)},
+		{"labelLimit", "labelLimit: 3", func(s v1alpha1.PrometheusServerSpec) any { return s.LabelLimit }, ptr.To[int64](3)},
+		{"labelNameLengthLimit", "labelNameLengthLimit: 4", func(s v1alpha1.PrometheusServerSpec) any { return s.LabelNameLengthLimit }, ptr.To[int64](4)},
+		{"labelValueLengthLimit", "labelValueLengthLimit: 5", func(s v1alpha1.PrometheusServerSpec) any { return s.LabelValueLengthLimit }, ptr.To[int64](5)},
+		{"keepDroppedTargets", "keepDroppedTargets: 6", func(s v1alpha1.PrometheusServerSpec) any { return s.KeepDroppedTargets }, ptr.To[int64](6)},
+		{"bodySizeLimit", "bodySizeLimit: 1MB", func(s v1alpha1.PrometheusServerSpec) any { return s.BodySizeLimit }, ptr.To(monitoringv1.ByteSize("1MB"))},
+		{"overrideHonorLabels", "overrideHonorLabels: true", func(s v1alpha1.PrometheusServerSpec) any { return s.OverrideHonorLabels }, true},
+		{"overrideHonorTimestamps", "overrideHonorTimestamps: true", func(s v1alpha1.PrometheusServerSpec) any { return s.OverrideHonorTimestamps }, true},
+		{"ignoreNamespaceSelectors", "ignoreNamespaceSelectors: true", func(s v1alpha1.PrometheusServerSpec) any { return s.IgnoreNamespaceSelectors }, true},
+		{"nameValidationScheme", "nameValidationScheme: Legacy", func(s v1alpha1.PrometheusServerSpec) any { return s.NameValidationScheme }, ptr.To(monitoringv1.LegacyNameValidationScheme)},
+		{"nameEscapingScheme", "nameEscapingScheme: Dots", func(s v1alpha1.PrometheusServerSpec) any { return s.NameEscapingScheme }, ptr.To(monitoringv1.DotsNameEscapingScheme)},
+		{"convertClassicHistogramsToNHCB", "convertClassicHistogramsToNHCB: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ConvertClassicHistogramsToNHCB }, ptr.To(true)},
+		{"scrapeClassicHistograms", "scrapeClassicHistograms: false", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeClassicHistograms }, ptr.To(false)},
+		{"scrapeNativeHistograms", "scrapeNativeHistograms: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeNativeHistograms }, ptr.To(true)},
 	}
 	tested := map[string]bool{}
 	for _, c := range cases {
