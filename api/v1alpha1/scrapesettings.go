@@ -55,6 +55,11 @@ type ScrapeSettings struct {
 	// namespaceSelector says.
 	// +optional
 	IgnoreNamespaceSelectors bool `json:"ignoreNamespaceSelectors,omitempty"`
+	// ArbitraryFSAccessThroughSMs with deny: true leaves out the
+	// ServiceMonitors whose endpoints read the pod's files (bearerTokenFile,
+	// tlsConfig caFile, certFile, keyFile), as prometheus-operator does.
+	// +optional
+	ArbitraryFSAccessThroughSMs monitoringv1.ArbitraryFSAccessThroughSMsConfig `json:"arbitraryFSAccessThroughSMs,omitempty"`
 	// NameValidationScheme is global.metric_name_validation_scheme
 	// (Prometheus 3 and later): UTF8 or Legacy.
 	// +optional

@@ -481,6 +481,10 @@ type AlertmanagerEndpoint struct {
 	// namespace.
 	// +optional
 	Authorization *monitoringv1.SafeAuthorization `json:"authorization,omitempty"`
+	// BearerTokenFile is a file of the pod holding the bearer token of the
+	// requests (bearer_token_file; neither basicAuth nor authorization).
+	// +optional
+	BearerTokenFile string `json:"bearerTokenFile,omitempty"`
 	// ProxyConfig: the proxy of the requests.
 	// +optional
 	monitoringv1.ProxyConfig `json:",inline"`

@@ -671,6 +671,7 @@ func (in *ScrapeSettings) DeepCopyInto(out *ScrapeSettings) {
 		*out = new(v1.ByteSize)
 		**out = **in
 	}
+	out.ArbitraryFSAccessThroughSMs = in.ArbitraryFSAccessThroughSMs
 	if in.NameValidationScheme != nil {
 		in, out := &in.NameValidationScheme, &out.NameValidationScheme
 		*out = new(v1.NameValidationSchemeOptions)

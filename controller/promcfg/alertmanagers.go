@@ -2,6 +2,7 @@ package promcfg
 
 import (
 	"fmt"
+	"slices"
 
 	yaml "go.yaml.in/yaml/v2"
 
@@ -12,7 +13,7 @@ import (
 // endpoint am at path, as prometheus-operator renders them, with the
 // Secrets of the server's namespace: client goes before the service
 // discovery (timeout, enable_http2, tls_config, the proxy), auth after it
-// (basic_auth, authorization).
+// (bearer_token_file, basic_auth, authorization).
 func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndpoint) (client, auth yaml.MapSlice, err error) {
 	ns := r.srv.Namespace
 	if am.Timeout != nil {
@@ -37,8 +38,11 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 	}
 	client = append(client, proxy...)
 
-	if am.BasicAuth != nil && am.Authorization != nil {
-		return nil, nil, fmt.Errorf("%s: basicAuth and authorization are mutually exclusive", path)
+	if len(slices.DeleteFunc([]bool{am.BasicAuth != nil, am.Authorization != nil, am.BearerTokenFile != ""}, func(set bool) bool { return !set })) > 1 {
+		return nil, nil, fmt.Errorf("%s: basicAuth, authorization and bearerTokenFile are mutually exclusive", path)
+	}
+	if am.BearerTokenFile != "" {
+		auth = append(auth, yaml.MapItem{Key: "bearer_token_file", Value: am.BearerTokenFile})
 	}
 	if am.BasicAuth != nil {
 		ba, err := r.basicAuth(ns, path+".basicAuth", am.BasicAuth)

@@ -95,6 +95,11 @@ func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.M
 			return nil, fmt.Errorf("serviceDiscoveryRole: %q is not Endpoints or EndpointSlice", *s.ServiceDiscoveryRole)
 		}
 	}
+	if r.srv.Spec.ArbitraryFSAccessThroughSMs.Deny {
+		if err := fileAccess(s.Endpoints); err != nil {
+			return nil, err
+		}
+	}
 	m := monitorSpec{
 		namespace:              sm.Namespace,
 		name:                   sm.Name,
@@ -124,6 +129,29 @@ func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.M
 		bodySizeLimit:          s.BodySizeLimit,
 	}
 	return scrapeJobs(r, &m, s.Endpoints, serviceEndpoint)
+}
+
+// fileAccess is why an endpoint of eps reads the pod's files, which
+// spec.arbitraryFSAccessThroughSMs.deny forbids ServiceMonitors, as
+// prometheus-operator (testForArbitraryFSAccess); nil when none does.
+func fileAccess(eps []monitoringv1.Endpoint) error {
+	for i, ep := range eps {
+		var field string
+		switch t := ep.TLSConfig; {
+		case ep.BearerTokenFile != "":
+			field = "bearerTokenFile"
+		case t != nil && t.CAFile != "":
+			field = "tlsConfig.caFile"
+		case t != nil && t.CertFile != "":
+			field = "tlsConfig.certFile"
+		case t != nil && t.KeyFile != "":
+			field = "tlsConfig.keyFile"
+		default:
+			continue
+		}
+		return fmt.Errorf("endpoints[%d].%s: reads a file of the pod, which spec.arbitraryFSAccessThroughSMs.deny forbids", i, field)
+	}
+	return nil
 }
 
 // endpointRole is the kubernetes_sd role of the service discovery role d

@@ -146,8 +146,8 @@ func operatorGeneration(in monitoringv1.PrometheusSpec, spec *v1alpha1.Prometheu
 		LabelNameLengthLimit: in.LabelNameLengthLimit, LabelValueLengthLimit: in.LabelValueLengthLimit,
 		KeepDroppedTargets: in.KeepDroppedTargets, BodySizeLimit: in.BodySizeLimit,
 		OverrideHonorLabels: in.OverrideHonorLabels, OverrideHonorTimestamps: in.OverrideHonorTimestamps,
-		IgnoreNamespaceSelectors: in.IgnoreNamespaceSelectors,
-		NameValidationScheme:     in.NameValidationScheme, NameEscapingScheme: in.NameEscapingScheme,
+		IgnoreNamespaceSelectors: in.IgnoreNamespaceSelectors, ArbitraryFSAccessThroughSMs: in.ArbitraryFSAccessThroughSMs,
+		NameValidationScheme: in.NameValidationScheme, NameEscapingScheme: in.NameEscapingScheme,
 		ConvertClassicHistogramsToNHCB: in.ConvertClassicHistogramsToNHCB,
 		ScrapeClassicHistograms:        in.ScrapeClassicHistograms, ScrapeNativeHistograms: in.ScrapeNativeHistograms,
 	}
@@ -246,8 +246,9 @@ func operatorAlerting(a *monitoringv1.AlertingSpec) *v1alpha1.AlertingSpec {
 			APIVersion: string(ptr.Deref(am.APIVersion, "")),
 			Timeout:    am.Timeout, EnableHttp2: am.EnableHttp2,
 			TLSConfig: am.TLSConfig, BasicAuth: am.BasicAuth, Authorization: am.Authorization,
-			ProxyConfig:    am.ProxyConfig,
-			RelabelConfigs: am.RelabelConfigs, AlertRelabelConfigs: am.AlertRelabelConfigs,
+			BearerTokenFile: am.BearerTokenFile,
+			ProxyConfig:     am.ProxyConfig,
+			RelabelConfigs:  am.RelabelConfigs, AlertRelabelConfigs: am.AlertRelabelConfigs,
 		})
 	}
 	return out

@@ -222,6 +222,8 @@ func TestConvertMappedFields(t *testing.T) {
 		{"nameEscapingScheme", "nameEscapingScheme: Dots", func(s v1alpha1.PrometheusServerSpec) any { return s.NameEscapingScheme }, ptr.To(monitoringv1.DotsNameEscapingScheme)},
 		{"convertClassicHistogramsToNHCB", "convertClassicHistogramsToNHCB: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ConvertClassicHistogramsToNHCB }, ptr.To(true)},
 		{"scrapeClassicHistograms", "scrapeClassicHistograms: false", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeClassicHistograms }, ptr.To(false)},
+		{"arbitraryFSAccessThroughSMs", "arbitraryFSAccessThroughSMs: {deny: true}", func(s v1alpha1.PrometheusServerSpec) any { return s.ArbitraryFSAccessThroughSMs.Deny }, true},
+		{"alerting.alertmanagers[].bearerTokenFile", "alerting: {alertmanagers: [{name: am, port: web, bearerTokenFile: /t}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].BearerTokenFile }, "/t"},
 		{"scrapeNativeHistograms", "scrapeNativeHistograms: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeNativeHistograms }, ptr.To(true)},
 	}
 	tested := map[string]bool{}

@@ -77,7 +77,6 @@ func acceptedValues() map[string][]string {
 		"automountServiceAccountToken": {`true`},
 		"listenLocal":                  {`false`},
 		"podManagementPolicy":          {`"Parallel"`},
-		"arbitraryFSAccessThroughSMs":  {`{"deny": false}`},
 		"minReadySeconds":              {`0`},
 		"hostNetwork":                  {`false`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
