@@ -260,6 +260,9 @@ type PrometheusServerSpec struct {
 	// ScrapeSettings are the global scrape settings and those that
 	// change the jobs made of the monitors (scrapesettings.go).
 	ScrapeSettings `json:",inline"`
+	// ServerFlags are settings that are flags of Prometheus
+	// (serverflags.go).
+	ServerFlags `json:",inline"`
 	// Web configures Prometheus' web server, as prometheus-operator's
 	// web field does: pageTitle (--web.page-title), maxConnections
 	// (--web.max-connections), and, rendered into a web configuration file

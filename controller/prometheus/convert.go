@@ -133,8 +133,12 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 
 // operatorGeneration sets in spec the fields of in that change the jobs
 // prometheus-operator's generator makes of the monitors, and the
-// additional ones.
+// additional ones; and its ServerFlags.
 func operatorGeneration(in monitoringv1.PrometheusSpec, spec *v1alpha1.PrometheusServerSpec) {
+	spec.ServerFlags = v1alpha1.ServerFlags{
+		EnableRemoteWriteReceiver: in.EnableRemoteWriteReceiver, RemoteWriteReceiverMessageVersions: in.RemoteWriteReceiverMessageVersions,
+		DisableCompaction: in.DisableCompaction,
+	}
 	spec.EnforcedNamespaceLabel = in.EnforcedNamespaceLabel
 	spec.ExcludedFromEnforcement = operatorExcluded(in)
 	spec.ScrapeClasses = in.ScrapeClasses

@@ -224,6 +224,10 @@ func TestConvertMappedFields(t *testing.T) {
 		{"scrapeClassicHistograms", "scrapeClassicHistograms: false", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeClassicHistograms }, ptr.To(false)},
 		{"arbitraryFSAccessThroughSMs", "arbitraryFSAccessThroughSMs: {deny: true}", func(s v1alpha1.PrometheusServerSpec) any { return s.ArbitraryFSAccessThroughSMs.Deny }, true},
 		{"alerting.alertmanagers[].bearerTokenFile", "alerting: {alertmanagers: [{name: am, port: web, bearerTokenFile: /t}]}", func(s v1alpha1.PrometheusServerSpec) any { return s.Alerting.Alertmanagers[0].BearerTokenFile }, "/t"},
+		{"enableRemoteWriteReceiver", "enableRemoteWriteReceiver: true", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableRemoteWriteReceiver }, true},
+		{"remoteWriteReceiverMessageVersions", "{enableRemoteWriteReceiver: true, remoteWriteReceiverMessageVersions: [V2.0]}", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWriteReceiverMessageVersions },
+			[]monitoringv1.RemoteWriteMessageVersion{monitoringv1.RemoteWriteMessageVersion2_0}},
+		{"disableCompaction", "disableCompaction: true", func(s v1alpha1.PrometheusServerSpec) any { return s.DisableCompaction }, true},
 		{"scrapeNativeHistograms", "scrapeNativeHistograms: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeNativeHistograms }, ptr.To(true)},
 	}
 	tested := map[string]bool{}

@@ -54,9 +54,9 @@ func operatorFields() []takeover.Field {
 		mapped("scrapeTimeout", "spec.scrapeTimeout"),
 		mapped("scrapeProtocols", "spec.scrapeProtocols: global.scrape_protocols from Prometheus 2.49, PrometheusText1.0.0 from 3.0, as prometheus-operator"),
 		mapped("externalLabels", "spec.externalLabels; prometheus and prometheus_replica win"),
-		refuse("enableRemoteWriteReceiver", flag),
+		mapped("enableRemoteWriteReceiver", "spec.enableRemoteWriteReceiver: --web.enable-remote-write-receiver from Prometheus 2.33"),
 		refuseBut("enableOTLPReceiver", flag+"; accepted: false", takeover.OnlyBool(false)),
-		refuse("remoteWriteReceiverMessageVersions", flag),
+		mapped("remoteWriteReceiverMessageVersions", "spec.remoteWriteReceiverMessageVersions: --web.remote-write-receiver.accepted-protobuf-messages from Prometheus 2.54, with enableRemoteWriteReceiver"),
 		mapped("enableFeatures", "spec.enableFeatures"),
 		mapped("externalUrl", "spec.externalUrl"),
 		mapped("routePrefix", "spec.routePrefix"),
@@ -192,7 +192,7 @@ func operatorFields() []takeover.Field {
 			func(v reflect.Value) bool {
 				return takeover.StringIn(v.Elem().FieldByName("WhenScaled"), "", "Delete") && v.Elem().FieldByName("Retain").IsNil()
 			}),
-		refuseBut("disableCompaction", flag+"; accepted: false", takeover.OnlyBool(false)),
+		mapped("disableCompaction", "spec.disableCompaction: --storage.tsdb.max-block-duration and min-block-duration 2h; with tsdb.outOfOrderTimeWindow, --no-storage.tsdb.allow-overlapping-compaction from Prometheus 2.55"),
 		mapped("rules", "spec.rules: the rules.alert.* flags"),
 		mapped("prometheusRulesExcludedFromEnforce", "appended to spec.excludedFromEnforcement as PrometheusRule references, as prometheus-operator (deprecated)"),
 		mapped("ruleSelector", selector),

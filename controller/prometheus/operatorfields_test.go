@@ -80,7 +80,6 @@ func acceptedValues() map[string][]string {
 		"minReadySeconds":              {`0`},
 		"hostNetwork":                  {`false`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
-		"disableCompaction":            {`false`},
 		"allowOverlappingBlocks":       {`false`},
 	}
 }
@@ -139,7 +138,6 @@ disableCompaction: true
 `)
 	require.Equal(t, []string{
 		"alerting.alertmanagers[].sigv4",
-		"disableCompaction",
 		"remoteWrite[].messageVersion",
 		"remoteWrite[].roundRobinDNS",
 		"remoteWrite[].sigv4",

@@ -241,6 +241,7 @@ func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.A
 	if spec.Web != nil && spec.Web.MaxConnections != nil {
 		args = append(args, monitoringv1.Argument{Name: "web.max-connections", Value: strconv.Itoa(int(*spec.Web.MaxConnections))})
 	}
+	args = append(args, receiverArgs(spec, v)...)
 	if len(spec.EnableFeatures) > 0 {
 		features := make([]string, len(spec.EnableFeatures))
 		for i, f := range spec.EnableFeatures {
@@ -278,7 +279,7 @@ func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.A
 	if v.AtLeast(2, 24) {
 		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
 	}
-	return args
+	return append(args, compactionArgs(spec, v)...)
 }
 
 // operatorRetention is spec.retention, or prometheus-operator's default

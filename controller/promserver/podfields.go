@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg"
 )
 
 // The pod fields and flags of the spec that prometheus-operator's
@@ -135,6 +136,46 @@ func queryArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
 	}
 	if q.Timeout != nil {
 		args = append(args, monitoringv1.Argument{Name: "query.timeout", Value: string(*q.Timeout)})
+	}
+	return args
+}
+
+// receiverArgs are the flags of spec's remote write receiver for
+// Prometheus v, as prometheus-operator renders them
+// (BuildCommonPrometheusArgs): the receiver from 2.33, the messages it
+// accepts from 2.54.
+func receiverArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
+	if !spec.EnableRemoteWriteReceiver || !v.AtLeast(2, 33) {
+		return nil
+	}
+	args := []monitoringv1.Argument{{Name: "web.enable-remote-write-receiver"}}
+	if len(spec.RemoteWriteReceiverMessageVersions) > 0 && v.AtLeast(2, 54) {
+		messages := make([]string, len(spec.RemoteWriteReceiverMessageVersions))
+		for i, m := range spec.RemoteWriteReceiverMessageVersions {
+			messages[i] = "prometheus.WriteRequest"
+			if m == monitoringv1.RemoteWriteMessageVersion2_0 {
+				messages[i] = "io.prometheus.write.v2.Request"
+			}
+		}
+		args = append(args, monitoringv1.Argument{Name: "web.remote-write-receiver.accepted-protobuf-messages", Value: strings.Join(messages, ",")})
+	}
+	return args
+}
+
+// compactionArgs are the flags of spec.disableCompaction for Prometheus
+// v, as prometheus-operator renders them without a Thanos sidecar
+// (server/statefulset.go): blocks of 2h, never compacted; with an
+// out-of-order window, no overlapping compaction either (from 2.55).
+func compactionArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
+	if !spec.DisableCompaction {
+		return nil
+	}
+	args := []monitoringv1.Argument{
+		{Name: "storage.tsdb.max-block-duration", Value: "2h"},
+		{Name: "storage.tsdb.min-block-duration", Value: "2h"},
+	}
+	if spec.TSDB != nil && spec.TSDB.OutOfOrderTimeWindow != nil && v.AtLeast(2, 55) {
+		args = append(args, monitoringv1.Argument{Name: "no-storage.tsdb.allow-overlapping-compaction"})
 	}
 	return args
 }

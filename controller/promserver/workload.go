@@ -21,6 +21,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -433,14 +434,14 @@ func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []moni
 	if spec.RoutePrefix != "" || spec.ExternalURL != "" {
 		args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
 	}
-	args = append(args, queryArgs(spec)...)
+	args = append(append(args, queryArgs(spec)...), receiverArgs(spec, promcfg.ParseVersion(spec.Version))...)
 	if spec.LogLevel != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
 	}
 	if spec.LogFormat != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
 	}
-	return append(args, webArgs(spec)...)
+	return slices.Concat(args, webArgs(spec), compactionArgs(spec, promcfg.ParseVersion(spec.Version)))
 }
 
 // webArgs are the flags of spec.web.
