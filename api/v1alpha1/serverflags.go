@@ -26,4 +26,10 @@ type ServerFlags struct {
 	// Prometheus 2.55 and later).
 	// +optional
 	DisableCompaction bool `json:"disableCompaction,omitempty"`
+	// ListenLocal, of a Prometheus taken over (its listenLocal), runs
+	// Prometheus on 127.0.0.1 only, as prometheus-operator does: no
+	// container port, the probes in the container, the config-reloader on
+	// localhost. In prometheus-operator's layout only: not a field of the
+	// PrometheusServer kind.
+	ListenLocal bool `json:"-"`
 }

@@ -137,7 +137,7 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 func operatorGeneration(in monitoringv1.PrometheusSpec, spec *v1alpha1.PrometheusServerSpec) {
 	spec.ServerFlags = v1alpha1.ServerFlags{
 		EnableRemoteWriteReceiver: in.EnableRemoteWriteReceiver, RemoteWriteReceiverMessageVersions: in.RemoteWriteReceiverMessageVersions,
-		DisableCompaction: in.DisableCompaction,
+		DisableCompaction: in.DisableCompaction, ListenLocal: in.ListenLocal,
 	}
 	spec.EnforcedNamespaceLabel = in.EnforcedNamespaceLabel
 	spec.ExcludedFromEnforcement = operatorExcluded(in)

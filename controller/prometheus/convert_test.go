@@ -227,6 +227,7 @@ func TestConvertMappedFields(t *testing.T) {
 		{"enableRemoteWriteReceiver", "enableRemoteWriteReceiver: true", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableRemoteWriteReceiver }, true},
 		{"remoteWriteReceiverMessageVersions", "{enableRemoteWriteReceiver: true, remoteWriteReceiverMessageVersions: [V2.0]}", func(s v1alpha1.PrometheusServerSpec) any { return s.RemoteWriteReceiverMessageVersions },
 			[]monitoringv1.RemoteWriteMessageVersion{monitoringv1.RemoteWriteMessageVersion2_0}},
+		{"listenLocal", "listenLocal: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ListenLocal }, true},
 		{"disableCompaction", "disableCompaction: true", func(s v1alpha1.PrometheusServerSpec) any { return s.DisableCompaction }, true},
 		{"scrapeNativeHistograms", "scrapeNativeHistograms: true", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeNativeHistograms }, ptr.To(true)},
 	}

@@ -126,7 +126,7 @@ func operatorFields() []takeover.Field {
 		mapped("securityContext", "spec.securityContext; unset stays unset (no pod security context, as prometheus-operator), not podreload's default"),
 		mapped("dnsPolicy", "spec.dnsPolicy"),
 		mapped("dnsConfig", "spec.dnsConfig"),
-		refuseBut("listenLocal", "Prometheus on 127.0.0.1 needs exec probes and a Service without a port; accepted: false", takeover.OnlyBool(false)),
+		mapped("listenLocal", "--web.listen-address=127.0.0.1:9090, no container port, probes by a command in the container (curl or wget on localhost), the config-reloader on localhost:8080 without a port, as prometheus-operator (a Prometheus field only, not a PrometheusServer one)"),
 		refuseBut("podManagementPolicy", "podreload renders Parallel; accepted: Parallel", takeover.OnlyStrings("Parallel")),
 		refuse("updateStrategy", "a StatefulSet setting podreload does not render yet"),
 		mapped("enableServiceLinks", "spec.enableServiceLinks"),

@@ -75,7 +75,6 @@ func acceptedValues() map[string][]string {
 		"storage.disableMountSubPath":  {`false`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
 		"automountServiceAccountToken": {`true`},
-		"listenLocal":                  {`false`},
 		"podManagementPolicy":          {`"Parallel"`},
 		"minReadySeconds":              {`0`},
 		"hostNetwork":                  {`false`},

@@ -9,6 +9,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
@@ -72,5 +73,53 @@ func TestServerFlags(t *testing.T) {
 				require.ErrorContains(t, err, "spec.additionalArgs: storage.tsdb.min-block-duration set by the controller itself")
 			})
 		}
+	}
+}
+
+// TestListenLocal renders a Prometheus taken over with listenLocal, as
+// prometheus-operator does: Prometheus on 127.0.0.1:9090 without a
+// container port, its probes a command in the container on localhost
+// under the route prefix, the config-reloader on localhost:8080 without a
+// port, reloading Prometheus on 127.0.0.1 as before; additionalArgs
+// setting web.listen-address are refused. Without it, the ports and the
+// HTTP probes stay.
+func TestListenLocal(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[local], func(t *testing.T) {
+			in := loadInputs(t, filepath.Join("testdata", "layout", "one-replica.yaml"))
+			in.Layout = promserver.OperatorsLayout
+			in.Server.Spec.RoutePrefix = "/prom"
+			in.Server.Spec.ListenLocal = local
+			out, err := promserver.Render(in, testOptions(), nil)
+			require.NoError(t, err)
+			pod := out.StatefulSets[0].Spec.Template.Spec
+			prom, reloader := pod.Containers[0], pod.Containers[1]
+			require.Equal(t, "prometheus", prom.Name)
+			require.Equal(t, "config-reloader", reloader.Name)
+			require.Contains(t, reloader.Args, "--reload-url=http://127.0.0.1:9090/prom/-/reload")
+			if !local {
+				require.Len(t, prom.Ports, 1)
+				require.NotContains(t, strings.Join(prom.Args, " "), "--web.listen-address")
+				require.Equal(t, "/prom/-/ready", prom.ReadinessProbe.HTTPGet.Path)
+				require.Contains(t, reloader.Args, "--listen-address=:8080")
+				require.Len(t, reloader.Ports, 1)
+				return
+			}
+			require.Empty(t, prom.Ports)
+			require.Contains(t, prom.Args, "--web.listen-address=127.0.0.1:9090")
+			for probe, path := range map[string]string{"startup": "/prom/-/ready", "readiness": "/prom/-/ready", "liveness": "/prom/-/healthy"} {
+				p := map[string]*corev1.Probe{"startup": prom.StartupProbe, "readiness": prom.ReadinessProbe, "liveness": prom.LivenessProbe}[probe]
+				require.Nil(t, p.HTTPGet, probe)
+				require.Equal(t, []string{"sh", "-c"}, p.Exec.Command[:2], probe)
+				require.Contains(t, p.Exec.Command[2], "exec curl --fail http://localhost:9090"+path+";", probe)
+				require.Contains(t, p.Exec.Command[2], "exec wget -q -O /dev/null http://localhost:9090"+path+";", probe)
+			}
+			require.Contains(t, reloader.Args, "--listen-address=localhost:8080")
+			require.Empty(t, reloader.Ports)
+
+			in.Server.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "web.listen-address", Value: ":9091"}}
+			_, err = promserver.Render(in, testOptions(), nil)
+			require.ErrorContains(t, err, "spec.additionalArgs: web.listen-address set by the controller itself")
+		})
 	}
 }

@@ -200,23 +200,54 @@ func operatorPrometheusContainer(spec v1alpha1.PrometheusServerSpec, opts Worklo
 	args := append(OperatorPrometheusArgs(spec), spec.AdditionalArgs...)
 	versioned := spec
 	versioned.Version = cmp.Or(spec.Version, OperatorDefaultVersion)
-	ready := httpProbe(spec, WebPath(spec, "/-/ready"), 5, 3)
+	ready := operatorProbe(spec, WebPath(spec, "/-/ready"), 5, 3)
 	startup := *ready
 	startup.PeriodSeconds, startup.FailureThreshold = 15, 60
+	ports := []corev1.ContainerPort{{Name: portName(spec), ContainerPort: WebPort, Protocol: corev1.ProtocolTCP}}
+	if spec.ListenLocal {
+		ports = nil
+	}
 	return corev1.Container{
 		Name:                     "prometheus",
 		Image:                    prometheusImage(versioned, opts.DefaultPrometheusImage),
 		ImagePullPolicy:          spec.ImagePullPolicy,
 		Args:                     CommandLine(args),
-		Ports:                    []corev1.ContainerPort{{Name: portName(spec), ContainerPort: WebPort, Protocol: corev1.ProtocolTCP}},
+		Ports:                    ports,
 		StartupProbe:             &startup,
 		ReadinessProbe:           ready,
-		LivenessProbe:            httpProbe(spec, WebPath(spec, "/-/healthy"), 5, 6),
+		LivenessProbe:            operatorProbe(spec, WebPath(spec, "/-/healthy"), 5, 6),
 		Resources:                spec.Resources,
 		VolumeMounts:             append([]corev1.VolumeMount{{Name: "config-out", MountPath: ConfigOutMountPath, ReadOnly: true}, storage}, mounts...),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          containerSecurity(),
 	}
+}
+
+// operatorProbe is a probe of Prometheus at path, as prometheus-operator
+// renders it (BuildProbes): an HTTP GET on its port; with listenLocal, a
+// command in the container that gets http://localhost:9090<path> with
+// curl, or else wget (the Prometheus images have one of them), failing
+// when neither is there.
+func operatorProbe(spec v1alpha1.PrometheusServerSpec, path string, period, failures int32) *corev1.Probe {
+	p := httpProbe(spec, path, period, failures)
+	if spec.ListenLocal {
+		u := "http://localhost:" + strconv.Itoa(WebPort) + path
+		p.HTTPGet = nil
+		p.Exec = &corev1.ExecAction{Command: []string{"sh", "-c",
+			`if command -v curl >/dev/null; then exec curl --fail ` + u + `; fi; ` +
+				`if command -v wget >/dev/null; then exec wget -q -O /dev/null ` + u + `; fi; exit 1`}}
+	}
+	return p
+}
+
+// reloaderListenHost is where the config-reloader of spec serves
+// (sidecar.Spec.ListenHost): with listenLocal, localhost only, as
+// prometheus-operator (its --localhost default); else every interface.
+func reloaderListenHost(spec v1alpha1.PrometheusServerSpec) string {
+	if spec.ListenLocal {
+		return "localhost"
+	}
+	return ""
 }
 
 // OperatorPrometheusArgs are the flags prometheus-operator sets on
@@ -258,6 +289,9 @@ func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.A
 	}
 	if spec.LogFormat != "" && spec.LogFormat != "logfmt" {
 		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
+	}
+	if spec.ListenLocal {
+		args = append(args, monitoringv1.Argument{Name: "web.listen-address", Value: "127.0.0.1:" + strconv.Itoa(WebPort)})
 	}
 	if !RetentionInConfig(spec) {
 		if t := operatorRetention(spec); t != "" {

@@ -292,6 +292,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		Mounts:          src.reloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: reloaderSecurity,
+		ListenHost:      reloaderListenHost(spec),
 		LogLevel:        spec.LogLevel,
 		LogFormat:       spec.LogFormat,
 	})

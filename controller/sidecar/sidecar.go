@@ -35,6 +35,11 @@ type Spec struct {
 	Mounts, SidecarMounts []corev1.VolumeMount
 	// SecurityContext of both containers.
 	SecurityContext *corev1.SecurityContext
+	// ListenHost, when set, is the only host the sidecar serves on
+	// (--listen-address=<host>:Port), with no container port, as
+	// prometheus-operator's config-reloader of a Prometheus with
+	// listenLocal; empty, every interface, on the port reloader-web.
+	ListenHost string
 	// LogLevel and LogFormat of both containers, the server's own
 	// (spec.logLevel, spec.logFormat), as prometheus-operator passes them
 	// to its config-reloader: set when not the default (info, logfmt).
@@ -61,12 +66,16 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 	}
 	args := append(slices.Clone(s.SourceArgs), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
 	args = slices.Concat(args, s.ReloadArgs, s.logArgs())
+	ports := []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: Port, Protocol: corev1.ProtocolTCP}}
+	if s.ListenHost != "" {
+		ports = nil
+	}
 	sidecar = corev1.Container{
 		Name:            "config-reloader",
 		Image:           s.Image,
-		Args:            append(args, "--listen-address=:"+strconv.Itoa(Port)),
+		Args:            append(args, "--listen-address="+s.ListenHost+":"+strconv.Itoa(Port)),
 		Env:             env,
-		Ports:           []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		Ports:           ports,
 		Resources:       s.Resources,
 		VolumeMounts:    slices.Concat(s.Mounts, s.SidecarMounts),
 		SecurityContext: s.SecurityContext,
