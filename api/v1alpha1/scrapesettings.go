@@ -41,6 +41,35 @@ type ScrapeSettings struct {
 	// later), e.g. 10MB.
 	// +optional
 	BodySizeLimit *monitoringv1.ByteSize `json:"bodySizeLimit,omitempty"`
+	// EnforcedSampleLimit caps the sample_limit of every job of the
+	// monitors, Probes and ScrapeConfigs: a job with a higher limit, or
+	// none, gets it (none from Prometheus 2.45: the global one applies,
+	// itself capped).
+	// +optional
+	EnforcedSampleLimit *int64 `json:"enforcedSampleLimit,omitempty"`
+	// EnforcedTargetLimit caps target_limit, as EnforcedSampleLimit.
+	// +optional
+	EnforcedTargetLimit *int64 `json:"enforcedTargetLimit,omitempty"`
+	// EnforcedLabelLimit caps label_limit, as EnforcedSampleLimit.
+	// +optional
+	EnforcedLabelLimit *int64 `json:"enforcedLabelLimit,omitempty"`
+	// EnforcedLabelNameLengthLimit caps label_name_length_limit, as
+	// EnforcedSampleLimit.
+	// +optional
+	EnforcedLabelNameLengthLimit *int64 `json:"enforcedLabelNameLengthLimit,omitempty"`
+	// EnforcedLabelValueLengthLimit caps label_value_length_limit, as
+	// EnforcedSampleLimit.
+	// +optional
+	EnforcedLabelValueLengthLimit *int64 `json:"enforcedLabelValueLengthLimit,omitempty"`
+	// EnforcedKeepDroppedTargets caps keep_dropped_targets, as
+	// EnforcedSampleLimit.
+	// +optional
+	EnforcedKeepDroppedTargets *int64 `json:"enforcedKeepDroppedTargets,omitempty"`
+	// EnforcedBodySizeLimit caps the body_size_limit of every job (from
+	// Prometheus 2.28): a job with a larger limit, or none, gets it; the
+	// global body_size_limit when bodySizeLimit is unset.
+	// +optional
+	EnforcedBodySizeLimit monitoringv1.ByteSize `json:"enforcedBodySizeLimit,omitempty"`
 	// OverrideHonorLabels sets honor_labels to false on every job of the
 	// ServiceMonitors, PodMonitors and ScrapeConfigs, whatever they say.
 	// +optional

@@ -672,6 +672,36 @@ func (in *ScrapeSettings) DeepCopyInto(out *ScrapeSettings) {
 		*out = new(v1.ByteSize)
 		**out = **in
 	}
+	if in.EnforcedSampleLimit != nil {
+		in, out := &in.EnforcedSampleLimit, &out.EnforcedSampleLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.EnforcedTargetLimit != nil {
+		in, out := &in.EnforcedTargetLimit, &out.EnforcedTargetLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.EnforcedLabelLimit != nil {
+		in, out := &in.EnforcedLabelLimit, &out.EnforcedLabelLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.EnforcedLabelNameLengthLimit != nil {
+		in, out := &in.EnforcedLabelNameLengthLimit, &out.EnforcedLabelNameLengthLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.EnforcedLabelValueLengthLimit != nil {
+		in, out := &in.EnforcedLabelValueLengthLimit, &out.EnforcedLabelValueLengthLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.EnforcedKeepDroppedTargets != nil {
+		in, out := &in.EnforcedKeepDroppedTargets, &out.EnforcedKeepDroppedTargets
+		*out = new(int64)
+		**out = **in
+	}
 	out.ArbitraryFSAccessThroughSMs = in.ArbitraryFSAccessThroughSMs
 	if in.NameValidationScheme != nil {
 		in, out := &in.NameValidationScheme, &out.NameValidationScheme

@@ -81,7 +81,7 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 		return nil, err
 	}
 	job = append(job, targets, yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, r.shards, labelParamTarget)})
-	tail, err := monitorTail(r.version, &monitorSpec{
+	tail, err := r.monitorTail(&monitorSpec{
 		sampleLimit:            s.SampleLimit,
 		targetLimit:            s.TargetLimit,
 		labelLimit:             s.LabelLimit,

@@ -423,7 +423,7 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		sd = append(sd, yaml.MapItem{Key: "attach_metadata", Value: yaml.MapSlice{{Key: "node", Value: node}}})
 	}
 
-	tail, err := monitorTail(r.version, s)
+	tail, err := r.monitorTail(s)
 	if err != nil {
 		return monitorParts{}, err
 	}

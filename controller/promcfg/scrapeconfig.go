@@ -71,7 +71,7 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 		return nil, err
 	}
 	job = append(job, client...)
-	tail, err := monitorTail(r.version, &monitorSpec{
+	tail, err := r.monitorTail(&monitorSpec{
 		sampleLimit:            s.SampleLimit,
 		targetLimit:            s.TargetLimit,
 		labelLimit:             s.LabelLimit,

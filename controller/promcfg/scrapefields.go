@@ -9,6 +9,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
+	"k8s.io/utils/ptr"
 )
 
 // scrapeIntervals renders the scrape_interval and scrape_timeout of a job
@@ -68,30 +69,29 @@ func (r *renderer) relabelConfigs(dst []yaml.MapSlice, field string, rcs []monit
 }
 
 // monitorTail checks and renders the limits, protocols and histogram
-// settings a monitor's jobs end with, for Prometheus v: the limits its
-// version has, as prometheus-operator (AddLimitsToYAML).
-func monitorTail(v Version, s *monitorSpec) (yaml.MapSlice, error) {
+// settings a monitor's jobs end with, for the server's Prometheus: the
+// limits its version has, capped by the server's enforced limits, as
+// prometheus-operator (AddLimitsToYAML, getLimit).
+func (r *renderer) monitorTail(s *monitorSpec) (yaml.MapSlice, error) {
 	var tail yaml.MapSlice
+	spec := &r.srv.Spec
 	for _, l := range []struct {
 		field, key   string
-		v            *int64
+		v, enforced  *int64
 		major, minor int
 	}{
-		{"sampleLimit", "sample_limit", s.sampleLimit, 0, 0},
-		{"targetLimit", "target_limit", s.targetLimit, 2, 21},
-		{"labelLimit", "label_limit", s.labelLimit, 2, 27},
-		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit, 2, 27},
-		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit, 2, 27},
-		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets, 2, 47},
+		{"sampleLimit", "sample_limit", s.sampleLimit, spec.EnforcedSampleLimit, 0, 0},
+		{"targetLimit", "target_limit", s.targetLimit, spec.EnforcedTargetLimit, 2, 21},
+		{"labelLimit", "label_limit", s.labelLimit, spec.EnforcedLabelLimit, 2, 27},
+		{"labelNameLengthLimit", "label_name_length_limit", s.labelNameLengthLimit, spec.EnforcedLabelNameLengthLimit, 2, 27},
+		{"labelValueLengthLimit", "label_value_length_limit", s.labelValueLengthLimit, spec.EnforcedLabelValueLengthLimit, 2, 27},
+		{"keepDroppedTargets", "keep_dropped_targets", s.keepDroppedTargets, spec.EnforcedKeepDroppedTargets, 2, 47},
 	} {
-		if l.v == nil {
-			continue
-		}
-		if *l.v < 0 {
+		if l.v != nil && *l.v < 0 {
 			return nil, fmt.Errorf("%s: %d is negative", l.field, *l.v)
 		}
-		if v.AtLeast(l.major, l.minor) {
-			tail = append(tail, yaml.MapItem{Key: l.key, Value: *l.v})
+		if v := r.enforcedLimit(l.v, l.enforced); v != nil && r.version.AtLeast(l.major, l.minor) {
+			tail = append(tail, yaml.MapItem{Key: l.key, Value: *v})
 		}
 	}
 	if len(s.scrapeProtocols) > 0 {
@@ -129,13 +129,56 @@ func monitorTail(v Version, s *monitorSpec) (yaml.MapSlice, error) {
 	if nh.ConvertClassicHistogramsToNHCB != nil {
 		tail = append(tail, yaml.MapItem{Key: "convert_classic_histograms_to_nhcb", Value: *nh.ConvertClassicHistogramsToNHCB})
 	}
-	if b := s.bodySizeLimit; b != nil && *b != "" {
-		if _, err := units.ParseBase2Bytes(string(*b)); err != nil {
-			return nil, fmt.Errorf("bodySizeLimit: %q is not a size such as 512MB", *b)
-		}
-		tail = append(tail, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
+	b, err := r.enforcedBodySize(s.bodySizeLimit)
+	if err != nil {
+		return nil, err
+	}
+	if b != "" && r.version.AtLeast(2, 28) {
+		tail = append(tail, yaml.MapItem{Key: "body_size_limit", Value: b})
 	}
 	return tail, nil
+}
+
+// enforcedLimit is the limit of a job whose object says v (nil: none),
+// capped by the server's enforced limit (nil or 0: none): the lower of
+// the two; enforced when v is unset or 0, but for Prometheus 2.45 and
+// later, whose global limit (capped too) applies (nil).
+func (r *renderer) enforcedLimit(v, enforced *int64) *int64 {
+	switch e, own := ptr.Deref(enforced, 0), ptr.Deref(v, 0); {
+	case e == 0:
+		return v
+	case own == 0 && r.version.AtLeast(2, 45):
+		return nil
+	case own == 0 || own > e:
+		return enforced
+	}
+	return v
+}
+
+// enforcedBodySize is the body_size_limit of a job whose object says b
+// (nil or "": none), capped by the server's enforcedBodySizeLimit: the
+// smaller of the two, enforced when b is unset.
+func (r *renderer) enforcedBodySize(b *monitoringv1.ByteSize) (string, error) {
+	own := string(ptr.Deref(b, ""))
+	var ownBytes units.Base2Bytes
+	if own != "" {
+		var err error
+		if ownBytes, err = units.ParseBase2Bytes(own); err != nil {
+			return "", fmt.Errorf("bodySizeLimit: %q is not a size such as 512MB", own)
+		}
+	}
+	enforced := string(r.srv.Spec.EnforcedBodySizeLimit)
+	if enforced == "" {
+		return own, nil
+	}
+	e, err := units.ParseBase2Bytes(enforced)
+	if err != nil {
+		return "", fmt.Errorf("spec.enforcedBodySizeLimit: %q is not a size such as 512MB", enforced)
+	}
+	if own == "" || ownBytes > e {
+		return enforced, nil
+	}
+	return own, nil
 }
 
 // endpointAuth renders the credentials and TLS settings of endpoint e,

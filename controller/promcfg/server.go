@@ -1,12 +1,14 @@
 package promcfg
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/alecthomas/units"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
@@ -144,24 +146,35 @@ func (r *renderer) globalScrapeSettings() (yaml.MapSlice, error) {
 		}
 		out = append(out, yaml.MapItem{Key: "scrape_protocols", Value: ps})
 	}
-	if b := spec.BodySizeLimit; b != nil && *b != "" && r.version.AtLeast(2, 45) {
-		out = append(out, yaml.MapItem{Key: "body_size_limit", Value: string(*b)})
+	for field, b := range map[string]string{"bodySizeLimit": string(ptr.Deref(spec.BodySizeLimit, "")), "enforcedBodySizeLimit": string(spec.EnforcedBodySizeLimit)} {
+		if _, err := units.ParseBase2Bytes(b); b != "" && err != nil {
+			return nil, fmt.Errorf("spec.%s: %q is not a size such as 512MB", field, b)
+		}
+	}
+	if b := cmp.Or(string(ptr.Deref(spec.BodySizeLimit, "")), string(spec.EnforcedBodySizeLimit)); b != "" && r.version.AtLeast(2, 45) {
+		out = append(out, yaml.MapItem{Key: "body_size_limit", Value: b})
 	}
 	for _, l := range []struct {
-		key   string
-		v     *int64
-		major int
-		minor int
+		key         string
+		v, enforced *int64
+		major       int
+		minor       int
 	}{
-		{"sample_limit", spec.SampleLimit, 2, 45},
-		{"target_limit", spec.TargetLimit, 2, 45},
-		{"label_limit", spec.LabelLimit, 2, 45},
-		{"label_name_length_limit", spec.LabelNameLengthLimit, 2, 45},
-		{"label_value_length_limit", spec.LabelValueLengthLimit, 2, 45},
-		{"keep_dropped_targets", spec.KeepDroppedTargets, 2, 47},
+		{"sample_limit", spec.SampleLimit, spec.EnforcedSampleLimit, 2, 45},
+		{"target_limit", spec.TargetLimit, spec.EnforcedTargetLimit, 2, 45},
+		{"label_limit", spec.LabelLimit, spec.EnforcedLabelLimit, 2, 45},
+		{"label_name_length_limit", spec.LabelNameLengthLimit, spec.EnforcedLabelNameLengthLimit, 2, 45},
+		{"label_value_length_limit", spec.LabelValueLengthLimit, spec.EnforcedLabelValueLengthLimit, 2, 45},
+		{"keep_dropped_targets", spec.KeepDroppedTargets, spec.EnforcedKeepDroppedTargets, 2, 47},
 	} {
-		if ptr.Deref(l.v, 0) > 0 && r.version.AtLeast(l.major, l.minor) {
-			out = append(out, yaml.MapItem{Key: l.key, Value: *l.v})
+		// The global limit, capped by the enforced one, which stands for
+		// it when it is unset.
+		v, enforced := ptr.Deref(l.v, 0), ptr.Deref(l.enforced, 0)
+		if enforced > 0 && (v <= 0 || v > enforced) {
+			v = enforced
+		}
+		if v > 0 && r.version.AtLeast(l.major, l.minor) {
+			out = append(out, yaml.MapItem{Key: l.key, Value: v})
 		}
 	}
 	if s := spec.NameValidationScheme; s != nil && r.version.AtLeast(3, 0) {

@@ -43,7 +43,7 @@ func operatorConfigKnown() map[string]configdiff.Known {
 		"sm-tls-configmap-insecure": {Sections: []string{"job serviceMonitor/monitoring/app/0"}, Reason: tlsFiles},
 		"alerting-options":          {Sections: []string{"alerting"}, Reason: tlsFiles},
 	}
-	for _, name := range []string{"global-enforced-limits", "global-query-log-rule-offset", "remote-read", "remote-write-v2"} {
+	for _, name := range []string{"global-query-log-rule-offset", "remote-read", "remote-write-v2"} {
 		known[name] = configdiff.Known{Sections: []string{"refused"}, Reason: refused}
 	}
 	return known
