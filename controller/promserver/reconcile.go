@@ -225,6 +225,17 @@ func (r *Reconciler) inputs(ctx context.Context, server Target) (Inputs, error) 
 			return in, err
 		}
 	}
+	in.Running = map[string]*appsv1.StatefulSet{}
+	for shard := range ShardCount(server) {
+		var sts appsv1.StatefulSet
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: ShardName(server, shard)}, &sts)
+		if client.IgnoreNotFound(err) != nil {
+			return in, fmt.Errorf("get StatefulSet %s/%s: %w", server.Namespace, ShardName(server, shard), err)
+		}
+		if err == nil {
+			in.Running[sts.Name] = &sts
+		}
+	}
 	return in, nil
 }
 

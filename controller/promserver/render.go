@@ -24,6 +24,7 @@ import (
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/controller/webconfig"
 )
@@ -61,6 +62,11 @@ type Inputs struct {
 	// ConfigMaps holds the ConfigMaps that Server references (in
 	// spec.web.tlsConfig), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
+	// Running holds the live StatefulSets of Server, by name: a shard
+	// whose pods run the config-reloader at another image than the
+	// controller's default, and would be rendered the same but for that
+	// image, keeps it (keepRunningReloader).
+	Running map[string]*appsv1.StatefulSet
 	// HoldRules keeps the rule ConfigMaps as they were last written
 	// (ruleCache.writtenRules), when the cache knows them, instead of
 	// those rendered from Rules: a render while a burst of changes goes
@@ -225,9 +231,9 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		pods.WebConfigHash = hex.EncodeToString(sum[:])
 	}
 	svc, sts := RenderWorkload(server, pods)
-	sets := []*appsv1.StatefulSet{sts}
+	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
 	for shard := 1; shard < ShardCount(server); shard++ {
-		sets = append(sets, RenderShard(server, pods, shard))
+		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
 	}
 	if err := validatePod(sts); err != nil {
 		return nil, err
@@ -487,4 +493,31 @@ func configPart(server Target, i int, gz []byte) *corev1.Secret {
 	s.Name = configPartName(server, i)
 	s.Labels[LabelConfigPart] = strconv.Itoa(i)
 	return s
+}
+
+// keepRunningReloader returns sts, the StatefulSet of shard, or, when its
+// live StatefulSet (in.Running) runs the config-reloader at another image
+// than the controller's default and the spec names none, the StatefulSet
+// rendered with the live one's image if that gives the live input hash:
+// the controller's image, which an upgrade changes, is then the only
+// change, and an upgrade rolls no pod for it. The pods get the new image
+// with the next change that rolls them. A StatefulSet the controller did
+// not write (prometheus-operator's, before a takeover) has no input hash
+// and gets sts.
+func keepRunningReloader(in Inputs, server Target, pods PodOptions, shard int, sts *appsv1.StatefulSet) *appsv1.StatefulSet {
+	live := in.Running[sts.Name]
+	if live == nil || server.Spec.Reloader.Image != "" {
+		return sts
+	}
+	image := sidecar.RunningImage(live.Spec.Template)
+	hash := live.Spec.Template.Annotations[AnnotationInputHash]
+	if image == "" || image == pods.DefaultReloaderImage || hash == "" {
+		return sts
+	}
+	pods.DefaultReloaderImage = image
+	kept := RenderShard(server, pods, shard)
+	if kept.Spec.Template.Annotations[AnnotationInputHash] != hash {
+		return sts
+	}
+	return kept
 }
