@@ -70,9 +70,10 @@ type Options struct {
 
 // LeaderElectionTiming are the durations of leader election, as
 // client-go's leaderelection has them: a leader that could not renew its
-// Lease for RenewDeadline stops (the controller exits) before another
-// replica, which waits LeaseDuration after the last renewal it saw, takes
-// it; RenewDeadline plus RetryPeriod must stay below LeaseDuration.
+// Lease for RenewDeadline stops (the controller exits), RetryPeriod plus
+// RenewDeadline after its last renewal, before another replica, which
+// waits LeaseDuration after the last renewal it saw, takes it: their sum
+// must stay below LeaseDuration.
 type LeaderElectionTiming struct {
 	// LeaseDuration is how long a replica waits, after the last renewal
 	// it saw, before it takes the Lease (controller-runtime's default:
@@ -189,12 +190,22 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) (
 		},
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// Served by the caller, from its registry and ctrlmetrics.Registry.
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              id,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        id,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Not released on the way out: client-go releases the Lease when
+		// its leader stops for any reason, also when it failed to renew
+		// it, and only then tells the manager, which stops the
+		// controllers. Cut off from the API server, the release's
+		// request waits for its timeout (half the renew deadline): the
+		// controllers of a partitioned leader ran on past the end of the
+		// Lease (17 s after the last renewal with the default 15 s
+		// Lease), while another replica led (TestHandoff, e2e/handoff).
+		// Without it they stop at the renew deadline; a replica stopped
+		// on purpose leaves the Lease to expire.
+		LeaderElectionReleaseOnCancel: false,
 		LeaseDuration:                 nonZero(opts.LeaderElectionTiming.LeaseDuration),
 		RenewDeadline:                 nonZero(opts.LeaderElectionTiming.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.LeaderElectionTiming.RetryPeriod),
