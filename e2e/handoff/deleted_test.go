@@ -54,6 +54,7 @@ func testDeletedDuringRoll(t *testing.T, e *env) {
 	s.annotate(t, controllerID)
 	what := s.waitWrite(t, controller.Name, since)
 	require.NoError(t, e.c.Delete(t.Context(), &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name}}))
+	deleted := time.Now()
 	t.Logf("deleted after the controller's write of %s", what)
 	px.setDelay(0)
 	eventually(t, "the Prometheus gone", func() error {
@@ -64,6 +65,7 @@ func testDeletedDuringRoll(t *testing.T, e *env) {
 		return fmt.Errorf("still there: %w", err)
 	})
 	gone := time.Now()
+	t.Logf("gone %s after its deletion", gone.Sub(deleted))
 
 	// A Prometheus taken over after: once its objects are written, the
 	// controller has handled every event of the namespace before, the

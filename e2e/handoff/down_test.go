@@ -3,6 +3,7 @@ package handoff
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -83,8 +84,10 @@ func testControllerDown(t *testing.T, e *env) {
 	}
 	require.False(t, managedBy(late.prometheus(t), operator.FieldManager), "prometheus-operator wrote the Prometheus %s, annotated for the controller", late.name)
 
+	restarted := time.Now()
 	e.startController(t, e.cp.Kubeconfig, ns)
 	ours.waitTakenOver(t, 2)
+	t.Logf("ours up to date %s after the restart", time.Since(restarted))
 	eventually(t, "late taken over", func() error {
 		sts, err := late.liveStatefulSet(t)
 		if err != nil {

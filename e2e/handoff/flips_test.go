@@ -61,8 +61,10 @@ func testFlips(t *testing.T, e *env) {
 	}
 	require.Len(t, done, flips+1)
 	require.Equal(t, controllerID, done[len(done)-1].id, "the last flip takes it over")
+	lastFlip := time.Now()
 	s.edit(t, 1)
 	s.waitTakenOver(t, 1)
+	t.Logf("taken over %s after the last flip", time.Since(lastFlip))
 	writes := e.stsWrites(t, ns, s.stsName())
 	require.NotEmpty(t, writes)
 	settled := writes[len(writes)-1].rv
@@ -79,25 +81,40 @@ func testFlips(t *testing.T, e *env) {
 	writes = e.stsWrites(t, ns, s.stsName())
 	counts := map[string]int{}
 	var seq []string
-	// In each epoch, between two flips, the writes of the one the
-	// object was handed to may follow late ones of the other, never
-	// precede them: never both at once.
-	epoch, owner, ownerWrote := 0, operator.FieldManager, false
+	// In each epoch, between two flips, the one the object was handed
+	// to writes; the other may write once more, late: prometheus-operator
+	// syncs an object it queued before the flip (its informers of the
+	// Prometheus and of the Secrets are not ordered with each other: a
+	// Secret the controller wrote as it took the object over can queue
+	// it before the annotation arrived, docs/takeover.md, "The
+	// controller id"), and the controller corrects it. Each epoch ends
+	// with the owner's StatefulSet: never both writing it for long.
+	epoch, owner, late, n := 0, operator.FieldManager, 0, 0
+	endEpoch := func(last string) {
+		if n == 0 {
+			return
+		}
+		require.Equal(t, owner, last, "epoch %d (flips as | id): %s", epoch, strings.Join(seq, " "))
+		require.LessOrEqual(t, late, 1, "late writes of the other in epoch %d: %s", epoch, strings.Join(seq, " "))
+	}
 	for i, w := range writes {
 		for epoch < len(done) && done[epoch].rv < w.rv {
+			if i > 0 {
+				endEpoch(writes[i-1].who)
+			}
 			seq = append(seq, fmt.Sprintf("| %q", done[epoch].id))
-			owner, ownerWrote = operator.FieldManager, false
+			owner, late, n = operator.FieldManager, 0, 0
 			if done[epoch].id == controllerID {
 				owner = controller.Name
 			}
 			epoch++
 		}
 		counts[w.who]++
+		n++
 		seq = append(seq, abbrev(w.who))
-		if w.who == owner {
-			ownerWrote = true
+		if w.who != owner {
+			late++
 		}
-		require.False(t, w.who != owner && ownerWrote, "StatefulSet at resourceVersion %d: %s wrote it after %s, to which it was handed, in epoch %d: %s", w.rv, w.who, owner, epoch, strings.Join(seq, " "))
 		who, err := side(&w.sts.Spec.Template)
 		require.NoError(t, err, "StatefulSet at resourceVersion %d, written by %s", w.rv, w.who)
 		// The controller's first write of a takeover moves
@@ -110,6 +127,7 @@ func testFlips(t *testing.T, e *env) {
 			require.Equal(t, controller.Name, w.who, "a write after the last flip settled, at resourceVersion %d", w.rv)
 		}
 	}
+	endEpoch(writes[len(writes)-1].who)
 	t.Logf("StatefulSet writes by writer %v; in order, flips as | id: %s", counts, strings.Join(seq, " "))
 	require.Positive(t, counts[operator.FieldManager], "prometheus-operator took it back at least once")
 	require.Greater(t, writes[len(writes)-1].rv, settled, "the controller wrote the change made once settled")

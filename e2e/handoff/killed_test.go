@@ -45,8 +45,10 @@ func testControllerKilled(t *testing.T, e *env) {
 	t.Logf("killed taking over, after its write of %s", what)
 	px.setDelay(0)
 	s.edit(t, 1)
+	restarted := time.Now()
 	ctl = e.startController(t, kubeconfig, ns)
 	s.waitTakenOver(t, 1)
+	t.Logf("taken over %s after the restart", time.Since(restarted))
 
 	// Handing back: the controller's writes are its status, then the
 	// reloaders' RoleBinding and Role; killed after the first.
@@ -63,8 +65,10 @@ func testControllerKilled(t *testing.T, e *env) {
 	require.NoError(t, err, "killed handing back after the Role's deletion (make slow longer)")
 	px.setDelay(0)
 	s.edit(t, 2)
+	restarted = time.Now()
 	e.startController(t, kubeconfig, ns)
 	s.waitHandedBack(t, 2)
+	t.Logf("handed back %s after the restart", time.Since(restarted))
 }
 
 // testOperatorKilled kills prometheus-operator's operator (SIGKILL) in
@@ -97,6 +101,8 @@ func testOperatorKilled(t *testing.T, e *env) {
 	t.Logf("prometheus-operator killed handing back, after its write of %s", what)
 	px.setDelay(0)
 	s.edit(t, 1)
+	restarted := time.Now()
 	operator.Start(t, kubeconfig, "", "--namespaces="+ns)
 	s.waitHandedBack(t, 1)
+	t.Logf("handed back %s after the restart", time.Since(restarted))
 }

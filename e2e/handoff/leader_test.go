@@ -99,6 +99,7 @@ func testLeaderPartitioned(t *testing.T, e *env) {
 	require.True(t, a.exitedAt.Before(acquired), "replica a exited at %s, after replica b took the Lease at %s", a.exitedAt, acquired)
 	require.Contains(t, a.logs.String(), "leader election lost", "replica a stopped for losing the Lease")
 	s.waitTakenOver(t, 1)
+	t.Logf("the change made after the partition rendered %s after it", time.Since(cut))
 	after := writesBy(e.audit(t, ns), cut)
 	require.Zero(t, after[userA], "replica a wrote after the partition")
 	require.Positive(t, after[userB], "replica b rendered the change")

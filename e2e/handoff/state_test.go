@@ -155,23 +155,54 @@ func noneOfOurs(sts *appsv1.StatefulSet) error {
 	return nil
 }
 
-// owned returns nil when the config Secret, the rule ConfigMap and the
-// governing Service belong to the Prometheus (the Service shared, a plain
-// owner reference), and the reloaders' Role and RoleBinding exist, owned
-// by it, when ours, and not at all otherwise.
+// leftover is the one trace of the controller a hand-back leaves in the
+// metadata of the objects: the label of its config Secret, which
+// prometheus-operator's updates keep (they keep the labels they do not
+// set, pkg/k8s/k8s.go mergeMetadata), and which nothing selects once
+// handed back. (The controller's managed fields entries stay too, on the
+// fields whose values prometheus-operator wrote alike.)
+const leftover = "Secret/prometheus-NAME label podreload.dev/config"
+
+// owned returns nil when every Secret and ConfigMap of the Prometheus
+// (named prometheus-<name>...: the config, web config, TLS assets, rule
+// files) and the governing Service belong to it (the Service shared, a
+// plain owner reference), and the reloaders' Role and RoleBinding exist,
+// owned by it, when ours, and not at all otherwise; handed back, no label
+// or annotation of theirs names the controller but leftover.
 func (s *scene) owned(t testing.TB, ours bool) error {
-	var secret corev1.Secret
-	if err := s.e.c.Get(t.Context(), s.key(s.stsName()), &secret); err != nil {
-		return err
-	}
-	var rules corev1.ConfigMap
-	if err := s.e.c.Get(t.Context(), s.key(s.stsName()+"-rulefiles-0"), &rules); err != nil {
-		return err
-	}
-	for _, obj := range []client.Object{&secret, &rules} {
-		if err := s.ownedOnlyBy(obj); err != nil {
+	seen := 0
+	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}} {
+		if err := s.e.c.List(t.Context(), list, client.InNamespace(s.ns)); err != nil {
 			return err
 		}
+		items, err := listItems(list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range items {
+			if obj.GetName() != s.stsName() && !strings.HasPrefix(obj.GetName(), s.stsName()+"-") {
+				continue
+			}
+			seen++
+			if err := s.ownedOnlyBy(obj); err != nil {
+				return err
+			}
+			if ours {
+				continue
+			}
+			kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+			for what, m := range map[string]map[string]string{"label": obj.GetLabels(), "annotation": obj.GetAnnotations()} {
+				for k := range m {
+					trace := fmt.Sprintf("%s/%s %s %s", kind, obj.GetName(), what, k)
+					if strings.Contains(k, "podreload") && trace != strings.ReplaceAll(leftover, "NAME", s.name) {
+						return fmt.Errorf("handed back, %s kept", trace)
+					}
+				}
+			}
+		}
+	}
+	if seen < 2 {
+		return fmt.Errorf("%d Secrets and ConfigMaps of the Prometheus", seen)
 	}
 	var svc corev1.Service
 	if err := s.e.c.Get(t.Context(), s.key("prometheus-operated"), &svc); err != nil {
