@@ -37,7 +37,7 @@ const (
 	// slow is the latency the proxy of a process adds to each of its
 	// requests while a roll is to be interrupted: a roll of some ten
 	// writes then takes seconds, and the kill lands in its middle.
-	slow = 300 * time.Millisecond
+	slow = 500 * time.Millisecond
 )
 
 func TestMain(m *testing.M) {
