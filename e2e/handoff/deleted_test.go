@@ -34,7 +34,7 @@ import (
 // Retain: a Prometheus that sets persistentVolumeClaimRetentionPolicy is
 // not taken over) and the claims are untouched. Once it is gone, the
 // controller writes nothing more of it.
-func testDeletedDuringRoll(t *testing.T, e *env) {
+func testDeletedDuringRoll(t testing.TB, e *env, fig figure) {
 	ns := e.namespace(t, "deleted")
 	createMonitors(t, e.c, ns)
 	s := e.newPrometheus(t, ns, "k8s", "")
@@ -65,7 +65,7 @@ func testDeletedDuringRoll(t *testing.T, e *env) {
 		return fmt.Errorf("still there: %w", err)
 	})
 	gone := time.Now()
-	t.Logf("gone %s after its deletion", gone.Sub(deleted))
+	fig("a Prometheus deleted in the middle of its takeover: deletion → gone, prometheus-operator's finalizer removed", gone.Sub(deleted))
 
 	// A Prometheus taken over after: once its objects are written, the
 	// controller has handled every event of the namespace before, the

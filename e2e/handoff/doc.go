@@ -12,5 +12,7 @@
 // during a hand-off").
 //
 // Run it with `go test -race -run TestHandoff ./e2e/handoff/`, after
-// `go build -o bin/controller ./cmd/controller` (`make build`).
+// `go build -o bin/controller ./cmd/controller` (`make build`);
+// BenchmarkHandoff (`make bench`) times each fault to its end state into
+// docs/benchmarks.md.
 package handoff

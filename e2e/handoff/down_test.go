@@ -37,7 +37,7 @@ import (
 // drained by the changes it renders for theirs after it. So the outage,
 // shorter, exercises every path 10 minutes would, without 10 minutes
 // more of `make test`.
-func testControllerDown(t *testing.T, e *env) {
+func testControllerDown(t testing.TB, e *env, fig figure) {
 	ns := e.namespace(t, "controller-down")
 	createMonitors(t, e.c, ns)
 	ours := e.newPrometheus(t, ns, "ours", "")
@@ -87,7 +87,7 @@ func testControllerDown(t *testing.T, e *env) {
 	restarted := time.Now()
 	e.startController(t, e.cp.Kubeconfig, ns)
 	ours.waitTakenOver(t, 2)
-	t.Logf("ours up to date %s after the restart", time.Since(restarted))
+	fig("the controller down while objects change: its start → the changes made meanwhile rendered", time.Since(restarted))
 	eventually(t, "late taken over", func() error {
 		sts, err := late.liveStatefulSet(t)
 		if err != nil {

@@ -28,7 +28,7 @@ const (
 // StatefulSet mixes both pod templates, has an owner but the Prometheus
 // or other claim templates; once the last flip settled, only the
 // controller writes it (a change of replicas then).
-func testFlips(t *testing.T, e *env) {
+func testFlips(t testing.TB, e *env, fig figure) {
 	ns := e.namespace(t, "flips")
 	createMonitors(t, e.c, ns)
 	s := e.newPrometheus(t, ns, "k8s", "")
@@ -64,7 +64,7 @@ func testFlips(t *testing.T, e *env) {
 	lastFlip := time.Now()
 	s.edit(t, 1)
 	s.waitTakenOver(t, 1)
-	t.Logf("taken over %s after the last flip", time.Since(lastFlip))
+	fig("the annotation flipped 10 times in 30 s: last flip → taken over, a change made after it rendered", time.Since(lastFlip))
 	writes := e.stsWrites(t, ns, s.stsName())
 	require.NotEmpty(t, writes)
 	settled := writes[len(writes)-1].rv

@@ -78,10 +78,44 @@ type env struct {
 	controllerBin string
 }
 
+// figure records a duration a fault scenario measured: the test logs
+// it, the benchmark reports it.
+type figure func(what string, d time.Duration)
+
+// scenario is a fault and what it checks, in a namespace of its own.
+type scenario struct {
+	name string
+	run  func(testing.TB, *env, figure)
+}
+
+// scenarios are the faults of issue 41 (items 3 and 4).
+func scenarios() []scenario {
+	return []scenario{
+		{"controller killed", testControllerKilled},
+		{"operator killed", testOperatorKilled},
+		{"annotation flipped", testFlips},
+		{"controller down", testControllerDown},
+		{"deleted during the roll", testDeletedDuringRoll},
+		{"leader partitioned", testLeaderPartitioned},
+	}
+}
+
 // TestHandoff runs the faults of issue 41 (items 3 and 4), each in a
 // namespace of its own, on one control plane, at once: each runs its own
 // prometheus-operator (--namespaces) and controllers (--namespace).
 func TestHandoff(t *testing.T) {
+	e := startEnv(t)
+	for _, sc := range scenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			sc.run(t, e, func(what string, d time.Duration) { t.Logf("%s: %s", what, d) })
+		})
+	}
+}
+
+// startEnv starts the control plane, with its audit log.
+func startEnv(t testing.TB) *env {
+	t.Helper()
 	bin, err := toolbin.Path("controller")
 	require.NoError(t, err, "build it with `go build -o bin/controller ./cmd/controller` (or `make build`)")
 	dir := t.TempDir()
@@ -90,23 +124,7 @@ func TestHandoff(t *testing.T) {
 	cp := controlplane.StartWithFlags(t, map[string]string{
 		"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json",
 	}, filepath.Join("..", "..", "deploy", "crds"))
-	e := &env{cp: cp, c: newClient(t, cp.Config), auditLog: auditLog, controllerBin: bin}
-	for _, tc := range []struct {
-		name string
-		run  func(*testing.T, *env)
-	}{
-		{"controller killed", testControllerKilled},
-		{"operator killed", testOperatorKilled},
-		{"annotation flipped", testFlips},
-		{"controller down", testControllerDown},
-		{"deleted during the roll", testDeletedDuringRoll},
-		{"leader partitioned", testLeaderPartitioned},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, e)
-		})
-	}
+	return &env{cp: cp, c: newClient(t, cp.Config), auditLog: auditLog, controllerBin: bin}
 }
 
 // newClient returns a client of cfg with the test's user agent.

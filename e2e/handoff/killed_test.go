@@ -22,7 +22,7 @@ import (
 // that the roll had not reached the StatefulSet (or, handing back, the
 // Role) yet. After its restart the end state is reached, with the change
 // made meanwhile.
-func testControllerKilled(t *testing.T, e *env) {
+func testControllerKilled(t testing.TB, e *env, fig figure) {
 	ns := e.namespace(t, "controller-killed")
 	createMonitors(t, e.c, ns)
 	s := e.newPrometheus(t, ns, "k8s", "")
@@ -48,7 +48,7 @@ func testControllerKilled(t *testing.T, e *env) {
 	restarted := time.Now()
 	ctl = e.startController(t, kubeconfig, ns)
 	s.waitTakenOver(t, 1)
-	t.Logf("taken over %s after the restart", time.Since(restarted))
+	fig("the controller killed taking over: its start → taken over, a change made meanwhile rendered", time.Since(restarted))
 
 	// Handing back: the controller's writes are its status, then the
 	// reloaders' RoleBinding and Role; killed after the first.
@@ -68,7 +68,7 @@ func testControllerKilled(t *testing.T, e *env) {
 	restarted = time.Now()
 	e.startController(t, kubeconfig, ns)
 	s.waitHandedBack(t, 2)
-	t.Logf("handed back %s after the restart", time.Since(restarted))
+	fig("the controller killed handing back: its start → handed back, the reloaders' Role gone", time.Since(restarted))
 }
 
 // testOperatorKilled kills prometheus-operator's operator (SIGKILL) in
@@ -77,7 +77,7 @@ func testControllerKilled(t *testing.T, e *env) {
 // it reached the StatefulSet. A change is made while it is down; once it
 // runs again, the Prometheus is its own, the change rendered, nothing of
 // the controller's left.
-func testOperatorKilled(t *testing.T, e *env) {
+func testOperatorKilled(t testing.TB, e *env, fig figure) {
 	ns := e.namespace(t, "operator-killed")
 	createMonitors(t, e.c, ns)
 	s := e.newPrometheus(t, ns, "k8s", "")
@@ -104,5 +104,5 @@ func testOperatorKilled(t *testing.T, e *env) {
 	restarted := time.Now()
 	operator.Start(t, kubeconfig, "", "--namespaces="+ns)
 	s.waitHandedBack(t, 1)
-	t.Logf("handed back %s after the restart", time.Since(restarted))
+	fig("prometheus-operator killed handing back: its start (until ready) → handed back, a change made meanwhile rendered", time.Since(restarted))
 }

@@ -35,7 +35,7 @@ const (
 // renewal for the lease duration and renders the change made after the
 // partition; the partitioned one stops leading (it exits) before that,
 // and none of its writes reaches the API server after the partition.
-func testLeaderPartitioned(t *testing.T, e *env) {
+func testLeaderPartitioned(t testing.TB, e *env, fig figure) {
 	ns := e.namespace(t, "leader")
 	createMonitors(t, e.c, ns)
 	s := e.newPrometheus(t, ns, "k8s", "")
@@ -99,7 +99,9 @@ func testLeaderPartitioned(t *testing.T, e *env) {
 	require.True(t, a.exitedAt.Before(acquired), "replica a exited at %s, after replica b took the Lease at %s", a.exitedAt, acquired)
 	require.Contains(t, a.logs.String(), "leader election lost", "replica a stopped for losing the Lease")
 	s.waitTakenOver(t, 1)
-	t.Logf("the change made after the partition rendered %s after it", time.Since(cut))
+	fig("the leader partitioned: its last renewal → it exits", a.exitedAt.Sub(renewed))
+	fig("the leader partitioned: its last renewal → the other replica leads", acquired.Sub(renewed))
+	fig("the leader partitioned: partition → a change made after it rendered by the other replica", time.Since(cut))
 	after := writesBy(e.audit(t, ns), cut)
 	require.Zero(t, after[userA], "replica a wrote after the partition")
 	require.Positive(t, after[userB], "replica b rendered the change")
