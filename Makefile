@@ -315,6 +315,7 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/...
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Scale -benchtime 1x -timeout 30m ./cmd/controller/
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Handoff -benchtime 1x -timeout 20m ./e2e/handoff/
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Collector -benchtime 1x -timeout 20m ./collect/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource|AppliedStatus' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins
