@@ -263,7 +263,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code, deploy/cr
 
 # TESTFLAGS go to every go test of make test: -json, say, gives each test's
 # time (docs/development.md).
-test: lint build tools host-images node-bins ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
+test: lint build tools host-images node-bins bin/previous/controller ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
 	@# Without -race: the packages it links are then those `make images` compiled.
 	cd tools/images && $(GO) test -count=1 $(TESTFLAGS) ./...

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podreload/podreload/api/v1alpha1"
+
 	"github.com/go-logr/logr"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
@@ -27,9 +29,11 @@ import (
 const (
 	// controllerID is the id the controller takes over.
 	controllerID = "podreload"
-	// reloaderImage is the controller's config-reloader image: what tells
-	// its pod template from prometheus-operator's.
-	reloaderImage = "ghcr.io/podreload/podreload:handoff"
+	// reloaderRepository is the repository of the controller's
+	// config-reloader images: what tells its pod template from
+	// prometheus-operator's. reloaderImage is the one the tests run.
+	reloaderRepository = "ghcr.io/podreload/podreload"
+	reloaderImage      = reloaderRepository + ":handoff"
 	// testAgent is the user agent of the test's own writes.
 	testAgent = "handoff-test"
 	// timeout bounds every wait for a controller.
@@ -97,6 +101,7 @@ func scenarios() []scenario {
 		{"controller down", testControllerDown},
 		{"deleted during the roll", testDeletedDuringRoll},
 		{"leader partitioned", testLeaderPartitioned},
+		{"upgraded from the previous release", testUpgrade},
 	}
 }
 
@@ -133,6 +138,7 @@ func newClient(t testing.TB, cfg *rest.Config) client.Client {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, monitoringv1.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = testAgent
 	c, err := client.New(cfg, client.Options{Scheme: scheme})

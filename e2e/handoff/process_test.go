@@ -27,7 +27,9 @@ import (
 
 // controllerProc is bin/controller running as a process of this machine.
 type controllerProc struct {
-	cmd  *exec.Cmd
+	cmd *exec.Cmd
+	// addr is its web address (metrics, readiness).
+	addr string
 	logs *syncBuffer
 	// done is closed once it exited; exit and exitedAt say how and when.
 	done     chan struct{}
@@ -42,14 +44,21 @@ type controllerProc struct {
 // test's log when the test fails.
 func (e *env) startController(t testing.TB, kubeconfig, ns string, args ...string) *controllerProc {
 	t.Helper()
+	return e.startBinary(t, e.controllerBin, reloaderImage, kubeconfig, ns, args...)
+}
+
+// startBinary is startController with the controller binary bin, its
+// config-reloader image image.
+func (e *env) startBinary(t testing.TB, bin, image, kubeconfig, ns string, args ...string) *controllerProc {
+	t.Helper()
 	addr := freeAddress(t)
 	flags := []string{
 		"--kubeconfig=" + kubeconfig, "--namespace=" + ns, "--web.listen-address=" + addr,
-		"--controller-id=" + controllerID, "--reloader-image=" + reloaderImage,
+		"--controller-id=" + controllerID, "--reloader-image=" + image,
 		"--auto-gomemlimit-ratio=0",
 	}
-	cmd := exec.Command(e.controllerBin, append(flags, args...)...)
-	p := &controllerProc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd := exec.Command(bin, append(flags, args...)...)
+	p := &controllerProc{cmd: cmd, addr: addr, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	require.NoError(t, cmd.Start())
 	go func() {
@@ -92,6 +101,18 @@ func (e *env) startController(t testing.TB, kubeconfig, ns string, args ...strin
 		return nil
 	})
 	return p
+}
+
+// stop stops the process as a Deployment's rollout does (SIGTERM), and
+// waits for its exit.
+func (p *controllerProc) stop(t testing.TB) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the controller did not stop within 30 s of SIGTERM")
+	}
 }
 
 // exited reports whether the process exited.

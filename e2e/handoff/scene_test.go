@@ -324,7 +324,7 @@ func side(tpl *corev1.PodTemplateSpec) (string, error) {
 	var ours, theirs []string
 	for _, c := range slices.Concat(tpl.Spec.InitContainers, tpl.Spec.Containers) {
 		switch {
-		case c.Image == reloaderImage:
+		case strings.HasPrefix(c.Image, reloaderRepository+":"):
 			ours = append(ours, c.Name)
 		case strings.Contains(c.Image, "prometheus-config-reloader"):
 			theirs = append(theirs, c.Name)
