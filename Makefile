@@ -31,7 +31,9 @@ build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 # The previous release, for the upgrade tests: CHANGELOG.md names the commit
 # each release was cut from, and this builds the newest one's controller
 # and config-reloader from the git history (a clone has it: no download)
-# into bin/previous/, with that release's version.
+# into bin/previous/, with that release's version, beside its CRDs
+# (bin/previous/crds/) and the objects of its example and its
+# configuration test cases (bin/previous/objects/).
 PREVIOUS_COMMIT = $(shell sed -n 's/^Cut from commit \([0-9a-f]\{40\}\).*/\1/p' CHANGELOG.md | head -1)
 PREVIOUS_VERSION = $(shell sed -n 's/^## \([0-9][0-9.]*\)$$/\1/p' CHANGELOG.md | head -1)
 bin/previous/controller bin/previous/config-reloader &: CHANGELOG.md
@@ -39,6 +41,10 @@ bin/previous/controller bin/previous/config-reloader &: CHANGELOG.md
 	rm -rf bin/previous/src && mkdir -p bin/previous/src
 	git archive $(PREVIOUS_COMMIT) | tar -x -C bin/previous/src
 	cd bin/previous/src && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION).Version=$(PREVIOUS_VERSION) -X $(VERSION).Revision=$(PREVIOUS_COMMIT)' -o $(BIN)/previous/ ./cmd/controller ./cmd/config-reloader
+	rm -rf bin/previous/crds bin/previous/objects && mkdir -p bin/previous/crds bin/previous/objects
+	cp bin/previous/src/deploy/crds/*.yaml bin/previous/crds/
+	cp bin/previous/src/deploy/example/*.yaml bin/previous/src/controller/prometheus/testdata/operator/config/*.yaml bin/previous/objects/
+	rm -f bin/previous/objects/kustomization.yaml
 	rm -rf bin/previous/src
 
 $(BINARIES:%=bin/%): bin/%: $(SOURCES)

@@ -11,8 +11,15 @@
 // end states are what the API server shows (docs/takeover.md, "Faults
 // during a hand-off").
 //
-// Run it with `go test -race -run TestHandoff ./e2e/handoff/`, after
-// `go build -o bin/controller ./cmd/controller` (`make build`);
+// And the upgrade (issue 41, item 2): the previous release's controller
+// (bin/previous/, built from the git history at the commit CHANGELOG.md
+// names) replaced by the current one, which must write nothing but
+// statuses (TestHandoff's "upgraded from the previous release"), and the
+// current CRDs applied over the previous release's, which must lose no
+// field of the objects of its example and test cases (TestCRDUpgrade).
+//
+// Run it with `go test -race ./e2e/handoff/`, after `make build
+// bin/previous/controller`;
 // BenchmarkHandoff (`make bench`) times each fault to its end state into
 // docs/benchmarks.md.
 package handoff
