@@ -9,7 +9,9 @@
 //
 // Where things are:
 //   - render.go: pure, the Alertmanager and its inputs in, the objects out;
-//   - pod.go: the pod template, Alertmanager's flags and the reloaders;
+//   - pod.go: the pod template, Alertmanager's container and the reloaders;
+//   - flags.go: Alertmanager's flags, each gated on the version as
+//     prometheus-operator gates it, and the versions it renders;
 //   - web.go: spec.web's configuration file and what it puts in the pods;
 //   - fields.go: every field of the spec, mapped, ignored or refused;
 //   - inputs.go: the configuration's inputs (the configSecret or the

@@ -1,6 +1,8 @@
 package alertmanager
 
 import (
+	"cmp"
+	"fmt"
 	"reflect"
 	"slices"
 
@@ -8,11 +10,6 @@ import (
 
 	"github.com/podreload/podreload/controller/takeover"
 )
-
-// minVersion is the oldest Alertmanager whose flags args renders as
-// prometheus-operator does (--cluster.peer-name, --dispatch.start-delay:
-// 0.30).
-const minVersion = "a version before v0.30.0: prometheus-operator's flags for it are not rendered"
 
 // operatorFields is the takeover's field coverage of prometheus-operator's
 // Alertmanager spec (the main module's types, v0.94.1): every field has a
@@ -29,7 +26,7 @@ func operatorFields() []takeover.Field {
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
 		mapped("imagePullPolicy", "on Alertmanager and the config-reloaders"),
-		mapped("version", "the image's tag with no image (default v0.33.1, prometheus-operator's), and the version label of the pods; "+minVersion+" is refused, and so is a version that is not one"),
+		mapped("version", "the image's tag with no image (default v0.33.1, prometheus-operator's), the version label of the pods, and the flags rendered, each gated on the version as prometheus-operator gates it (flags.go); a version prometheus-operator refuses (before v0.15.0, from v1) is refused, and so is a version that is not one"),
 		mapped("tag", "deprecated: the image's tag, as prometheus-operator composes it"),
 		mapped("sha", "deprecated: the image's digest, as prometheus-operator composes it"),
 		mapped("baseImage", "deprecated: the image's repository, as prometheus-operator composes it"),
@@ -115,16 +112,19 @@ func namesNone(names ...string) func(reflect.Value) bool {
 
 // fromAlertmanager returns what keeps am from being taken over: the paths
 // of the refused fields it sets (takeover.RefusedFields), a version that
-// is not one or is too old, an additional flag the controller renders;
-// sorted. None means it can be.
+// is not one or that prometheus-operator refuses, an additional flag the
+// controller renders; sorted. None means it can be.
 func fromAlertmanager(am *monitoringv1.Alertmanager) []string {
 	unsupported := takeover.RefusedFields(am.Spec, operatorFields())
-	if _, version, ok := image(am); !ok {
+	_, version, ok := image(am)
+	switch {
+	case !ok:
 		unsupported = append(unsupported, "version: not a version")
-	} else if !takeover.AtLeast(version, 0, 30) {
-		unsupported = append(unsupported, "version: "+minVersion)
+	case !supported(version):
+		// prometheus-operator's words, and the version as the spec says it.
+		unsupported = append(unsupported, fmt.Sprintf("version: unsupported Alertmanager version %q (prometheus-operator renders v0.15.0 and later v0 releases)", cmp.Or(am.Spec.Version, defaultVersion)))
 	}
-	rendered := args(&monitoringv1.Alertmanager{ObjectMeta: am.ObjectMeta, Spec: *am.Spec.DeepCopy()})
+	rendered := args(&monitoringv1.Alertmanager{ObjectMeta: am.ObjectMeta, Spec: *am.Spec.DeepCopy()}, version)
 	for _, x := range am.Spec.AdditionalArgs {
 		name := "--" + x.Name
 		if slices.ContainsFunc(rendered[:len(rendered)-len(am.Spec.AdditionalArgs)], func(a string) bool {

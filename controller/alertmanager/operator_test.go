@@ -2,6 +2,7 @@ package alertmanager
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -107,4 +108,45 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 	})
 	require.Equal(t, opSTS.UID, sts.UID, "taken back in place")
 	require.Equal(t, opSTS.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name)
+
+	for _, version := range []string{"v0.25.0", "v0.28.1"} {
+		t.Run(version, func(t *testing.T) { testOperatorVersion(t, c, ns, version) })
+	}
+}
+
+// testOperatorVersion: an Alertmanager of version, older than v0.30,
+// setting every field whose flag prometheus-operator gates on the
+// version, gets from the controller the flags and the variables the
+// operator wrote for it.
+func testOperatorVersion(t *testing.T, c client.Client, ns, version string) {
+	ctx := t.Context()
+	am := gatedAlertmanager()
+	name := "v" + strings.NewReplacer("v", "", ".", "-").Replace(version)
+	am.Namespace, am.Name, am.Annotations = ns, name, nil
+	am.Spec.Version = version
+	am.Spec.Secrets = nil
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stsName(name)}, Data: map[string][]byte{baseKey: []byte(baseConfig)}}))
+	require.NoError(t, c.Create(ctx, am))
+	key := client.ObjectKey{Namespace: ns, Name: stsName(name)}
+	var opSTS appsv1.StatefulSet
+	eventually(t, func(ct *assert.CollectT) {
+		if assert.NoError(ct, c.Get(ctx, key, &opSTS)) {
+			assert.Contains(ct, reloaderOf(&opSTS), "prometheus-config-reloader", "the operator's reloader")
+		}
+	})
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) {
+		a.Annotations = map[string]string{takeover.AnnotationControllerID: "podreload"}
+	})
+	var sts appsv1.StatefulSet
+	eventually(t, func(ct *assert.CollectT) {
+		if assert.NoError(ct, c.Get(ctx, key, &sts)) {
+			assert.Equal(ct, "podreload:test", reloaderOf(&sts), "our reloader")
+		}
+	})
+	op, ours := opSTS.Spec.Template.Spec.Containers[0], sts.Spec.Template.Spec.Containers[0]
+	require.Equal(t, op.Image, ours.Image)
+	require.Equal(t, op.Args, ours.Args, "Alertmanager's flags as the operator's")
+	require.Equal(t, op.Env, ours.Env)
+	require.Equal(t, op.LivenessProbe.HTTPGet, ours.LivenessProbe.HTTPGet)
+	require.Equal(t, opSTS.Spec.Template.Labels[labelVersion], sts.Spec.Template.Labels[labelVersion])
 }

@@ -100,9 +100,9 @@ func TestRenderStatefulSet(t *testing.T) {
 	// One replica: no clustering, unless forced.
 	am.Spec.Replicas = ptr.To[int32](1)
 	am.Spec.AdditionalPeers = nil
-	require.Contains(t, args(am), "--cluster.listen-address=")
+	require.Contains(t, args(am, "0.33.1"), "--cluster.listen-address=")
 	am.Spec.ForceEnableClusterMode = true
-	require.Contains(t, args(am), "--cluster.listen-address=[$(POD_IP)]:9094")
+	require.Contains(t, args(am, "0.33.1"), "--cluster.listen-address=[$(POD_IP)]:9094")
 }
 
 // TestRenderAdopts: an existing StatefulSet's selector (with the
@@ -174,15 +174,21 @@ func TestRefusedFields(t *testing.T) {
 		})
 	}
 	am := testAlertmanager("ns", "a", "")
-	am.Spec.Version = "v0.29.0"
-	require.Equal(t, []string{"version: " + minVersion}, fromAlertmanager(am))
+	for _, v := range []string{"v0.14.0", "0.15.0-rc.0", "v1.0.0"} {
+		am.Spec.Version = v
+		require.Equal(t, []string{`version: unsupported Alertmanager version "` + v + `" (prometheus-operator renders v0.15.0 and later v0 releases)`}, fromAlertmanager(am))
+	}
+	for _, v := range []string{"v0.15.0", "0.25.0", "v0.28.1", "v0.29.0"} {
+		am.Spec.Version = v
+		require.Empty(t, fromAlertmanager(am), v)
+	}
 	am.Spec.Version = "latest"
 	require.Equal(t, []string{"version: not a version"}, fromAlertmanager(am))
 	am.Spec.Version = ""
 	am.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "cluster.label", Value: "x"}, {Name: "dispatch.start-delay", Value: "1s"}, {Name: "alerts.gc-interval", Value: "1m"}}
 	am.Spec.MinReadySeconds = ptr.To[int32](5)
 	require.Equal(t, []string{"additionalArgs: cluster.label is rendered by the controller"}, fromAlertmanager(am))
-	a := args(am)
+	a := args(am, "0.33.1")
 	require.Equal(t, []string{"--cluster.label=x", "--dispatch.start-delay=1s", "--alerts.gc-interval=1m"}, a[len(a)-3:])
 	require.False(t, slices.Contains(a, "--dispatch.start-delay=5s"), "additionalArgs sets it")
 }
@@ -207,8 +213,11 @@ and its ` + "`UnsupportedFields`" + ` condition and Event name the paths. A test
 the Go types and fails when a field has no row.
 
 Besides the fields, an Alertmanager is refused with a ` + "`version`" + ` that is
-not one, or before v0.30.0, and with an ` + "`additionalArgs`" + ` flag the
-controller renders (prometheus-operator fails on both).
+not one, or one prometheus-operator refuses (before v0.15.0, or from
+v1), and with an ` + "`additionalArgs`" + ` flag the controller renders
+(prometheus-operator fails on each). Every version it renders is taken
+over with its flags, each gated on the version as prometheus-operator
+v0.94.1 gates it (controller/alertmanager/flags.go).
 
 `)
 	b.WriteString(takeover.Matrix(operatorFields()))
