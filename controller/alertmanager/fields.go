@@ -26,7 +26,7 @@ func operatorFields() []takeover.Field {
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
 		mapped("imagePullPolicy", "on Alertmanager and the config-reloaders"),
-		mapped("version", "the image's tag with no image (default v0.33.1, prometheus-operator's), the version label of the pods, and the flags rendered, each gated on the version as prometheus-operator gates it (flags.go); a version prometheus-operator refuses (before v0.15.0, from v1) is refused, and so is a version that is not one"),
+		mapped("version", "the image's tag with no image (unset, prometheus-operator v0.94.1's default, v0.34.0, or the version the StatefulSet runs when newer: never older than what runs), the version label of the pods, and the flags rendered, each gated on the version as prometheus-operator gates it (flags.go); a version prometheus-operator refuses (before v0.15.0, from v1) is refused, and so is a version that is not one"),
 		mapped("tag", "deprecated: the image's tag, as prometheus-operator composes it"),
 		mapped("sha", "deprecated: the image's digest, as prometheus-operator composes it"),
 		mapped("baseImage", "deprecated: the image's repository, as prometheus-operator composes it"),
@@ -116,7 +116,7 @@ func namesNone(names ...string) func(reflect.Value) bool {
 // controller renders; sorted. None means it can be.
 func fromAlertmanager(am *monitoringv1.Alertmanager) []string {
 	unsupported := takeover.RefusedFields(am.Spec, operatorFields())
-	_, version, ok := image(am)
+	_, version, ok := image(am, nil)
 	switch {
 	case !ok:
 		unsupported = append(unsupported, "version: not a version")

@@ -7,6 +7,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -134,4 +135,34 @@ func TestWebBeforeItsFile(t *testing.T) {
 	require.Equal(t, corev1.URISchemeHTTPS, cur.Spec.Containers[0].LivenessProbe.HTTPGet.Scheme)
 	require.Contains(t, cur.Spec.Containers[1].Args, "--reload-url=https://localhost:9093/-/reload")
 	require.Len(t, pod("v0.30.0").Spec.Containers[0].Env, 2, "POD_NAME from 0.30")
+}
+
+// TestDefaultVersion: without spec.version, prometheus-operator v0.94.1's
+// default, or the version the StatefulSet runs when it is newer (a
+// takeover never downgrades); spec.version wins over both.
+func TestDefaultVersion(t *testing.T) {
+	running := func(image string) *appsv1.StatefulSet {
+		sts := operatorStatefulSet(testAlertmanager("monitoring", "main", "podreload"))
+		sts.Spec.Template.Spec.Containers[0].Image = image
+		return sts
+	}
+	for _, tc := range []struct {
+		version string
+		live    *appsv1.StatefulSet
+		want    string
+	}{
+		{"", nil, "v0.34.0"},
+		{"", running("quay.io/prometheus/alertmanager:v0.33.1"), "v0.34.0"},
+		{"", running("quay.io/prometheus/alertmanager:v0.35.0"), "v0.35.0"},
+		{"", running("mirror.example:5000/alertmanager:v0.35.1@sha256:abcd"), "v0.35.1"},
+		{"v0.28.1", running("quay.io/prometheus/alertmanager:v0.35.0"), "v0.28.1"},
+	} {
+		am := testAlertmanager("monitoring", "main", "podreload")
+		am.Spec.Version = tc.version
+		objs, err := render(inputs{am: am, live: tc.live, config: []byte("x")})
+		require.NoError(t, err)
+		pod := objs.sts.Spec.Template
+		require.Equal(t, "quay.io/prometheus/alertmanager:"+tc.want, pod.Spec.Containers[0].Image, tc)
+		require.Equal(t, tc.want[1:], pod.Labels[labelVersion])
+	}
 }

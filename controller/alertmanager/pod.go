@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,10 +29,21 @@ const nobody = 65534
 
 // image is the Alertmanager image prometheus-operator runs for am, and its
 // version without the v; ok is false for a version that is not one.
-func image(am *monitoringv1.Alertmanager) (img, version string, ok bool) {
+// Without spec.version, the version is prometheus-operator's default or,
+// when newer, the one live's alertmanager container runs (nil live: none
+// runs): a takeover never downgrades Alertmanager.
+func image(am *monitoringv1.Alertmanager, live *appsv1.StatefulSet) (img, version string, ok bool) {
+	def := defaultVersion
+	if live != nil {
+		for _, c := range live.Spec.Template.Spec.Containers {
+			if c.Name == "alertmanager" {
+				def = takeover.NotOlder(defaultVersion, c.Image)
+			}
+		}
+	}
 	return takeover.Image(takeover.ImageSpec{
 		Image: am.Spec.Image, BaseImage: am.Spec.BaseImage, DefaultBaseImage: defaultBaseImage,
-		Version: am.Spec.Version, DefaultVersion: defaultVersion, Tag: am.Spec.Tag, SHA: am.Spec.SHA,
+		Version: am.Spec.Version, DefaultVersion: def, Tag: am.Spec.Tag, SHA: am.Spec.SHA,
 	})
 }
 
@@ -149,7 +161,7 @@ func dns1123(name string) string {
 // selector.
 func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec, error) {
 	am := in.am
-	img, version, _ := image(am)
+	img, version, _ := image(am, in.live)
 	labels := map[string]string{labelVersion: version}
 	annotations := map[string]string{}
 	if md := am.Spec.PodMetadata; md != nil {

@@ -55,9 +55,9 @@ const (
 
 	// defaultVersion and defaultBaseImage make the image of an
 	// Alertmanager that sets none (pkg/operator/defaults.go
-	// DefaultAlertmanagerVersion, DefaultAlertmanagerBaseImage): a
-	// takeover does not change Alertmanager's version.
-	defaultVersion   = "v0.33.1"
+	// DefaultAlertmanagerVersion, DefaultAlertmanagerBaseImage, at
+	// v0.94.1); image keeps a newer version that runs.
+	defaultVersion   = "v0.34.0"
 	defaultBaseImage = "quay.io/prometheus/alertmanager"
 	defaultRetention = "120h"
 	defaultPortName  = "web"

@@ -72,7 +72,7 @@ func TestRenderStatefulSet(t *testing.T) {
 	require.Equal(t, "alertmanager-main-db", sts.Spec.VolumeClaimTemplates[0].Name)
 	am0 := sts.Spec.Template.Spec.Containers[0]
 	require.Equal(t, "alertmanager", am0.Name)
-	require.Equal(t, "quay.io/prometheus/alertmanager:v0.33.1", am0.Image, "prometheus-operator's default version: a takeover does not change it")
+	require.Equal(t, "quay.io/prometheus/alertmanager:v0.34.0", am0.Image, "prometheus-operator v0.94.1's default version")
 	require.Contains(t, am0.VolumeMounts, corev1.VolumeMount{Name: "alertmanager-main-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
 	require.Contains(t, am0.VolumeMounts, corev1.VolumeMount{Name: "secret-team-creds", MountPath: "/etc/alertmanager/secrets/Team_Creds", ReadOnly: true})
 	for _, want := range []string{
