@@ -20,6 +20,7 @@ func operatorFields() []takeover.Field {
 		asIs     = "as prometheus-operator sets it in the pods"
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
+		zero     = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
 	)
 	refuse, refuseBut, mapped := takeover.Refuse, takeover.RefuseBut, takeover.Mapped
 	return []takeover.Field{
@@ -37,7 +38,7 @@ func operatorFields() []takeover.Field {
 		mapped("logLevel", flag+", and the reloaders' --log-level when not info, as prometheus-operator does"),
 		mapped("logFormat", flag+", and the reloaders' --log-format when not logfmt, as prometheus-operator does"),
 		mapped("replicas", "unset is 1, negative 0, as prometheus-operator; one --cluster.peer per replica"),
-		mapped("retention", "--data.retention; unset is 120h"),
+		mapped("retention", "--data.retention; unset is 120h; "+zero+" (120h then)"),
 		mapped("storage.disableMountSubPath", "deprecated: the data volume mounted without the sub-path alertmanager-db"),
 		mapped("storage.emptyDir", "the data volume"),
 		mapped("storage.ephemeral", "the data volume, an ephemeral one"),
@@ -70,10 +71,10 @@ func operatorFields() []takeover.Field {
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
 		mapped("clusterAdvertiseAddress", flag),
-		mapped("clusterGossipInterval", flag),
+		mapped("clusterGossipInterval", flag+"; "+zero),
 		mapped("clusterLabel", "--cluster.label; unset, <namespace>/<name>"),
-		mapped("clusterPushpullInterval", flag),
-		mapped("clusterPeerTimeout", flag),
+		mapped("clusterPushpullInterval", flag+"; "+zero),
+		mapped("clusterPeerTimeout", flag+"; "+zero),
 		refuse("clusterPeerName", "newer than prometheus-operator v0.93.1, which always names a peer after its pod"),
 		mapped("portName", "the name of the web port, of the Service's port and of the probes' (default web)"),
 		mapped("forceEnableClusterMode", "clustering with one replica"),

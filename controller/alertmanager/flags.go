@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/units"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/controller/takeover"
@@ -57,7 +59,7 @@ func args(am *monitoringv1.Alertmanager, version string) []string {
 	a := []string{
 		"--config.file=" + configOutFile,
 		"--storage.path=" + storageDir,
-		"--data.retention=" + cmp.Or(string(am.Spec.Retention), defaultRetention),
+		"--data.retention=" + cmp.Or(nonZero(am.Spec.Retention), defaultRetention),
 	}
 	n := replicas(am)
 	if n == 1 && !am.Spec.ForceEnableClusterMode {
@@ -109,9 +111,9 @@ func args(am *monitoringv1.Alertmanager, version string) []string {
 	}
 	for _, f := range []struct{ name, value string }{
 		{"cluster.advertise-address", am.Spec.ClusterAdvertiseAddress},
-		{"cluster.gossip-interval", string(am.Spec.ClusterGossipInterval)},
-		{"cluster.pushpull-interval", string(am.Spec.ClusterPushpullInterval)},
-		{"cluster.peer-timeout", string(am.Spec.ClusterPeerTimeout)},
+		{"cluster.gossip-interval", nonZero(am.Spec.ClusterGossipInterval)},
+		{"cluster.pushpull-interval", nonZero(am.Spec.ClusterPushpullInterval)},
+		{"cluster.peer-timeout", nonZero(am.Spec.ClusterPeerTimeout)},
 	} {
 		if f.value != "" {
 			a = append(a, "--"+f.name+"="+f.value)
@@ -152,4 +154,50 @@ func additional(am *monitoringv1.Alertmanager, name string) bool {
 		}
 	}
 	return false
+}
+
+// nonZero is the duration d, "" when it is zero (or negative): prometheus-
+// operator v0.94 drops such a duration rather than pass it as a flag
+// (discardZeroDurations), and says so (ignoredFields).
+func nonZero(d monitoringv1.GoDuration) string {
+	if v, err := time.ParseDuration(string(d)); err == nil && v <= 0 {
+		return ""
+	}
+	return string(d)
+}
+
+// ignoredFields are the fields of am nonZero drops, in prometheus-
+// operator's words and order; none when it drops none.
+func ignoredFields(am *monitoringv1.Alertmanager) []string {
+	var out []string
+	for _, f := range []struct {
+		name  string
+		value monitoringv1.GoDuration
+	}{
+		{"retention", am.Spec.Retention},
+		{"clusterGossipInterval", am.Spec.ClusterGossipInterval},
+		{"clusterPushpullInterval", am.Spec.ClusterPushpullInterval},
+		{"clusterPeerTimeout", am.Spec.ClusterPeerTimeout},
+	} {
+		if f.value != "" && nonZero(f.value) == "" {
+			out = append(out, f.name+" (zero value not supported)")
+		}
+	}
+	return out
+}
+
+// reasonIgnoredFields is the Reconciled condition's reason when the
+// objects match the spec but for fields dropped (ignoredFields), as
+// prometheus-operator says it (pkg/operator IgnoredFieldsReason).
+const reasonIgnoredFields = "IgnoredFields"
+
+// reconciled is the Reconciled condition of am whose objects were written:
+// True, with prometheus-operator's IgnoredFields reason and message when
+// ignoredFields drops some.
+func reconciled(am *monitoringv1.Alertmanager) metav1.Condition {
+	c := metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "the objects match the spec"}
+	if ignored := ignoredFields(am); len(ignored) > 0 {
+		c.Reason, c.Message = reasonIgnoredFields, "The following fields were ignored: "+strings.Join(ignored, ", ")
+	}
+	return c
 }

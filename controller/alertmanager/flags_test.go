@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/controller/webconfig"
@@ -165,4 +166,29 @@ func TestDefaultVersion(t *testing.T) {
 		require.Equal(t, "quay.io/prometheus/alertmanager:"+tc.want, pod.Spec.Containers[0].Image, tc)
 		require.Equal(t, tc.want[1:], pod.Labels[labelVersion])
 	}
+}
+
+// TestZeroDurations: retention and the cluster's durations set to zero are
+// dropped rather than passed as flags (retention back to its default), and
+// the Reconciled condition says which, in prometheus-operator v0.94.1's
+// words; a duration that is not zero is passed as it is.
+func TestZeroDurations(t *testing.T) {
+	am := testAlertmanager("monitoring", "main", "podreload")
+	require.Equal(t, metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "the objects match the spec"}, reconciled(am))
+	am.Spec.Retention = "0s"
+	am.Spec.ClusterGossipInterval = "0"
+	am.Spec.ClusterPushpullInterval = "1m"
+	am.Spec.ClusterPeerTimeout = "0ms"
+	a := args(am, "0.34.0")
+	require.Contains(t, a, "--data.retention=120h")
+	require.Contains(t, a, "--cluster.pushpull-interval=1m")
+	for _, f := range []string{"--cluster.gossip-interval", "--cluster.peer-timeout"} {
+		require.False(t, slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, f) }), f)
+	}
+	require.Equal(t, metav1.Condition{
+		Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "IgnoredFields",
+		Message: "The following fields were ignored: retention (zero value not supported), clusterGossipInterval (zero value not supported), clusterPeerTimeout (zero value not supported)",
+	}, reconciled(am))
+	am.Spec.Retention = "24h"
+	require.Contains(t, args(am, "0.34.0"), "--data.retention=24h")
 }

@@ -139,7 +139,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (synced, error) {
 	key := client.ObjectKeyFromObject(am)
 	own := kube.Owner{Key: "alertmanager", Object: am, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}
-	res := synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "the objects match the spec"}}
+	res := synced{cond: reconciled(am)}
 	in := inputs{am: am, reloaderImage: r.opts.ReloaderImage}
 	config, refs, err := r.configure(ctx, am)
 	if err != nil {

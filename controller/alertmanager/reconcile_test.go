@@ -251,6 +251,25 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 		assert.Equal(ct, "alertmanager=main,app.kubernetes.io/instance=main,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=alertmanager", live.Status.Selector)
 	})
 
+	// Durations of zero: dropped, and said in the condition, as
+	// prometheus-operator v0.94 does.
+	controlplane.Edit(t, c, &live, func(a *monitoringv1.Alertmanager) {
+		a.Spec.Retention, a.Spec.ClusterPeerTimeout = "0s", "0s"
+	})
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) || !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &sts)) {
+			return
+		}
+		rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled)
+		if assert.NotNil(ct, rec) {
+			assert.Equal(ct, monitoringv1.ConditionTrue, rec.Status)
+			assert.Equal(ct, "IgnoredFields", rec.Reason)
+			assert.Equal(ct, "The following fields were ignored: retention (zero value not supported), clusterPeerTimeout (zero value not supported)", rec.Message)
+		}
+		assert.Contains(ct, sts.Spec.Template.Spec.Containers[0].Args, "--data.retention=120h")
+	})
+	controlplane.Edit(t, c, &live, func(a *monitoringv1.Alertmanager) { a.Spec.Retention, a.Spec.ClusterPeerTimeout = "", "" })
+
 	// A base that does not load: the last good configuration stays.
 	before := generated.Data["alertmanager.yaml.gz"]
 	var base corev1.Secret
