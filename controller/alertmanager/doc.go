@@ -13,6 +13,8 @@
 //   - flags.go: Alertmanager's flags, each gated on the version as
 //     prometheus-operator gates it, and the versions it renders;
 //   - web.go: spec.web's configuration file and what it puts in the pods;
+//   - clustertls.go: spec.clusterTLS's file, its Secret, and what it puts
+//     in the pods;
 //   - fields.go: every field of the spec, mapped, ignored or refused;
 //   - inputs.go: the configuration's inputs (the configSecret or the
 //     AlertmanagerConfig spec.alertmanagerConfiguration names, the

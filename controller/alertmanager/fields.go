@@ -11,6 +11,9 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
+// zero says what becomes of a duration of zero (nonZero).
+const zero = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
+
 // operatorFields is the takeover's field coverage of prometheus-operator's
 // Alertmanager spec (the main module's types, v0.94.1): every field has a
 // row (TestFieldsCoverTheSpec walks the type), and the Alertmanager part
@@ -20,9 +23,8 @@ func operatorFields() []takeover.Field {
 		asIs     = "as prometheus-operator sets it in the pods"
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
-		zero     = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
 	)
-	refuse, refuseBut, mapped := takeover.Refuse, takeover.RefuseBut, takeover.Mapped
+	refuseBut, mapped := takeover.RefuseBut, takeover.Mapped
 	return []takeover.Field{
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
@@ -75,7 +77,7 @@ func operatorFields() []takeover.Field {
 		mapped("clusterLabel", "--cluster.label; unset, <namespace>/<name>"),
 		mapped("clusterPushpullInterval", flag+"; "+zero),
 		mapped("clusterPeerTimeout", flag+"; "+zero),
-		refuse("clusterPeerName", "newer than prometheus-operator v0.93.1, which always names a peer after its pod"),
+		mapped("clusterPeerName", "--cluster.peer-name from Alertmanager 0.30, as prometheus-operator v0.94 renders it; unset or empty, $(POD_NAME), the pod's name"),
 		mapped("portName", "the name of the web port, of the Service's port and of the probes' (default web)"),
 		mapped("forceEnableClusterMode", "clustering with one replica"),
 		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
@@ -89,7 +91,7 @@ func operatorFields() []takeover.Field {
 		mapped("web.getConcurrency", flag),
 		mapped("web.timeout", flag),
 		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
-		refuse("clusterTLS", "mutual TLS between the peers is not rendered yet"),
+		mapped("clusterTLS", "mutual TLS between the peers as prometheus-operator renders it: the file (server and client TLS settings) in the Secret alertmanager-<name>-cluster-tls-config, mounted with a sub-path at /etc/alertmanager/cluster_tls_config and named by --cluster.tls-config from Alertmanager 0.24, each certificate, key and CA from a Secret or ConfigMap mounted whole under it (server_tls/, client_tls/); a change of the file rolls the pods (Alertmanager reads it once); what prometheus-operator refuses in it (a server key missing, a client certificate missing, a file and a reference both) is Reconciled False, InvalidClusterTLS, nothing written"),
 		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders"),
 		refuseBut("automountServiceAccountToken", "the config-reloader reads the configuration through the API server with the pod's token; accepted: true", takeover.OnlyBool(true)),
 		mapped("enableFeatures", "--enable-feature"),

@@ -109,6 +109,27 @@ func args(am *monitoringv1.Alertmanager, version string) []string {
 	if since(version, sinceLogFormat) && am.Spec.LogFormat != "" && am.Spec.LogFormat != "logfmt" {
 		a = append(a, "--log.format="+am.Spec.LogFormat)
 	}
+	a = append(a, clusterArgs(am, version)...)
+	a = append(a, "--cluster.reconnect-timeout=5m")
+	if since(version, sinceWebConfig) {
+		a = append(a, "--web.config.file="+webConfigDir+"/"+webconfig.SecretKey)
+	}
+	if since(version, sinceClusterTLS) && am.Spec.ClusterTLS != nil {
+		a = append(a, "--cluster.tls-config="+clusterTLSFile)
+	}
+	for _, x := range am.Spec.AdditionalArgs {
+		if x.Value == "" {
+			a = append(a, "--"+x.Name)
+		} else {
+			a = append(a, "--"+x.Name+"="+x.Value)
+		}
+	}
+	return a
+}
+
+// clusterArgs are the flags of the cluster's peers (args).
+func clusterArgs(am *monitoringv1.Alertmanager, version string) []string {
+	var a []string
 	for _, f := range []struct{ name, value string }{
 		{"cluster.advertise-address", am.Spec.ClusterAdvertiseAddress},
 		{"cluster.gossip-interval", nonZero(am.Spec.ClusterGossipInterval)},
@@ -120,28 +141,18 @@ func args(am *monitoringv1.Alertmanager, version string) []string {
 		}
 	}
 	if since(version, sincePeerName) {
-		a = append(a, "--cluster.peer-name=$(POD_NAME)")
+		// The pod's name unless spec.clusterPeerName names the peer.
+		a = append(a, "--cluster.peer-name="+cmp.Or(ptr.Deref(am.Spec.ClusterPeerName, ""), "$(POD_NAME)"))
 	}
 	if since(version, sinceClusterLabel) {
 		a = append(a, "--cluster.label="+ptr.Deref(am.Spec.ClusterLabel, am.Namespace+"/"+am.Name))
 	}
 	// The peers by the DNS search path of the pods' namespace.
-	for i := range n {
+	for i := range replicas(am) {
 		a = append(a, fmt.Sprintf("--cluster.peer=%s-%d.%s:9094", stsName(am.Name), i, serviceName(am)))
 	}
 	for _, p := range am.Spec.AdditionalPeers {
 		a = append(a, "--cluster.peer="+p)
-	}
-	a = append(a, "--cluster.reconnect-timeout=5m")
-	if since(version, sinceWebConfig) {
-		a = append(a, "--web.config.file="+webConfigDir+"/"+webconfig.SecretKey)
-	}
-	for _, x := range am.Spec.AdditionalArgs {
-		if x.Value == "" {
-			a = append(a, "--"+x.Name)
-		} else {
-			a = append(a, "--"+x.Name+"="+x.Value)
-		}
 	}
 	return a
 }

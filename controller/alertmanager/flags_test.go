@@ -25,7 +25,19 @@ func gatedAlertmanager() *monitoringv1.Alertmanager {
 	am.Spec.MinReadySeconds = ptr.To[int32](10)
 	am.Spec.LogFormat = "json"
 	am.Spec.ClusterLabel = ptr.To("prod")
+	am.Spec.ClusterTLS = peerTLS()
 	return am
+}
+
+// peerTLS is mutual TLS between the peers, from a Secret and a ConfigMap.
+func peerTLS() *monitoringv1.ClusterTLSConfig {
+	cert := monitoringv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "peer-tls"}, Key: "tls.crt"}}
+	key := corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "peer-tls"}, Key: "tls.key"}
+	ca := monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "peer-ca"}, Key: "ca.crt"}}
+	return &monitoringv1.ClusterTLSConfig{
+		ServerTLS: monitoringv1.WebTLSConfig{Cert: cert, KeySecret: key, ClientCA: ca, ClientAuthType: ptr.To("RequireAndVerifyClientCert")},
+		ClientTLS: monitoringv1.SafeTLSConfig{Cert: cert, KeySecret: &key, CA: ca, ServerName: ptr.To("alertmanager")},
+	}
 }
 
 // TestFlagGates: each flag prometheus-operator gates on the version is
@@ -39,6 +51,7 @@ func TestFlagGates(t *testing.T) {
 		{[]string{"--log.format=json"}, "0.15.3", "0.16.0"},
 		{[]string{"--web.get-concurrency=4", "--web.timeout=30"}, "0.16.2", "0.17.0"},
 		{[]string{"--web.config.file=/etc/alertmanager/web_config/web-config.yaml"}, "0.21.0", "0.22.0"},
+		{[]string{"--cluster.tls-config=/etc/alertmanager/cluster_tls_config/cluster-tls-config.yaml"}, "0.23.0", "0.24.0"},
 		{[]string{"--cluster.label=prod"}, "0.25.1", "0.26.0"},
 		{[]string{"--enable-feature=receiver-name-in-metrics"}, "0.26.0", "0.27.0"},
 		{[]string{"--silences.max-silences=100", "--silences.max-per-silence-bytes=1024"}, "0.27.0", "0.28.0"},
@@ -86,12 +99,12 @@ func TestFlagsOfOldVersions(t *testing.T) {
 			"--silences.max-silences=100", "--silences.max-per-silence-bytes=1024",
 			"--log.level=debug", "--log.format=json",
 			"--cluster.label=prod",
-		}, peers, []string{"--web.config.file=/etc/alertmanager/web_config/web-config.yaml"})...),
+		}, peers, []string{"--web.config.file=/etc/alertmanager/web_config/web-config.yaml", "--cluster.tls-config=/etc/alertmanager/cluster_tls_config/cluster-tls-config.yaml"})...),
 		"0.25.0": common(slices.Concat([]string{
 			"--web.route-prefix=/",
 			"--web.get-concurrency=4", "--web.timeout=30",
 			"--log.level=debug", "--log.format=json",
-		}, peers, []string{"--web.config.file=/etc/alertmanager/web_config/web-config.yaml"})...),
+		}, peers, []string{"--web.config.file=/etc/alertmanager/web_config/web-config.yaml", "--cluster.tls-config=/etc/alertmanager/cluster_tls_config/cluster-tls-config.yaml"})...),
 		"0.21.0": common(slices.Concat([]string{
 			"--web.route-prefix=/",
 			"--web.get-concurrency=4", "--web.timeout=30",

@@ -134,6 +134,9 @@ func testOperatorVersion(t *testing.T, c client.Client, ns, version string) {
 			assert.Contains(ct, reloaderOf(&opSTS), "prometheus-config-reloader", "the operator's reloader")
 		}
 	})
+	tlsKey := client.ObjectKey{Namespace: ns, Name: clusterTLSName(name)}
+	var opTLS corev1.Secret
+	require.NoError(t, c.Get(ctx, tlsKey, &opTLS))
 	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) {
 		a.Annotations = map[string]string{takeover.AnnotationControllerID: "podreload"}
 	})
@@ -143,10 +146,39 @@ func testOperatorVersion(t *testing.T, c client.Client, ns, version string) {
 			assert.Equal(ct, "podreload:test", reloaderOf(&sts), "our reloader")
 		}
 	})
+	// spec.clusterTLS: the operator's file, volumes and mounts.
+	var tlsSecret corev1.Secret
+	require.NoError(t, c.Get(ctx, tlsKey, &tlsSecret))
+	require.Equal(t, string(opTLS.Data[clusterTLSKey]), string(tlsSecret.Data[clusterTLSKey]))
+	opVols, opMounts := clusterTLSParts(&opSTS)
+	vols, mounts := clusterTLSParts(&sts)
+	require.Len(t, opVols, 7, "the file's and six sources'")
+	require.Equal(t, opVols, vols)
+	require.Equal(t, opMounts, mounts)
 	op, ours := opSTS.Spec.Template.Spec.Containers[0], sts.Spec.Template.Spec.Containers[0]
 	require.Equal(t, op.Image, ours.Image)
 	require.Equal(t, op.Args, ours.Args, "Alertmanager's flags as the operator's")
 	require.Equal(t, op.Env, ours.Env)
 	require.Equal(t, op.LivenessProbe.HTTPGet, ours.LivenessProbe.HTTPGet)
 	require.Equal(t, opSTS.Spec.Template.Labels[labelVersion], sts.Spec.Template.Labels[labelVersion])
+}
+
+// clusterTLSParts are the volumes of spec.clusterTLS in sts' pods and
+// their mounts in Alertmanager.
+func clusterTLSParts(sts *appsv1.StatefulSet) ([]corev1.Volume, []corev1.VolumeMount) {
+	var (
+		vols   []corev1.Volume
+		mounts []corev1.VolumeMount
+	)
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "cluster-tls-") {
+			vols = append(vols, v)
+		}
+	}
+	for _, m := range sts.Spec.Template.Spec.Containers[0].VolumeMounts {
+		if strings.HasPrefix(m.Name, "cluster-tls-") {
+			mounts = append(mounts, m)
+		}
+	}
+	return vols, mounts
 }

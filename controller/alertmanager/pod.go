@@ -57,7 +57,8 @@ func routePrefix(am *monitoringv1.Alertmanager) string {
 // configSecret's templates are), the reloaders' output,
 // spec.alertmanagerConfiguration's templates, spec.secrets and
 // spec.configMaps, the web configuration and its TLS files (webPod), the
-// data volume unless it is a claim, spec.volumes; for Alertmanager
+// cluster's TLS configuration and its files (clusterTLSPod), the data
+// volume unless it is a claim, spec.volumes; for Alertmanager
 // version.
 func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload, version string) ([]corev1.Volume, []corev1.VolumeMount) {
 	vols := []corev1.Volume{
@@ -87,6 +88,9 @@ func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload, version str
 	web := webPod(am, reload, version)
 	vols = append(vols, web.Volumes...)
 	mounts = append(mounts, web.ServerMounts...)
+	tlsVols, tlsMounts := clusterTLSPod(am, version)
+	vols = append(vols, tlsVols...)
+	mounts = append(mounts, tlsMounts...)
 	switch st := am.Spec.Storage; {
 	case st == nil:
 		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -172,6 +176,9 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	annotations[annotationDefaultContainer] = "alertmanager"
 	if since(version, sinceWebConfig) {
 		annotations[annotationWebConfig] = fileHash(in.web.File)
+	}
+	if vols, _ := clusterTLSPod(am, version); vols != nil {
+		annotations[annotationClusterTLS] = fileHash(in.clusterTLS)
 	}
 
 	vols, mounts := volumes(am, in.web.Reload, version)

@@ -28,6 +28,7 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 const (
@@ -132,7 +133,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // sync builds the configuration of am and writes its objects, in order:
-// the generated Secret and the web config Secret the pods read, the
+// the generated Secret, the web config Secret and the cluster TLS Secret
+// the pods read, the
 // governing Service, the reloaders' Role, then the StatefulSet, adopted
 // from prometheus-operator (its fields become the controller's; those it
 // does not render go).
@@ -156,18 +158,16 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 		in.config, in.templates = config.config, config.templates
 	}
 	bind := err == nil
-	web, err := renderWeb(ctx, r.reader, am)
+	var failed string
+	in.web, in.clusterTLS, failed, err = r.podFiles(ctx, am)
 	// A change of what the configuration or spec.web read renders again.
-	r.refs.Remember(key, store.Union(refs, web.Refs))
-	if err != nil {
+	r.refs.Remember(key, store.Union(refs, in.web.Refs))
+	if failed != "" {
 		// Nothing is written: the pods would not start.
 		r.metrics.runs.Errors.Inc()
-		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidWebConfig", Message: err.Error()}
-		r.tell(am, nil, "InvalidWebConfig", err.Error())
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: failed, Message: err.Error()}
 		return res, nil
 	}
-	r.tell(am, nil, "InvalidWebConfig", "")
-	in.web = web
 	var live appsv1.StatefulSet
 	switch err := r.reader.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: stsName(am.Name)}, &live); {
 	case err == nil:
@@ -189,6 +189,11 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	}
 	if err := kube.Write(ctx, r.writer, own, objs.web, kube.SyncSecret); err != nil {
 		return res, err
+	}
+	if objs.clusterTLS != nil {
+		if err := kube.Write(ctx, r.writer, own, objs.clusterTLS, kube.SyncSecret); err != nil {
+			return res, err
+		}
 	}
 	if objs.service != nil {
 		shared := own
@@ -220,6 +225,26 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	}
 	// Written last, once the configuration they tell of is.
 	return res, r.bind(ctx, am, config.selected, config.leftOut)
+}
+
+// podFiles renders the files of am the pods mount: spec.web's web
+// configuration and spec.clusterTLS's. When one fails, failed is the
+// Reconciled condition's reason, err says why, and a Warning Event tells
+// it (once); web holds what spec.web read in any case.
+func (r *reconciler) podFiles(ctx context.Context, am *monitoringv1.Alertmanager) (web webconfig.Rendered, clusterTLS []byte, failed string, err error) {
+	web, err = renderWeb(ctx, r.reader, am)
+	if err != nil {
+		r.tell(am, nil, "InvalidWebConfig", err.Error())
+		return web, nil, "InvalidWebConfig", err
+	}
+	r.tell(am, nil, "InvalidWebConfig", "")
+	if clusterTLS, err = renderClusterTLS(am); err != nil {
+		// prometheus-operator fails on it too.
+		r.tell(am, nil, "InvalidClusterTLS", err.Error())
+		return web, nil, "InvalidClusterTLS", err
+	}
+	r.tell(am, nil, "InvalidClusterTLS", "")
+	return web, clusterTLS, "", nil
 }
 
 // configFailed tells of err, why am's configuration was not generated,

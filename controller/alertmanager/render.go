@@ -128,12 +128,16 @@ type inputs struct {
 	// web is spec.web's configuration file, and how the reloaders verify
 	// Alertmanager's certificate.
 	web webconfig.Rendered
+	// clusterTLS is spec.clusterTLS's file (renderClusterTLS), nil
+	// without it.
+	clusterTLS []byte
 }
 
 // objects are what render writes for an Alertmanager.
 type objects struct {
-	// generated is nil when in.config is.
-	generated, web *corev1.Secret
+	// generated is nil when in.config is; clusterTLS without
+	// spec.clusterTLS (prometheus-operator's, empty, stays as it is).
+	generated, web, clusterTLS *corev1.Secret
 	// service is nil with spec.serviceName.
 	service *corev1.Service
 	sts     *appsv1.StatefulSet
@@ -161,6 +165,9 @@ func render(in inputs) (*objects, error) {
 		data[configKey] = gz
 		objs.generated = secret(am, generatedName(am.Name), data)
 		objs.contentHash = contract.Sum(gz, nil)
+	}
+	if in.clusterTLS != nil {
+		objs.clusterTLS = secret(am, clusterTLSName(am.Name), map[string][]byte{clusterTLSKey: in.clusterTLS})
 	}
 	if am.Spec.ServiceName == nil {
 		objs.service = service(am)
