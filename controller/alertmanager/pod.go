@@ -47,6 +47,14 @@ func image(am *monitoringv1.Alertmanager, live *appsv1.StatefulSet) (img, versio
 	})
 }
 
+// volumeSource reports whether am's config-reloaders read the generated
+// Secret from its volume, as prometheus-operator's do, rather than through
+// the API server: with automountServiceAccountToken false the pods have
+// no token to reach it with, so nor do they report what Alertmanager runs.
+func volumeSource(am *monitoringv1.Alertmanager) bool {
+	return !ptr.Deref(am.Spec.AutomountServiceAccountToken, true)
+}
+
 // routePrefix is the prefix of Alertmanager's HTTP paths.
 func routePrefix(am *monitoringv1.Alertmanager) string {
 	return cmp.Or(am.Spec.RoutePrefix, "/")
@@ -184,41 +192,14 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	vols, mounts := volumes(am, in.web.Reload, version)
 	web := webPod(am, in.web.Reload, version)
 	alertmanager := alertmanagerContainer(am, img, version, mounts, web.Scheme)
-	reloaderSecurity := containerSecurity()
-	if am.Spec.SecurityContext == nil {
-		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
-	}
-	sourceArgs := []string{
-		"--config-secret=" + am.Namespace + "/" + generatedName(am.Name),
-		"--config-secret-key=" + configKey,
-		"--config-envsubst-file=" + configOutFile,
-		// The configuration's templates, which the kubelet projects.
-		"--watched-dir=" + configDir,
-	}
-	reloaderMounts := []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}}
-	if _, ok := templates(am); ok {
-		sourceArgs = append(sourceArgs, "--watched-dir="+amconfig.TemplatesDir)
-		reloaderMounts = append(reloaderMounts, templatesMount())
-	}
-	initReloader, reloader := sidecar.Containers(sidecar.Spec{
-		Image:      in.reloaderImage,
-		SourceArgs: sourceArgs,
-		ReloadArgs: append([]string{"--reload-url=" + web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
-			web.ReloaderArgs...),
-		Mounts:          reloaderMounts,
-		SidecarMounts:   web.ReloaderMounts,
-		SecurityContext: reloaderSecurity,
-		LogLevel:        am.Spec.LogLevel,
-		LogFormat:       am.Spec.LogFormat,
-	})
-	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
+	initReloader, reloader := reloaders(in, web)
 
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			// Whatever the service account says: the sidecar reports, and
-			// reads through the API server.
-			AutomountServiceAccountToken:  ptr.To(true),
+			// reads through the API server; false, with the volume source.
+			AutomountServiceAccountToken:  ptr.To(!volumeSource(am)),
 			NodeSelector:                  am.Spec.NodeSelector,
 			SchedulerName:                 am.Spec.SchedulerName,
 			PriorityClassName:             am.Spec.PriorityClassName,
@@ -246,6 +227,47 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	}
 	t.Annotations[kube.AnnotationInputHash] = hash
 	return t, nil
+}
+
+// reloaders are the init container and the sidecar of in.am, reloading
+// Alertmanager where web says it serves.
+func reloaders(in inputs, web webconfig.Pod) (initReloader, reloader corev1.Container) {
+	am := in.am
+	reloaderSecurity := containerSecurity()
+	if am.Spec.SecurityContext == nil {
+		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	}
+	// The API source: the generated Secret through the API server.
+	sourceArgs := []string{"--config-secret=" + am.Namespace + "/" + generatedName(am.Name), "--config-secret-key=" + configKey}
+	if volumeSource(am) {
+		// The volume source: the generated Secret's volume.
+		sourceArgs = []string{"--config-file=" + configDir + "/" + configKey}
+	}
+	sourceArgs = append(sourceArgs,
+		"--config-envsubst-file="+configOutFile,
+		// The configuration's templates, which the kubelet projects.
+		"--watched-dir="+configDir,
+	)
+	reloaderMounts := []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}}
+	if _, ok := templates(am); ok {
+		sourceArgs = append(sourceArgs, "--watched-dir="+amconfig.TemplatesDir)
+		reloaderMounts = append(reloaderMounts, templatesMount())
+	}
+	initReloader, reloader = sidecar.Containers(sidecar.Spec{
+		Image:      in.reloaderImage,
+		SourceArgs: sourceArgs,
+		ReloadArgs: append([]string{"--reload-url=" + web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
+			web.ReloaderArgs...),
+		Mounts:          reloaderMounts,
+		SidecarMounts:   web.ReloaderMounts,
+		SecurityContext: reloaderSecurity,
+		LogLevel:        am.Spec.LogLevel,
+		LogFormat:       am.Spec.LogFormat,
+		NoReport:        volumeSource(am),
+	})
+	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
+
+	return initReloader, reloader
 }
 
 // alertmanagerContainer is Alertmanager's container, running img of

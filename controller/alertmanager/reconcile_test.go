@@ -116,6 +116,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("take over, generate, refuse, hand back", func(t *testing.T) { testTakeover(t, env) })
 	t.Run("web TLS", func(t *testing.T) { testWebTLS(t, env) })
 	t.Run("cluster TLS", func(t *testing.T) { testClusterTLS(t, env) })
+	t.Run("volume source", func(t *testing.T) { testVolumeSource(t, env) })
 	t.Run("global configuration", func(t *testing.T) { testGlobal(t, env) })
 	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
 	t.Run("AlertmanagerConfig bindings", func(t *testing.T) { testBindings(t, env) })

@@ -134,9 +134,8 @@ func TestFieldsCoverTheSpec(t *testing.T) {
 // acceptedValues are values of refused fields that are taken over.
 func acceptedValues() map[string][]string {
 	return map[string][]string{
-		"containers":                   {`[{"name": "proxy", "image": "proxy"}]`},
-		"initContainers":               {`[{"name": "setup", "image": "setup"}]`},
-		"automountServiceAccountToken": {`true`},
+		"containers":     {`[{"name": "proxy", "image": "proxy"}]`},
+		"initContainers": {`[{"name": "setup", "image": "setup"}]`},
 	}
 }
 
@@ -144,9 +143,8 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
-		"containers":                   `[{"name": "config-reloader", "resources": {}}]`,
-		"initContainers":               `[{"name": "init-config-reloader", "resources": {}}]`,
-		"automountServiceAccountToken": `false`,
+		"containers":     `[{"name": "config-reloader", "resources": {}}]`,
+		"initContainers": `[{"name": "init-config-reloader", "resources": {}}]`,
 	}
 }
 
