@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -66,10 +67,10 @@ func operatorFields() []takeover.Field {
 		mapped("listenLocal", "--web.listen-address=127.0.0.1:9093, no web port nor probes, as prometheus-operator; the reloaders reload Alertmanager on 127.0.0.1 in any case"),
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
 		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
-		refuseBut("containers", "containers of the user's, appended after the rendered ones as prometheus-operator appends them; accepted: those not named as a rendered one (alertmanager, config-reloader), whose patch (a strategic merge) is not rendered yet",
-			namesNone("alertmanager", "config-reloader")),
-		refuseBut("initContainers", "init containers of the user's, appended after the rendered one; accepted: those not named init-config-reloader, whose patch is not rendered yet",
-			namesNone("init-config-reloader")),
+		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named alertmanager or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
+			reloaderPatches("config-reloader")),
+		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
+			reloaderPatches("init-config-reloader")),
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
 		mapped("clusterAdvertiseAddress", flag),
@@ -101,15 +102,13 @@ func operatorFields() []takeover.Field {
 	}
 }
 
-// namesNone accepts a list of containers none of which has one of names.
-func namesNone(names ...string) func(reflect.Value) bool {
+// reloaderPatches accepts a list of containers none of which patches the
+// image, command or args of the config-reloader container name
+// (takeover.PatchesOnly).
+func reloaderPatches(name string) func(reflect.Value) bool {
 	return func(v reflect.Value) bool {
-		for i := range v.Len() {
-			if slices.Contains(names, v.Index(i).FieldByName("Name").String()) {
-				return false
-			}
-		}
-		return true
+		containers, _ := v.Interface().([]corev1.Container)
+		return takeover.PatchesOnly(containers, name)
 	}
 }
 

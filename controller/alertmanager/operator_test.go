@@ -116,7 +116,9 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 
 // testOperatorVersion: an Alertmanager of version, older than v0.30,
 // setting every field whose flag prometheus-operator gates on the
-// version, gets from the controller the flags and the variables the
+// version, cluster TLS, a patch of Alertmanager's container and a
+// container of its own, gets from the controller the flags, the
+// variables, the cluster TLS file and mounts and the containers the
 // operator wrote for it.
 func testOperatorVersion(t *testing.T, c client.Client, ns, version string) {
 	ctx := t.Context()
@@ -125,6 +127,11 @@ func testOperatorVersion(t *testing.T, c client.Client, ns, version string) {
 	am.Namespace, am.Name, am.Annotations = ns, name, nil
 	am.Spec.Version = version
 	am.Spec.Secrets = nil
+	// A patch of Alertmanager's container, and a container of the user's.
+	am.Spec.Containers = []corev1.Container{
+		{Name: "alertmanager", Env: []corev1.EnvVar{{Name: "HTTP_PROXY", Value: "http://proxy:3128"}}},
+		{Name: "kube-rbac-proxy", Image: "quay.io/brancz/kube-rbac-proxy:v0.19.0", Args: []string{"--upstream=http://127.0.0.1:9093/"}},
+	}
 	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stsName(name)}, Data: map[string][]byte{baseKey: []byte(baseConfig)}}))
 	require.NoError(t, c.Create(ctx, am))
 	key := client.ObjectKey{Namespace: ns, Name: stsName(name)}
@@ -158,7 +165,9 @@ func testOperatorVersion(t *testing.T, c client.Client, ns, version string) {
 	op, ours := opSTS.Spec.Template.Spec.Containers[0], sts.Spec.Template.Spec.Containers[0]
 	require.Equal(t, op.Image, ours.Image)
 	require.Equal(t, op.Args, ours.Args, "Alertmanager's flags as the operator's")
-	require.Equal(t, op.Env, ours.Env)
+	require.Equal(t, op.Env, ours.Env, "the patch merged as the operator merges it")
+	require.Equal(t, names(opSTS.Spec.Template.Spec.Containers), names(sts.Spec.Template.Spec.Containers))
+	require.Equal(t, opSTS.Spec.Template.Spec.Containers[2], sts.Spec.Template.Spec.Containers[2], "the user's container, appended")
 	require.Equal(t, op.LivenessProbe.HTTPGet, ours.LivenessProbe.HTTPGet)
 	require.Equal(t, opSTS.Spec.Template.Labels[labelVersion], sts.Spec.Template.Labels[labelVersion])
 }

@@ -193,6 +193,14 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	web := webPod(am, in.web.Reload, version)
 	alertmanager := alertmanagerContainer(am, img, version, mounts, web.Scheme)
 	initReloader, reloader := reloaders(in, web)
+	containers, err := takeover.MergeContainers([]corev1.Container{alertmanager, reloader}, am.Spec.Containers)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("alertmanager %s/%s: spec.containers: %w", am.Namespace, am.Name, err)
+	}
+	initContainers, err := takeover.MergeContainers([]corev1.Container{initReloader}, am.Spec.InitContainers)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("alertmanager %s/%s: spec.initContainers: %w", am.Namespace, am.Name, err)
+	}
 
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
@@ -204,8 +212,8 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 			SchedulerName:                 am.Spec.SchedulerName,
 			PriorityClassName:             am.Spec.PriorityClassName,
 			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(am.Spec.TerminationGracePeriodSeconds, defaultGracePeriod)),
-			InitContainers:                append([]corev1.Container{initReloader}, am.Spec.InitContainers...),
-			Containers:                    append([]corev1.Container{alertmanager, reloader}, am.Spec.Containers...),
+			InitContainers:                initContainers,
+			Containers:                    containers,
 			Volumes:                       vols,
 			ServiceAccountName:            am.Spec.ServiceAccountName,
 			SecurityContext:               am.Spec.SecurityContext,

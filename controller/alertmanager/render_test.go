@@ -134,8 +134,9 @@ func TestFieldsCoverTheSpec(t *testing.T) {
 // acceptedValues are values of refused fields that are taken over.
 func acceptedValues() map[string][]string {
 	return map[string][]string{
-		"containers":     {`[{"name": "proxy", "image": "proxy"}]`},
-		"initContainers": {`[{"name": "setup", "image": "setup"}]`},
+		"containers": {`[{"name": "proxy", "image": "proxy"}]`, `[{"name": "config-reloader", "resources": {"limits": {"memory": "50Mi"}}}]`,
+			`[{"name": "alertmanager", "args": ["--alerts.gc-interval=1m"]}]`},
+		"initContainers": {`[{"name": "setup", "image": "setup"}]`, `[{"name": "init-config-reloader", "env": [{"name": "A", "value": "1"}]}]`},
 	}
 }
 
@@ -143,8 +144,8 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
-		"containers":     `[{"name": "config-reloader", "resources": {}}]`,
-		"initContainers": `[{"name": "init-config-reloader", "resources": {}}]`,
+		"containers":     `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9093/-/reload"]}]`,
+		"initContainers": `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.94.1"}]`,
 	}
 }
 

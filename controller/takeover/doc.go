@@ -21,4 +21,6 @@
 //	image.go      the image prometheus-operator composes, its version gates,
 //	              the default version never older than the one running
 //	pod.go        the pod settings every kind renders alike
+//	containers.go a spec's containers merged into the rendered ones, as
+//	              prometheus-operator merges them (MergeContainers)
 package takeover
