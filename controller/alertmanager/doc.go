@@ -1,11 +1,14 @@
 // Package alertmanager reconciles prometheus-operator's Alertmanager
 // objects handed to the controller (operator.prometheus.io/controller-id,
-// package takeover) in prometheus-operator's layout at v0.93.1: the
+// package takeover) in prometheus-operator's layout at v0.94.1 (its
+// StatefulSet at v0.94.1 is v0.93.1's, which the tests run, but for the
+// default version, zero durations and clusterPeerName): the
 // StatefulSet alertmanager-<name> with its selector and claim template,
 // the shared governing Service alertmanager-operated, the generated
 // configuration Secret alertmanager-<name>-generated, the web config
 // Secret, so that the pods roll once onto the same PVCs, with podreload's
-// config-reloader (API source) beside Alertmanager, and back.
+// config-reloader beside Alertmanager (the API source; the volume source
+// with automountServiceAccountToken false), and back.
 //
 // Where things are:
 //   - render.go: pure, the Alertmanager and its inputs in, the objects out;

@@ -23,7 +23,8 @@ import (
 )
 
 // prometheus-operator's names, labels and paths for an Alertmanager
-// (pkg/alertmanager/statefulset.go and operator.go at v0.93.1).
+// (pkg/alertmanager/statefulset.go and operator.go at v0.94.1, the same
+// as at v0.93.1).
 const (
 	// prefix starts the names of the objects of an Alertmanager
 	// (prefixedName).
