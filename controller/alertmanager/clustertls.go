@@ -2,6 +2,7 @@ package alertmanager
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -14,6 +15,9 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/controller/store"
 )
 
 // spec.clusterTLS, mutual TLS between the peers, as prometheus-operator
@@ -117,6 +121,42 @@ func clusterTLSFiles(t *monitoringv1.ClusterTLSConfig) []tlsFile {
 	add("client_tls", "cert", c.Cert)
 	add("client_tls", "ca", c.CA)
 	return files
+}
+
+// readClusterTLS checks that each certificate, key and CA of
+// spec.clusterTLS from a Secret or a ConfigMap is there, so that the pods
+// do not wait for a volume that cannot be mounted (prometheus-operator
+// does not check); it returns what it read, an error too, so that their
+// change renders am again.
+func readClusterTLS(ctx context.Context, reader client.Reader, am *monitoringv1.Alertmanager) ([]store.Ref, error) {
+	if am.Spec.ClusterTLS == nil {
+		return nil, nil
+	}
+	files := clusterTLSFiles(am.Spec.ClusterTLS)
+	var refs []store.Ref
+	for _, f := range files {
+		if f.ref.Secret != nil {
+			refs = store.Union(refs, []store.Ref{{Kind: store.Secret, Namespace: am.Namespace, Name: f.ref.Secret.Name}})
+		} else {
+			refs = store.Union(refs, []store.Ref{{Kind: store.ConfigMap, Namespace: am.Namespace, Name: f.ref.ConfigMap.Name}})
+		}
+	}
+	objs, err := store.Read(ctx, reader, refs)
+	if err != nil {
+		return refs, err
+	}
+	lookup := store.NewLookup(objs)
+	for _, f := range files {
+		if f.ref.Secret != nil {
+			_, err = lookup.Secret(am.Namespace, *f.ref.Secret)
+		} else {
+			_, err = lookup.ConfigMap(am.Namespace, *f.ref.ConfigMap)
+		}
+		if err != nil {
+			return refs, fmt.Errorf("alertmanager %s/%s: spec.clusterTLS: %s %s: %w", am.Namespace, am.Name, strings.TrimSuffix(f.side, "_tls"), f.kind, err)
+		}
+	}
+	return refs, nil
 }
 
 // renderClusterTLS is the file of spec.clusterTLS, nil without it; the

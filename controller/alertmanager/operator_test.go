@@ -109,6 +109,8 @@ func testOperator(t *testing.T, env *controlplane.ControlPlane) {
 	require.Equal(t, opSTS.UID, sts.UID, "taken back in place")
 	require.Equal(t, opSTS.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name)
 
+	createPeerTLS(t, c, ns, true)
+	createPeerTLS(t, c, ns, false)
 	for _, version := range []string{"v0.25.0", "v0.28.1"} {
 		t.Run(version, func(t *testing.T) { testOperatorVersion(t, c, ns, version) })
 	}

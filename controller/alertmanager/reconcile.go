@@ -159,9 +159,10 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	}
 	bind := err == nil
 	var failed string
-	in.web, in.clusterTLS, failed, err = r.podFiles(ctx, am)
-	// A change of what the configuration or spec.web read renders again.
-	r.refs.Remember(key, store.Union(refs, in.web.Refs))
+	in.web, in.clusterTLS, refs, failed, err = r.podFiles(ctx, am, refs)
+	// A change of what the configuration, spec.web or spec.clusterTLS
+	// read renders again.
+	r.refs.Remember(key, refs)
 	if failed != "" {
 		// Nothing is written: the pods would not start.
 		r.metrics.runs.Errors.Inc()
@@ -228,23 +229,31 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 }
 
 // podFiles renders the files of am the pods mount: spec.web's web
-// configuration and spec.clusterTLS's. When one fails, failed is the
-// Reconciled condition's reason, err says why, and a Warning Event tells
-// it (once); web holds what spec.web read in any case.
-func (r *reconciler) podFiles(ctx context.Context, am *monitoringv1.Alertmanager) (web webconfig.Rendered, clusterTLS []byte, failed string, err error) {
+// configuration and spec.clusterTLS's, and returns what they read besides
+// refs. When
+// one fails, failed is the Reconciled condition's reason, err says why,
+// and a Warning Event tells it (once).
+func (r *reconciler) podFiles(ctx context.Context, am *monitoringv1.Alertmanager, refs []store.Ref) (web webconfig.Rendered, clusterTLS []byte, _ []store.Ref, failed string, err error) {
 	web, err = renderWeb(ctx, r.reader, am)
+	refs = store.Union(refs, web.Refs)
 	if err != nil {
 		r.tell(am, nil, "InvalidWebConfig", err.Error())
-		return web, nil, "InvalidWebConfig", err
+		return web, nil, refs, "InvalidWebConfig", err
 	}
 	r.tell(am, nil, "InvalidWebConfig", "")
-	if clusterTLS, err = renderClusterTLS(am); err != nil {
-		// prometheus-operator fails on it too.
+	// prometheus-operator fails on what renderClusterTLS refuses too.
+	clusterTLS, err = renderClusterTLS(am)
+	if err == nil {
+		var tlsRefs []store.Ref
+		tlsRefs, err = readClusterTLS(ctx, r.reader, am)
+		refs = store.Union(refs, tlsRefs)
+	}
+	if err != nil {
 		r.tell(am, nil, "InvalidClusterTLS", err.Error())
-		return web, nil, "InvalidClusterTLS", err
+		return web, nil, refs, "InvalidClusterTLS", err
 	}
 	r.tell(am, nil, "InvalidClusterTLS", "")
-	return web, clusterTLS, "", nil
+	return web, clusterTLS, refs, "", nil
 }
 
 // configFailed tells of err, why am's configuration was not generated,

@@ -74,8 +74,9 @@ func testWebTLS(t *testing.T, env *controlplane.ControlPlane) {
 
 // testClusterTLS: spec.clusterTLS that prometheus-operator refuses is
 // Reconciled False with the reason, a Warning Event, and the pods as they
-// were; once right, its file is written in its Secret and the pods
-// mount it and name it.
+// were; so is one whose certificates' Secret or ConfigMap is missing;
+// once right, its file is written in its Secret and the pods mount it and
+// name it.
 func testClusterTLS(t *testing.T, env *controlplane.ControlPlane) {
 	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
@@ -109,7 +110,33 @@ func testClusterTLS(t *testing.T, env *controlplane.ControlPlane) {
 	require.NoError(t, c.Get(ctx, key, &sts))
 	require.Equal(t, before, sts.Spec.Template.Annotations[kube.AnnotationInputHash], "the pods as they were")
 
+	// Right, but its certificate's Secret and its CA's ConfigMap missing:
+	// the pods would wait for volumes that cannot be mounted.
 	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Spec.ClusterTLS = peerTLS() })
+	eventually(t, func(ct *assert.CollectT) {
+		var live monitoringv1.Alertmanager
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		if rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled); assert.NotNil(ct, rec) {
+			assert.Equal(ct, "InvalidClusterTLS", rec.Reason)
+			assert.Equal(ct, "alertmanager "+ns+`/main: spec.clusterTLS: server key: secret "`+ns+`/peer-tls" not found (looking for key "tls.key")`, rec.Message)
+		}
+	})
+	require.NoError(t, c.Get(ctx, key, &sts))
+	require.Equal(t, before, sts.Spec.Template.Annotations[kube.AnnotationInputHash], "the pods as they were")
+	createPeerTLS(t, c, ns, true)
+	eventually(t, func(ct *assert.CollectT) {
+		var live monitoringv1.Alertmanager
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) {
+			return
+		}
+		if rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled); assert.NotNil(ct, rec) {
+			assert.Equal(ct, "InvalidClusterTLS", rec.Reason)
+			assert.Equal(ct, "alertmanager "+ns+`/main: spec.clusterTLS: server ca: configmap "`+ns+`/peer-ca" not found (looking for key "ca.crt")`, rec.Message)
+		}
+	})
+	createPeerTLS(t, c, ns, false)
 	eventually(t, func(ct *assert.CollectT) {
 		if assert.NoError(ct, c.Get(ctx, key, &sts)) {
 			assert.Contains(ct, sts.Spec.Template.Spec.Containers[0].Args, "--cluster.tls-config="+clusterTLSFile)
@@ -119,4 +146,16 @@ func testClusterTLS(t *testing.T, env *controlplane.ControlPlane) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-cluster-tls-config"}, &file))
 	require.Contains(t, string(file.Data[clusterTLSKey]), "tls_client_config:")
 	require.Equal(t, fileHash(file.Data[clusterTLSKey]), sts.Spec.Template.Annotations[annotationClusterTLS])
+}
+
+// createPeerTLS creates in ns the Secret of peerTLS' certificate and key,
+// or the ConfigMap of its CA.
+func createPeerTLS(t *testing.T, c client.Client, ns string, secret bool) {
+	t.Helper()
+	if secret {
+		require.NoError(t, c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peer-tls"},
+			Data: map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key")}}))
+		return
+	}
+	require.NoError(t, c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peer-ca"}, Data: map[string]string{"ca.crt": "ca"}}))
 }
