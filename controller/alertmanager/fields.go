@@ -12,6 +12,12 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
+// beforeMatchers is why an Alertmanager before 0.22 whose configuration is
+// generated is refused: package amconfig writes the routes' and inhibit
+// rules' matchers, which 0.22 brought, where prometheus-operator writes
+// match and match_re for older ones.
+const beforeMatchers = "a configuration generated from AlertmanagerConfigs (alertmanagerConfigSelector, alertmanagerConfiguration) for Alertmanager before 0.22 is not rendered (its routes would need match and match_re rather than matchers)"
+
 // zero says what becomes of a duration of zero (nonZero).
 const zero = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
 
@@ -125,6 +131,9 @@ func fromAlertmanager(am *monitoringv1.Alertmanager) []string {
 	case !supported(version):
 		// prometheus-operator's words, and the version as the spec says it.
 		unsupported = append(unsupported, fmt.Sprintf("version: unsupported Alertmanager version %q (prometheus-operator renders v0.15.0 and later v0 releases)", cmp.Or(am.Spec.Version, defaultVersion)))
+	}
+	if ok && supported(version) && !since(version, sinceMatchers) && (am.Spec.AlertmanagerConfigSelector != nil || am.Spec.AlertmanagerConfiguration != nil) {
+		unsupported = append(unsupported, "version: "+beforeMatchers)
 	}
 	rendered := args(&monitoringv1.Alertmanager{ObjectMeta: am.ObjectMeta, Spec: *am.Spec.DeepCopy()}, version)
 	for _, x := range am.Spec.AdditionalArgs {

@@ -26,6 +26,9 @@ const (
 	// sinceWebConfig: --web.config.file, the web configuration mounted,
 	// and the probes and the reload over HTTPS with spec.web.tlsConfig.
 	sinceWebConfig = 22
+	// sinceMatchers: the matchers of routes and inhibit rules, which the
+	// generated configuration holds (fields.go beforeMatchers).
+	sinceMatchers = 22
 	// sinceClusterTLS: --cluster.tls-config.
 	sinceClusterTLS = 24
 	// sinceClusterLabel: --cluster.label.

@@ -181,6 +181,12 @@ func TestRefusedFields(t *testing.T) {
 		am.Spec.Version = v
 		require.Empty(t, fromAlertmanager(am), v)
 	}
+	am.Spec.Version = "v0.21.0"
+	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{}
+	require.Equal(t, []string{"version: " + beforeMatchers}, fromAlertmanager(am))
+	am.Spec.Version = "v0.22.0"
+	require.Empty(t, fromAlertmanager(am))
+	am.Spec.AlertmanagerConfigSelector = nil
 	am.Spec.Version = "latest"
 	require.Equal(t, []string{"version: not a version"}, fromAlertmanager(am))
 	am.Spec.Version = ""
@@ -216,7 +222,10 @@ not one, or one prometheus-operator refuses (before v0.15.0, or from
 v1), and with an ` + "`additionalArgs`" + ` flag the controller renders
 (prometheus-operator fails on each). Every version it renders is taken
 over with its flags, each gated on the version as prometheus-operator
-v0.94.1 gates it (controller/alertmanager/flags.go).
+v0.94.1 gates it (controller/alertmanager/flags.go); before 0.22 only
+with a configuration of its own (neither ` + "`alertmanagerConfigSelector`" + ` nor
+` + "`alertmanagerConfiguration`" + `): the generated one holds matchers, which 0.22
+brought.
 
 `)
 	b.WriteString(takeover.Matrix(operatorFields()))
