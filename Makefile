@@ -28,6 +28,19 @@ help: ## Show the targets.
 
 build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 
+# The previous release, for the upgrade tests: CHANGELOG.md names the commit
+# each release was cut from, and this builds the newest one's controller
+# and config-reloader from the git history (a clone has it: no download)
+# into bin/previous/, with that release's version.
+PREVIOUS_COMMIT = $(shell sed -n 's/^Cut from commit \([0-9a-f]\{40\}\).*/\1/p' CHANGELOG.md | head -1)
+PREVIOUS_VERSION = $(shell sed -n 's/^## \([0-9][0-9.]*\)$$/\1/p' CHANGELOG.md | head -1)
+bin/previous/controller bin/previous/config-reloader &: CHANGELOG.md
+	@test -n "$(PREVIOUS_COMMIT)" || { echo "CHANGELOG.md names no commit of a release"; exit 1; }
+	rm -rf bin/previous/src && mkdir -p bin/previous/src
+	git archive $(PREVIOUS_COMMIT) | tar -x -C bin/previous/src
+	cd bin/previous/src && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION).Version=$(PREVIOUS_VERSION) -X $(VERSION).Revision=$(PREVIOUS_COMMIT)' -o $(BIN)/previous/ ./cmd/controller ./cmd/config-reloader
+	rm -rf bin/previous/src
+
 $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
@@ -302,6 +315,7 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/...
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Scale -benchtime 1x -timeout 30m ./cmd/controller/
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Handoff -benchtime 1x -timeout 20m ./e2e/handoff/
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Collector -benchtime 1x -timeout 20m ./collect/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource|AppliedStatus' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins

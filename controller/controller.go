@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/podreload/podreload/controller/kube"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -44,6 +45,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	// LeaderElectionID names the Lease; empty means Name.
 	LeaderElectionID string
+	// LeaderElectionTiming are the Lease's durations; a zero field means
+	// controller-runtime's default.
+	LeaderElectionTiming kube.LeaderElectionTiming
 	// SyncPeriod is how often every managed object is reconciled even
 	// when nothing changed; 0 means controller-runtime's default (10h).
 	SyncPeriod time.Duration
@@ -68,10 +72,13 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionTiming:    opts.LeaderElectionTiming,
 		SyncPeriod:              opts.SyncPeriod,
 	}
 	for _, k := range kinds() {
-		mo.Names = append(mo.Names, k.name)
+		if !slices.Contains(mo.Names, k.name) {
+			mo.Names = append(mo.Names, k.name)
+		}
 		mo.AddToScheme = append(mo.AddToScheme, k.addToScheme)
 	}
 	mgr, err := kube.NewManager(logger, reg, mo)

@@ -8,8 +8,12 @@
 // depguard, .golangci.yml):
 //
 //	controller/           Options, New, the table of managed kinds
-//	controller/prometheus the PrometheusServer kind, and prometheus-operator's
-//	                      Prometheus taken over: render, reconcile, status
+//	controller/prometheusserver the PrometheusServer kind: its front, its status
+//	controller/prometheus prometheus-operator's Prometheus taken over: the
+//	                      conversion, the field table, a takeover variant
+//	controller/promserver what the kinds that run Prometheus share: the
+//	                      model, the layout as a value, render, writes,
+//	                      watches, the reconciler of a kind's front
 //	controller/alertmanager prometheus-operator's Alertmanager taken over;
 //	                      amconfig/ builds its configuration
 //	controller/takeover   kind-neutral: what the kinds taken over share (one
@@ -36,9 +40,11 @@
 //	contract/             what the controller and the config-reloader agree on:
 //	                      the content hash, the applied report, the part lines
 //
-// A kind imports kube, store, webconfig, sidecar, takeover, the pure
-// packages and contract, never another kind nor this package; they know
-// no kind. The pure packages import no client (controller-runtime,
+// A kind imports promserver (the kinds that run Prometheus), kube, store,
+// webconfig, sidecar, takeover, the pure packages and contract, never
+// another kind nor this package; they know no kind. (The envtest suite of
+// the kinds that run Prometheus, prometheusserver's tests, runs the
+// Prometheus kind beside: its tests alone import it.) The pure packages import no client (controller-runtime,
 // client-go) and, of the controller's packages, only the pure ones
 // below them (TestPureDeps checks their dependencies). docs/adding-a-kind.md
 // says where a new kind goes, step by step.

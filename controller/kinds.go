@@ -3,12 +3,15 @@ package controller
 import (
 	"log/slog"
 
+	promkind "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/prometheusserver"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/podreload/podreload/controller/alertmanager"
 	"github.com/podreload/podreload/controller/kube"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -30,10 +33,14 @@ type kind struct {
 // line here (docs/adding-a-kind.md).
 func kinds() []kind {
 	return []kind{
-		{name: promserver.App, addToScheme: promserver.AddToScheme, check: promserver.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
-			wo := opts.Prometheus
-			wo.DefaultReloaderImage = opts.ReloaderImage
-			return promserver.Setup(m, logger, reg, wo, opts.TakeOver)
+		{name: promserver.App, addToScheme: promserver.AddToScheme, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+			return prometheusserver.Setup(m, logger, reg, opts.prometheusWorkload())
+		}},
+		{name: promserver.App, addToScheme: promserver.AddToScheme, check: promkind.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+			if opts.TakeOver == nil {
+				return nil
+			}
+			return promkind.Setup(m, logger, reg, opts.prometheusWorkload(), *opts.TakeOver)
 		}},
 		{name: alertmanager.App, addToScheme: alertmanager.AddToScheme, check: alertmanager.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 			if opts.TakeOver == nil {
@@ -42,6 +49,14 @@ func kinds() []kind {
 			return alertmanager.Setup(m, logger, reg, alertmanager.Options{ControllerID: opts.TakeOver.ControllerID, ReloaderImage: opts.ReloaderImage})
 		}},
 	}
+}
+
+// prometheusWorkload is what the kinds that run Prometheus render their
+// workloads with: the controller's options, with its reloader image.
+func (o Options) prometheusWorkload() promserver.WorkloadOptions {
+	wo := o.Prometheus
+	wo.DefaultReloaderImage = o.ReloaderImage
+	return wo
 }
 
 // TakeoverCheckers are the Checkers of the kinds taken over, in the

@@ -179,6 +179,20 @@ func (p *apiPod) metric(name string) float64 {
 	return v
 }
 
+// metricBecomes waits for the sidecar's metric to read want: Prometheus
+// serves what a reload loaded before the sidecar has read the answer and
+// set its metrics.
+func (p *apiPod) metricBecomes(name string, want float64) {
+	p.t.Helper()
+	eventually(p.t, name, func() error {
+		v, err := metric(p.t.Context(), p.sidecarURL+"/metrics", name)
+		if err == nil && v != want {
+			err = fmt.Errorf("%s is %v, want %v", name, v, want)
+		}
+		return err
+	})
+}
+
 // logged waits for a line of the process' log matching the regexp.
 func logged(t *testing.T, proc *process, pattern string) {
 	t.Helper()
@@ -256,7 +270,7 @@ func TestAPISource(t *testing.T) {
 		p.serves("3", map[string][]string{"a": {"a2"}, "b": {"b1"}})
 		p.setConfigMap("prom-rulefiles-0", map[string]string{"a.yaml": ruleFile("a", "a4"), "b.yaml": ruleFile("b", "b1")})
 		p.serves("3", map[string][]string{"a": {"a4"}, "b": {"b1"}})
-		require.Equal(t, 1.0, p.metric("reloader_last_reload_successful"))
+		p.metricBecomes("reloader_last_reload_successful", 1)
 	})
 	t.Run("gzipped rule files", func(t *testing.T) {
 		p.setGzipped("prom-rulefiles-1", map[string]string{"c.yaml": ruleFile("c", "c1")})
@@ -298,7 +312,7 @@ func TestAPISource(t *testing.T) {
 		p.setConfigMap("prom-rulefiles-0", map[string]string{"a.yaml": ruleFile("a", "restarted"), "b.yaml": ruleFile("b", "b1")})
 		p.serves("3", map[string][]string{"a": {"restarted"}, "b": {"b1"}})
 		require.Greater(t, p.metric(`reloader_api_errors_total{resource="configmaps"}`), errs)
-		require.Equal(t, 1.0, p.metric(`reloader_api_watch_connected{resource="configmaps"}`))
+		p.metricBecomes(`reloader_api_watch_connected{resource="configmaps"}`, 1)
 	})
 	t.Run("API server down: the last state is served", func(t *testing.T) {
 		cp.KillAPIServer(t)

@@ -31,7 +31,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )

@@ -7,10 +7,12 @@ import (
 
 	"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -51,7 +53,7 @@ func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServer
 func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.PrometheusServerSpec {
 	retention := in.Retention
 	if retention == "" && in.RetentionSize == "" {
-		retention = operatorDefaultRetention
+		retention = promserver.OperatorDefaultRetention
 	}
 	replicas := ptr.Deref(in.Replicas, 1)
 	if replicas < 0 {
@@ -170,7 +172,7 @@ func operatorExcluded(in monitoringv1.PrometheusSpec) []monitoringv1.ObjectRefer
 func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
 	image, _, ok = takeover.Image(takeover.ImageSpec{
 		Image: spec.Image, BaseImage: spec.BaseImage, DefaultBaseImage: operatorBaseImage,
-		Version: spec.Version, DefaultVersion: operatorDefaultVersion, Tag: spec.Tag, SHA: spec.SHA,
+		Version: spec.Version, DefaultVersion: promserver.OperatorDefaultVersion, Tag: spec.Tag, SHA: spec.SHA,
 	})
 	return image, ok
 }
@@ -229,4 +231,23 @@ func operatorAlerting(a *monitoringv1.AlertingSpec) *v1alpha1.AlertingSpec {
 		})
 	}
 	return out
+}
+
+// FromPrometheus converts a Prometheus object into the PrometheusServer it
+// is rendered as, in prometheus-operator's layout, with prometheus-operator's
+// defaults where they differ from ours (convertSpec). unsupported lists
+// the set fields the conversion cannot carry (by JSON path under spec,
+// sorted): a Prometheus with any is not taken over.
+func FromPrometheus(p *monitoringv1.Prometheus) (_ promserver.Target, unsupported []string) {
+	server := &v1alpha1.PrometheusServer{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, Generation: p.Generation,
+			Labels: p.Labels, Annotations: map[string]string{},
+		},
+	}
+	for k, v := range p.Annotations {
+		server.Annotations[k] = v
+	}
+	server.Spec, unsupported = convertSpec(p.Spec)
+	return promserver.Target{PrometheusServer: server, Layout: promserver.OperatorsLayout}, unsupported
 }

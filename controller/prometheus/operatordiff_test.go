@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/deploy/crds"
 	"github.com/podreload/podreload/internal/testenv/configdiff"
 	"github.com/podreload/podreload/internal/testenv/promfixture"
@@ -176,7 +177,7 @@ type kindDocument struct {
 // be rendered, why (diffConfigs reports it).
 func ourConfig(t *testing.T, docs []kindDocument) ourResult {
 	t.Helper()
-	in := inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
+	in := promserver.Inputs{Namespaces: map[string]labels.Set{}, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	var p *monitoringv1.Prometheus
 	declared := map[string]bool{}
 	for _, d := range docs {
@@ -195,11 +196,11 @@ func ourConfig(t *testing.T, docs []kindDocument) ourResult {
 			cm := promfixture.DecodeDocument[corev1.ConfigMap](t, d.doc)
 			in.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
 		default:
-			k, ok := selectedKindOf(d.kind)
+			k, ok := promserver.SelectedKindOf(d.kind)
 			require.True(t, ok, "unknown kind %q", d.kind)
-			obj := k.object.DeepCopyObject().(client.Object)
+			obj := k.Object.DeepCopyObject().(client.Object)
 			require.NoError(t, sigsyaml.UnmarshalStrict(d.doc, obj))
-			k.add(&in, obj)
+			k.Add(&in, obj)
 			if _, ok := in.Namespaces[obj.GetNamespace()]; !ok {
 				// A namespace no Namespace document declares exists,
 				// without labels, as bin/opconfig takes it.
@@ -211,12 +212,12 @@ func ourConfig(t *testing.T, docs []kindDocument) ourResult {
 	if _, ok := in.Namespaces[p.Namespace]; !ok {
 		in.Namespaces[p.Namespace] = labels.Set{}
 	}
-	server, unsupported := fromPrometheus(p)
+	server, unsupported := FromPrometheus(p)
 	if len(unsupported) > 0 {
 		return ourResult{refused: "fromPrometheus refuses " + strings.Join(unsupported, ", ")}
 	}
-	in.Server, in.Layout = server.PrometheusServer, server.layout
-	objs, err := render(in, WorkloadOptions{}, nil)
+	in.Server, in.Layout = server.PrometheusServer, server.Layout
+	objs, err := promserver.Render(in, promserver.WorkloadOptions{}, nil)
 	switch {
 	case err != nil:
 		return ourResult{refused: "render: " + err.Error()}
@@ -229,7 +230,7 @@ func ourConfig(t *testing.T, docs []kindDocument) ourResult {
 	for _, r := range objs.Rejected {
 		rejected = append(rejected, fmt.Sprintf("%s %s/%s: %s", r.Kind, r.Namespace, r.Name, r.Reason))
 	}
-	return ourResult{config: gunzip(t, objs.ConfigSecret.Data[ConfigSecretKey]), rejected: rejected}
+	return ourResult{config: promfixture.Gunzip(t, objs.ConfigSecret.Data[promserver.ConfigSecretKey]), rejected: rejected}
 }
 
 // ourResult is what ourConfig returns: the configuration, or why there is

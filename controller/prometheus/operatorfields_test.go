@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/goldenfile"
 )
 
 // TestOperatorFieldsCoverTheSpec fails when a field of the pinned
@@ -23,7 +24,7 @@ func TestOperatorFieldsCoverTheSpec(t *testing.T) {
 // TestOperatorFieldMatrix checks docs/prometheus-operator.md is the
 // rendering of the table (-update rewrites it).
 func TestOperatorFieldMatrix(t *testing.T) {
-	golden(t, "../../docs/prometheus-operator.md", []byte(fieldMatrix()))
+	goldenfile.Check(t, "../../docs/prometheus-operator.md", []byte(fieldMatrix()))
 }
 
 // fieldMatrix renders docs/prometheus-operator.md from operatorFields.
@@ -108,7 +109,7 @@ func TestConvertRefusedFields(t *testing.T) {
 		t.Run(f.Path, func(t *testing.T) {
 			p := testPrometheus()
 			require.NoError(t, takeover.SetPath(reflect.ValueOf(&p.Spec), f.Path, refusedValues()[f.Path]))
-			_, unsupported := fromPrometheus(p)
+			_, unsupported := FromPrometheus(p)
 			require.Equal(t, []string{f.Path}, unsupported)
 
 			ok := acceptedValues()[f.Path]
@@ -116,7 +117,7 @@ func TestConvertRefusedFields(t *testing.T) {
 			for _, v := range ok {
 				p := testPrometheus()
 				require.NoError(t, takeover.SetPath(reflect.ValueOf(&p.Spec), f.Path, v))
-				_, unsupported := fromPrometheus(p)
+				_, unsupported := FromPrometheus(p)
 				require.Empty(t, unsupported, v)
 			}
 		})

@@ -11,26 +11,27 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promserver"
 )
 
 // TestOperatorWorkloadFields: the fields added for the takeover are
 // rendered, and a taken-over object without a securityContext gets none
 // (a PrometheusServer without one gets podreload's default).
 func TestOperatorWorkloadFields(t *testing.T) {
-	_, sts := renderWorkload(ownTarget(testServer()), testPodOptions())
-	require.Equal(t, podSecurity(), sts.Spec.Template.Spec.SecurityContext)
+	_, sts := promserver.RenderWorkload(promserver.OwnTarget(testServer()), testPodOptions())
+	require.Equal(t, promserver.PodSecurity(), sts.Spec.Template.Spec.SecurityContext)
 
 	p := testPrometheus()
 	p.Spec.PortName = "http-web"
 	p.Spec.ImagePullPolicy = corev1.PullIfNotPresent
-	server, unsupported := fromPrometheus(p)
+	server, unsupported := FromPrometheus(p)
 	require.Empty(t, unsupported)
-	svc, sts := renderWorkload(server, testPodOptions())
+	svc, sts := promserver.RenderWorkload(server, testPodOptions())
 	pod := sts.Spec.Template.Spec
 	require.Nil(t, pod.SecurityContext)
 
 	server.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
-	_, withSC := renderWorkload(server, testPodOptions())
+	_, withSC := promserver.RenderWorkload(server, testPodOptions())
 	require.Equal(t, server.Spec.SecurityContext, withSC.Spec.Template.Spec.SecurityContext)
 
 	require.Len(t, pod.InitContainers, 1)
@@ -40,7 +41,7 @@ func TestOperatorWorkloadFields(t *testing.T) {
 	}
 	prom := pod.Containers[0]
 	require.Equal(t, "prometheus", prom.Name)
-	require.Equal(t, []corev1.ContainerPort{{Name: "http-web", ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}, prom.Ports)
+	require.Equal(t, []corev1.ContainerPort{{Name: "http-web", ContainerPort: promserver.WebPort, Protocol: corev1.ProtocolTCP}}, prom.Ports)
 	require.Equal(t, intstr.FromString("http-web"), prom.ReadinessProbe.HTTPGet.Port)
 	require.Equal(t, intstr.FromString("http-web"), prom.LivenessProbe.HTTPGet.Port)
 	require.Equal(t, "http-web", svc.Spec.Ports[0].Name)
@@ -64,7 +65,7 @@ volumes: [{name: extra, emptyDir: {}}]
 volumeMounts: [{name: extra, mountPath: /extra}]
 `)
 	require.Empty(t, unsupported)
-	_, sts := renderWorkload(server, testPodOptions())
+	_, sts := promserver.RenderWorkload(server, testPodOptions())
 	pod := sts.Spec.Template.Spec
 	require.Equal(t, "sched", pod.SchedulerName)
 	require.Equal(t, corev1.DNSNone, pod.DNSPolicy)
@@ -101,7 +102,7 @@ volumeMounts: [{name: extra, mountPath: /extra}]
 
 	// Unset, the defaults stay.
 	server, _ = convert(t, "{}")
-	_, sts = renderWorkload(server, testPodOptions())
+	_, sts = promserver.RenderWorkload(server, testPodOptions())
 	pod = sts.Spec.Template.Spec
 	require.Equal(t, ptr.To[int64](600), pod.TerminationGracePeriodSeconds)
 	require.Empty(t, pod.SchedulerName)
@@ -143,7 +144,7 @@ func TestRenderRefusesPodVolumes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			server := testServer()
 			c.set(&server.Spec)
-			_, err := render(inputs{Server: server}, testOptions(), nil)
+			_, err := promserver.Render(promserver.Inputs{Server: server}, testOptions(), nil)
 			require.Error(t, err)
 			require.True(t, strings.HasPrefix(err.Error(), c.err), "%v", err)
 		})
@@ -160,7 +161,7 @@ rules: {alert: {forOutageTolerance: 1h, forGracePeriod: 10m, resendDelay: 2m}}
 query: {lookbackDelta: 2m, maxConcurrency: 10, maxSamples: 1000, timeout: 1m}
 `)
 	require.Empty(t, unsupported)
-	_, sts := renderWorkload(server, testPodOptions())
+	_, sts := promserver.RenderWorkload(server, testPodOptions())
 	args := sts.Spec.Template.Spec.Containers[0].Args
 	for _, a := range []string{
 		"--web.enable-admin-api",
@@ -171,11 +172,11 @@ query: {lookbackDelta: 2m, maxConcurrency: 10, maxSamples: 1000, timeout: 1m}
 	}
 
 	server, _ = convert(t, "query: {maxSamples: 0, maxConcurrency: 0}")
-	_, sts = renderWorkload(server, testPodOptions())
+	_, sts = promserver.RenderWorkload(server, testPodOptions())
 	for _, a := range sts.Spec.Template.Spec.Containers[0].Args {
 		require.False(t, strings.HasPrefix(a, "--query.") || strings.HasPrefix(a, "--rules.") || a == "--web.enable-admin-api", a)
 	}
 
 	server, _ = convert(t, "{query: {timeout: 1m}, additionalArgs: [{name: query.timeout, value: 2m}]}")
-	require.EqualError(t, validateArgs(server), "spec.additionalArgs: query.timeout set by the controller itself")
+	require.EqualError(t, promserver.ValidateArgs(server), "spec.additionalArgs: query.timeout set by the controller itself")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -27,41 +28,41 @@ import (
 // the pods; nothing is written when it is the same. (A Prometheus refused
 // gets its Reconciled and UnsupportedFields conditions only, from the
 // takeover's lifecycle: the rest stays prometheus-operator's.)
-func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server target, res synced) error {
+func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server promserver.Target, res promserver.Synced) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
-	sets := res.sets
-	if res.objs == nil {
+	sets := res.Sets
+	if res.Objs == nil {
 		var err error
 		if sets, err = t.sets(ctx, server); err != nil {
 			return err
 		}
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{labelOperatorName: p.Name, kube.LabelName: App}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{promserver.LabelOperatorName: p.Name, kube.LabelName: promserver.App}); err != nil {
 		return fmt.Errorf("list pods of Prometheus %s: %w", key, err)
 	}
-	r.mu.Lock()
-	want := r.written[key].hash
-	r.mu.Unlock()
-	if res.objs != nil && res.objs.ConfigSecret != nil {
-		want = res.objs.ContentHash
+	r.Mu.Lock()
+	want := r.Written[key].Hash
+	r.Mu.Unlock()
+	if res.Objs != nil && res.Objs.ConfigSecret != nil {
+		want = res.Objs.ContentHash
 	}
 	_, applied := sidecar.Applied(want, pods.Items)
 	applied.ObservedGeneration = p.Generation
-	if res.cond.Type != "" && res.cond.Status != metav1.ConditionTrue {
+	if res.Cond.Type != "" && res.Cond.Status != metav1.ConditionTrue {
 		applied.ObservedGeneration = 0 // As for a PrometheusServer (writeStatus).
-		if was := takeover.FindCondition(p.Status.Conditions, conditionConfigApplied); was != nil {
+		if was := takeover.FindCondition(p.Status.Conditions, promserver.ConditionConfigApplied); was != nil {
 			applied.ObservedGeneration = was.ObservedGeneration
 		}
 	}
-	r.metrics.configApplied.WithLabelValues(p.Namespace, p.Name).Set(boolGauge(applied.Status == metav1.ConditionTrue))
+	r.Metrics.ConfigApplied.WithLabelValues(p.Namespace, p.Name).Set(promserver.BoolGauge(applied.Status == metav1.ConditionTrue))
 
 	status := operatorStatus(p, server, sets)
 	status.Conditions = t.conditionsOf(p, res, applied)
 	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
 	takeover.SetCondition(&status.Conditions, availableCondition(p, server, sets))
-	before := r.written[key].hash
+	before := r.Written[key].Hash
 	if !equality.Semantic.DeepEqual(status, p.Status) {
 		u, err := toMap(status)
 		if err != nil {
@@ -71,7 +72,7 @@ func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus
 			return err
 		}
 	}
-	r.observeApplied(key, before, v1alpha1.PrometheusServerStatus{ContentHash: want, Conditions: []metav1.Condition{applied}})
+	r.ObserveApplied(key, before, v1alpha1.PrometheusServerStatus{ContentHash: want, Conditions: []metav1.Condition{applied}})
 	return nil
 }
 
@@ -90,8 +91,8 @@ func operatorSelector(p *monitoringv1.Prometheus) string {
 	return labels.Set{
 		"app.kubernetes.io/instance":   p.Name,
 		"app.kubernetes.io/managed-by": "prometheus-operator",
-		kube.LabelName:                 App,
-		labelOperatorName:              p.Name,
+		kube.LabelName:                 promserver.App,
+		promserver.LabelOperatorName:   p.Name,
 		"prometheus":                   p.Name,
 	}.String()
 }
@@ -99,13 +100,13 @@ func operatorSelector(p *monitoringv1.Prometheus) string {
 // operatorStatus is the status of p as prometheus-operator counts it,
 // from the StatefulSets of its shards (nil for a missing one), without
 // conditions.
-func operatorStatus(p *monitoringv1.Prometheus, server target, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
+func operatorStatus(p *monitoringv1.Prometheus, server promserver.Target, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
 	status := monitoringv1.PrometheusStatus{
 		Paused:   p.Spec.Paused,
 		Shards:   ptr.Deref(p.Spec.Shards, 1),
 		Selector: operatorSelector(p),
 	}
-	for shard := range shardCount(server) {
+	for shard := range promserver.ShardCount(server) {
 		ss := monitoringv1.ShardStatus{ShardID: strconv.Itoa(shard)}
 		if shard < len(sets) && sets[shard] != nil {
 			st := sets[shard].Status
@@ -124,18 +125,18 @@ func operatorStatus(p *monitoringv1.Prometheus, server target, sets []*appsv1.St
 // availableCondition is prometheus-operator's Available condition: True
 // when every shard has all its replicas available, Degraded when some,
 // False when a shard has none or no StatefulSet.
-func availableCondition(p *monitoringv1.Prometheus, server target, sets []*appsv1.StatefulSet) monitoringv1.Condition {
+func availableCondition(p *monitoringv1.Prometheus, server promserver.Target, sets []*appsv1.StatefulSet) monitoringv1.Condition {
 	want := ptr.Deref(server.Spec.Replicas, 1)
 	c := monitoringv1.Condition{Type: monitoringv1.Available, Status: monitoringv1.ConditionTrue, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()}
 	var reasons []string
 	msg := ""
-	for shard := range shardCount(server) {
+	for shard := range promserver.ShardCount(server) {
 		var status monitoringv1.ConditionStatus
 		reason, detail := "", ""
 		switch {
 		case shard >= len(sets) || sets[shard] == nil:
 			status, reason = monitoringv1.ConditionFalse, "StatefulSetNotFound"
-			detail = fmt.Sprintf("statefulset %s/%s not found", p.Namespace, shardName(server, shard))
+			detail = fmt.Sprintf("statefulset %s/%s not found", p.Namespace, promserver.ShardName(server, shard))
 		case sets[shard].Status.AvailableReplicas >= want:
 			continue
 		case sets[shard].Status.AvailableReplicas == 0:

@@ -4,6 +4,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -18,13 +19,13 @@ func Checker() takeover.Checker {
 
 // checkTakeover tells what taking over p would do, without a cluster.
 func checkTakeover(p *monitoringv1.Prometheus) takeover.Check {
-	server, unsupported := fromPrometheus(p)
+	server, unsupported := FromPrometheus(p)
 	c := takeover.Check{
 		Kind: monitoringv1.PrometheusesKind, Namespace: p.Namespace, Name: p.Name, ControllerID: p.Annotations[AnnotationControllerID],
 		Unsupported: unsupported, Replicas: ptr.Deref(server.Spec.Replicas, 1),
 	}
-	for shard := range shardCount(server) {
-		c.StatefulSets = append(c.StatefulSets, shardName(server, shard))
+	for shard := range promserver.ShardCount(server) {
+		c.StatefulSets = append(c.StatefulSets, promserver.ShardName(server, shard))
 	}
 	return c
 }

@@ -45,6 +45,23 @@ type Spec struct {
 	NoReport bool
 }
 
+// The names of the config-reloader's containers in a kind's pods.
+const (
+	InitContainerName = "init-config-reloader"
+	ContainerName     = "config-reloader"
+)
+
+// RunningImage is the image the config-reloader sidecar of the pod
+// template t runs, or "" when t has none.
+func RunningImage(t corev1.PodTemplateSpec) string {
+	for _, c := range t.Spec.Containers {
+		if c.Name == ContainerName {
+			return c.Image
+		}
+	}
+	return ""
+}
+
 // Containers renders the init container, which renders the
 // configuration once (--watch-interval=0) so that the server starts with
 // it, and the sidecar, which reports what the server runs in its pod
@@ -55,7 +72,7 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
 	}, s.Env...)
 	initContainer = corev1.Container{
-		Name:            "init-config-reloader",
+		Name:            InitContainerName,
 		Image:           s.Image,
 		Args:            slices.Concat([]string{"--watch-interval=0"}, s.SourceArgs, s.logArgs()),
 		Env:             env,
@@ -69,7 +86,7 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 	}
 	args = slices.Concat(args, s.ReloadArgs, s.logArgs())
 	sidecar = corev1.Container{
-		Name:            "config-reloader",
+		Name:            ContainerName,
 		Image:           s.Image,
 		Args:            append(args, "--listen-address=:"+strconv.Itoa(Port)),
 		Env:             env,

@@ -40,7 +40,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/controller"
-	promserver "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/operator"
@@ -135,7 +135,7 @@ func TestCoexist(t *testing.T) {
 	}
 
 	startController(t, cp.Config)
-	patch(t, c, monitoringv1.PrometheusesKind, ours, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, promserver.AnnotationControllerID, controllerID))
+	patch(t, c, monitoringv1.PrometheusesKind, ours, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, takeover.AnnotationControllerID, controllerID))
 	waitTakenOver(t, c)
 	settled := time.Now()
 	t.Logf("taken over at %s", settled.Format(time.RFC3339Nano))
@@ -223,7 +223,7 @@ func createObjects(t testing.TB, c client.Client, name, id string) {
 	t.Helper()
 	annotations := "{}"
 	if id != "" {
-		annotations = fmt.Sprintf("{%q: %q}", promserver.AnnotationControllerID, id)
+		annotations = fmt.Sprintf("{%q: %q}", takeover.AnnotationControllerID, id)
 	}
 	s := strings.NewReplacer("NAME", name, "NS", ns, "ANNOTATIONS", annotations).Replace(objects)
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(s), 4096)

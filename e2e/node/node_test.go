@@ -446,7 +446,7 @@ func (cl *cluster) deployController(t testing.TB) {
 // and waits for its pod to be ready.
 func (cl *cluster) deployExample(t testing.TB) *corev1.Pod {
 	t.Helper()
-	// prometheus runs as nobody with fsGroup 2000 (controller/prometheus/workload.go).
+	// prometheus runs as nobody with fsGroup 2000 (controller/promserver/workload.go).
 	require.NoError(t, cl.node.HostPathVolume(t.Context(), "example-storage", "default", "storage-"+serverPod, "1Gi", 65534, 2000))
 	cl.apply(t, "../../deploy/example")
 	var pod *corev1.Pod

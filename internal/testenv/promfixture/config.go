@@ -3,6 +3,7 @@ package promfixture
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -202,4 +203,21 @@ func RandomWord(rnd *rand.Rand, n int) string {
 		b[i] = chars[rnd.IntN(len(chars))]
 	}
 	return string(b)
+}
+
+// Gunzip decompresses a gzip stream of one member whose header has no
+// name, comment, extra field or modification time.
+func Gunzip(t *testing.T, gz []byte) []byte {
+	t.Helper()
+	r := bytes.NewReader(gz)
+	zr, err := gzip.NewReader(r)
+	require.NoError(t, err)
+	// compress/gzip writes 255, unknown, as the operating system.
+	require.Equal(t, gzip.Header{OS: 255}, zr.Header, "gzip header")
+	zr.Multistream(false)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.NoError(t, zr.Close())
+	require.Zero(t, r.Len(), "bytes after the gzip member")
+	return b
 }

@@ -1,0 +1,75 @@
+package promserver
+
+import (
+	"strconv"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/sidecar"
+)
+
+// AccessName is the name of the Role, and of its RoleBinding, that let the
+// reloaders of server report what Prometheus runs in their pods and, with
+// the API source, read its config Secret and rule ConfigMaps.
+func AccessName(server Target) string {
+	if server.Layout.Operator() {
+		// Nothing prometheus-operator writes has this name.
+		return operatorName(server) + "-podreload"
+	}
+	return server.Name + "-config-reloader"
+}
+
+// RenderAccess renders what the reloaders of server need (sidecar.Role): a
+// Role, in the server's namespace, and its RoleBinding to the pods'
+// service account. Owner references are not set.
+//
+// With either source, the reloaders patch their own pod to report what
+// Prometheus runs (the podreload.dev/applied annotation): the Role grants
+// patch on the names of the StatefulSets' pods, <name>-0 to
+// <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
+// resourceNames would grant every pod). Without a claim for Prometheus'
+// storage, they get, update and patch their pods' state Secrets
+// (statesecrets.go), by name.
+//
+// With the API source, the Secret is granted by name, and so are the part
+// Secrets of a split configuration (configsecret.PartSlots of them, so that the Role
+// changes less often than the count of parts): Kubernetes checks a
+// list or watch that selects the field metadata.name=<name> against
+// resourceNames, so the reloaders can watch it and nothing else. A list or
+// watch by label selector cannot be limited that way: the ConfigMaps rule
+// grants list and watch on every ConfigMap of the namespace (not get: the
+// reloaders never read one by name).
+func RenderAccess(server Target, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	l := SelectorLabels(server)
+	if server.Layout.Operator() {
+		// Ours, not prometheus-operator's: no managed-by label.
+		l = map[string]string{kube.LabelName: App, LabelInstance: server.Name}
+	}
+	a := sidecar.Access{
+		Name: AccessName(server), Namespace: server.Namespace, Labels: l,
+		ServiceAccount: server.Spec.ServiceAccountName,
+		Pods:           podNames(server),
+		StateSecrets:   stateSecretNames(server),
+	}
+	if APISource(server) {
+		a.Secrets = append([]string{ConfigSecretOf(server)}, configsecret.PartNames(ConfigSecretOf(server), configsecret.PartSlots(parts, RuleVolumeStep))...)
+		a.ConfigMaps = true
+	}
+	return sidecar.Role(a)
+}
+
+// podNames are the names of the pods of server's StatefulSets, every
+// shard's.
+func podNames(server Target) []string {
+	replicas := int(ptr.Deref(server.Spec.Replicas, 1))
+	names := make([]string, 0, replicas*ShardCount(server))
+	for shard := range ShardCount(server) {
+		for i := range replicas {
+			names = append(names, ShardName(server, shard)+"-"+strconv.Itoa(i))
+		}
+	}
+	return names
+}

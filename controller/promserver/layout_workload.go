@@ -1,0 +1,388 @@
+package promserver
+
+import (
+	"cmp"
+	"maps"
+	"strconv"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	yaml "go.yaml.in/yaml/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/kube"
+)
+
+// What a PrometheusServer in prometheus-operator's layout (target.layout)
+// renders differently from podreload's own: the names, labels, selectors,
+// governing Service, data volume and Prometheus flags prometheus-operator
+// v0.93.1 writes (docs/takeover.md sections 1 to 4, with the upstream file
+// of each), so that its StatefulSets, PVCs and pods carry over in both
+// directions. The reloaders stay ours.
+
+const (
+	// operatorPrefix starts the names of prometheus-operator's objects
+	// for a Prometheus (pkg/prometheus/common.go Prefix).
+	operatorPrefix = "prometheus-"
+	// governingServiceName is the headless Service of every Prometheus of
+	// a namespace (server/statefulset.go governingServiceName).
+	governingServiceName = "prometheus-operated"
+	// operatorManager is the value of the managed-by labels.
+	operatorManager = "prometheus-operator"
+	// labelManagedBy and labelAppManagedBy are set on every object
+	// prometheus-operator writes (pkg/operator/factory.go UpdateObject).
+	labelManagedBy    = "managed-by"
+	labelAppManagedBy = "app.kubernetes.io/managed-by"
+	// LabelOperatorName and the two labels after it are the selector
+	// labels besides kube.LabelName and labelInstance
+	// (server/operator.go makeSelectorLabels, statefulset.go).
+	LabelOperatorName  = "operator.prometheus.io/name"
+	labelPrometheus    = "prometheus"
+	labelOperatorShard = "operator.prometheus.io/shard"
+	// labelOperatorMode is on the StatefulSets of Prometheus servers (not
+	// agents): prometheus-operator's informer selects on it.
+	labelOperatorMode = "operator.prometheus.io/mode"
+	// labelVersion is the Prometheus version on the pods, without the v.
+	labelVersion = "app.kubernetes.io/version"
+	// labelOperated marks the governing Service.
+	labelOperated = "operated-prometheus"
+	// annotationDefaultContainer makes kubectl default to Prometheus.
+	annotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+	// AnnotationWebConfig is, on the pod template, the hash of the web
+	// configuration file: the pods mount it with a sub-path, which the
+	// kubelet never refreshes, so a change must roll them.
+	AnnotationWebConfig = "podreload.dev/web-config-hash"
+	// kubectlAnnotations start the annotations kept off the StatefulSet
+	// (pkg/operator/factory.go WithoutKubectlAnnotations).
+	kubectlAnnotations = "kubectl.kubernetes.io/"
+
+	// OperatorDefaultVersion is the Prometheus version of a Prometheus that
+	// sets none (pkg/operator/defaults.go DefaultPrometheusVersion).
+	OperatorDefaultVersion = "v3.13.1"
+	// OperatorDefaultRetention applies when neither retention nor
+	// retentionSize is set (pkg/prometheus/common.go DefaultRetention).
+	OperatorDefaultRetention = "24h"
+	// operatorStorageSubPath is the data volume's directory Prometheus
+	// opens as its TSDB whenever spec.storage is set
+	// (common.go SubPathForStorage).
+	operatorStorageSubPath = "prometheus-db"
+)
+
+// operatorName is prometheus-<name>: the config Secret, the StatefulSet of
+// shard 0, and the prefix of the other objects.
+func operatorName(server Target) string {
+	return operatorPrefix + server.Name
+}
+
+// operatorSelectorLabels are the labels that select every pod of a server
+// in prometheus-operator's layout; shardLabels adds the shard.
+func operatorSelectorLabels(server Target) map[string]string {
+	return map[string]string{
+		labelAppManagedBy: operatorManager,
+		kube.LabelName:    App,
+		LabelInstance:     server.Name,
+		LabelOperatorName: server.Name,
+		labelPrometheus:   server.Name,
+	}
+}
+
+// operatorObjectLabels are the labels of the Secrets and ConfigMaps
+// prometheus-operator writes for a Prometheus, and kube.LabelName, which
+// puts them into the controller's caches.
+func operatorObjectLabels() map[string]string {
+	return map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager, kube.LabelName: App}
+}
+
+// governingService is prometheus-operated, shared by every Prometheus of
+// the namespace: it selects all of their pods.
+func governingService(server Target) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: governingServiceName, Namespace: server.Namespace,
+			Labels: map[string]string{labelOperated: "true", labelManagedBy: operatorManager, labelAppManagedBy: operatorManager},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{kube.LabelName: App},
+			Ports:     []corev1.ServicePort{{Name: portName(server.Spec), Port: WebPort, TargetPort: intstr.FromString(portName(server.Spec))}},
+		},
+	}
+}
+
+// operatorStatefulSet sets on sts, the StatefulSet of a shard of server,
+// prometheus-operator's metadata and governing Service: the managed-by
+// labels, the server's labels, the mode, then the selector labels (later
+// ones win); the server's annotations but kubectl's and the layout's.
+func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
+	l := map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager}
+	maps.Copy(l, server.Labels)
+	l[labelOperatorMode] = "server"
+	maps.Copy(l, sts.Spec.Selector.MatchLabels)
+	sts.Labels = l
+	var a map[string]string
+	for k, v := range server.Annotations {
+		if k == AnnotationLayout || strings.HasPrefix(k, kubectlAnnotations) {
+			continue
+		}
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[k] = v
+	}
+	sts.Annotations = a
+	sts.Spec.ServiceName = governingServiceName
+	// The API server's default, which prometheus-operator writes
+	// (pkg/operator/statefulset.go UpdateStrategyForStatefulSet).
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+}
+
+// operatorPodMetadata is the metadata of a shard's pods: the version label
+// and the default-container annotation, under spec.podMetadata's, under
+// the shard's selector labels; and annotationWebConfig, with webConfig,
+// the hash of the web configuration file, when it is not empty.
+func operatorPodMetadata(server Target, shard int, webConfig string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{
+		Labels:      map[string]string{labelVersion: versionLabel(server.Spec)},
+		Annotations: map[string]string{annotationDefaultContainer: "prometheus"},
+	}
+	if pm := server.Spec.PodMetadata; pm != nil {
+		maps.Copy(m.Labels, pm.Labels)
+		maps.Copy(m.Annotations, pm.Annotations)
+	}
+	maps.Copy(m.Labels, shardLabels(server, shard))
+	if webConfig != "" {
+		m.Annotations[AnnotationWebConfig] = webConfig
+	}
+	return m
+}
+
+// operatorStorage is the data volume of a server in prometheus-operator's
+// layout: prometheus-<name>-db (or the claim template's name), mounted at
+// storageMountPath with the sub-path operatorStorageSubPath whenever
+// spec.storage is set, and an emptyDir without sub-path when it is not.
+func operatorStorage(server Target) (corev1.VolumeMount, []corev1.Volume, []corev1.PersistentVolumeClaim) {
+	st := server.Spec.Storage
+	mount := corev1.VolumeMount{Name: operatorName(server) + "-db", MountPath: storageMountPath}
+	if st == nil {
+		return mount, []corev1.Volume{{Name: mount.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, nil
+	}
+	mount.SubPath = operatorStorageSubPath
+	if t := st.VolumeClaimTemplate; t != nil {
+		mount.Name = cmp.Or(t.Name, mount.Name)
+		spec := *t.Spec.DeepCopy()
+		if spec.AccessModes == nil {
+			spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+		}
+		// No apiVersion and kind, as storageVolume.
+		return mount, nil, []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: mount.Name, Labels: t.Labels, Annotations: t.Annotations},
+			Spec:       spec,
+		}}
+	}
+	empty := st.EmptyDir
+	if empty == nil {
+		empty = &corev1.EmptyDirVolumeSource{}
+	}
+	return mount, []corev1.Volume{{Name: mount.Name, VolumeSource: corev1.VolumeSource{EmptyDir: empty}}}, nil
+}
+
+// operatorPrometheusContainer runs Prometheus as prometheus-operator does:
+// its flags (operatorPrometheusArgs), port and probes.
+func operatorPrometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOptions, storage corev1.VolumeMount, mounts []corev1.VolumeMount) corev1.Container {
+	// validateArgs refused the additional arguments that clash.
+	args := append(OperatorPrometheusArgs(spec), spec.AdditionalArgs...)
+	versioned := spec
+	versioned.Version = cmp.Or(spec.Version, OperatorDefaultVersion)
+	ready := httpProbe(spec, WebPath(spec, "/-/ready"), 5, 3)
+	startup := *ready
+	startup.PeriodSeconds, startup.FailureThreshold = 15, 60
+	return corev1.Container{
+		Name:                     "prometheus",
+		Image:                    prometheusImage(versioned, opts.DefaultPrometheusImage),
+		ImagePullPolicy:          spec.ImagePullPolicy,
+		Args:                     CommandLine(args),
+		Ports:                    []corev1.ContainerPort{{Name: portName(spec), ContainerPort: WebPort, Protocol: corev1.ProtocolTCP}},
+		StartupProbe:             &startup,
+		ReadinessProbe:           ready,
+		LivenessProbe:            httpProbe(spec, WebPath(spec, "/-/healthy"), 5, 6),
+		Resources:                spec.Resources,
+		VolumeMounts:             append([]corev1.VolumeMount{{Name: "config-out", MountPath: ConfigOutMountPath, ReadOnly: true}, storage}, mounts...),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          containerSecurity(),
+	}
+}
+
+// OperatorPrometheusArgs are the flags prometheus-operator sets on
+// Prometheus, in its order (server/statefulset.go buildServerArgs,
+// promcfg.go BuildCommonPrometheusArgs), for the fields a PrometheusServer
+// has. From Prometheus 3.11 the retention is in the configuration
+// (retentionSettings), not in flags.
+func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
+	v := operatorVersion(spec)
+	args := []monitoringv1.Argument{{Name: "config.file", Value: ConfigOutMountPath + "/" + ConfigEnvsubstFile}}
+	if v[0] == 2 {
+		args = append(args,
+			monitoringv1.Argument{Name: "web.console.templates", Value: "/etc/prometheus/consoles"},
+			monitoringv1.Argument{Name: "web.console.libraries", Value: "/etc/prometheus/console_libraries"})
+	}
+	if spec.Reloader.ReloadMethod != "signal" {
+		args = append(args, monitoringv1.Argument{Name: "web.enable-lifecycle"})
+	}
+	if spec.Web != nil && spec.Web.PageTitle != nil {
+		args = append(args, monitoringv1.Argument{Name: "web.page-title", Value: *spec.Web.PageTitle})
+	}
+	if spec.Web != nil && spec.Web.MaxConnections != nil {
+		args = append(args, monitoringv1.Argument{Name: "web.max-connections", Value: strconv.Itoa(int(*spec.Web.MaxConnections))})
+	}
+	if len(spec.EnableFeatures) > 0 {
+		features := make([]string, len(spec.EnableFeatures))
+		for i, f := range spec.EnableFeatures {
+			features[i] = string(f)
+		}
+		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: strings.Join(features, ",")})
+	}
+	if spec.ExternalURL != "" {
+		args = append(args, monitoringv1.Argument{Name: "web.external-url", Value: spec.ExternalURL})
+	}
+	args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
+	if spec.LogLevel != "" && spec.LogLevel != "info" {
+		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
+	}
+	if spec.LogFormat != "" && spec.LogFormat != "logfmt" {
+		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
+	}
+	if !RetentionInConfig(spec) {
+		if t := operatorRetention(spec); t != "" {
+			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.time", Value: t})
+		}
+		if spec.RetentionSize != "" {
+			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
+		}
+	}
+	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: storageMountPath})
+	args = append(args, queryArgs(spec)...)
+	if spec.WALCompression != nil {
+		name := "storage.tsdb.wal-compression"
+		if !*spec.WALCompression {
+			name = "no-" + name
+		}
+		args = append(args, monitoringv1.Argument{Name: name})
+	}
+	if versionAtLeast(v, 2, 24) {
+		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
+	}
+	return args
+}
+
+// operatorRetention is spec.retention, or prometheus-operator's default
+// when neither retention nor retentionSize is set
+// (common.go RetentionTimeOrDefault).
+func operatorRetention(spec v1alpha1.PrometheusServerSpec) string {
+	if spec.Retention == "" && spec.RetentionSize == "" {
+		return OperatorDefaultRetention
+	}
+	return string(spec.Retention)
+}
+
+// RetentionInConfig reports whether the retention goes into the
+// configuration file: from Prometheus 3.11 (promcfg.go
+// appendStorageSettingsConfig).
+func RetentionInConfig(spec v1alpha1.PrometheusServerSpec) bool {
+	return versionAtLeast(operatorVersion(spec), 3, 11)
+}
+
+// operatorVersion is the Prometheus version of spec in prometheus-operator's
+// layout, spec.version or operatorDefaultVersion, as major, minor and
+// patch. A pre-release of x.y.0 (y > 0) comes before x.y.0, as in semver:
+// it counts as the last x.(y-1) for versionAtLeast. A version that does not
+// parse counts as the newest: the flags and sections of the newest
+// Prometheus.
+func operatorVersion(spec v1alpha1.PrometheusServerSpec) [3]int {
+	s := strings.TrimPrefix(cmp.Or(spec.Version, OperatorDefaultVersion), "v")
+	s, _, _ = strings.Cut(s, "+")
+	s, pre, _ := strings.Cut(s, "-")
+	parts := strings.Split(s, ".")
+	newest := [3]int{1 << 30}
+	if len(parts) != 3 {
+		return newest
+	}
+	var v [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return newest
+		}
+		v[i] = n
+	}
+	if pre != "" && v[2] == 0 && v[1] > 0 {
+		// The major stays: prometheus-operator tests it alone (3.0.0-rc.0
+		// gets no Prometheus 2 flag).
+		v[1], v[2] = v[1]-1, 1<<30
+	}
+	return v
+}
+
+// versionAtLeast reports whether v is major.minor or later.
+func versionAtLeast(v [3]int, major, minor int) bool {
+	return v[0] > major || v[0] == major && v[1] >= minor
+}
+
+// versionLabel is the value of labelVersion: the version without its v.
+func versionLabel(spec v1alpha1.PrometheusServerSpec) string {
+	return strings.TrimPrefix(cmp.Or(spec.Version, OperatorDefaultVersion), "v")
+}
+
+// operatorTopologySpread is spec.topologySpreadConstraints for the pods of
+// a shard, with prometheus-operator's selector labels added to those that
+// ask for them: all of them but the shard's for OnResource, all of them
+// for OnShard (common.go MakeK8sTopologySpreadConstraint).
+func operatorTopologySpread(server Target, shard int) []corev1.TopologySpreadConstraint {
+	var out []corev1.TopologySpreadConstraint
+	for _, c := range server.Spec.TopologySpreadConstraints {
+		tsc := spreadConstraint(c)
+		if c.AdditionalLabelSelectors != nil {
+			for k, v := range shardLabels(server, shard) {
+				if k == labelOperatorShard && *c.AdditionalLabelSelectors == monitoringv1.ResourceNameLabelSelector {
+					continue
+				}
+				tsc.LabelSelector.MatchLabels[k] = v
+			}
+		}
+		out = append(out, tsc)
+	}
+	return out
+}
+
+// retentionSettings are the storage.tsdb.retention settings of the configuration, which hold
+// the retention from Prometheus 3.11 on, in prometheus-operator's layout
+// (promcfg.go appendStorageSettingsConfig).
+func retentionSettings(spec v1alpha1.PrometheusServerSpec) yaml.MapSlice {
+	var retention yaml.MapSlice
+	if t := operatorRetention(spec); t != "" {
+		retention = append(retention, yaml.MapItem{Key: "time", Value: t})
+	}
+	if spec.RetentionSize != "" {
+		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
+	}
+	return retention
+}
+
+// operatorReloaderSecurity is the securityContext of the reloaders of a
+// server in prometheus-operator's layout. Without a pod securityContext,
+// which prometheus-operator leaves unset when spec.securityContext is,
+// they run as the Prometheus image's user (nobody), as they do under
+// podreload's own default: the user they signal (reloadMethod signal) and
+// whose data directory they keep their state in.
+func operatorReloaderSecurity(spec v1alpha1.PrometheusServerSpec) *corev1.SecurityContext {
+	sc := containerSecurity()
+	if spec.SecurityContext == nil {
+		sc.RunAsUser, sc.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	}
+	return sc
+}

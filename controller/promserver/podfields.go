@@ -1,0 +1,140 @@
+package promserver
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/api/v1alpha1"
+)
+
+// The pod fields and flags of the spec that prometheus-operator's
+// Prometheus has too, rendered as it renders them, so that a takeover
+// carries them.
+
+const (
+	// secretsMountPath and configMapsMountPath hold the Secrets and
+	// ConfigMaps of spec.secrets and spec.configMaps, one directory each,
+	// where prometheus-operator mounts them.
+	secretsMountPath    = "/etc/prometheus/secrets"
+	configMapsMountPath = "/etc/prometheus/configmaps"
+)
+
+// invalidLabelChars are the characters a DNS label cannot hold.
+var invalidLabelChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// podUserVolumes are the volumes of spec.volumes, spec.secrets and
+// spec.configMaps, and the Prometheus container's mounts of
+// spec.volumeMounts and of the secrets and configMaps, as
+// prometheus-operator renders them.
+func podUserVolumes(spec v1alpha1.PrometheusServerSpec) ([]corev1.Volume, []corev1.VolumeMount) {
+	volumes, mounts := slices.Clone(spec.Volumes), slices.Clone(spec.VolumeMounts)
+	for _, s := range spec.Secrets {
+		name := userVolumeName("secret", s)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: secretsMountPath + "/" + s})
+	}
+	for _, c := range spec.ConfigMaps {
+		name := userVolumeName("configmap", c)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: configMapsMountPath + "/" + c})
+	}
+	return volumes, mounts
+}
+
+// userVolumeName is the volume of the Secret or ConfigMap name:
+// prefix-name lower-cased, with the characters a DNS label cannot hold
+// replaced by "-", trimmed of "-" and cut to 63 characters, as
+// prometheus-operator names it (validatePod refuses a name that is
+// still not a label).
+func userVolumeName(prefix, name string) string {
+	label := strings.Trim(invalidLabelChars.ReplaceAllString(strings.ToLower(prefix+"-"+name), "-"), "-")
+	return label[:min(len(label), validation.DNS1123LabelMaxLength)]
+}
+
+// portName is the name of Prometheus' container port: spec.portName, or web.
+func portName(spec v1alpha1.PrometheusServerSpec) string {
+	return cmp.Or(spec.PortName, "web")
+}
+
+// validatePod refuses the pods of sts (every shard's have the same
+// volumes and mounts) that the API server would refuse because of
+// spec.volumes, spec.volumeMounts, spec.secrets or spec.configMaps: a
+// volume name that is not a DNS label or is used twice (among them, or
+// by the controller), a mount of a volume that does not exist, a path
+// mounted twice in a container.
+func validatePod(sts *appsv1.StatefulSet) error {
+	const fields = "spec.volumes, spec.secrets (volume secret-<name>) and spec.configMaps (configmap-<name>)"
+	pod := sts.Spec.Template.Spec
+	volumes := map[string]bool{}
+	for _, c := range sts.Spec.VolumeClaimTemplates {
+		volumes[c.Name] = true
+	}
+	for _, v := range pod.Volumes {
+		if errs := validation.IsDNS1123Label(v.Name); len(errs) > 0 {
+			return fmt.Errorf("%s: volume %q: %s", fields, v.Name, strings.Join(errs, "; "))
+		}
+		if volumes[v.Name] {
+			return fmt.Errorf("%s: volume %q is used twice in the pod (by these fields and the controller's own volumes)", fields, v.Name)
+		}
+		volumes[v.Name] = true
+	}
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		paths := map[string]bool{}
+		for _, m := range c.VolumeMounts {
+			if !volumes[m.Name] {
+				return fmt.Errorf("spec.volumeMounts: volume %q is no volume of the pod", m.Name)
+			}
+			if paths[m.MountPath] {
+				return fmt.Errorf("spec.volumeMounts: %s is mounted twice in container %s", m.MountPath, c.Name)
+			}
+			paths[m.MountPath] = true
+		}
+	}
+	return nil
+}
+
+// queryArgs are the flags of spec.enableAdminAPI, spec.rules and
+// spec.query, as prometheus-operator renders them (a maxSamples or
+// maxConcurrency of 0 or less renders nothing).
+func queryArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
+	var args []monitoringv1.Argument
+	if spec.EnableAdminAPI {
+		args = append(args, monitoringv1.Argument{Name: "web.enable-admin-api"})
+	}
+	for _, f := range []struct{ name, value string }{
+		{"rules.alert.for-outage-tolerance", spec.Rules.Alert.ForOutageTolerance},
+		{"rules.alert.for-grace-period", spec.Rules.Alert.ForGracePeriod},
+		{"rules.alert.resend-delay", spec.Rules.Alert.ResendDelay},
+	} {
+		if f.value != "" {
+			args = append(args, monitoringv1.Argument{Name: f.name, Value: f.value})
+		}
+	}
+	q := spec.Query
+	if q == nil {
+		return args
+	}
+	if q.LookbackDelta != nil {
+		args = append(args, monitoringv1.Argument{Name: "query.lookback-delta", Value: *q.LookbackDelta})
+	}
+	if n := ptr.Deref(q.MaxSamples, 0); n > 0 {
+		args = append(args, monitoringv1.Argument{Name: "query.max-samples", Value: strconv.Itoa(int(n))})
+	}
+	if n := ptr.Deref(q.MaxConcurrency, 0); n > 0 {
+		args = append(args, monitoringv1.Argument{Name: "query.max-concurrency", Value: strconv.Itoa(int(n))})
+	}
+	if q.Timeout != nil {
+		args = append(args, monitoringv1.Argument{Name: "query.timeout", Value: string(*q.Timeout)})
+	}
+	return args
+}

@@ -1,0 +1,286 @@
+package promserver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/kube"
+	"github.com/podreload/podreload/controller/rulefiles"
+)
+
+// write makes the live objects of server match objs, with own as their
+// controller, and returns the live
+// StatefulSet (nil while there is none). Without a config Secret in objs,
+// the last one written stays; with one, its part Secrets are written
+// before it, and those it no longer names deleted after it. No rule file disappears from the pods
+// between two states: rule shards are created or updated before the extra
+// ones are deleted, a file moving between shards is written where it goes
+// before it is removed from where it was (rulefiles.Writes: the shards of one
+// phase are written at once), and the configuration, whose rule_files name the
+// shards, is written before them, or after the deletions when shards go.
+// The Role and RoleBinding of the reloaders are written before the
+// StatefulSets, so that their pods find them; the StatefulSets of shards
+// no longer wanted are deleted last, once the configuration with the new
+// shard count is written, and the state Secrets of pods no longer wanted
+// emptied after them. It returns the live StatefulSets, by shard, but
+// for those being created again: a *kube.RecreatingError says which.
+func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, objs *Objects) ([]*appsv1.StatefulSet, error) {
+	liveRules, extra, err := r.liveShards(ctx, server, objs.RuleShards)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.writeAccess(ctx, server, own, objs); err != nil {
+		return nil, err
+	}
+	writeConfig := func() error {
+		if objs.ConfigSecret == nil {
+			return nil
+		}
+		// The parts first, in any order: the config Secret names them,
+		// and the reloaders wait for every part it names.
+		if err := writeAll(objs.ConfigParts, func(s *corev1.Secret) error {
+			return kube.Write(ctx, r.Writer, own, s, kube.SyncSecret)
+		}); err != nil {
+			return err
+		}
+		if err := kube.Write(ctx, r.Writer, own, objs.ConfigSecret, kube.SyncSecret); err != nil {
+			return err
+		}
+		return r.deleteExtraParts(ctx, server, objs.ConfigParts)
+	}
+	if len(extra) == 0 {
+		if err := writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.writeRuleShards(ctx, own, liveRules, objs.RuleShards); err != nil {
+		return nil, err
+	}
+	for _, cm := range extra {
+		if err := r.Writer.Delete(ctx, "ConfigMap", cm); err != nil {
+			return nil, err
+		}
+		r.Logger.Info("deleted rule file ConfigMap", "server", client.ObjectKeyFromObject(server), "configmap", cm.Name)
+	}
+	if len(extra) > 0 {
+		if err := writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	// The pods mount the web configuration: written before them. A server
+	// that no longer has one keeps the Secret, which goes with it.
+	if objs.WebConfigSecret != nil {
+		if err := kube.Write(ctx, r.Writer, own, objs.WebConfigSecret, kube.SyncSecret); err != nil {
+			return nil, err
+		}
+	}
+	writeService := kube.Write[*corev1.Service]
+	if server.Layout.Operator() {
+		// prometheus-operated: one per namespace, every Prometheus its owner.
+		writeService = kube.WriteShared[*corev1.Service]
+	}
+	if err := writeService(ctx, r.Writer, own, objs.Service, kube.SyncService); err != nil {
+		return nil, err
+	}
+	var (
+		live       []*appsv1.StatefulSet
+		recreating error
+	)
+	for _, desired := range objs.StatefulSets {
+		if server.Layout.Operator() {
+			if err := r.keepImmutable(ctx, own, desired); err != nil {
+				return nil, err
+			}
+		}
+		sts, err := r.Writer.ApplyStatefulSet(ctx, own, desired)
+		var rec *kube.RecreatingError
+		switch {
+		case errors.As(err, &rec):
+			// The other shards are written all the same.
+			recreating = cmp.Or(recreating, err)
+		case err != nil:
+			return nil, err
+		default:
+			live = append(live, sts)
+		}
+	}
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets))
+}
+
+// writeAccess writes the Role and RoleBinding of the reloaders first:
+// with the API source, the Role names the part Secrets the reloaders are
+// about to read. Then the pods' state Secrets, which the Role names,
+// before the pods, which read them.
+func (r *Reconciler) writeAccess(ctx context.Context, server Target, own kube.Owner, objs *Objects) error {
+	if err := kube.Write(ctx, r.Writer, own, objs.Role, kube.SyncRole); err != nil {
+		return err
+	}
+	if err := kube.Write(ctx, r.Writer, own, objs.RoleBinding, kube.SyncRoleBinding); err != nil {
+		return err
+	}
+	return r.createStateSecrets(ctx, server, own, objs.StateSecrets)
+}
+
+// writeRuleShards writes the rule ConfigMaps shards, given the live ones,
+// in the phases of rulefiles.Writes, the ConfigMaps of a phase at once.
+func (r *Reconciler) writeRuleShards(ctx context.Context, own kube.Owner, live, shards []*corev1.ConfigMap) error {
+	for _, phase := range rulefiles.Writes(live, shards) {
+		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
+			return kube.Write(ctx, r.Writer, own, cm, kube.SyncConfigMap)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteExtraParts deletes the part Secrets of the configuration that
+// server controls and parts does not hold: once the config Secret no
+// longer names them.
+func (r *Reconciler) deleteExtraParts(ctx context.Context, server Target, parts []*corev1.Secret) error {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.metadata.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels{LabelConfig: server.Name}); err != nil {
+		return fmt.Errorf("list config part Secrets: %w", err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if !metav1.IsControlledBy(m, server) || m.DeletionTimestamp != nil || !configsecret.IsPart(ConfigSecretOf(server), m.Name) ||
+			slices.ContainsFunc(parts, func(s *corev1.Secret) bool { return s.Name == m.Name }) {
+			continue
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
+		if err := r.Writer.Delete(ctx, "Secret", s); err != nil {
+			return err
+		}
+		r.Logger.Info("deleted a config part Secret no longer needed", "server", client.ObjectKeyFromObject(server), "secret", m.Name)
+	}
+	return nil
+}
+
+// deleteExtraShards deletes the StatefulSets server controls that are not
+// among sets: those of the shards it no longer has. Their pods go with
+// them; their volume claims stay, as a StatefulSet's always do.
+func (r *Reconciler) deleteExtraShards(ctx context.Context, server Target, sets []*appsv1.StatefulSet) error {
+	var list appsv1.StatefulSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels(SelectorLabels(server))); err != nil {
+		return fmt.Errorf("list StatefulSets: %w", err)
+	}
+	for i := range list.Items {
+		sts := &list.Items[i]
+		if !metav1.IsControlledBy(sts, server) || sts.DeletionTimestamp != nil ||
+			slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return s.Name == sts.Name }) {
+			continue
+		}
+		if err := r.Writer.Delete(ctx, "StatefulSet", sts); err != nil {
+			return err
+		}
+		r.Logger.Info("deleted the StatefulSet of a shard no longer wanted", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name)
+	}
+	return nil
+}
+
+// liveShards returns the rule file ConfigMaps server controls, and those
+// of them that are not among shards.
+func (r *Reconciler) liveShards(ctx context.Context, server Target, shards []*corev1.ConfigMap) (live, extra []*corev1.ConfigMap, err error) {
+	var cms corev1.ConfigMapList
+	if err := r.Client.List(ctx, &cms, client.InNamespace(server.Namespace), client.MatchingLabels(ruleFilesLabels(server))); err != nil {
+		return nil, nil, fmt.Errorf("list rule file ConfigMaps: %w", err)
+	}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if !metav1.IsControlledBy(cm, server) {
+			continue
+		}
+		live = append(live, cm)
+		if !slices.ContainsFunc(shards, func(s *corev1.ConfigMap) bool { return s.Name == cm.Name }) {
+			extra = append(extra, cm)
+		}
+	}
+	return live, extra, nil
+}
+
+// keepImmutable copies into desired, the StatefulSet of a Prometheus taken
+// over, the fields of the live one that the API server does not let
+// change: its selector (which holds the labels of prometheus-operator's
+// --labels flag, unknown here; the pod template gets them too), Service
+// name, claim templates and pod management policy. The StatefulSet
+// prometheus-operator created is then updated in place, and so is ours
+// when it takes it back, and the pods keep their PVCs.
+func (r *Reconciler) keepImmutable(ctx context.Context, own kube.Owner, desired *appsv1.StatefulSet) error {
+	var live appsv1.StatefulSet
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
+	if apierrors.IsNotFound(err) {
+		// Not labelled by the controller yet: read from the API server.
+		err = r.reader.Get(ctx, client.ObjectKeyFromObject(desired), &live)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get StatefulSet %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	if live.Spec.Selector != nil {
+		desired.Spec.Selector = live.Spec.Selector.DeepCopy()
+		if desired.Spec.Template.Labels == nil {
+			desired.Spec.Template.Labels = map[string]string{}
+		}
+		maps.Copy(desired.Spec.Template.Labels, live.Spec.Selector.MatchLabels)
+	}
+	desired.Spec.ServiceName = live.Spec.ServiceName
+	desired.Spec.PodManagementPolicy = live.Spec.PodManagementPolicy
+	if !equality.Semantic.DeepDerivative(desired.Spec.VolumeClaimTemplates, live.Spec.VolumeClaimTemplates) {
+		// prometheus-operator deletes the StatefulSet, pods first, to
+		// apply such a change; the pods and their claims stay here.
+		msg := fmt.Sprintf("spec.storage differs from the claim templates of StatefulSet %s/%s, which cannot change: its claims are kept, and so are the PVCs and the data", live.Namespace, live.Name)
+		r.Metrics.Errors.Inc()
+		r.Logger.Warn("claim templates kept", own.Key, client.ObjectKeyFromObject(own.Object), "err", msg)
+		r.event(own.Object, nil, "ClaimTemplatesKept", msg)
+	}
+	desired.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
+	return nil
+}
+
+// maxParallelWrites bounds the rule ConfigMaps, or the part Secrets of a
+// split configuration, written at once: one after the other, each is a
+// round trip (12 rule ConfigMaps for 1,000 PrometheusRules, 22 parts for
+// the 20,000 endpoints of BenchmarkScale, some 150 for jobs that compress
+// like real ones).
+const maxParallelWrites = 8
+
+// writeAll writes objs at once, maxParallelWrites at most at a time, with
+// write, and returns when all are written, the errors joined.
+func writeAll[T any](objs []T, write func(T) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	sem := make(chan struct{}, maxParallelWrites)
+	for _, o := range objs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := write(o); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
