@@ -9,6 +9,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -74,9 +75,9 @@ func operatorFields() []takeover.Field {
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
 		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
 		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named alertmanager or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
-			reloaderPatches("config-reloader")),
+			reloaderPatches(sidecar.ContainerName)),
 		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
-			reloaderPatches("init-config-reloader")),
+			reloaderPatches(sidecar.InitContainerName)),
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
 		mapped("clusterAdvertiseAddress", flag),
