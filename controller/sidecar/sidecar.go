@@ -39,6 +39,10 @@ type Spec struct {
 	// (spec.logLevel, spec.logFormat), as prometheus-operator passes them
 	// to its config-reloader: set when not the default (info, logfmt).
 	LogLevel, LogFormat string
+	// NoReport leaves --report-pod out: the pod has no service account
+	// token to reach the API server with (the kind's reloaders then read
+	// their volumes, and what the server runs is not known).
+	NoReport bool
 }
 
 // The names of the config-reloader's containers in a kind's pods.
@@ -76,7 +80,10 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 		VolumeMounts:    s.Mounts,
 		SecurityContext: s.SecurityContext,
 	}
-	args := append(slices.Clone(s.SourceArgs), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+	args := slices.Clone(s.SourceArgs)
+	if !s.NoReport {
+		args = append(args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+	}
 	args = slices.Concat(args, s.ReloadArgs, s.logArgs())
 	sidecar = corev1.Container{
 		Name:            ContainerName,
