@@ -207,6 +207,16 @@ bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reload
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
 		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
+# The previous release's image, for the node's upgrade test: its
+# controller and config-reloader (bin/previous/, static, of this machine's
+# platform), under a tag of its own.
+PREVIOUS_IMAGE := ghcr.io/podreload/podreload:previous
+bin/images/podreload-previous-%.tar: bin/previous/controller $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PREVIOUS_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
+		-file /bin/controller=$(CURDIR)/bin/previous/controller -file /bin/config-reloader=$(CURDIR)/bin/previous/config-reloader \
+		-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
 bin/images/collector-%.tar: bin/linux-%/collector $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(COLLECTOR_IMAGE) -user 65532:65532 -entrypoint /bin/collector \
@@ -269,7 +279,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code, deploy/cr
 
 # TESTFLAGS go to every go test of make test: -json, say, gives each test's
 # time (docs/development.md).
-test: lint build tools host-images node-bins bin/previous/controller ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
+test: lint build tools host-images node-bins bin/previous/controller bin/images/podreload-previous-$(HOST_ARCH).tar ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
 	@# Without -race: the packages it links are then those `make images` compiled.
 	cd tools/images && $(GO) test -count=1 $(TESTFLAGS) ./...

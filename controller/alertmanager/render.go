@@ -177,7 +177,16 @@ func render(in inputs) (*objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs.sts = sts
+	// An upgrade of the controller rolls no pod for its config-reloader
+	// image alone.
+	objs.sts = sidecar.KeepRunningImage(in.live, sts, in.reloaderImage, kube.AnnotationInputHash, func(image string) *appsv1.StatefulSet {
+		in.reloaderImage = image
+		kept, err := statefulSet(in)
+		if err != nil {
+			return nil
+		}
+		return kept
+	})
 	pods := make([]string, replicas(am))
 	for i := range pods {
 		pods[i] = stsName(am.Name) + "-" + strconv.Itoa(i)

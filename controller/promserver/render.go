@@ -495,29 +495,17 @@ func configPart(server Target, i int, gz []byte) *corev1.Secret {
 	return s
 }
 
-// keepRunningReloader returns sts, the StatefulSet of shard, or, when its
-// live StatefulSet (in.Running) runs the config-reloader at another image
-// than the controller's default and the spec names none, the StatefulSet
-// rendered with the live one's image if that gives the live input hash:
-// the controller's image, which an upgrade changes, is then the only
-// change, and an upgrade rolls no pod for it. The pods get the new image
-// with the next change that rolls them. A StatefulSet the controller did
-// not write (prometheus-operator's, before a takeover) has no input hash
-// and gets sts.
+// keepRunningReloader returns sts, the StatefulSet of shard, or the one
+// rendered with the config-reloader image its live StatefulSet
+// (in.Running) runs, when that is the only change and the spec names no
+// image (sidecar.KeepRunningImage): an upgrade of the controller rolls no
+// pod for its own image.
 func keepRunningReloader(in Inputs, server Target, pods PodOptions, shard int, sts *appsv1.StatefulSet) *appsv1.StatefulSet {
-	live := in.Running[sts.Name]
-	if live == nil || server.Spec.Reloader.Image != "" {
+	if server.Spec.Reloader.Image != "" {
 		return sts
 	}
-	image := sidecar.RunningImage(live.Spec.Template)
-	hash := live.Spec.Template.Annotations[AnnotationInputHash]
-	if image == "" || image == pods.DefaultReloaderImage || hash == "" {
-		return sts
-	}
-	pods.DefaultReloaderImage = image
-	kept := RenderShard(server, pods, shard)
-	if kept.Spec.Template.Annotations[AnnotationInputHash] != hash {
-		return sts
-	}
-	return kept
+	return sidecar.KeepRunningImage(in.Running[sts.Name], sts, pods.DefaultReloaderImage, AnnotationInputHash, func(image string) *appsv1.StatefulSet {
+		pods.DefaultReloaderImage = image
+		return RenderShard(server, pods, shard)
+	})
 }

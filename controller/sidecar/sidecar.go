@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -60,6 +61,28 @@ func RunningImage(t corev1.PodTemplateSpec) string {
 		}
 	}
 	return ""
+}
+
+// KeepRunningImage returns desired, a kind's StatefulSet whose
+// config-reloaders run image, the controller's default; or, when live,
+// the StatefulSet in the cluster (nil when none), runs them at another
+// image and render, the kind's render with that image, gives live's pod
+// template hash (the annotation hashKey), what render gives: the image is
+// then the only change, which an upgrade of the controller makes, and the
+// pods keep the config-reloader they run until another change rolls them.
+// A StatefulSet the controller did not write has no hash: desired.
+func KeepRunningImage(live, desired *appsv1.StatefulSet, image, hashKey string, render func(image string) *appsv1.StatefulSet) *appsv1.StatefulSet {
+	if live == nil {
+		return desired
+	}
+	running, hash := RunningImage(live.Spec.Template), live.Spec.Template.Annotations[hashKey]
+	if running == "" || running == image || hash == "" {
+		return desired
+	}
+	if kept := render(running); kept != nil && kept.Spec.Template.Annotations[hashKey] == hash {
+		return kept
+	}
+	return desired
 }
 
 // Containers renders the init container, which renders the
