@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/operator"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
@@ -35,15 +37,15 @@ const (
 
 // testUpgrade runs the previous release's controller (bin/previous/,
 // built from the git history at the commit CHANGELOG.md names) on a
-// PrometheusServer of each source (API and volume) and a Prometheus it
-// took over from prometheus-operator, to steady state; then replaces it
+// PrometheusServer of each source (API and volume), a Prometheus it took
+// over from prometheus-operator and two Alertmanagers, to steady state; then replaces it
 // with the current one, as `helm upgrade` replaces the Deployment's image
 // (SIGTERM, then the new process), and asserts that the current
 // controller writes nothing but statuses: no StatefulSet, Secret,
 // ConfigMap, Service, Role or RoleBinding rewritten (their
 // resourceVersions unchanged, no such write in the audit log), so no pod
-// rolls, although the config-reloader image changed; CHANGELOG.md lists
-// no roll for this release.
+// rolls, although the config-reloader image changed; but for the roll
+// CHANGELOG.md lists for this release (rolled).
 func testUpgrade(t testing.TB, e *env, fig figure) {
 	previous, err := toolbin.Path("previous/controller")
 	require.NoError(t, err, "`make bin/previous/controller` builds it")
@@ -59,11 +61,21 @@ func testUpgrade(t testing.TB, e *env, fig figure) {
 		srv.Spec.Reloader.Source = source
 		require.NoError(t, e.c.Create(t.Context(), srv))
 	}
+	// Alertmanagers taken over: one of a version of its own, one without,
+	// which CHANGELOG.md says rolls once onto v0.34.0, prometheus-operator
+	// v0.94.1's default (the roll this test expects, and no other).
+	for name, version := range map[string]string{"pinned": "v0.31.1", "unpinned": ""} {
+		am := &monitoringv1.Alertmanager{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Annotations: map[string]string{takeover.AnnotationControllerID: controllerID}}}
+		am.Spec.Replicas, am.Spec.Version = new(int32(replicas)), version
+		require.NoError(t, e.c.Create(t.Context(), am))
+	}
 	kubeconfig := e.kubeconfig(t, e.cp.Config.Host, "")
 	old := e.startBinary(t, previous, previousReloaderImage, kubeconfig, ns)
 	s.annotate(t, controllerID)
 	s.waitTakenOver(t, 0)
 	e.waitServersReconciled(t, ns, "api", "volume")
+	e.waitStatefulSets(t, ns, "alertmanager-pinned", "alertmanager-unpinned")
 	e.settled(t, ns)
 	before := e.objectVersions(t, ns)
 
@@ -71,7 +83,7 @@ func testUpgrade(t testing.TB, e *env, fig figure) {
 	upgraded := time.Now()
 	current := e.startBinary(t, e.controllerBin, currentReloaderImage, kubeconfig, ns)
 	// Each object reconciled by the current controller, then no write.
-	current.waitReconciles(t, map[string]float64{"PrometheusServer": 2, "Prometheus": 1})
+	current.waitReconciles(t, map[string]float64{"PrometheusServer": 2, "Prometheus": 1, "Alertmanager": 2})
 	e.settled(t, ns)
 	fig("the upgrade: the current controller's start → settled", time.Since(upgraded))
 
@@ -81,13 +93,20 @@ func testUpgrade(t testing.TB, e *env, fig figure) {
 		}
 		switch r := ev.ObjectRef; {
 		case r.Subresource == "status", r.Resource == "events", r.Resource == "leases":
+		case r.Resource == "statefulsets" && r.Name == rolled:
 		default:
 			t.Errorf("the current controller wrote %s %s %s/%s after the upgrade: beyond a status", ev.Verb, r.Resource, r.Namespace, r.Name)
 		}
 	}
 	after := e.objectVersions(t, ns)
+	require.NotEqual(t, before["StatefulSet/"+rolled], after["StatefulSet/"+rolled], "the roll CHANGELOG.md lists")
+	var sts appsv1.StatefulSet
+	require.NoError(t, e.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: rolled}, &sts))
+	require.Equal(t, "quay.io/prometheus/alertmanager:v0.34.0", sts.Spec.Template.Spec.Containers[0].Image)
+	delete(before, "StatefulSet/"+rolled)
+	delete(after, "StatefulSet/"+rolled)
 	require.Equal(t, before, after, "objects rewritten by the upgrade (kind/name → resourceVersion)")
-	for _, name := range []string{"api", "volume", s.stsName()} {
+	for _, name := range []string{"api", "volume", s.stsName(), "alertmanager-pinned"} {
 		var sts appsv1.StatefulSet
 		require.NoError(t, e.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &sts))
 		for _, c := range slices.Concat(sts.Spec.Template.Spec.InitContainers, sts.Spec.Template.Spec.Containers) {
@@ -95,6 +114,21 @@ func testUpgrade(t testing.TB, e *env, fig figure) {
 				require.Equal(t, previousReloaderImage, c.Image, "StatefulSet %s: the pods keep the config-reloader they run", name)
 			}
 		}
+	}
+}
+
+// rolled is the StatefulSet the upgrade to this release rolls, as
+// CHANGELOG.md says: the Alertmanager without spec.version's, onto
+// Alertmanager v0.34.0.
+const rolled = "alertmanager-unpinned"
+
+// waitStatefulSets waits until the StatefulSets names of ns exist.
+func (e *env) waitStatefulSets(t testing.TB, ns string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		eventually(t, "StatefulSet "+ns+"/"+name, func() error {
+			return e.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &appsv1.StatefulSet{})
+		})
 	}
 }
 
