@@ -47,7 +47,7 @@ type Reconciler struct {
 	// writer writes the objects of the servers.
 	Writer *kube.Writer
 	// coalescer spaces the renders of a server in a burst of events.
-	Coalescer *coalescer
+	Coalescer *kube.Coalescer
 
 	// work is held by a render and by a status update without one
 	// (reconcileStatus), which run in two controllers.
@@ -272,7 +272,7 @@ func (r *Reconciler) Forget(key types.NamespacedName) {
 	delete(r.warned, key)
 	delete(r.Written, key)
 	r.Mu.Unlock()
-	r.Coalescer.forget(key)
+	r.Coalescer.Forget(key)
 	r.refs.Forget(key)
 	for _, k := range SelectedKinds() {
 		r.Metrics.Selected.DeleteLabelValues(key.Namespace, key.Name, k.Kind)
