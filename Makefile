@@ -28,6 +28,25 @@ help: ## Show the targets.
 
 build: $(addprefix bin/,$(BINARIES)) ## Build the podreload binaries into bin/.
 
+# The previous release, for the upgrade tests: CHANGELOG.md names the commit
+# each release was cut from, and this builds the newest one's controller
+# and config-reloader from the git history (a clone has it: no download)
+# into bin/previous/, with that release's version, beside its CRDs
+# (bin/previous/crds/) and the objects of its example and its
+# configuration test cases (bin/previous/objects/).
+PREVIOUS_COMMIT = $(shell sed -n 's/^Cut from commit \([0-9a-f]\{40\}\).*/\1/p' CHANGELOG.md | head -1)
+PREVIOUS_VERSION = $(shell sed -n 's/^## \([0-9][0-9.]*\)$$/\1/p' CHANGELOG.md | head -1)
+bin/previous/controller bin/previous/config-reloader &: CHANGELOG.md
+	@test -n "$(PREVIOUS_COMMIT)" || { echo "CHANGELOG.md names no commit of a release"; exit 1; }
+	rm -rf bin/previous/src && mkdir -p bin/previous/src
+	git archive $(PREVIOUS_COMMIT) | tar -x -C bin/previous/src
+	cd bin/previous/src && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION).Version=$(PREVIOUS_VERSION) -X $(VERSION).Revision=$(PREVIOUS_COMMIT)' -o $(BIN)/previous/ ./cmd/controller ./cmd/config-reloader
+	rm -rf bin/previous/crds bin/previous/objects && mkdir -p bin/previous/crds bin/previous/objects
+	cp bin/previous/src/deploy/crds/*.yaml bin/previous/crds/
+	cp bin/previous/src/deploy/example/*.yaml bin/previous/src/controller/prometheus/testdata/operator/config/*.yaml bin/previous/objects/
+	rm -f bin/previous/objects/kustomization.yaml
+	rm -rf bin/previous/src
+
 $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 	$(GOBUILD) -o $@ ./cmd/$*
 
@@ -188,6 +207,16 @@ bin/images/podreload-%.tar: bin/linux-%/config-reloader bin/linux-%/rules-reload
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PODRELOAD_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
 		$(foreach b,$(BINARIES),-file /bin/$(b)=$(CURDIR)/bin/linux-$*/$(b)) -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
 
+# The previous release's image, for the node's upgrade test: its
+# controller and config-reloader (bin/previous/, static, of this machine's
+# platform), under a tag of its own.
+PREVIOUS_IMAGE := ghcr.io/podreload/podreload:previous
+bin/images/podreload-previous-%.tar: bin/previous/controller $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PREVIOUS_IMAGE) -user 65532:65532 -entrypoint /bin/config-reloader \
+		-file /bin/controller=$(CURDIR)/bin/previous/controller -file /bin/config-reloader=$(CURDIR)/bin/previous/config-reloader \
+		-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
 bin/images/collector-%.tar: bin/linux-%/collector $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(COLLECTOR_IMAGE) -user 65532:65532 -entrypoint /bin/collector \
@@ -250,7 +279,7 @@ generate: bin/controller-gen ## Regenerate api/v1alpha1 deepcopy code, deploy/cr
 
 # TESTFLAGS go to every go test of make test: -json, say, gives each test's
 # time (docs/development.md).
-test: lint build tools host-images node-bins ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
+test: lint build tools host-images node-bins bin/previous/controller bin/images/podreload-previous-$(HOST_ARCH).tar ## Run the linters, then unit and e2e tests with the race detector (e2e/node needs root).
 	$(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) $$($(GO) list ./... | grep -v /testenv/node | grep -v /e2e/node)
 	@# Without -race: the packages it links are then those `make images` compiled.
 	cd tools/images && $(GO) test -count=1 $(TESTFLAGS) ./...
@@ -302,6 +331,7 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	cd tools && $(GO) run ./benchreload -bin $(BIN) -out $(CURDIR)/docs
 	$(GO) test -run NONE -bench . -benchmem ./controller/...
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Scale -benchtime 1x -timeout 30m ./cmd/controller/
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Handoff -benchtime 1x -timeout 20m ./e2e/handoff/
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Collector -benchtime 1x -timeout 20m ./collect/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource|AppliedStatus' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins

@@ -45,6 +45,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	// LeaderElectionID names the Lease; empty means Name.
 	LeaderElectionID string
+	// LeaderElectionTiming are the Lease's durations; a zero field means
+	// controller-runtime's default.
+	LeaderElectionTiming kube.LeaderElectionTiming
 	// SyncPeriod is how often every managed object is reconciled even
 	// when nothing changed; 0 means controller-runtime's default (10h).
 	SyncPeriod time.Duration
@@ -69,6 +72,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, opts Options) (*Control
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionTiming:    opts.LeaderElectionTiming,
 		SyncPeriod:              opts.SyncPeriod,
 	}
 	for _, k := range kinds() {

@@ -20,7 +20,8 @@
 //	                      lifecycle each configures as a variant, the
 //	                      controller id, the hand-back, the field tables)
 //	controller/kube       kind-neutral: the manager and its caches, the
-//	                      reconcile metrics by kind; writing
+//	                      reconcile metrics by kind, the coalescing of an
+//	                      object's events into renders; writing
 //	                      objects (create or update, server-side apply of
 //	                      StatefulSets with recreate, delete), owner any object
 //	controller/store      kind-neutral: the referenced Secrets and ConfigMaps,

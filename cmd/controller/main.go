@@ -30,6 +30,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/deploy/crds"
@@ -50,6 +51,7 @@ type config struct {
 	listen, webConfig         string
 	leaderElection            bool
 	leaderNamespace, leaderID string
+	leaderTiming              kube.LeaderElectionTiming
 	prometheusImage, reloader string
 	controllerID              string
 	resync                    time.Duration
@@ -103,6 +105,9 @@ func (cfg *config) register(cmd *kingpin.CmdClause) {
 	cmd.Flag("leader-election", "Write only while holding the leader Lease, so that several replicas can run.").BoolVar(&cfg.leaderElection)
 	cmd.Flag("leader-election-namespace", "Namespace of the leader Lease; empty means the controller's own (in a cluster).").StringVar(&cfg.leaderNamespace)
 	cmd.Flag("leader-election-id", "Name of the leader Lease.").Default(controller.Name).StringVar(&cfg.leaderID)
+	cmd.Flag("leader-election-lease-duration", "How long a replica waits, after the last renewal of the Lease it saw, before it takes it.").Default("15s").DurationVar(&cfg.leaderTiming.LeaseDuration)
+	cmd.Flag("leader-election-renew-deadline", "How long the leader tries to renew the Lease before it stops leading and exits; with the retry period, below the lease duration.").Default("10s").DurationVar(&cfg.leaderTiming.RenewDeadline)
+	cmd.Flag("leader-election-retry-period", "Time between two attempts at the Lease.").Default("2s").DurationVar(&cfg.leaderTiming.RetryPeriod)
 	cmd.Flag("controller-id", "Take over prometheus-operator's Prometheus and Alertmanager objects whose operator.prometheus.io/controller-id annotation is this value, exactly; empty takes over those without the annotation, as prometheus-operator's own --controller-id.").Default("podreload").StringVar(&cfg.controllerID)
 	cmd.Flag("prometheus-image", "Prometheus image of the PrometheusServers that set none.").Default("quay.io/prometheus/prometheus:v3.15.0").StringVar(&cfg.prometheusImage)
 	cmd.Flag("reloader-image", "config-reloader image of the PrometheusServers that set none.").Default("ghcr.io/podreload/podreload:" + cmp.Or(version.Version, "latest")).StringVar(&cfg.reloader)
@@ -145,6 +150,7 @@ func runController(ctx context.Context, cfg *config) int {
 		LeaderElection:          cfg.leaderElection,
 		LeaderElectionNamespace: cfg.leaderNamespace,
 		LeaderElectionID:        cfg.leaderID,
+		LeaderElectionTiming:    cfg.leaderTiming,
 		SyncPeriod:              cfg.resync,
 	})
 	if err != nil {

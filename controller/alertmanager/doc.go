@@ -1,16 +1,23 @@
 // Package alertmanager reconciles prometheus-operator's Alertmanager
 // objects handed to the controller (operator.prometheus.io/controller-id,
-// package takeover) in prometheus-operator's layout at v0.93.1: the
+// package takeover) in prometheus-operator's layout at v0.94.1 (its
+// StatefulSet at v0.94.1 is v0.93.1's, which the tests run, but for the
+// default version, zero durations and clusterPeerName): the
 // StatefulSet alertmanager-<name> with its selector and claim template,
 // the shared governing Service alertmanager-operated, the generated
 // configuration Secret alertmanager-<name>-generated, the web config
 // Secret, so that the pods roll once onto the same PVCs, with podreload's
-// config-reloader (API source) beside Alertmanager, and back.
+// config-reloader beside Alertmanager (the API source; the volume source
+// with automountServiceAccountToken false), and back.
 //
 // Where things are:
 //   - render.go: pure, the Alertmanager and its inputs in, the objects out;
-//   - pod.go: the pod template, Alertmanager's flags and the reloaders;
+//   - pod.go: the pod template, Alertmanager's container and the reloaders;
+//   - flags.go: Alertmanager's flags, each gated on the version as
+//     prometheus-operator gates it, and the versions it renders;
 //   - web.go: spec.web's configuration file and what it puts in the pods;
+//   - clustertls.go: spec.clusterTLS's file, its Secret, and what it puts
+//     in the pods;
 //   - fields.go: every field of the spec, mapped, ignored or refused;
 //   - inputs.go: the configuration's inputs (the configSecret or the
 //     AlertmanagerConfig spec.alertmanagerConfiguration names, the

@@ -1,18 +1,26 @@
 package alertmanager
 
 import (
+	"cmp"
+	"fmt"
 	"reflect"
 	"slices"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// minVersion is the oldest Alertmanager whose flags args renders as
-// prometheus-operator does (--cluster.peer-name, --dispatch.start-delay:
-// 0.30).
-const minVersion = "a version before v0.30.0: prometheus-operator's flags for it are not rendered"
+// beforeMatchers is why an Alertmanager before 0.22 whose configuration is
+// generated is refused: package amconfig writes the routes' and inhibit
+// rules' matchers, which 0.22 brought, where prometheus-operator writes
+// match and match_re for older ones.
+const beforeMatchers = "a configuration generated from AlertmanagerConfigs (alertmanagerConfigSelector, alertmanagerConfiguration) for Alertmanager before 0.22 is not rendered (its routes would need match and match_re rather than matchers)"
+
+// zero says what becomes of a duration of zero (nonZero).
+const zero = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
 
 // operatorFields is the takeover's field coverage of prometheus-operator's
 // Alertmanager spec (the main module's types, v0.94.1): every field has a
@@ -24,12 +32,12 @@ func operatorFields() []takeover.Field {
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
 	)
-	refuse, refuseBut, mapped := takeover.Refuse, takeover.RefuseBut, takeover.Mapped
+	refuseBut, mapped := takeover.RefuseBut, takeover.Mapped
 	return []takeover.Field{
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
 		mapped("imagePullPolicy", "on Alertmanager and the config-reloaders"),
-		mapped("version", "the image's tag with no image (default v0.33.1, prometheus-operator's), and the version label of the pods; "+minVersion+" is refused, and so is a version that is not one"),
+		mapped("version", "the image's tag with no image (unset, prometheus-operator v0.94.1's default, v0.34.0, or the version the StatefulSet runs when newer: never older than what runs), the version label of the pods, and the flags rendered, each gated on the version as prometheus-operator gates it (flags.go); a version prometheus-operator refuses (before v0.15.0, from v1) is refused, and so is a version that is not one"),
 		mapped("tag", "deprecated: the image's tag, as prometheus-operator composes it"),
 		mapped("sha", "deprecated: the image's digest, as prometheus-operator composes it"),
 		mapped("baseImage", "deprecated: the image's repository, as prometheus-operator composes it"),
@@ -40,7 +48,7 @@ func operatorFields() []takeover.Field {
 		mapped("logLevel", flag+", and the reloaders' --log-level when not info, as prometheus-operator does"),
 		mapped("logFormat", flag+", and the reloaders' --log-format when not logfmt, as prometheus-operator does"),
 		mapped("replicas", "unset is 1, negative 0, as prometheus-operator; one --cluster.peer per replica"),
-		mapped("retention", "--data.retention; unset is 120h"),
+		mapped("retention", "--data.retention; unset is 120h; "+zero+" (120h then)"),
 		mapped("storage.disableMountSubPath", "deprecated: the data volume mounted without the sub-path alertmanager-db"),
 		mapped("storage.emptyDir", "the data volume"),
 		mapped("storage.ephemeral", "the data volume, an ephemeral one"),
@@ -66,18 +74,18 @@ func operatorFields() []takeover.Field {
 		mapped("listenLocal", "--web.listen-address=127.0.0.1:9093, no web port nor probes, as prometheus-operator; the reloaders reload Alertmanager on 127.0.0.1 in any case"),
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
 		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
-		refuseBut("containers", "containers of the user's, appended after the rendered ones as prometheus-operator appends them; accepted: those not named as a rendered one (alertmanager, config-reloader), whose patch (a strategic merge) is not rendered yet",
-			namesNone("alertmanager", "config-reloader")),
-		refuseBut("initContainers", "init containers of the user's, appended after the rendered one; accepted: those not named init-config-reloader, whose patch is not rendered yet",
-			namesNone("init-config-reloader")),
+		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named alertmanager or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
+			reloaderPatches(sidecar.ContainerName)),
+		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
+			reloaderPatches(sidecar.InitContainerName)),
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
 		mapped("clusterAdvertiseAddress", flag),
-		mapped("clusterGossipInterval", flag),
+		mapped("clusterGossipInterval", flag+"; "+zero),
 		mapped("clusterLabel", "--cluster.label; unset, <namespace>/<name>"),
-		mapped("clusterPushpullInterval", flag),
-		mapped("clusterPeerTimeout", flag),
-		refuse("clusterPeerName", "newer than prometheus-operator v0.93.1, which always names a peer after its pod"),
+		mapped("clusterPushpullInterval", flag+"; "+zero),
+		mapped("clusterPeerTimeout", flag+"; "+zero),
+		mapped("clusterPeerName", "--cluster.peer-name from Alertmanager 0.30, as prometheus-operator v0.94 renders it; unset or empty, $(POD_NAME), the pod's name"),
 		mapped("portName", "the name of the web port, of the Service's port and of the probes' (default web)"),
 		mapped("forceEnableClusterMode", "clustering with one replica"),
 		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
@@ -91,9 +99,9 @@ func operatorFields() []takeover.Field {
 		mapped("web.getConcurrency", flag),
 		mapped("web.timeout", flag),
 		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
-		refuse("clusterTLS", "mutual TLS between the peers is not rendered yet"),
+		mapped("clusterTLS", "mutual TLS between the peers as prometheus-operator renders it: the file (server and client TLS settings) in the Secret alertmanager-<name>-cluster-tls-config, mounted with a sub-path at /etc/alertmanager/cluster_tls_config and named by --cluster.tls-config from Alertmanager 0.24, each certificate, key and CA from a Secret or ConfigMap mounted whole under it (server_tls/, client_tls/); a change of the file rolls the pods (Alertmanager reads it once); what prometheus-operator refuses in it (a server key missing, a client certificate missing, a file and a reference both), and a Secret, ConfigMap or key it names that is missing (which prometheus-operator does not check), is Reconciled False, InvalidClusterTLS, nothing written"),
 		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders"),
-		refuseBut("automountServiceAccountToken", "the config-reloader reads the configuration through the API server with the pod's token; accepted: true", takeover.OnlyBool(true)),
+		mapped("automountServiceAccountToken", "unset or true, the pods mount the token and the config-reloaders read the generated Secret through the API server and report what Alertmanager runs (ConfigApplied); false, the pods mount no token and the config-reloaders read the Secret's volume, as prometheus-operator's do (a change 60 to 90 s later, when the kubelet syncs it), and report nothing: ConfigApplied Unknown, NotReported"),
 		mapped("enableFeatures", "--enable-feature"),
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),
 		mapped("terminationGracePeriodSeconds", "default 120"),
@@ -101,30 +109,34 @@ func operatorFields() []takeover.Field {
 	}
 }
 
-// namesNone accepts a list of containers none of which has one of names.
-func namesNone(names ...string) func(reflect.Value) bool {
+// reloaderPatches accepts a list of containers none of which patches the
+// image, command or args of the config-reloader container name
+// (takeover.PatchesOnly).
+func reloaderPatches(name string) func(reflect.Value) bool {
 	return func(v reflect.Value) bool {
-		for i := range v.Len() {
-			if slices.Contains(names, v.Index(i).FieldByName("Name").String()) {
-				return false
-			}
-		}
-		return true
+		containers, _ := v.Interface().([]corev1.Container)
+		return takeover.PatchesOnly(containers, name)
 	}
 }
 
 // fromAlertmanager returns what keeps am from being taken over: the paths
 // of the refused fields it sets (takeover.RefusedFields), a version that
-// is not one or is too old, an additional flag the controller renders;
-// sorted. None means it can be.
+// is not one or that prometheus-operator refuses, an additional flag the
+// controller renders; sorted. None means it can be.
 func fromAlertmanager(am *monitoringv1.Alertmanager) []string {
 	unsupported := takeover.RefusedFields(am.Spec, operatorFields())
-	if _, version, ok := image(am); !ok {
+	_, version, ok := image(am, nil)
+	switch {
+	case !ok:
 		unsupported = append(unsupported, "version: not a version")
-	} else if !takeover.AtLeast(version, 0, 30) {
-		unsupported = append(unsupported, "version: "+minVersion)
+	case !supported(version):
+		// prometheus-operator's words, and the version as the spec says it.
+		unsupported = append(unsupported, fmt.Sprintf("version: unsupported Alertmanager version %q (prometheus-operator renders v0.15.0 and later v0 releases)", cmp.Or(am.Spec.Version, defaultVersion)))
 	}
-	rendered := args(&monitoringv1.Alertmanager{ObjectMeta: am.ObjectMeta, Spec: *am.Spec.DeepCopy()})
+	if ok && supported(version) && !since(version, sinceMatchers) && (am.Spec.AlertmanagerConfigSelector != nil || am.Spec.AlertmanagerConfiguration != nil) {
+		unsupported = append(unsupported, "version: "+beforeMatchers)
+	}
+	rendered := args(&monitoringv1.Alertmanager{ObjectMeta: am.ObjectMeta, Spec: *am.Spec.DeepCopy()}, version)
 	for _, x := range am.Spec.AdditionalArgs {
 		name := "--" + x.Name
 		if slices.ContainsFunc(rendered[:len(rendered)-len(am.Spec.AdditionalArgs)], func(a string) bool {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/alecthomas/units"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,11 +29,30 @@ const nobody = 65534
 
 // image is the Alertmanager image prometheus-operator runs for am, and its
 // version without the v; ok is false for a version that is not one.
-func image(am *monitoringv1.Alertmanager) (img, version string, ok bool) {
+// Without spec.version, the version is prometheus-operator's default or,
+// when newer, the one live's alertmanager container runs (nil live: none
+// runs): a takeover never downgrades Alertmanager.
+func image(am *monitoringv1.Alertmanager, live *appsv1.StatefulSet) (img, version string, ok bool) {
+	def := defaultVersion
+	if live != nil {
+		for _, c := range live.Spec.Template.Spec.Containers {
+			if c.Name == "alertmanager" {
+				def = takeover.NotOlder(defaultVersion, c.Image)
+			}
+		}
+	}
 	return takeover.Image(takeover.ImageSpec{
 		Image: am.Spec.Image, BaseImage: am.Spec.BaseImage, DefaultBaseImage: defaultBaseImage,
-		Version: am.Spec.Version, DefaultVersion: defaultVersion, Tag: am.Spec.Tag, SHA: am.Spec.SHA,
+		Version: am.Spec.Version, DefaultVersion: def, Tag: am.Spec.Tag, SHA: am.Spec.SHA,
 	})
+}
+
+// volumeSource reports whether am's config-reloaders read the generated
+// Secret from its volume, as prometheus-operator's do, rather than through
+// the API server: with automountServiceAccountToken false the pods have
+// no token to reach it with, so nor do they report what Alertmanager runs.
+func volumeSource(am *monitoringv1.Alertmanager) bool {
+	return !ptr.Deref(am.Spec.AutomountServiceAccountToken, true)
 }
 
 // routePrefix is the prefix of Alertmanager's HTTP paths.
@@ -41,108 +60,15 @@ func routePrefix(am *monitoringv1.Alertmanager) string {
 	return cmp.Or(am.Spec.RoutePrefix, "/")
 }
 
-// args are Alertmanager's flags, in prometheus-operator's order
-// (makeStatefulSetSpec), for versions from 0.30 (fromAlertmanager refuses
-// older ones), then spec.additionalArgs.
-func args(am *monitoringv1.Alertmanager) []string {
-	a := []string{
-		"--config.file=" + configOutFile,
-		"--storage.path=" + storageDir,
-		"--data.retention=" + cmp.Or(string(am.Spec.Retention), defaultRetention),
-	}
-	n := replicas(am)
-	if n == 1 && !am.Spec.ForceEnableClusterMode {
-		a = append(a, "--cluster.listen-address=")
-	} else {
-		a = append(a, "--cluster.listen-address=[$(POD_IP)]:9094")
-	}
-	if am.Spec.ListenLocal {
-		a = append(a, "--web.listen-address=127.0.0.1:9093")
-	} else {
-		a = append(a, "--web.listen-address=:9093")
-	}
-	if am.Spec.ExternalURL != "" {
-		a = append(a, "--web.external-url="+am.Spec.ExternalURL)
-	}
-	if len(am.Spec.EnableFeatures) > 0 {
-		features := make([]string, len(am.Spec.EnableFeatures))
-		for i, f := range am.Spec.EnableFeatures {
-			features[i] = string(f)
-		}
-		a = append(a, "--enable-feature="+strings.Join(features, ","))
-	}
-	a = append(a, "--web.route-prefix="+routePrefix(am))
-	if web := am.Spec.Web; web != nil && web.GetConcurrency != nil {
-		a = append(a, fmt.Sprintf("--web.get-concurrency=%d", *web.GetConcurrency))
-	}
-	if web := am.Spec.Web; web != nil && web.Timeout != nil {
-		a = append(a, fmt.Sprintf("--web.timeout=%d", *web.Timeout))
-	}
-	if l := am.Spec.Limits; l != nil {
-		if l.MaxSilences != nil {
-			a = append(a, fmt.Sprintf("--silences.max-silences=%d", *l.MaxSilences))
-		}
-		if l.MaxPerSilenceBytes != nil && *l.MaxPerSilenceBytes != "" {
-			b, _ := units.ParseBase2Bytes(string(*l.MaxPerSilenceBytes))
-			a = append(a, fmt.Sprintf("--silences.max-per-silence-bytes=%d", int64(b)))
-		}
-	}
-	if s := am.Spec.MinReadySeconds; s != nil && !additional(am, "dispatch.start-delay") {
-		a = append(a, fmt.Sprintf("--dispatch.start-delay=%ds", *s))
-	}
-	if am.Spec.LogLevel != "" && am.Spec.LogLevel != "info" {
-		a = append(a, "--log.level="+am.Spec.LogLevel)
-	}
-	if am.Spec.LogFormat != "" && am.Spec.LogFormat != "logfmt" {
-		a = append(a, "--log.format="+am.Spec.LogFormat)
-	}
-	for _, f := range []struct{ name, value string }{
-		{"cluster.advertise-address", am.Spec.ClusterAdvertiseAddress},
-		{"cluster.gossip-interval", string(am.Spec.ClusterGossipInterval)},
-		{"cluster.pushpull-interval", string(am.Spec.ClusterPushpullInterval)},
-		{"cluster.peer-timeout", string(am.Spec.ClusterPeerTimeout)},
-	} {
-		if f.value != "" {
-			a = append(a, "--"+f.name+"="+f.value)
-		}
-	}
-	a = append(a, "--cluster.peer-name=$(POD_NAME)")
-	a = append(a, "--cluster.label="+ptr.Deref(am.Spec.ClusterLabel, am.Namespace+"/"+am.Name))
-	// The peers by the DNS search path of the pods' namespace.
-	for i := range n {
-		a = append(a, fmt.Sprintf("--cluster.peer=%s-%d.%s:9094", stsName(am.Name), i, serviceName(am)))
-	}
-	for _, p := range am.Spec.AdditionalPeers {
-		a = append(a, "--cluster.peer="+p)
-	}
-	a = append(a, "--cluster.reconnect-timeout=5m", "--web.config.file="+webConfigDir+"/"+webconfig.SecretKey)
-	for _, x := range am.Spec.AdditionalArgs {
-		if x.Value == "" {
-			a = append(a, "--"+x.Name)
-		} else {
-			a = append(a, "--"+x.Name+"="+x.Value)
-		}
-	}
-	return a
-}
-
-// additional reports whether spec.additionalArgs sets the flag name.
-func additional(am *monitoringv1.Alertmanager, name string) bool {
-	for _, x := range am.Spec.AdditionalArgs {
-		if strings.TrimPrefix(x.Name, "--") == name {
-			return true
-		}
-	}
-	return false
-}
-
 // volumes are the pod's volumes and Alertmanager's mounts, in
 // prometheus-operator's order: the generated Secret (where the
 // configSecret's templates are), the reloaders' output,
 // spec.alertmanagerConfiguration's templates, spec.secrets and
 // spec.configMaps, the web configuration and its TLS files (webPod), the
-// data volume unless it is a claim, spec.volumes.
-func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.Volume, []corev1.VolumeMount) {
+// cluster's TLS configuration and its files (clusterTLSPod), the data
+// volume unless it is a claim, spec.volumes; for Alertmanager
+// version.
+func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload, version string) ([]corev1.Volume, []corev1.VolumeMount) {
 	vols := []corev1.Volume{
 		{Name: "config-volume", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: generatedName(am.Name)}}},
 		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
@@ -167,9 +93,12 @@ func volumes(am *monitoringv1.Alertmanager, reload webconfig.Reload) ([]corev1.V
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(configMapsDir, c), ReadOnly: true})
 	}
 	mounts = append(mounts, am.Spec.VolumeMounts...)
-	web := webPod(am, reload)
+	web := webPod(am, reload, version)
 	vols = append(vols, web.Volumes...)
 	mounts = append(mounts, web.ServerMounts...)
+	tlsVols, tlsMounts := clusterTLSPod(am, version)
+	vols = append(vols, tlsVols...)
+	mounts = append(mounts, tlsMounts...)
 	switch st := am.Spec.Storage; {
 	case st == nil:
 		vols = append(vols, corev1.Volume{Name: dataVolume(am), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -244,7 +173,7 @@ func dns1123(name string) string {
 // selector.
 func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec, error) {
 	am := in.am
-	img, version, _ := image(am)
+	img, version, _ := image(am, in.live)
 	labels := map[string]string{labelVersion: version}
 	annotations := map[string]string{}
 	if md := am.Spec.PodMetadata; md != nil {
@@ -253,52 +182,38 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	}
 	maps.Copy(labels, selector)
 	annotations[annotationDefaultContainer] = "alertmanager"
-	annotations[annotationWebConfig] = fileHash(in.web.File)
+	if since(version, sinceWebConfig) {
+		annotations[annotationWebConfig] = fileHash(in.web.File)
+	}
+	if vols, _ := clusterTLSPod(am, version); vols != nil {
+		annotations[annotationClusterTLS] = fileHash(in.clusterTLS)
+	}
 
-	vols, mounts := volumes(am, in.web.Reload)
-	web := webPod(am, in.web.Reload)
-	alertmanager := alertmanagerContainer(am, img, mounts, web.Scheme)
-	reloaderSecurity := containerSecurity()
-	if am.Spec.SecurityContext == nil {
-		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	vols, mounts := volumes(am, in.web.Reload, version)
+	web := webPod(am, in.web.Reload, version)
+	alertmanager := alertmanagerContainer(am, img, version, mounts, web.Scheme)
+	initReloader, reloader := reloaders(in, web)
+	containers, err := takeover.MergeContainers([]corev1.Container{alertmanager, reloader}, am.Spec.Containers)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("alertmanager %s/%s: spec.containers: %w", am.Namespace, am.Name, err)
 	}
-	sourceArgs := []string{
-		"--config-secret=" + am.Namespace + "/" + generatedName(am.Name),
-		"--config-secret-key=" + configKey,
-		"--config-envsubst-file=" + configOutFile,
-		// The configuration's templates, which the kubelet projects.
-		"--watched-dir=" + configDir,
+	initContainers, err := takeover.MergeContainers([]corev1.Container{initReloader}, am.Spec.InitContainers)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("alertmanager %s/%s: spec.initContainers: %w", am.Namespace, am.Name, err)
 	}
-	reloaderMounts := []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}}
-	if _, ok := templates(am); ok {
-		sourceArgs = append(sourceArgs, "--watched-dir="+amconfig.TemplatesDir)
-		reloaderMounts = append(reloaderMounts, templatesMount())
-	}
-	initReloader, reloader := sidecar.Containers(sidecar.Spec{
-		Image:      in.reloaderImage,
-		SourceArgs: sourceArgs,
-		ReloadArgs: append([]string{"--reload-url=" + web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
-			web.ReloaderArgs...),
-		Mounts:          reloaderMounts,
-		SidecarMounts:   web.ReloaderMounts,
-		SecurityContext: reloaderSecurity,
-		LogLevel:        am.Spec.LogLevel,
-		LogFormat:       am.Spec.LogFormat,
-	})
-	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
 
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			// Whatever the service account says: the sidecar reports, and
-			// reads through the API server.
-			AutomountServiceAccountToken:  ptr.To(true),
+			// reads through the API server; false, with the volume source.
+			AutomountServiceAccountToken:  ptr.To(!volumeSource(am)),
 			NodeSelector:                  am.Spec.NodeSelector,
 			SchedulerName:                 am.Spec.SchedulerName,
 			PriorityClassName:             am.Spec.PriorityClassName,
 			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(am.Spec.TerminationGracePeriodSeconds, defaultGracePeriod)),
-			InitContainers:                append([]corev1.Container{initReloader}, am.Spec.InitContainers...),
-			Containers:                    append([]corev1.Container{alertmanager, reloader}, am.Spec.Containers...),
+			InitContainers:                initContainers,
+			Containers:                    containers,
 			Volumes:                       vols,
 			ServiceAccountName:            am.Spec.ServiceAccountName,
 			SecurityContext:               am.Spec.SecurityContext,
@@ -322,9 +237,50 @@ func podTemplate(in inputs, selector map[string]string) (corev1.PodTemplateSpec,
 	return t, nil
 }
 
-// alertmanagerContainer is Alertmanager's container, running img with
-// mounts, its probes over scheme (http or https).
-func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []corev1.VolumeMount, scheme string) corev1.Container {
+// reloaders are the init container and the sidecar of in.am, reloading
+// Alertmanager where web says it serves.
+func reloaders(in inputs, web webconfig.Pod) (initReloader, reloader corev1.Container) {
+	am := in.am
+	reloaderSecurity := containerSecurity()
+	if am.Spec.SecurityContext == nil {
+		reloaderSecurity.RunAsUser, reloaderSecurity.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
+	}
+	// The API source: the generated Secret through the API server.
+	sourceArgs := []string{"--config-secret=" + am.Namespace + "/" + generatedName(am.Name), "--config-secret-key=" + configKey}
+	if volumeSource(am) {
+		// The volume source: the generated Secret's volume.
+		sourceArgs = []string{"--config-file=" + configDir + "/" + configKey}
+	}
+	sourceArgs = append(sourceArgs,
+		"--config-envsubst-file="+configOutFile,
+		// The configuration's templates, which the kubelet projects.
+		"--watched-dir="+configDir,
+	)
+	reloaderMounts := []corev1.VolumeMount{{Name: "config-volume", MountPath: configDir, ReadOnly: true}, {Name: "config-out", MountPath: configOutDir}}
+	if _, ok := templates(am); ok {
+		sourceArgs = append(sourceArgs, "--watched-dir="+amconfig.TemplatesDir)
+		reloaderMounts = append(reloaderMounts, templatesMount())
+	}
+	initReloader, reloader = sidecar.Containers(sidecar.Spec{
+		Image:      in.reloaderImage,
+		SourceArgs: sourceArgs,
+		ReloadArgs: append([]string{"--reload-url=" + web.Scheme + "://" + web.Host + ":" + strconv.Itoa(webPort) + path.Clean(routePrefix(am)+"/-/reload")},
+			web.ReloaderArgs...),
+		Mounts:          reloaderMounts,
+		SidecarMounts:   web.ReloaderMounts,
+		SecurityContext: reloaderSecurity,
+		LogLevel:        am.Spec.LogLevel,
+		LogFormat:       am.Spec.LogFormat,
+		NoReport:        volumeSource(am),
+	})
+	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = am.Spec.ImagePullPolicy, am.Spec.ImagePullPolicy
+
+	return initReloader, reloader
+}
+
+// alertmanagerContainer is Alertmanager's container, running img of
+// version with mounts, its probes over scheme (http or https).
+func alertmanagerContainer(am *monitoringv1.Alertmanager, img, version string, mounts []corev1.VolumeMount, scheme string) corev1.Container {
 	resources := *am.Spec.Resources.DeepCopy()
 	if resources.Requests == nil {
 		resources.Requests = corev1.ResourceList{}
@@ -348,21 +304,23 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager, img string, mounts []c
 		liveness = &corev1.Probe{ProbeHandler: get("/-/healthy"), TimeoutSeconds: 3, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 10}
 		readiness = &corev1.Probe{ProbeHandler: get("/-/ready"), InitialDelaySeconds: 3, TimeoutSeconds: 3, PeriodSeconds: 5, SuccessThreshold: 1, FailureThreshold: 10}
 	}
+	env := []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	if since(version, sincePeerName) {
+		// --cluster.peer-name's.
+		env = append(env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
+	}
 	return corev1.Container{
-		Name:            "alertmanager",
-		Image:           img,
-		ImagePullPolicy: am.Spec.ImagePullPolicy,
-		Args:            args(am),
-		Ports:           ports,
-		VolumeMounts:    mounts,
-		LivenessProbe:   liveness,
-		ReadinessProbe:  readiness,
-		Resources:       resources,
-		SecurityContext: containerSecurity(),
-		Env: []corev1.EnvVar{
-			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		},
+		Name:                     "alertmanager",
+		Image:                    img,
+		ImagePullPolicy:          am.Spec.ImagePullPolicy,
+		Args:                     args(am, version),
+		Ports:                    ports,
+		VolumeMounts:             mounts,
+		LivenessProbe:            liveness,
+		ReadinessProbe:           readiness,
+		Resources:                resources,
+		SecurityContext:          containerSecurity(),
+		Env:                      env,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/controller/webconfig"
 )
 
 const (
@@ -132,14 +133,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // sync builds the configuration of am and writes its objects, in order:
-// the generated Secret and the web config Secret the pods read, the
+// the generated Secret, the web config Secret and the cluster TLS Secret
+// the pods read, the
 // governing Service, the reloaders' Role, then the StatefulSet, adopted
 // from prometheus-operator (its fields become the controller's; those it
 // does not render go).
 func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (synced, error) {
 	key := client.ObjectKeyFromObject(am)
 	own := kube.Owner{Key: "alertmanager", Object: am, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}
-	res := synced{cond: metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "the objects match the spec"}}
+	res := synced{cond: reconciled(am)}
 	in := inputs{am: am, reloaderImage: r.opts.ReloaderImage}
 	config, refs, err := r.configure(ctx, am)
 	if err != nil {
@@ -156,18 +158,17 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 		in.config, in.templates = config.config, config.templates
 	}
 	bind := err == nil
-	web, err := renderWeb(ctx, r.reader, am)
-	// A change of what the configuration or spec.web read renders again.
-	r.refs.Remember(key, store.Union(refs, web.Refs))
-	if err != nil {
+	var failed string
+	in.web, in.clusterTLS, refs, failed, err = r.podFiles(ctx, am, refs)
+	// A change of what the configuration, spec.web or spec.clusterTLS
+	// read renders again.
+	r.refs.Remember(key, refs)
+	if failed != "" {
 		// Nothing is written: the pods would not start.
 		r.metrics.runs.Errors.Inc()
-		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidWebConfig", Message: err.Error()}
-		r.tell(am, nil, "InvalidWebConfig", err.Error())
+		res.cond = metav1.Condition{Type: conditionReconciled, Status: metav1.ConditionFalse, Reason: failed, Message: err.Error()}
 		return res, nil
 	}
-	r.tell(am, nil, "InvalidWebConfig", "")
-	in.web = web
 	var live appsv1.StatefulSet
 	switch err := r.reader.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: stsName(am.Name)}, &live); {
 	case err == nil:
@@ -189,6 +190,11 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	}
 	if err := kube.Write(ctx, r.writer, own, objs.web, kube.SyncSecret); err != nil {
 		return res, err
+	}
+	if objs.clusterTLS != nil {
+		if err := kube.Write(ctx, r.writer, own, objs.clusterTLS, kube.SyncSecret); err != nil {
+			return res, err
+		}
 	}
 	if objs.service != nil {
 		shared := own
@@ -220,6 +226,34 @@ func (r *reconciler) sync(ctx context.Context, am *monitoringv1.Alertmanager) (s
 	}
 	// Written last, once the configuration they tell of is.
 	return res, r.bind(ctx, am, config.selected, config.leftOut)
+}
+
+// podFiles renders the files of am the pods mount: spec.web's web
+// configuration and spec.clusterTLS's, and returns what they read besides
+// refs. When
+// one fails, failed is the Reconciled condition's reason, err says why,
+// and a Warning Event tells it (once).
+func (r *reconciler) podFiles(ctx context.Context, am *monitoringv1.Alertmanager, refs []store.Ref) (web webconfig.Rendered, clusterTLS []byte, _ []store.Ref, failed string, err error) {
+	web, err = renderWeb(ctx, r.reader, am)
+	refs = store.Union(refs, web.Refs)
+	if err != nil {
+		r.tell(am, nil, "InvalidWebConfig", err.Error())
+		return web, nil, refs, "InvalidWebConfig", err
+	}
+	r.tell(am, nil, "InvalidWebConfig", "")
+	// prometheus-operator fails on what renderClusterTLS refuses too.
+	clusterTLS, err = renderClusterTLS(am)
+	if err == nil {
+		var tlsRefs []store.Ref
+		tlsRefs, err = readClusterTLS(ctx, r.reader, am)
+		refs = store.Union(refs, tlsRefs)
+	}
+	if err != nil {
+		r.tell(am, nil, "InvalidClusterTLS", err.Error())
+		return web, nil, refs, "InvalidClusterTLS", err
+	}
+	r.tell(am, nil, "InvalidClusterTLS", "")
+	return web, clusterTLS, refs, "", nil
 }
 
 // configFailed tells of err, why am's configuration was not generated,

@@ -115,6 +115,8 @@ func TestReconciler(t *testing.T) {
 	env := controlplane.Start(t, filepath.Join("..", "..", "deploy", "crds"))
 	t.Run("take over, generate, refuse, hand back", func(t *testing.T) { testTakeover(t, env) })
 	t.Run("web TLS", func(t *testing.T) { testWebTLS(t, env) })
+	t.Run("cluster TLS", func(t *testing.T) { testClusterTLS(t, env) })
+	t.Run("volume source", func(t *testing.T) { testVolumeSource(t, env) })
 	t.Run("global configuration", func(t *testing.T) { testGlobal(t, env) })
 	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
 	t.Run("AlertmanagerConfig bindings", func(t *testing.T) { testBindings(t, env) })
@@ -250,6 +252,25 @@ func testTakeover(t *testing.T, env *controlplane.ControlPlane) {
 		assert.NotNil(ct, takeover.FindCondition(live.Status.Conditions, string(monitoringv1.Available)))
 		assert.Equal(ct, "alertmanager=main,app.kubernetes.io/instance=main,app.kubernetes.io/managed-by=prometheus-operator,app.kubernetes.io/name=alertmanager", live.Status.Selector)
 	})
+
+	// Durations of zero: dropped, and said in the condition, as
+	// prometheus-operator v0.94 does.
+	controlplane.Edit(t, c, &live, func(a *monitoringv1.Alertmanager) {
+		a.Spec.Retention, a.Spec.ClusterPeerTimeout = "0s", "0s"
+	})
+	eventually(t, func(ct *assert.CollectT) {
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(am), &live)) || !assert.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(opSTS), &sts)) {
+			return
+		}
+		rec := takeover.FindCondition(live.Status.Conditions, conditionReconciled)
+		if assert.NotNil(ct, rec) {
+			assert.Equal(ct, monitoringv1.ConditionTrue, rec.Status)
+			assert.Equal(ct, "IgnoredFields", rec.Reason)
+			assert.Equal(ct, "The following fields were ignored: retention (zero value not supported), clusterPeerTimeout (zero value not supported)", rec.Message)
+		}
+		assert.Contains(ct, sts.Spec.Template.Spec.Containers[0].Args, "--data.retention=120h")
+	})
+	controlplane.Edit(t, c, &live, func(a *monitoringv1.Alertmanager) { a.Spec.Retention, a.Spec.ClusterPeerTimeout = "", "" })
 
 	// A base that does not load: the last good configuration stays.
 	before := generated.Data["alertmanager.yaml.gz"]

@@ -23,7 +23,8 @@ import (
 )
 
 // prometheus-operator's names, labels and paths for an Alertmanager
-// (pkg/alertmanager/statefulset.go and operator.go at v0.93.1).
+// (pkg/alertmanager/statefulset.go and operator.go at v0.94.1, the same
+// as at v0.93.1).
 const (
 	// prefix starts the names of the objects of an Alertmanager
 	// (prefixedName).
@@ -55,9 +56,9 @@ const (
 
 	// defaultVersion and defaultBaseImage make the image of an
 	// Alertmanager that sets none (pkg/operator/defaults.go
-	// DefaultAlertmanagerVersion, DefaultAlertmanagerBaseImage): a
-	// takeover does not change Alertmanager's version.
-	defaultVersion   = "v0.33.1"
+	// DefaultAlertmanagerVersion, DefaultAlertmanagerBaseImage, at
+	// v0.94.1); image keeps a newer version that runs.
+	defaultVersion   = "v0.34.0"
 	defaultBaseImage = "quay.io/prometheus/alertmanager"
 	defaultRetention = "120h"
 	defaultPortName  = "web"
@@ -128,12 +129,16 @@ type inputs struct {
 	// web is spec.web's configuration file, and how the reloaders verify
 	// Alertmanager's certificate.
 	web webconfig.Rendered
+	// clusterTLS is spec.clusterTLS's file (renderClusterTLS), nil
+	// without it.
+	clusterTLS []byte
 }
 
 // objects are what render writes for an Alertmanager.
 type objects struct {
-	// generated is nil when in.config is.
-	generated, web *corev1.Secret
+	// generated is nil when in.config is; clusterTLS without
+	// spec.clusterTLS (prometheus-operator's, empty, stays as it is).
+	generated, web, clusterTLS *corev1.Secret
 	// service is nil with spec.serviceName.
 	service *corev1.Service
 	sts     *appsv1.StatefulSet
@@ -162,6 +167,9 @@ func render(in inputs) (*objects, error) {
 		objs.generated = secret(am, generatedName(am.Name), data)
 		objs.contentHash = contract.Sum(gz, nil)
 	}
+	if in.clusterTLS != nil {
+		objs.clusterTLS = secret(am, clusterTLSName(am.Name), map[string][]byte{clusterTLSKey: in.clusterTLS})
+	}
 	if am.Spec.ServiceName == nil {
 		objs.service = service(am)
 	}
@@ -169,7 +177,16 @@ func render(in inputs) (*objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs.sts = sts
+	// An upgrade of the controller rolls no pod for its config-reloader
+	// image alone.
+	objs.sts = sidecar.KeepRunningImage(in.live, sts, in.reloaderImage, kube.AnnotationInputHash, func(image string) *appsv1.StatefulSet {
+		in.reloaderImage = image
+		kept, err := statefulSet(in)
+		if err != nil {
+			return nil
+		}
+		return kept
+	})
 	pods := make([]string, replicas(am))
 	for i := range pods {
 		pods[i] = stsName(am.Name) + "-" + strconv.Itoa(i)

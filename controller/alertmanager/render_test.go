@@ -72,7 +72,7 @@ func TestRenderStatefulSet(t *testing.T) {
 	require.Equal(t, "alertmanager-main-db", sts.Spec.VolumeClaimTemplates[0].Name)
 	am0 := sts.Spec.Template.Spec.Containers[0]
 	require.Equal(t, "alertmanager", am0.Name)
-	require.Equal(t, "quay.io/prometheus/alertmanager:v0.33.1", am0.Image, "prometheus-operator's default version: a takeover does not change it")
+	require.Equal(t, "quay.io/prometheus/alertmanager:v0.34.0", am0.Image, "prometheus-operator v0.94.1's default version")
 	require.Contains(t, am0.VolumeMounts, corev1.VolumeMount{Name: "alertmanager-main-db", MountPath: "/alertmanager", SubPath: "alertmanager-db"})
 	require.Contains(t, am0.VolumeMounts, corev1.VolumeMount{Name: "secret-team-creds", MountPath: "/etc/alertmanager/secrets/Team_Creds", ReadOnly: true})
 	for _, want := range []string{
@@ -100,9 +100,9 @@ func TestRenderStatefulSet(t *testing.T) {
 	// One replica: no clustering, unless forced.
 	am.Spec.Replicas = ptr.To[int32](1)
 	am.Spec.AdditionalPeers = nil
-	require.Contains(t, args(am), "--cluster.listen-address=")
+	require.Contains(t, args(am, "0.33.1"), "--cluster.listen-address=")
 	am.Spec.ForceEnableClusterMode = true
-	require.Contains(t, args(am), "--cluster.listen-address=[$(POD_IP)]:9094")
+	require.Contains(t, args(am, "0.33.1"), "--cluster.listen-address=[$(POD_IP)]:9094")
 }
 
 // TestRenderAdopts: an existing StatefulSet's selector (with the
@@ -134,9 +134,9 @@ func TestFieldsCoverTheSpec(t *testing.T) {
 // acceptedValues are values of refused fields that are taken over.
 func acceptedValues() map[string][]string {
 	return map[string][]string{
-		"containers":                   {`[{"name": "proxy", "image": "proxy"}]`},
-		"initContainers":               {`[{"name": "setup", "image": "setup"}]`},
-		"automountServiceAccountToken": {`true`},
+		"containers": {`[{"name": "proxy", "image": "proxy"}]`, `[{"name": "config-reloader", "resources": {"limits": {"memory": "50Mi"}}}]`,
+			`[{"name": "alertmanager", "args": ["--alerts.gc-interval=1m"]}]`},
+		"initContainers": {`[{"name": "setup", "image": "setup"}]`, `[{"name": "init-config-reloader", "env": [{"name": "A", "value": "1"}]}]`},
 	}
 }
 
@@ -144,9 +144,8 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
-		"containers":                   `[{"name": "config-reloader", "resources": {}}]`,
-		"initContainers":               `[{"name": "init-config-reloader", "resources": {}}]`,
-		"automountServiceAccountToken": `false`,
+		"containers":     `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9093/-/reload"]}]`,
+		"initContainers": `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.94.1"}]`,
 	}
 }
 
@@ -174,15 +173,27 @@ func TestRefusedFields(t *testing.T) {
 		})
 	}
 	am := testAlertmanager("ns", "a", "")
-	am.Spec.Version = "v0.29.0"
-	require.Equal(t, []string{"version: " + minVersion}, fromAlertmanager(am))
+	for _, v := range []string{"v0.14.0", "0.15.0-rc.0", "v1.0.0"} {
+		am.Spec.Version = v
+		require.Equal(t, []string{`version: unsupported Alertmanager version "` + v + `" (prometheus-operator renders v0.15.0 and later v0 releases)`}, fromAlertmanager(am))
+	}
+	for _, v := range []string{"v0.15.0", "0.25.0", "v0.28.1", "v0.29.0"} {
+		am.Spec.Version = v
+		require.Empty(t, fromAlertmanager(am), v)
+	}
+	am.Spec.Version = "v0.21.0"
+	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{}
+	require.Equal(t, []string{"version: " + beforeMatchers}, fromAlertmanager(am))
+	am.Spec.Version = "v0.22.0"
+	require.Empty(t, fromAlertmanager(am))
+	am.Spec.AlertmanagerConfigSelector = nil
 	am.Spec.Version = "latest"
 	require.Equal(t, []string{"version: not a version"}, fromAlertmanager(am))
 	am.Spec.Version = ""
 	am.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "cluster.label", Value: "x"}, {Name: "dispatch.start-delay", Value: "1s"}, {Name: "alerts.gc-interval", Value: "1m"}}
 	am.Spec.MinReadySeconds = ptr.To[int32](5)
 	require.Equal(t, []string{"additionalArgs: cluster.label is rendered by the controller"}, fromAlertmanager(am))
-	a := args(am)
+	a := args(am, "0.33.1")
 	require.Equal(t, []string{"--cluster.label=x", "--dispatch.start-delay=1s", "--alerts.gc-interval=1m"}, a[len(a)-3:])
 	require.False(t, slices.Contains(a, "--dispatch.start-delay=5s"), "additionalArgs sets it")
 }
@@ -207,8 +218,14 @@ and its ` + "`UnsupportedFields`" + ` condition and Event name the paths. A test
 the Go types and fails when a field has no row.
 
 Besides the fields, an Alertmanager is refused with a ` + "`version`" + ` that is
-not one, or before v0.30.0, and with an ` + "`additionalArgs`" + ` flag the
-controller renders (prometheus-operator fails on both).
+not one, or one prometheus-operator refuses (before v0.15.0, or from
+v1), and with an ` + "`additionalArgs`" + ` flag the controller renders
+(prometheus-operator fails on each). Every version it renders is taken
+over with its flags, each gated on the version as prometheus-operator
+v0.94.1 gates it (controller/alertmanager/flags.go); before 0.22 only
+with a configuration of its own (neither ` + "`alertmanagerConfigSelector`" + ` nor
+` + "`alertmanagerConfiguration`" + `): the generated one holds matchers, which 0.22
+brought.
 
 `)
 	b.WriteString(takeover.Matrix(operatorFields()))

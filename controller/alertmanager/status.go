@@ -39,6 +39,12 @@ func (r *reconciler) writeStatus(ctx context.Context, am *monitoringv1.Alertmana
 		return err
 	}
 	_, applied := sidecar.Applied(res.hash, pods)
+	if volumeSource(am) {
+		applied = metav1.Condition{
+			Type: sidecar.ConditionConfigApplied, Status: metav1.ConditionUnknown, Reason: "NotReported",
+			Message: "automountServiceAccountToken is false: the config-reloaders read the generated Secret from its volume and cannot report what Alertmanager runs",
+		}
+	}
 	applied.ObservedGeneration = am.Generation
 	r.metrics.configApplied.WithLabelValues(am.Namespace, am.Name).Set(map[bool]float64{true: 1}[applied.Status == metav1.ConditionTrue])
 

@@ -67,8 +67,13 @@ func renderWeb(ctx context.Context, reader client.Reader, am *monitoringv1.Alert
 // mounted with a sub-path, as prometheus-operator mounts it (each
 // generation of pods keeps the file it started with while the other side
 // writes the Secret with its own paths, in both directions), the TLS
-// files, and how the reloaders verify Alertmanager's certificate.
-func webPod(am *monitoringv1.Alertmanager, reload webconfig.Reload) webconfig.Pod {
+// files, and how the reloaders verify Alertmanager's certificate; nothing
+// before Alertmanager 0.22, which has no web configuration file (the
+// Secret is written all the same, as prometheus-operator writes it).
+func webPod(am *monitoringv1.Alertmanager, reload webconfig.Reload, version string) webconfig.Pod {
+	if !since(version, sinceWebConfig) {
+		return webconfig.PodParts(webDirs(), webConfigName(am.Name), nil, reload)
+	}
 	fields := webFields(am)
 	if !webconfig.Enabled(fields) {
 		// The file is always there, empty: an empty httpConfig mounts

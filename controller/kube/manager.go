@@ -60,9 +60,31 @@ type Options struct {
 	LeaderElectionNamespace string
 	// LeaderElectionID names the Lease; empty means Name.
 	LeaderElectionID string
+	// LeaderElectionTiming are the Lease's durations; a zero field means
+	// controller-runtime's default.
+	LeaderElectionTiming LeaderElectionTiming
 	// SyncPeriod is how often every object is reconciled even when
 	// nothing changed; 0 means controller-runtime's default (10h).
 	SyncPeriod time.Duration
+}
+
+// LeaderElectionTiming are the durations of leader election, as
+// client-go's leaderelection has them: a leader that could not renew its
+// Lease for RenewDeadline stops (the controller exits), RetryPeriod plus
+// RenewDeadline after its last renewal, before another replica, which
+// waits LeaseDuration after the last renewal it saw, takes it: their sum
+// must stay below LeaseDuration.
+type LeaderElectionTiming struct {
+	// LeaseDuration is how long a replica waits, after the last renewal
+	// it saw, before it takes the Lease (controller-runtime's default:
+	// 15s).
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader tries to renew the Lease
+	// before it gives up leading (default 10s).
+	RenewDeadline time.Duration
+	// RetryPeriod is the time between two attempts at the Lease (default
+	// 2s).
+	RetryPeriod time.Duration
 }
 
 // Manager is controller-runtime's manager, with the cache of the
@@ -168,15 +190,37 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) (
 		},
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// Served by the caller, from its registry and ctrlmetrics.Registry.
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              id,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        id,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Not released on the way out: client-go releases the Lease when
+		// its leader stops for any reason, also when it failed to renew
+		// it, and only then tells the manager, which stops the
+		// controllers. Cut off from the API server, the release's
+		// request waits for its timeout (half the renew deadline): the
+		// controllers of a partitioned leader ran on past the end of the
+		// Lease (17 s after the last renewal with the default 15 s
+		// Lease), while another replica led (TestHandoff, e2e/handoff).
+		// Without it they stop at the renew deadline; a replica stopped
+		// on purpose leaves the Lease to expire.
+		LeaderElectionReleaseOnCancel: false,
+		LeaseDuration:                 nonZero(opts.LeaderElectionTiming.LeaseDuration),
+		RenewDeadline:                 nonZero(opts.LeaderElectionTiming.RenewDeadline),
+		RetryPeriod:                   nonZero(opts.LeaderElectionTiming.RetryPeriod),
 		// Several controllers run in one test binary.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}, nil
+}
+
+// nonZero returns a pointer to d, nil when d is 0: controller-runtime's
+// default then.
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
 
 // cacheNamespaces are the namespaces the caches watch: nil for all.

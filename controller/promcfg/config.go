@@ -216,6 +216,9 @@ type renderer struct {
 	// defaultClass the name of the default one, or "" (scrapeClasses).
 	classes      map[string]*scrapeClass
 	defaultClass string
+	// agent renders an agent's configuration (Agent): no rules, no
+	// alerting, the jobs in the agent's order.
+	agent bool
 }
 
 // config renders the configuration of in, with r made from in, but for
@@ -237,7 +240,7 @@ func (r *renderer) config(in Input) (Parts, []Rejection, error) {
 		jobs     = &configsecret.Stream{Cache: in.Parts}
 		p        = Parts{global: yaml.MapSlice{server.global}, Jobs: jobs}
 	)
-	err = r.eachMonitor(in, func(kind, namespace, name string, js []yaml.MapSlice, err error) {
+	add := func(kind, namespace, name string, js []yaml.MapSlice, err error) {
 		if err != nil {
 			rejected = append(rejected, Rejection{Kind: kind, Namespace: namespace, Name: name, Reason: err.Error()})
 			return
@@ -246,16 +249,23 @@ func (r *renderer) config(in Input) (Parts, []Rejection, error) {
 		if addErr == nil {
 			addErr = r.addJobs(jobs, len(jobs.Monitors)-1, js)
 		}
-	})
+	}
+	additional := func() error {
+		extra, err := r.additionalJobs(jobs.Names)
+		if err != nil {
+			return err
+		}
+		return r.addJobs(jobs, configsecret.Additional, extra)
+	}
+	if r.agent {
+		err = r.agentJobs(in, jobs, add, additional)
+	} else {
+		err = r.eachMonitor(in, serverOrder, add)
+		if err = cmp.Or(err, addErr); err == nil {
+			err = additional()
+		}
+	}
 	if err = cmp.Or(err, addErr); err != nil {
-		return Parts{}, nil, err
-	}
-
-	extra, err := r.additionalJobs(jobs.Names)
-	if err != nil {
-		return Parts{}, nil, err
-	}
-	if err := r.addJobs(jobs, configsecret.Additional, extra); err != nil {
 		return Parts{}, nil, err
 	}
 
@@ -267,10 +277,22 @@ func (r *renderer) config(in Input) (Parts, []Rejection, error) {
 	return p, rejected, nil
 }
 
-// eachMonitor renders the jobs of each monitor of in, ServiceMonitors,
-// PodMonitors, Probes then ScrapeConfigs, each kind by namespace and name,
-// and calls add with them, or with the reason the monitor has none.
-func (r *renderer) eachMonitor(in Input, add func(kind, namespace, name string, js []yaml.MapSlice, err error)) error {
+// The kinds of monitor a configuration has jobs of, in the order their
+// jobs come in a server's (serverOrder) and in an agent's configuration
+// (agentJobs: PodMonitors, the additional jobs, then the rest).
+const (
+	serviceMonitors = 1 << iota
+	podMonitors
+	probes
+	scrapeConfigs
+	serverOrder = serviceMonitors | podMonitors | probes | scrapeConfigs
+)
+
+// eachMonitor renders the jobs of each monitor of in of the kinds, a set
+// of the constants above, ServiceMonitors, PodMonitors, Probes then
+// ScrapeConfigs, each kind by namespace and name, and calls add with
+// them, or with the reason the monitor has none.
+func (r *renderer) eachMonitor(in Input, kinds int, add func(kind, namespace, name string, js []yaml.MapSlice, err error)) error {
 	sms, err := SortedObjects(in.ServiceMonitors, monitoringv1.ServiceMonitorsKind)
 	if err != nil {
 		return err
@@ -279,7 +301,7 @@ func (r *renderer) eachMonitor(in Input, add func(kind, namespace, name string, 
 	if err != nil {
 		return err
 	}
-	probes, err := SortedObjects(in.Probes, monitoringv1.ProbesKind)
+	prs, err := SortedObjects(in.Probes, monitoringv1.ProbesKind)
 	if err != nil {
 		return err
 	}
@@ -288,20 +310,28 @@ func (r *renderer) eachMonitor(in Input, add func(kind, namespace, name string, 
 		return err
 	}
 	for _, sm := range sms {
-		js, err := r.serviceMonitorJobs(sm)
-		add(monitoringv1.ServiceMonitorsKind, sm.Namespace, sm.Name, js, err)
+		if kinds&serviceMonitors != 0 {
+			js, err := r.serviceMonitorJobs(sm)
+			add(monitoringv1.ServiceMonitorsKind, sm.Namespace, sm.Name, js, err)
+		}
 	}
 	for _, pm := range pms {
-		js, err := r.podMonitorJobs(pm)
-		add(monitoringv1.PodMonitorsKind, pm.Namespace, pm.Name, js, err)
+		if kinds&podMonitors != 0 {
+			js, err := r.podMonitorJobs(pm)
+			add(monitoringv1.PodMonitorsKind, pm.Namespace, pm.Name, js, err)
+		}
 	}
-	for _, pr := range probes {
-		j, err := r.probeJob(pr)
-		add(monitoringv1.ProbesKind, pr.Namespace, pr.Name, []yaml.MapSlice{j}, err)
+	for _, pr := range prs {
+		if kinds&probes != 0 {
+			j, err := r.probeJob(pr)
+			add(monitoringv1.ProbesKind, pr.Namespace, pr.Name, []yaml.MapSlice{j}, err)
+		}
 	}
 	for _, sc := range scs {
-		j, err := r.scrapeConfigJob(sc)
-		add(monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name, []yaml.MapSlice{j}, err)
+		if kinds&scrapeConfigs != 0 {
+			j, err := r.scrapeConfigJob(sc)
+			add(monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name, []yaml.MapSlice{j}, err)
+		}
 	}
 	return nil
 }

@@ -256,7 +256,7 @@ func TestConfigYAMLEncodingMatchesYAMLv2(t *testing.T) {
 			if len(server.rest) > 0 {
 				docs = append(docs, server.rest)
 			}
-			_ = r.eachMonitor(in.input(), func(_, _, _ string, js []yaml.MapSlice, err error) {
+			_ = r.eachMonitor(in.input(), serverOrder, func(_, _, _ string, js []yaml.MapSlice, err error) {
 				if err == nil {
 					docs = append(docs, yaml.MapSlice{{Key: "scrape_configs", Value: js}})
 				}

@@ -81,6 +81,9 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		{Key: "evaluation_interval", Value: eval},
 		{Key: "scrape_interval", Value: scrape},
 	}
+	if r.agent {
+		globals = globals[1:] // An agent evaluates no rules.
+	}
 	if timeout := string(spec.ScrapeTimeout); timeout != "" {
 		t, err := positiveDuration(timeout)
 		if err != nil {
@@ -92,7 +95,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
 	}
 	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
-	if o := spec.RuleQueryOffset; o != nil {
+	if o := spec.RuleQueryOffset; o != nil && !r.agent {
 		if _, err := model.ParseDuration(string(*o)); err != nil {
 			return serverConfig{}, fmt.Errorf("spec.ruleQueryOffset: %w", err)
 		}
@@ -104,16 +107,18 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	}
 	global := yaml.MapItem{Key: "global", Value: append(globals, settings...)}
 
-	rest, err := storageSettings(r.srv, r.retention)
+	rest, err := storageSettings(r.srv, r.retention, r.agent)
 	if err != nil {
 		return serverConfig{}, err
 	}
-	alerting, err := r.alerting(replica)
-	if err != nil {
-		return serverConfig{}, err
-	}
-	if len(alerting) > 0 {
-		rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
+	if !r.agent {
+		alerting, err := r.alerting(replica)
+		if err != nil {
+			return serverConfig{}, err
+		}
+		if len(alerting) > 0 {
+			rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
+		}
 	}
 	if len(spec.RemoteWrite) > 0 {
 		rws, err := r.remoteWrites(spec.RemoteWrite)
@@ -215,11 +220,12 @@ func (r *renderer) globalScrapeSettings() (yaml.MapSlice, error) {
 
 // storageSettings renders the storage section of spec.exemplars and
 // spec.tsdb, and retention when not nil (Input.Retention), as
-// prometheus-operator does; none when they set nothing.
-func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice) (yaml.MapSlice, error) {
+// prometheus-operator does; none when they set nothing. An agent's has
+// the TSDB's out-of-order window alone.
+func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice, agent bool) (yaml.MapSlice, error) {
 	spec := &server.Spec
 	var storage, tsdb yaml.MapSlice
-	if e := spec.Exemplars; e != nil && e.MaxSize != nil {
+	if e := spec.Exemplars; e != nil && e.MaxSize != nil && !agent {
 		storage = append(storage, yaml.MapItem{Key: "exemplars", Value: yaml.MapSlice{{Key: "max_exemplars", Value: *e.MaxSize}}})
 	}
 	if t := spec.TSDB; t != nil && t.OutOfOrderTimeWindow != nil {
@@ -229,7 +235,7 @@ func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice)
 		}
 		tsdb = append(tsdb, yaml.MapItem{Key: "out_of_order_time_window", Value: w})
 	}
-	if retention != nil {
+	if retention != nil && !agent {
 		// One storage section: prometheus-operator's retention goes
 		// beside the other TSDB settings.
 		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retention})

@@ -175,7 +175,7 @@ func (cp *controlPlane) testRulesHeld(t *testing.T) {
 	k, err := newServerKind(m, logger, run.reg, testWorkloadOptions())
 	require.NoError(t, err)
 	r := k.r
-	r.Coalescer = promserver.NewCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
+	r.Coalescer = kube.NewCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
 	run.run(t, m)
 
 	srv := server(ns, "main", func(s *v1alpha1.PrometheusServerSpec) {
@@ -233,9 +233,9 @@ func (cp *controlPlane) testRulesHeld(t *testing.T) {
 	// bound at 3.05 s.
 	at := 50 * time.Millisecond
 	for ; !handOver(at, 9); at += 50 * time.Millisecond {
-		require.Less(t, at, promserver.MaxWait+time.Second, "no render at the bound")
+		require.Less(t, at, kube.MaxWait+time.Second, "no render at the bound")
 	}
-	require.Equal(t, 50*time.Millisecond+promserver.MaxWait, at, "rendered at the bound")
+	require.Equal(t, 50*time.Millisecond+kube.MaxWait, at, "rendered at the bound")
 	held := run.Writes()[before:]
 	assert.Empty(t, rulesWritten(held), "rule ConfigMaps written at the bound")
 	assert.Contains(t, held, "PUT /api/v1/namespaces/"+ns+"/secrets/"+promserver.ConfigSecretName(srv), "the configuration written at the bound")
@@ -248,8 +248,8 @@ func (cp *controlPlane) testRulesHeld(t *testing.T) {
 	before = len(run.Writes())
 
 	// The burst ends: one more event, then the quiet gap.
-	require.False(t, handOver(at+promserver.QuietGap/2, 9))
-	require.True(t, handOver(at+promserver.QuietGap/2+promserver.QuietGap, 9), "the render after the quiet gap")
+	require.False(t, handOver(at+kube.QuietGap/2, 9))
+	require.True(t, handOver(at+kube.QuietGap/2+kube.QuietGap, 9), "the render after the quiet gap")
 	written := rulesWritten(run.Writes()[before:])
 	var want [][]string
 	for _, rule := range rules {

@@ -2,12 +2,14 @@ package prometheusserver
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -120,6 +122,46 @@ func (cp *controlPlane) testUpgrade(t *testing.T) {
 			assert.Equal(c, want, sts.Spec.Template.Annotations[promserver.AnnotationInputHash])
 			assert.False(c, slices.ContainsFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "legacy" }),
 				"the volume only an earlier version set is removed")
+		}
+	})
+}
+
+// testSidecarKept: a StatefulSet an earlier controller wrote, whose pods
+// run its config-reloader image, is not written by a controller whose
+// default image is another, when nothing else changed (an upgrade rolls
+// no pod); a change to the pods brings them the new image.
+func (cp *controlPlane) testSidecarKept(t *testing.T) {
+	ns := cp.namespace(t, "sidecar-kept", nil)
+	srv := server(ns, "main", nil)
+	cp.create(t, srv)
+	_, old := promserver.RenderWorkload(promserver.OwnTarget(srv), promserver.PodOptions{WorkloadOptions: promserver.WorkloadOptions{DefaultPrometheusImage: "prom/prometheus:test", DefaultReloaderImage: "podreload:previous"}})
+	require.NoError(t, controllerutil.SetControllerReference(srv, old, cp.c.Scheme()))
+	require.NoError(t, cp.c.Create(t.Context(), old, client.FieldOwner(kube.Name)))
+	reloaderImage := func(sts *appsv1.StatefulSet) []string {
+		var images []string
+		for _, c := range slices.Concat(sts.Spec.Template.Spec.InitContainers, sts.Spec.Template.Spec.Containers) {
+			if strings.Contains(c.Name, "config-reloader") {
+				images = append(images, c.Image)
+			}
+		}
+		return images
+	}
+
+	run := cp.start(t, kube.Options{Namespaces: []string{ns}})
+	for _, w := range run.settle(t) {
+		require.NotContains(t, w, "/statefulsets/", "the StatefulSet is written: its pods would roll")
+	}
+	var sts appsv1.StatefulSet
+	require.NoError(t, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &sts))
+	require.Equal(t, []string{"podreload:previous", "podreload:previous"}, reloaderImage(&sts))
+	require.Equal(t, old.Spec.Template.Annotations[promserver.AnnotationInputHash], sts.Spec.Template.Annotations[promserver.AnnotationInputHash])
+	require.Equal(t, "True", string(meta.FindStatusCondition(cp.status(t, srv).Conditions, "Reconciled").Status))
+
+	edit(t, cp.c, srv, func(s *v1alpha1.PrometheusServer) { s.Spec.LogLevel = "debug" })
+	eventually(t, func(c *assert.CollectT) {
+		var sts appsv1.StatefulSet
+		if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKeyFromObject(srv), &sts)) {
+			assert.Equal(c, []string{"podreload:test", "podreload:test"}, reloaderImage(&sts))
 		}
 	})
 }

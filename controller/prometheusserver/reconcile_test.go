@@ -92,6 +92,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("rules held back in a burst", cp.testRulesHeld)
 	t.Run("status upgrade", cp.testStatusUpgrade)
 	t.Run("upgrade to server-side apply", cp.testUpgrade)
+	t.Run("an upgrade keeps the pods' sidecar", cp.testSidecarKept)
 	t.Run("configuration split into parts", cp.testSplit)
 	t.Run("invalid objects", cp.testInvalid)
 	t.Run("invalid server", cp.testInvalidServer)

@@ -12,7 +12,6 @@
 //
 //	watches.go       AddToScheme, NewReconciler, the watches and what each triggers
 //	reconcile.go     the reconciler and its Front; Sync: read the inputs, render, write
-//	coalesce.go      the events of a server coalesced into renders
 //	write.go         the order of the writes; the objects no longer wanted deleted
 //	applied.go       the apply timing: from a write to every replica running it
 //	metrics.go       the metrics the kinds that run Prometheus share

@@ -47,7 +47,7 @@ type Reconciler struct {
 	// writer writes the objects of the servers.
 	Writer *kube.Writer
 	// coalescer spaces the renders of a server in a burst of events.
-	Coalescer *coalescer
+	Coalescer *kube.Coalescer
 
 	// work is held by a render and by a status update without one
 	// (reconcileStatus), which run in two controllers.
@@ -225,6 +225,17 @@ func (r *Reconciler) inputs(ctx context.Context, server Target) (Inputs, error) 
 			return in, err
 		}
 	}
+	in.Running = map[string]*appsv1.StatefulSet{}
+	for shard := range ShardCount(server) {
+		var sts appsv1.StatefulSet
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: ShardName(server, shard)}, &sts)
+		if client.IgnoreNotFound(err) != nil {
+			return in, fmt.Errorf("get StatefulSet %s/%s: %w", server.Namespace, ShardName(server, shard), err)
+		}
+		if err == nil {
+			in.Running[sts.Name] = &sts
+		}
+	}
 	return in, nil
 }
 
@@ -261,7 +272,7 @@ func (r *Reconciler) Forget(key types.NamespacedName) {
 	delete(r.warned, key)
 	delete(r.Written, key)
 	r.Mu.Unlock()
-	r.Coalescer.forget(key)
+	r.Coalescer.Forget(key)
 	r.refs.Forget(key)
 	for _, k := range SelectedKinds() {
 		r.Metrics.Selected.DeleteLabelValues(key.Namespace, key.Name, k.Kind)

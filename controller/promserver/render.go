@@ -24,6 +24,7 @@ import (
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/controller/webconfig"
 )
@@ -61,6 +62,11 @@ type Inputs struct {
 	// ConfigMaps holds the ConfigMaps that Server references (in
 	// spec.web.tlsConfig), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
+	// Running holds the live StatefulSets of Server, by name: a shard
+	// whose pods run the config-reloader at another image than the
+	// controller's default, and would be rendered the same but for that
+	// image, keeps it (keepRunningReloader).
+	Running map[string]*appsv1.StatefulSet
 	// HoldRules keeps the rule ConfigMaps as they were last written
 	// (ruleCache.writtenRules), when the cache knows them, instead of
 	// those rendered from Rules: a render while a burst of changes goes
@@ -225,9 +231,9 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		pods.WebConfigHash = hex.EncodeToString(sum[:])
 	}
 	svc, sts := RenderWorkload(server, pods)
-	sets := []*appsv1.StatefulSet{sts}
+	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
 	for shard := 1; shard < ShardCount(server); shard++ {
-		sets = append(sets, RenderShard(server, pods, shard))
+		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
 	}
 	if err := validatePod(sts); err != nil {
 		return nil, err
@@ -491,4 +497,19 @@ func configPart(server Target, i int, gz []byte) *corev1.Secret {
 	s.Name = configPartName(server, i)
 	s.Labels[LabelConfigPart] = strconv.Itoa(i)
 	return s
+}
+
+// keepRunningReloader returns sts, the StatefulSet of shard, or the one
+// rendered with the config-reloader image its live StatefulSet
+// (in.Running) runs, when that is the only change and the spec names no
+// image (sidecar.KeepRunningImage): an upgrade of the controller rolls no
+// pod for its own image.
+func keepRunningReloader(in Inputs, server Target, pods PodOptions, shard int, sts *appsv1.StatefulSet) *appsv1.StatefulSet {
+	if server.Spec.Reloader.Image != "" {
+		return sts
+	}
+	return sidecar.KeepRunningImage(in.Running[sts.Name], sts, pods.DefaultReloaderImage, AnnotationInputHash, func(image string) *appsv1.StatefulSet {
+		pods.DefaultReloaderImage = image
+		return RenderShard(server, pods, shard)
+	})
 }

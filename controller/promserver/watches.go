@@ -65,7 +65,7 @@ func NewReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Register
 		refs:      store.NewTracker(),
 		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
 		Written:   map[types.NamespacedName]written{},
-		Coalescer: NewCoalescer(time.Now),
+		Coalescer: kube.NewCoalescer(time.Now),
 		front:     front,
 		own:       own,
 	}, nil

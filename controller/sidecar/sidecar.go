@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -44,6 +45,49 @@ type Spec struct {
 	// (spec.logLevel, spec.logFormat), as prometheus-operator passes them
 	// to its config-reloader: set when not the default (info, logfmt).
 	LogLevel, LogFormat string
+	// NoReport leaves --report-pod out: the pod has no service account
+	// token to reach the API server with (the kind's reloaders then read
+	// their volumes, and what the server runs is not known).
+	NoReport bool
+}
+
+// The names of the config-reloader's containers in a kind's pods.
+const (
+	InitContainerName = "init-config-reloader"
+	ContainerName     = "config-reloader"
+)
+
+// RunningImage is the image the config-reloader sidecar of the pod
+// template t runs, or "" when t has none.
+func RunningImage(t corev1.PodTemplateSpec) string {
+	for _, c := range t.Spec.Containers {
+		if c.Name == ContainerName {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// KeepRunningImage returns desired, a kind's StatefulSet whose
+// config-reloaders run image, the controller's default; or, when live,
+// the StatefulSet in the cluster (nil when none), runs them at another
+// image and render, the kind's render with that image, gives live's pod
+// template hash (the annotation hashKey), what render gives: the image is
+// then the only change, which an upgrade of the controller makes, and the
+// pods keep the config-reloader they run until another change rolls them.
+// A StatefulSet the controller did not write has no hash: desired.
+func KeepRunningImage(live, desired *appsv1.StatefulSet, image, hashKey string, render func(image string) *appsv1.StatefulSet) *appsv1.StatefulSet {
+	if live == nil {
+		return desired
+	}
+	running, hash := RunningImage(live.Spec.Template), live.Spec.Template.Annotations[hashKey]
+	if running == "" || running == image || hash == "" {
+		return desired
+	}
+	if kept := render(running); kept != nil && kept.Spec.Template.Annotations[hashKey] == hash {
+		return kept
+	}
+	return desired
 }
 
 // Containers renders the init container, which renders the
@@ -56,7 +100,7 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
 	}, s.Env...)
 	initContainer = corev1.Container{
-		Name:            "init-config-reloader",
+		Name:            InitContainerName,
 		Image:           s.Image,
 		Args:            slices.Concat([]string{"--watch-interval=0"}, s.SourceArgs, s.logArgs()),
 		Env:             env,
@@ -64,14 +108,17 @@ func Containers(s Spec) (initContainer, sidecar corev1.Container) {
 		VolumeMounts:    s.Mounts,
 		SecurityContext: s.SecurityContext,
 	}
-	args := append(slices.Clone(s.SourceArgs), "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+	args := slices.Clone(s.SourceArgs)
+	if !s.NoReport {
+		args = append(args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)")
+	}
 	args = slices.Concat(args, s.ReloadArgs, s.logArgs())
 	ports := []corev1.ContainerPort{{Name: "reloader-web", ContainerPort: Port, Protocol: corev1.ProtocolTCP}}
 	if s.ListenHost != "" {
 		ports = nil
 	}
 	sidecar = corev1.Container{
-		Name:            "config-reloader",
+		Name:            ContainerName,
 		Image:           s.Image,
 		Args:            append(args, "--listen-address="+s.ListenHost+":"+strconv.Itoa(Port)),
 		Env:             env,

@@ -40,6 +40,9 @@ func TestContainers(t *testing.T) {
 		}
 		require.Equal(t, []string{"POD_NAME", "POD_NAMESPACE", "SHARD"}, names, c.Name)
 	}
+	// Without a token to report with.
+	_, side = Containers(Spec{SourceArgs: []string{"--config-file=/in"}, ReloadArgs: []string{"--reload-url=http://127.0.0.1:9093/-/reload"}, NoReport: true})
+	require.Equal(t, []string{"--config-file=/in", "--reload-url=http://127.0.0.1:9093/-/reload", "--listen-address=:8080"}, side.Args)
 }
 
 // TestRole checks that the reloaders get what they need and nothing more:

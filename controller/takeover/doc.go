@@ -18,6 +18,9 @@
 //	status.go     prometheus-operator's conditions: find, set, pick
 //	check.go      Options, and what `controller takeover-check` tells (Checker)
 //	fields.go     the field tables of the upstream specs and their checks
-//	image.go      the image prometheus-operator composes, its version gates
+//	image.go      the image prometheus-operator composes, its version gates,
+//	              the default version never older than the one running
 //	pod.go        the pod settings every kind renders alike
+//	containers.go a spec's containers merged into the rendered ones, as
+//	              prometheus-operator merges them (MergeContainers)
 package takeover

@@ -88,3 +88,78 @@ func AtLeast(version string, major, minor uint64) bool {
 	}
 	return patch > 0 || pre == ""
 }
+
+// Compare orders two versions as SemverTolerant returns them, as semver
+// does (the numbers, then a pre-release before its release, its
+// identifiers numerically or lexically); a build suffix is ignored. It
+// returns -1, 0 or +1.
+func Compare(a, b string) int {
+	a, b = strings.SplitN(a, "+", 2)[0], strings.SplitN(b, "+", 2)[0]
+	ca, pa, _ := strings.Cut(a, "-")
+	cb, pb, _ := strings.Cut(b, "-")
+	if c := compareFields(strings.Split(ca, "."), strings.Split(cb, ".")); c != 0 {
+		return c
+	}
+	switch {
+	case pa == pb:
+		return 0
+	case pa == "":
+		return 1
+	case pb == "":
+		return -1
+	}
+	return compareFields(strings.Split(pa, "."), strings.Split(pb, "."))
+}
+
+// compareFields compares dot-separated identifiers: numbers numerically,
+// before words, words lexically; a shorter list first when one starts
+// the other.
+func compareFields(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		na, errA := strconv.ParseUint(a[i], 10, 64)
+		nb, errB := strconv.ParseUint(b[i], 10, 64)
+		switch {
+		case errA == nil && errB == nil:
+			if c := cmp.Compare(na, nb); c != 0 {
+				return c
+			}
+		case errA == nil:
+			return -1
+		case errB == nil:
+			return 1
+		default:
+			if c := strings.Compare(a[i], b[i]); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// ImageVersion is the version an image's tag says, as SemverTolerant
+// returns it (quay.io/prometheus/alertmanager:v0.34.0@sha256:… is
+// 0.34.0); ok is false without a tag or when the tag is not a version.
+func ImageVersion(image string) (version string, ok bool) {
+	image, _, _ = strings.Cut(image, "@")
+	name := image[strings.LastIndexByte(image, '/')+1:]
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return "", false
+	}
+	return SemverTolerant(name[i+1:])
+}
+
+// NotOlder is the default version of a server whose spec sets none:
+// prometheus-operator's, or the one its live image runs when that is
+// newer, so that a takeover never downgrades what runs. running is the
+// live container's image, "" without one.
+func NotOlder(defaultVersion, running string) string {
+	d, ok := SemverTolerant(defaultVersion)
+	if !ok {
+		return defaultVersion
+	}
+	if r, ok := ImageVersion(running); ok && Compare(r, d) > 0 {
+		return "v" + r
+	}
+	return defaultVersion
+}

@@ -32,7 +32,7 @@ const takeoverID = "podreload"
 // ConfigApplied True); the annotation removed, the operator takes it back,
 // the same claims again and the samples of both periods there.
 func TestTakeoverOnNode(t *testing.T) {
-	cl := startCluster(t, node.Options{})
+	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t)}})
 	operator := cl.startOperator(t, "")
 	const name = "handed"
 	cl.operatorPrometheus(t, name, 2)
@@ -43,7 +43,9 @@ func TestTakeoverOnNode(t *testing.T) {
 	claims := cl.operatorClaimUIDs(t, name, 2)
 	before := time.Now()
 
-	cl.deployController(t)
+	// Taken over by the previous release's controller, which the current
+	// one replaces (upgradeController).
+	cl.deployPreviousController(t)
 	cl.annotateController(t, name, takeoverID)
 	t.Run("taken over: the pods roll onto the same claims", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, true)
@@ -51,6 +53,25 @@ func TestTakeoverOnNode(t *testing.T) {
 		for _, pod := range pods {
 			require.NoError(t, cl.seriesAt(t, pod, operatorRecord, before), "%s: a sample from before the takeover", pod)
 		}
+	})
+	t.Run("the controller upgraded: no pod restarted or recreated", func(t *testing.T) {
+		states, generation := cl.podStates(t, "prometheus-"+name, pods)
+		for pod, st := range states {
+			require.Contains(t, st.Images, "config-reloader="+previousImage, "%s runs the previous release's config-reloader", pod)
+		}
+		cl.upgradeController(t)
+		// A write of the StatefulSet would have raised its generation at
+		// once, its pods going within seconds: 15 s of the same pods.
+		end := time.Now().Add(15 * time.Second)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for time.Now().Before(end) {
+			<-tick.C
+			now, gen := cl.podStates(t, "prometheus-"+name, pods)
+			require.Equal(t, generation, gen, "the StatefulSet's generation: its template changed")
+			require.Equal(t, states, now, "the pods (UID, restarts, images)")
+		}
+		require.Equal(t, claims, cl.operatorClaimUIDs(t, name, 2), "the same PVCs")
 	})
 	t.Run("ConfigApplied", func(t *testing.T) {
 		eventually(t, 2*time.Minute, "ConfigApplied True", func() error {

@@ -15,6 +15,12 @@
 // on stderr. The controller's differential test
 // (controller/prometheus/operatordiff_test.go) compares it with ours.
 //
+// With --agent, it prints the configuration prometheus-operator's agent
+// controller generates for a PrometheusAgent object instead
+// (GenerateAgentConfiguration, pkg/prometheus/agent): the documents are one
+// PrometheusAgent, its monitors, Secrets, ConfigMaps and Namespaces; with
+// spec.mode DaemonSet, as its DaemonSet mode generates it.
+//
 // With --alertmanager, it prints the Alertmanager configuration that
 // prometheus-operator generates for an Alertmanager object instead, with
 // its ConfigBuilder (pkg/alertmanager): the documents are one Alertmanager,
@@ -88,17 +94,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// the default is the version of the node the tests run.
 	kubeVersion := "1.36.3"
 	var files []string
-	parse, alertmanager := false, false
+	parse, alertmanager, agent := false, false, false
 	for _, a := range args {
 		switch {
 		case a == "--parse":
 			parse = true
 		case a == "--alertmanager":
 			alertmanager = true
+		case a == "--agent":
+			agent = true
 		case strings.HasPrefix(a, "--kubernetes-version="):
 			kubeVersion = strings.TrimPrefix(a, "--kubernetes-version=")
 		case strings.HasPrefix(a, "-") && a != "-":
-			fmt.Fprintf(stderr, "opconfig: unknown flag %s\nusage: opconfig [--kubernetes-version=V] [FILE...]\n       opconfig --alertmanager [FILE...]\n       opconfig --parse [FILE]\n", a)
+			fmt.Fprintf(stderr, "opconfig: unknown flag %s\nusage: opconfig [--agent] [--kubernetes-version=V] [FILE...]\n       opconfig --alertmanager [FILE...]\n       opconfig --parse [FILE]\n", a)
 			return 2
 		default:
 			files = append(files, a)
@@ -150,10 +158,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "opconfig: %v\n", err)
 		return 2
 	}
-	cfg, err := generate(context.Background(), logger, objs, kv)
-	if err != nil {
-		fmt.Fprintf(stderr, "opconfig: prometheus %s/%s: %v\n", objs.prometheus.Namespace, objs.prometheus.Name, err)
-		return 1
+	cfg, code := generateFor(logger, objs, agent, kv, stderr)
+	if code != 0 {
+		return code
 	}
 	if _, err := stdout.Write(cfg); err != nil {
 		fmt.Fprintf(stderr, "opconfig: %v\n", err)
@@ -162,9 +169,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// generateFor generates the configuration of objs' Prometheus, or of its
+// PrometheusAgent with agent, and says on stderr why there is none: exit
+// code 2 when the object is missing, 1 when prometheus-operator generates
+// nothing.
+func generateFor(logger *slog.Logger, objs *inputObjects, agent bool, kv semver.Version, stderr io.Writer) ([]byte, int) {
+	ctx := context.Background()
+	switch {
+	case agent && objs.agent == nil:
+		fmt.Fprintln(stderr, "opconfig: no PrometheusAgent object")
+		return nil, 2
+	case agent:
+		cfg, err := generateAgent(ctx, logger, objs, kv)
+		if err != nil {
+			fmt.Fprintf(stderr, "opconfig: prometheusagent %s/%s: %v\n", objs.agent.Namespace, objs.agent.Name, err)
+			return nil, 1
+		}
+		return cfg, 0
+	case objs.prometheus == nil:
+		fmt.Fprintln(stderr, "opconfig: no Prometheus object")
+		return nil, 2
+	}
+	cfg, err := generate(ctx, logger, objs, kv)
+	if err != nil {
+		fmt.Fprintf(stderr, "opconfig: prometheus %s/%s: %v\n", objs.prometheus.Namespace, objs.prometheus.Name, err)
+		return nil, 1
+	}
+	return cfg, 0
+}
+
 // inputObjects are the objects read.
 type inputObjects struct {
 	prometheus *monitoringv1.Prometheus
+	agent      *monitoringv1alpha1.PrometheusAgent
 	// core holds the Secrets, ConfigMaps and Namespaces.
 	core []runtime.Object
 	// monitoring holds the monitors, probes, ScrapeConfigs and rules.
@@ -182,6 +219,8 @@ func newObject(kind string) (obj object, core bool, ok bool) {
 	switch kind {
 	case monitoringv1.PrometheusesKind:
 		return &monitoringv1.Prometheus{}, false, true
+	case monitoringv1alpha1.PrometheusAgentsKind:
+		return &monitoringv1alpha1.PrometheusAgent{}, false, true
 	case monitoringv1.AlertmanagersKind:
 		return &monitoringv1.Alertmanager{}, false, true
 	case monitoringv1alpha1.AlertmanagerConfigKind:
@@ -224,6 +263,11 @@ func decode(r io.Reader) (*inputObjects, error) {
 				return fmt.Errorf("two Prometheus objects: %s/%s and %s/%s", objs.prometheus.Namespace, objs.prometheus.Name, o.Namespace, o.Name)
 			}
 			objs.prometheus = o
+		case *monitoringv1alpha1.PrometheusAgent:
+			if objs.agent != nil {
+				return fmt.Errorf("two PrometheusAgent objects: %s/%s and %s/%s", objs.agent.Namespace, objs.agent.Name, o.Namespace, o.Name)
+			}
+			objs.agent = o
 		default:
 			if core {
 				objs.core = append(objs.core, o)
@@ -235,9 +279,6 @@ func decode(r io.Reader) (*inputObjects, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if objs.prometheus == nil {
-		return nil, errors.New("no Prometheus object")
 	}
 	for ns := range namespaces {
 		if !declared[ns] {
@@ -360,10 +401,16 @@ func generate(ctx context.Context, logger *slog.Logger, objs *inputObjects, kube
 		store, additional[0], additional[1], additional[2], sel.ruleConfigMaps)
 }
 
+// server is a Prometheus or a PrometheusAgent.
+type server interface {
+	monitoringv1.PrometheusInterface
+	runtime.Object
+}
+
 // selectResources selects the monitors and rules of p as
 // prometheus-operator's getSelectedConfigResources does, through informers
 // over the fake clients, adding what they reference to store.
-func selectResources(ctx context.Context, logger *slog.Logger, p *monitoringv1.Prometheus, kclient *kfake.Clientset, mclient *mfake.Clientset, store *assets.StoreBuilder) (*selection, error) {
+func selectResources(ctx context.Context, logger *slog.Logger, p server, kclient *kfake.Clientset, mclient *mfake.Clientset, store *assets.StoreBuilder) (*selection, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nsInformer := kinformers.NewSharedInformerFactory(kclient, 0).Core().V1().Namespaces().Informer()
@@ -419,9 +466,11 @@ func selectResources(ctx context.Context, logger *slog.Logger, p *monitoringv1.P
 	if err != nil {
 		return nil, fmt.Errorf("select ScrapeConfigs: %w", err)
 	}
-	ruleConfigMaps, err := ruleConfigMapNames(ctx, logger, p, kclient, nsInformer, infs[monitoringv1.PrometheusRuleName], events)
-	if err != nil {
-		return nil, err
+	var ruleConfigMaps []string
+	if server, ok := p.(*monitoringv1.Prometheus); ok { // An agent has no rules.
+		if ruleConfigMaps, err = ruleConfigMapNames(ctx, logger, server, kclient, nsInformer, infs[monitoringv1.PrometheusRuleName], events); err != nil {
+			return nil, err
+		}
 	}
 	return &selection{
 		serviceMonitors: smons.ValidResources(), podMonitors: pmons.ValidResources(),

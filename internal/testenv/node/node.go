@@ -85,6 +85,9 @@ type Options struct {
 	// Images are the OCI archives imported into containerd; empty means
 	// the images of `make host-images` for this machine's architecture.
 	Images []string
+	// ExtraImages are imported besides Images (the previous release's
+	// image, say, for an upgrade).
+	ExtraImages []string
 }
 
 // Node is a running node.
@@ -153,7 +156,7 @@ func Up(ctx context.Context, logger *slog.Logger, opts Options) (_ *Node, err er
 		{"control plane", n.startControlPlane},
 		{"cluster DNS", n.startDNS},
 		{"containerd", n.startContainerd},
-		{"images", func(ctx context.Context) error { return n.importImages(ctx, opts.Images) }},
+		{"images", func(ctx context.Context) error { return n.importImages(ctx, opts.Images, opts.ExtraImages) }},
 		{"kubelet", n.startKubelet},
 	}
 	for _, s := range steps {
@@ -382,7 +385,7 @@ func (n *Node) ctr(args ...string) error {
 
 // importImages imports the OCI archives into containerd's k8s.io
 // namespace, where the kubelet finds them (pull policy IfNotPresent).
-func (n *Node) importImages(_ context.Context, images []string) error {
+func (n *Node) importImages(_ context.Context, images, extra []string) error {
 	if len(images) == 0 {
 		// prometheus-config-reloader is prometheus-operator's, for its
 		// operator's pods (e2e/node's TestOperatorOnNode).
@@ -394,7 +397,7 @@ func (n *Node) importImages(_ context.Context, images []string) error {
 			images = append(images, path)
 		}
 	}
-	for _, img := range images {
+	for _, img := range append(images, extra...) {
 		if err := n.ctr("images", "import", "--platform", "linux/"+runtime.GOARCH, img); err != nil {
 			return fmt.Errorf("import %s: %w", img, err)
 		}

@@ -1,4 +1,4 @@
-package prometheusserver
+package kube
 
 import (
 	"testing"
@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/podreload/podreload/controller/promserver"
 )
 
 // TestCoalescer drives the coalescer as the work queue does, on a clock
@@ -105,7 +103,7 @@ func TestCoalescer(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var now time.Duration
-			c := promserver.NewCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
+			c := NewCoalescer(func() time.Time { return time.Unix(0, 0).Add(now) })
 			var renders, held []time.Duration
 			events := tc.events
 			// due is when the key is handed over next: the first event
@@ -161,7 +159,7 @@ func every(step, start, end time.Duration) []time.Duration {
 func TestCoalescerFailed(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "main"}
 	now := time.Unix(0, 0)
-	c := promserver.NewCoalescer(func() time.Time { return now })
+	c := NewCoalescer(func() time.Time { return now })
 	wait := func() time.Duration {
 		d, hold := c.Wait(key)
 		assert.False(t, hold)
@@ -173,7 +171,7 @@ func TestCoalescerFailed(t *testing.T) {
 	assert.Zero(t, wait(), "the retry of a failed render")
 	c.Rendered(key, false)
 	now = now.Add(5 * time.Millisecond)
-	assert.Equal(t, promserver.QuietGap, wait(), "an event right after a render")
+	assert.Equal(t, QuietGap, wait(), "an event right after a render")
 }
 
 // TestCoalescerHoldFailed: a render at the bound that failed is retried
@@ -181,18 +179,18 @@ func TestCoalescerFailed(t *testing.T) {
 func TestCoalescerHoldFailed(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "main"}
 	now := time.Unix(0, 0)
-	c := promserver.NewCoalescer(func() time.Time { return now })
+	c := NewCoalescer(func() time.Time { return now })
 	_, hold := c.Wait(key)
 	assert.False(t, hold, "at once")
 	c.Rendered(key, false)
-	for now = now.Add(promserver.QuietGap / 2); ; now = now.Add(promserver.QuietGap / 2) {
+	for now = now.Add(QuietGap / 2); ; now = now.Add(QuietGap / 2) {
 		if d, hold := c.Wait(key); d == 0 {
 			assert.True(t, hold, "at the bound")
 			break
 		}
 	}
 	c.Rendered(key, true)
-	now = now.Add(promserver.QuietGap / 2)
+	now = now.Add(QuietGap / 2)
 	d, hold := c.Wait(key)
 	assert.Zero(t, d)
 	assert.False(t, hold, "the retry of a failed render at the bound")

@@ -1,4 +1,4 @@
-package promserver
+package kube
 
 import (
 	"sync"
@@ -7,7 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Coalescing the events of a server into renders, as the config-reloader
+// Coalescing the events of an object into renders (a server of the kinds
+// that run Prometheus, say), as the config-reloader
 // coalesces file events into reloads (its delay): every render of a
 // server writes its config Secret, the rule ConfigMaps that changed and
 // its status, each a full write to etcd, an event to every watcher and,
@@ -51,18 +52,18 @@ const (
 	maxRuleHold = 30 * time.Second
 )
 
-// coalescer decides, each time the work queue hands a server's key to the
+// Coalescer decides, each time the work queue hands a server's key to the
 // Reconciler, whether to render now or to come back later. The queue holds
 // one entry per key: an event makes it ready at once, and the wait asked
 // for (RequeueAfter) makes it wait until due; a call before due is an
 // event, one at or after due the wait's end.
-type coalescer struct {
+type Coalescer struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	keys map[types.NamespacedName]*window
 }
 
-// window is what the coalescer knows about a key.
+// window is what the Coalescer knows about a key.
 type window struct {
 	// first and last are the times of the first and last events not
 	// rendered yet; first is zero when there is none.
@@ -96,16 +97,16 @@ func (w *window) bound() time.Duration {
 	return min(b, maxBound)
 }
 
-// NewCoalescer returns a coalescer on the clock now.
-func NewCoalescer(now func() time.Time) *coalescer {
-	return &coalescer{now: now, keys: map[types.NamespacedName]*window{}}
+// NewCoalescer returns a Coalescer on the clock now.
+func NewCoalescer(now func() time.Time) *Coalescer {
+	return &Coalescer{now: now, keys: map[types.NamespacedName]*window{}}
 }
 
 // Wait returns how long key's render waits, 0 to render now; and for a
 // render now, whether it holds the rules' changes back: a render at the
 // bound, while events still come, less than maxRuleHold after the end of
 // the last render that wrote the rules.
-func (c *coalescer) Wait(key types.NamespacedName) (wait time.Duration, holdRules bool) {
+func (c *Coalescer) Wait(key types.NamespacedName) (wait time.Duration, holdRules bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -146,7 +147,7 @@ func (c *coalescer) Wait(key types.NamespacedName) (wait time.Duration, holdRule
 }
 
 // Rendered records the end of a render of key, failed or not.
-func (c *coalescer) Rendered(key types.NamespacedName, failed bool) {
+func (c *Coalescer) Rendered(key types.NamespacedName, failed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w := c.keys[key]; w != nil {
@@ -158,8 +159,8 @@ func (c *coalescer) Rendered(key types.NamespacedName, failed bool) {
 	}
 }
 
-// forget drops what is known about key.
-func (c *coalescer) forget(key types.NamespacedName) {
+// Forget drops what is known about key.
+func (c *Coalescer) Forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.keys, key)
