@@ -62,21 +62,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		return serverConfig{}, fmt.Errorf("spec.evaluationInterval: %w", err)
 	}
 
-	// The labels the controller sets win over the user's, as in
-	// prometheus-operator; a name set to "" drops the label.
-	labels := map[string]string{}
 	replica := ptr.Deref(spec.ReplicaExternalLabelName, replicaLabel)
-	if name := ptr.Deref(spec.PrometheusExternalLabelName, serverLabel); name != "" {
-		labels[name] = r.srv.Namespace + "/" + r.srv.Name
-	}
-	if replica != "" {
-		labels[replica] = podNameRef
-	}
-	for k, v := range spec.ExternalLabels {
-		if _, ok := labels[k]; !ok {
-			labels[k] = v
-		}
-	}
 	globals := yaml.MapSlice{
 		{Key: "evaluation_interval", Value: eval},
 		{Key: "scrape_interval", Value: scrape},
@@ -94,7 +80,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		}
 		globals = append(globals, yaml.MapItem{Key: "scrape_timeout", Value: timeout})
 	}
-	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: sortedMap(labels)})
+	globals = append(globals, yaml.MapItem{Key: "external_labels", Value: r.externalLabels(replica)})
 	if o := spec.RuleQueryOffset; o != nil && !r.agent {
 		if _, err := model.ParseDuration(string(*o)); err != nil {
 			return serverConfig{}, fmt.Errorf("spec.ruleQueryOffset: %w", err)
@@ -128,6 +114,26 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
 	}
 	return serverConfig{global: global, rest: rest}, nil
+}
+
+// externalLabels are the server's external labels: the server's and the
+// replica's (named replica, "" for none), which win over the user's, as
+// in prometheus-operator; a name set to "" drops the label.
+func (r *renderer) externalLabels(replica string) yaml.MapSlice {
+	spec := &r.srv.Spec
+	labels := map[string]string{}
+	if name := ptr.Deref(spec.PrometheusExternalLabelName, serverLabel); name != "" {
+		labels[name] = r.srv.Namespace + "/" + r.srv.Name
+	}
+	if replica != "" {
+		labels[replica] = podNameRef
+	}
+	for k, v := range spec.ExternalLabels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	return sortedMap(labels)
 }
 
 // globalScrapeSettings renders the global settings of spec's
