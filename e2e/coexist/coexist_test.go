@@ -42,6 +42,7 @@ import (
 	"github.com/podreload/podreload/controller"
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/audit"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/operator"
 	"github.com/podreload/podreload/internal/testenv/wait"
@@ -561,44 +562,15 @@ func mapKeys(m map[string]any) []string {
 	return keys
 }
 
-// auditEvent is what checkAudit reads of an audit event.
-type auditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-}
-
 // checkAudit counts the writes of the audit log file by writer (the operator's
 // ServiceAccount, podreload's user agent, the test) and side of the object
 // written, prints them, and checks that the operator wrote nothing of ours
 // after settled and podreload nothing of theirs.
 func checkAudit(t *testing.T, file string, settled time.Time) {
-	f, err := os.Open(file)
-	require.NoError(t, err, "the API server's audit log")
-	defer f.Close()
-	dec := json.NewDecoder(f)
 	counts := map[string]int{}
 	var wrong []string
 	operatorUser := "system:serviceaccount:" + operator.Namespace + ":" + operator.ServiceAccount
-	for {
-		var e auditEvent
-		if err := dec.Decode(&e); errors.Is(err, io.EOF) {
-			break
-		} else {
-			require.NoError(t, err)
-		}
+	for _, e := range audit.Read(t, file, ns) {
 		if !slices.Contains([]string{"create", "update", "patch", "delete", "deletecollection"}, e.Verb) || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
 			continue
 		}

@@ -2,9 +2,6 @@ package handoff
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,36 +9,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podreload/podreload/controller"
+	"github.com/podreload/podreload/internal/testenv/audit"
 	"github.com/podreload/podreload/internal/testenv/operator"
 )
 
-// auditEvent is what the tests read of an event of the audit log.
-type auditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	ResponseObject json.RawMessage  `json:"responseObject"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-}
+// auditEvent is an event of the API server's audit log.
+type auditEvent struct{ audit.Event }
 
 // succeeded reports whether the API server did what the request asked.
-func (ev *auditEvent) succeeded() bool {
-	return ev.ResponseStatus != nil && ev.ResponseStatus.Code < 300
-}
+func (ev *auditEvent) succeeded() bool { return ev.Succeeded() }
 
 // writer names who made the request: prometheus-operator (its field
 // manager), the controller (controller.Name, by its user agent, or its
@@ -63,23 +41,11 @@ func (ev *auditEvent) writer() string {
 // audit returns the events of the audit log of the writes in ns.
 func (e *env) audit(t testing.TB, ns string) []auditEvent {
 	t.Helper()
-	f, err := os.Open(e.auditLog)
-	require.NoError(t, err, "the API server's audit log")
-	defer f.Close()
-	dec := json.NewDecoder(f)
 	var out []auditEvent
-	for {
-		var ev auditEvent
-		err := dec.Decode(&ev)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			// The API server may be writing the last line.
-			return out
-		}
-		require.NoError(t, err)
-		if ev.ObjectRef != nil && ev.ObjectRef.Namespace == ns {
-			out = append(out, ev)
-		}
+	for _, ev := range audit.Read(t, e.auditLog, ns) {
+		out = append(out, auditEvent{ev})
 	}
+	return out
 }
 
 // stsWrite is a write that changed a StatefulSet: who made it, the

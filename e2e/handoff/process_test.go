@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
 // controllerProc is bin/controller running as a process of this machine.
@@ -30,7 +31,7 @@ type controllerProc struct {
 	cmd *exec.Cmd
 	// addr is its web address (metrics, readiness).
 	addr string
-	logs *syncBuffer
+	logs *testlog.Buffer
 	// done is closed once it exited; exit and exitedAt say how and when.
 	done     chan struct{}
 	exit     error
@@ -58,7 +59,7 @@ func (e *env) startBinary(t testing.TB, bin, image, kubeconfig, ns string, args 
 		"--auto-gomemlimit-ratio=0",
 	}
 	cmd := exec.Command(bin, append(flags, args...)...)
-	p := &controllerProc{cmd: cmd, addr: addr, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &controllerProc{cmd: cmd, addr: addr, logs: &testlog.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	require.NoError(t, cmd.Start())
 	go func() {
@@ -323,22 +324,4 @@ func (p *proxy) pipe(dst, src net.Conn, delayed bool) {
 			return
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -38,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podreload/podreload/internal/testenv/testlog"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 	"github.com/podreload/podreload/internal/testenv/wait"
 )
@@ -76,7 +77,7 @@ type Process struct {
 	// MetricsURL is the address of its /metrics.
 	MetricsURL string
 	stop       func()
-	logs       *syncBuffer
+	logs       *testlog.Buffer
 }
 
 // Stop stops the operator (SIGTERM, then SIGKILL after 30 s) and waits for
@@ -183,7 +184,7 @@ func Start(t testing.TB, kubeconfig, id string, args ...string) *Process {
 	}
 	cmd := exec.Command(bin, append(flags, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+own)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
@@ -287,22 +288,4 @@ func writeServiceAccountKubeconfig(t testing.TB, kubeconfig, namespace, name, pa
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	wait.Until(t, timeout, 200*time.Millisecond, what, cond)
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
