@@ -31,7 +31,9 @@
 //	controller/sidecar    kind-neutral: the config-reloader's containers,
 //	                      the Role and RoleBinding of its pods, their reports
 //	controller/promcfg    pure: a PrometheusServer and its monitors into
-//	                      prometheus.yaml (a server's; an agent's next)
+//	                      prometheus.yaml (a server's or an agent's), with
+//	                      credential/ (HTTP clients' credentials from Secrets)
+//	                      and relabeling/ (relabelings, checked and built in)
 //	controller/rulefiles  pure: PrometheusRules into checked rule files in
 //	                      ConfigMap shards, and the order of their writes
 //	controller/configsecret pure: a configuration as gzipped Secret contents,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/podreload/podreload/controller/promcfg/relabeling"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/relabel"
 	yaml "go.yaml.in/yaml/v2"
@@ -33,7 +34,7 @@ func (r *renderer) additionalJobs(generated []string) ([]yaml.MapSlice, error) {
 		return nil, nil
 	}
 	path := "spec.additionalScrapeConfigs"
-	text, err := r.secret(r.srv.Namespace, *sel)
+	text, err := r.cred.Secret(r.srv.Namespace, *sel)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -70,7 +71,7 @@ func (r *renderer) additionalList(path string, sel *corev1.SecretKeySelector, ch
 	if sel == nil {
 		return nil, nil
 	}
-	text, err := r.secret(r.srv.Namespace, *sel)
+	text, err := r.cred.Secret(r.srv.Namespace, *sel)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -218,7 +219,7 @@ func shardAdditionalJob(job yaml.MapSlice, shards int) yaml.MapSlice {
 			return job
 		}
 	}
-	item := yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, shards, model.AddressLabel)}
+	item := yaml.MapItem{Key: "relabel_configs", Value: relabeling.AppendSharding(relabelings, shards, model.AddressLabel)}
 	if at < 0 {
 		return append(job, item)
 	}

@@ -26,13 +26,13 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *am.EnableHttp2})
 	}
 	if am.TLSConfig != nil {
-		tls, err := r.tlsConfig(ns, path+".tlsConfig", am.TLSConfig)
+		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", am.TLSConfig)
 		if err != nil {
 			return nil, nil, err
 		}
 		client = append(client, tls)
 	}
-	proxy, err := r.proxy(ns, path, &am.ProxyConfig)
+	proxy, err := r.cred.Proxy(ns, path, &am.ProxyConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,14 +45,14 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 		auth = append(auth, yaml.MapItem{Key: "bearer_token_file", Value: am.BearerTokenFile})
 	}
 	if am.BasicAuth != nil {
-		ba, err := r.basicAuth(ns, path+".basicAuth", am.BasicAuth)
+		ba, err := r.cred.BasicAuth(ns, path+".basicAuth", am.BasicAuth)
 		if err != nil {
 			return nil, nil, err
 		}
 		auth = append(auth, ba)
 	}
 	if am.Authorization != nil {
-		a, err := r.authorization(ns, path+".authorization", am.Authorization, false)
+		a, err := r.cred.Authorization(ns, path+".authorization", am.Authorization, false)
 		if err != nil {
 			return nil, nil, err
 		}

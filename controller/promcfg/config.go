@@ -9,9 +9,14 @@
 // configuration too large for one Secret. It is pure: it reads Secrets and
 // ConfigMaps through the Lookup it is given and imports no client.
 //
+// Two pure sub-packages hold what the sections share: package credential
+// (basic auth, authorization, OAuth2, TLS, proxy, from Secrets) and
+// package relabeling (built-in and user relabelings, regexps checked once).
+//
 // Where things are:
 //
 //	config.go        Input, Server, Parts: the sections, their order, rejections
+//	agent.go         Agent: an agent's configuration, its jobs in the agent's order
 //	server.go        the sections from the server: global, alerting, remote_write, storage
 //	alertmanagers.go the HTTP client settings of an Alertmanager endpoint
 //	remotewrite.go   the settings of a remote write endpoint beyond its URL
@@ -22,8 +27,6 @@
 //	enforce.go       spec.enforcedNamespaceLabel: which objects, and on scrape jobs
 //	probe.go         the scrape job of a Probe
 //	scrapeconfig.go  the scrape job of a ScrapeConfig and its service discoveries
-//	credentials.go   basic auth, authorization, OAuth2, TLS, proxy, from Secrets
-//	relabel.go       built-in and user relabelings, regexps checked once
 package promcfg
 
 import (
@@ -40,10 +43,11 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
+	"github.com/podreload/podreload/controller/promcfg/credential"
+	"github.com/podreload/podreload/controller/promcfg/relabeling"
 	"github.com/podreload/podreload/controller/promyaml"
 )
 
@@ -87,14 +91,7 @@ type Input struct {
 
 // Lookup reads the value of a key of a Secret or a ConfigMap; its errors
 // name the object and the key.
-type Lookup interface {
-	// Secret returns the value of the key sel names in the Secret sel
-	// names in namespace.
-	Secret(namespace string, sel corev1.SecretKeySelector) ([]byte, error)
-	// ConfigMap returns the value of the key sel names in the ConfigMap
-	// sel names in namespace.
-	ConfigMap(namespace string, sel corev1.ConfigMapKeySelector) ([]byte, error)
-}
+type Lookup = credential.Lookup
 
 // Rejection is an object left out of the configuration, and why (for an
 // Event and the status).
@@ -190,15 +187,15 @@ func (p Parts) Head(ruleFiles []string) ([]byte, error) {
 }
 
 func newRenderer(in Input) *renderer {
-	return &renderer{lookup: in.Lookup, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention, version: ParseVersion(in.Version)}
+	return &renderer{cred: credential.Reader{Lookup: in.Lookup}, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention, version: ParseVersion(in.Version)}
 }
 
 // renderer renders one configuration: it holds the inputs and what it
 // has looked up and compiled so far.
 type renderer struct {
-	// lookup reads the Secrets and ConfigMaps of in.
-	lookup Lookup
-	srv    *v1alpha1.PrometheusServer
+	// cred renders credentials with the Secrets and ConfigMaps of in.
+	cred credential.Reader
+	srv  *v1alpha1.PrometheusServer
 	// shards and retention are in's.
 	shards    int
 	retention yaml.MapSlice
@@ -210,8 +207,8 @@ type renderer struct {
 	// a duration and as written.
 	interval     model.Duration
 	intervalText string
-	// regexps caches the regular expressions compiled so far.
-	regexps map[string]compiledRegexp
+	// relabel checks the users' relabelings.
+	relabel relabeling.Checker
 	// classes are the scrape classes of the server by name, and
 	// defaultClass the name of the default one, or "" (scrapeClasses).
 	classes      map[string]*scrapeClass
@@ -405,18 +402,4 @@ func sortedUnique(s []string) []string {
 	s = slices.Clone(s)
 	sort.Strings(s)
 	return slices.Compact(s)
-}
-
-// sortedMap returns m ordered by key.
-func sortedMap[V any](m map[string]V) yaml.MapSlice {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make(yaml.MapSlice, len(keys))
-	for i, k := range keys {
-		out[i] = yaml.MapItem{Key: k, Value: m[k]}
-	}
-	return out
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/podreload/podreload/controller/promcfg/relabeling"
+	"github.com/podreload/podreload/controller/promyaml"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
@@ -57,7 +59,7 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 		return nil, err
 	}
 	job = append(job, params...)
-	proxy, err := r.proxy(ns, "prober", &s.ProberSpec.ProxyConfig)
+	proxy, err := r.cred.Proxy(ns, "prober", &s.ProberSpec.ProxyConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +82,7 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 	if err != nil {
 		return nil, err
 	}
-	job = append(job, targets, yaml.MapItem{Key: "relabel_configs", Value: appendSharding(relabelings, r.shards, labelParamTarget)})
+	job = append(job, targets, yaml.MapItem{Key: "relabel_configs", Value: relabeling.AppendSharding(relabelings, r.shards, labelParamTarget)})
 	tail, err := r.monitorTail(&monitorSpec{
 		sampleLimit:            s.SampleLimit,
 		targetLimit:            s.TargetLimit,
@@ -105,13 +107,13 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 // shards'.
 func (r *renderer) probeTargets(p *monitoringv1.Probe, class *scrapeClass, enforced string) (yaml.MapItem, []yaml.MapSlice, error) {
 	t := &p.Spec.Targets
-	rl := []yaml.MapSlice{jobNameRelabeling()}
+	rl := []yaml.MapSlice{relabeling.JobName()}
 	if p.Spec.JobName != "" {
-		rl = append(rl, setLabel("job", p.Spec.JobName))
+		rl = append(rl, relabeling.SetLabel("job", p.Spec.JobName))
 	}
 	prober := []yaml.MapSlice{
-		copyLabel(labelParamTarget, "instance"),
-		setLabel(model.AddressLabel, p.Spec.ProberSpec.URL),
+		relabeling.CopyLabel(labelParamTarget, "instance"),
+		relabeling.SetLabel(model.AddressLabel, p.Spec.ProberSpec.URL),
 	}
 	var (
 		sd    yaml.MapItem
@@ -133,9 +135,9 @@ func (r *renderer) probeTargets(p *monitoringv1.Probe, class *scrapeClass, enfor
 		}
 		sd = yaml.MapItem{Key: "static_configs", Value: []yaml.MapSlice{{
 			{Key: "targets", Value: targets},
-			{Key: "labels", Value: sortedMap(labels)},
+			{Key: "labels", Value: promyaml.SortedMap(labels)},
 		}}}
-		rl = append(rl, copyLabel(model.AddressLabel, labelParamTarget))
+		rl = append(rl, relabeling.CopyLabel(model.AddressLabel, labelParamTarget))
 		rl = append(rl, prober...)
 		user, field = t.StaticConfig.RelabelConfigs, "targets.staticConfig.relabelingConfigs"
 	case t.Ingress != nil:
@@ -143,7 +145,7 @@ func (r *renderer) probeTargets(p *monitoringv1.Probe, class *scrapeClass, enfor
 			return yaml.MapItem{}, nil, fmt.Errorf("targets.ingress.selector: %w", err)
 		}
 		sd = yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{r.kubernetesSD("ingress", t.Ingress.NamespaceSelector, p.Namespace)}}
-		rl = append(rl, selectorRelabelings(&t.Ingress.Selector, "__meta_kubernetes_ingress")...)
+		rl = append(rl, relabeling.Selector(&t.Ingress.Selector, "__meta_kubernetes_ingress")...)
 		rl = append(rl,
 			yaml.MapSlice{
 				{Key: "source_labels", Value: []string{"__meta_kubernetes_ingress_scheme", model.AddressLabel, "__meta_kubernetes_ingress_path"}},
@@ -153,8 +155,8 @@ func (r *renderer) probeTargets(p *monitoringv1.Probe, class *scrapeClass, enfor
 				{Key: "replacement", Value: "${1}://${2}${3}"},
 				{Key: "action", Value: "replace"},
 			},
-			copyLabel("__meta_kubernetes_namespace", "namespace"),
-			copyLabel("__meta_kubernetes_ingress_name", "ingress"),
+			relabeling.CopyLabel("__meta_kubernetes_namespace", "namespace"),
+			relabeling.CopyLabel("__meta_kubernetes_ingress_name", "ingress"),
 			yaml.MapSlice{
 				{Key: "source_labels", Value: []string{model.AddressLabel}},
 				{Key: "separator", Value: ";"},

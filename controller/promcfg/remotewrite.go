@@ -8,6 +8,7 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promyaml"
 )
 
 // remoteWriteTuning renders the settings of the remote write endpoint rw
@@ -17,7 +18,7 @@ import (
 // credentials (queue_config, metadata_config).
 func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (tuning, queue yaml.MapSlice, err error) {
 	if len(rw.Headers) > 0 {
-		tuning = append(tuning, yaml.MapItem{Key: "headers", Value: sortedMap(rw.Headers)})
+		tuning = append(tuning, yaml.MapItem{Key: "headers", Value: promyaml.SortedMap(rw.Headers)})
 	}
 	if rw.SendExemplars != nil {
 		tuning = append(tuning, yaml.MapItem{Key: "send_exemplars", Value: *rw.SendExemplars})
@@ -27,7 +28,7 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 	}
 	var relabelings []yaml.MapSlice
 	for i := range rw.WriteRelabelConfigs {
-		rc, err := r.relabelConfig(fmt.Sprintf("%s.writeRelabelConfigs[%d]", path, i), &rw.WriteRelabelConfigs[i])
+		rc, err := r.relabel.Rule(fmt.Sprintf("%s.writeRelabelConfigs[%d]", path, i), &rw.WriteRelabelConfigs[i])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -111,20 +112,20 @@ func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (
 	ns := r.srv.Namespace
 	var client yaml.MapSlice
 	if rw.OAuth2 != nil {
-		o, err := r.oauth2(ns, path+".oauth2", rw.OAuth2)
+		o, err := r.cred.OAuth2(ns, path+".oauth2", rw.OAuth2)
 		if err != nil {
 			return nil, err
 		}
 		client = append(client, o)
 	}
 	if rw.TLSConfig != nil {
-		tls, err := r.tlsConfig(ns, path+".tlsConfig", rw.TLSConfig)
+		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", rw.TLSConfig)
 		if err != nil {
 			return nil, err
 		}
 		client = append(client, tls)
 	}
-	proxy, err := r.proxy(ns, path, &rw.ProxyConfig)
+	proxy, err := r.cred.Proxy(ns, path, &rw.ProxyConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/podreload/podreload/controller/promcfg/relabeling"
+	"github.com/podreload/podreload/controller/promyaml"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
@@ -283,9 +285,9 @@ func (r *renderer) builtinRelabelings(m *monitorSpec, parts *monitorParts, e *en
 	service := m.selectorKind == "service"
 	filterRunning := e.filterRunning == nil || *e.filterRunning
 	rl := make([]yaml.MapSlice, 0, 16+len(parts.selector)+len(m.targetLabels)+len(m.podTargetLabels)+len(parts.class.relabelings)+len(e.relabelings))
-	rl = append(rl, jobNameRelabeling())
+	rl = append(rl, relabeling.JobName())
 	if !service && filterRunning {
-		rl = append(rl, runningFilter())
+		rl = append(rl, relabeling.RunningFilter())
 	}
 	rl = append(rl, parts.selector...)
 	f, err := r.portFilter(m, e, path)
@@ -312,26 +314,26 @@ func (r *renderer) builtinRelabelings(m *monitorSpec, parts *monitorParts, e *en
 				{Key: "replacement", Value: "${1}"},
 				{Key: "target_label", Value: "pod"},
 			},
-			copyLabel("__meta_kubernetes_namespace", "namespace"),
-			copyLabel("__meta_kubernetes_service_name", "service"),
-			copyLabel("__meta_kubernetes_pod_name", "pod"),
-			copyLabel("__meta_kubernetes_pod_container_name", "container"),
+			relabeling.CopyLabel("__meta_kubernetes_namespace", "namespace"),
+			relabeling.CopyLabel("__meta_kubernetes_service_name", "service"),
+			relabeling.CopyLabel("__meta_kubernetes_pod_name", "pod"),
+			relabeling.CopyLabel("__meta_kubernetes_pod_container_name", "container"),
 		)
 		if filterRunning {
-			rl = append(rl, runningFilter())
+			rl = append(rl, relabeling.RunningFilter())
 		}
 		for _, l := range m.targetLabels {
-			rl = append(rl, labelFrom("__meta_kubernetes_service_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
+			rl = append(rl, relabeling.LabelFrom("__meta_kubernetes_service_label_"+relabeling.SanitizeLabelName(l), relabeling.SanitizeLabelName(l)))
 		}
 	} else {
 		rl = append(rl,
-			copyLabel("__meta_kubernetes_namespace", "namespace"),
-			copyLabel("__meta_kubernetes_pod_container_name", "container"),
-			copyLabel("__meta_kubernetes_pod_name", "pod"),
+			relabeling.CopyLabel("__meta_kubernetes_namespace", "namespace"),
+			relabeling.CopyLabel("__meta_kubernetes_pod_container_name", "container"),
+			relabeling.CopyLabel("__meta_kubernetes_pod_name", "pod"),
 		)
 	}
 	for _, l := range m.podTargetLabels {
-		rl = append(rl, labelFrom("__meta_kubernetes_pod_label_"+sanitizeLabelName(l), sanitizeLabelName(l)))
+		rl = append(rl, relabeling.LabelFrom("__meta_kubernetes_pod_label_"+relabeling.SanitizeLabelName(l), relabeling.SanitizeLabelName(l)))
 	}
 	if service {
 		rl = append(rl, yaml.MapSlice{
@@ -340,13 +342,13 @@ func (r *renderer) builtinRelabelings(m *monitorSpec, parts *monitorParts, e *en
 			{Key: "replacement", Value: "${1}"},
 		})
 	} else {
-		rl = append(rl, setLabel("job", m.namespace+"/"+m.name))
+		rl = append(rl, relabeling.SetLabel("job", m.namespace+"/"+m.name))
 	}
 	if m.jobLabel != "" {
-		rl = append(rl, labelFrom("__meta_kubernetes_"+m.selectorKind+"_label_"+sanitizeLabelName(m.jobLabel), "job"))
+		rl = append(rl, relabeling.LabelFrom("__meta_kubernetes_"+m.selectorKind+"_label_"+relabeling.SanitizeLabelName(m.jobLabel), "job"))
 	}
-	if l := endpointLabel(e.port, e.targetPort); l != "" {
-		rl = append(rl, setLabel("endpoint", l))
+	if l := relabeling.EndpointLabel(e.port, e.targetPort); l != "" {
+		rl = append(rl, relabeling.SetLabel("endpoint", l))
 	}
 	return rl, nil
 }
@@ -356,17 +358,17 @@ func (r *renderer) builtinRelabelings(m *monitorSpec, parts *monitorParts, e *en
 func (r *renderer) portFilter(m *monitorSpec, e *endpoint, path string) (yaml.MapSlice, error) {
 	switch {
 	case e.port != "":
-		if _, err := r.regexp(e.port); err != nil {
+		if _, err := r.relabel.Regexp(e.port); err != nil {
 			return nil, fmt.Errorf("%s.port: %w", path, err)
 		}
-		return keep([]string{m.portNameLabel}, e.port), nil
+		return relabeling.Keep([]string{m.portNameLabel}, e.port), nil
 	case e.portNumber != nil && *e.portNumber != 0:
 		if *e.portNumber < 1 || *e.portNumber > 65535 {
 			return nil, fmt.Errorf("%s.portNumber: %d is not a port number", path, *e.portNumber)
 		}
-		return keep([]string{"__meta_kubernetes_pod_container_port_number"}, strconv.Itoa(int(*e.portNumber))), nil
+		return relabeling.Keep([]string{"__meta_kubernetes_pod_container_port_number"}, strconv.Itoa(int(*e.portNumber))), nil
 	case e.targetPort != nil:
-		f, err := r.targetPortFilter(e.targetPort)
+		f, err := r.relabel.TargetPortFilter(e.targetPort)
 		if err != nil {
 			return nil, fmt.Errorf("%s.targetPort: %w", path, err)
 		}
@@ -439,7 +441,7 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 	}
 	return monitorParts{
 		sd:       yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{sd}},
-		selector: selectorRelabelings(&s.selector, "__meta_kubernetes_"+s.selectorKind),
+		selector: relabeling.Selector(&s.selector, "__meta_kubernetes_"+s.selectorKind),
 		tail:     tail,
 		enforced: EnforcedLabel(&r.srv.Spec, kind, s.namespace, s.name),
 		class:    class,
@@ -468,13 +470,13 @@ func (r *renderer) job(ns string, parts *monitorParts, e *endpoint, name, path s
 	if e.path != "" {
 		job = append(job, yaml.MapItem{Key: "metrics_path", Value: e.path})
 	}
-	proxy, err := r.proxy(ns, path, &e.proxy)
+	proxy, err := r.cred.Proxy(ns, path, &e.proxy)
 	if err != nil {
 		return nil, err
 	}
 	job = append(job, proxy...)
 	if len(e.params) > 0 {
-		job = append(job, yaml.MapItem{Key: "params", Value: sortedMap(e.params)})
+		job = append(job, yaml.MapItem{Key: "params", Value: promyaml.SortedMap(e.params)})
 	}
 	scheme, err := schemeItem(path+".scheme", e.scheme)
 	if err != nil {
@@ -518,7 +520,7 @@ func (r *renderer) jobRelabelings(job yaml.MapSlice, ns string, parts *monitorPa
 		return nil, err
 	}
 	relabelings = appendEnforced(relabelings, parts.enforced, ns)
-	relabelings = appendSharding(relabelings, r.shards, model.AddressLabel)
+	relabelings = relabeling.AppendSharding(relabelings, r.shards, model.AddressLabel)
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 	job = append(job, parts.tail...)
 	return r.appendMetricRelabelings(job, parts.class, path+".metricRelabelings", e.metricRelabelings, parts.enforced, ns)

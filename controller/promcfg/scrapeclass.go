@@ -101,7 +101,7 @@ func (r *renderer) checkClassTLS(path string, t *monitoringv1.TLSConfig) error {
 			return fmt.Errorf("%s.%s: a scrape class takes files only (caFile, certFile, keyFile)", path, f.field)
 		}
 	}
-	_, err := r.tlsConfig(r.srv.Namespace, path, t)
+	_, err := r.cred.TLSConfig(r.srv.Namespace, path, t)
 	return err
 }
 
@@ -116,7 +116,7 @@ func (r *renderer) checkClassAuthorization(path string, a *monitoringv1.Authoriz
 	case a.CredentialsFile == "":
 		return fmt.Errorf("%s.credentialsFile: must be set", path)
 	}
-	_, err := r.authorization(r.srv.Namespace, path, &a.SafeAuthorization, true)
+	_, err := r.cred.Authorization(r.srv.Namespace, path, &a.SafeAuthorization, true)
 	return err
 }
 

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/podreload/podreload/controller/promcfg/credential"
+	"github.com/podreload/podreload/controller/promcfg/relabeling"
+	"github.com/podreload/podreload/controller/promyaml"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/common/model"
@@ -123,7 +126,7 @@ func (r *renderer) scrapeOptions(s *monitoringv1alpha1.ScrapeConfigSpec) yaml.Ma
 		items = append(items, yaml.MapItem{Key: "metrics_path", Value: *s.MetricsPath})
 	}
 	if len(s.Params) > 0 {
-		items = append(items, yaml.MapItem{Key: "params", Value: sortedMap(s.Params)})
+		items = append(items, yaml.MapItem{Key: "params", Value: promyaml.SortedMap(s.Params)})
 	}
 	if s.EnableCompression != nil {
 		items = append(items, yaml.MapItem{Key: "enable_compression", Value: *s.EnableCompression})
@@ -140,7 +143,7 @@ func (r *renderer) scrapeOptions(s *monitoringv1alpha1.ScrapeConfigSpec) yaml.Ma
 // the enforced namespace label's, and the shards' unless a relabeling of
 // the class's or the user's already does a hashmod.
 func (r *renderer) scrapeConfigRelabelings(job yaml.MapSlice, sc *monitoringv1alpha1.ScrapeConfig, class *scrapeClass) (yaml.MapSlice, error) {
-	rl := append([]yaml.MapSlice{jobNameRelabeling()}, class.relabelings...)
+	rl := append([]yaml.MapSlice{relabeling.JobName()}, class.relabelings...)
 	if sc.Spec.JobName != nil {
 		rl = append(rl, yaml.MapSlice{
 			{Key: "target_label", Value: "job"},
@@ -155,7 +158,7 @@ func (r *renderer) scrapeConfigRelabelings(job yaml.MapSlice, sc *monitoringv1al
 	enforced := EnforcedLabel(&r.srv.Spec, monitoringv1alpha1.ScrapeConfigsKind, sc.Namespace, sc.Name)
 	rl = appendEnforced(rl, enforced, sc.Namespace)
 	if !hasHashmod(rl) {
-		rl = appendSharding(rl, r.shards, model.AddressLabel)
+		rl = relabeling.AppendSharding(rl, r.shards, model.AddressLabel)
 	}
 	job = append(job, yaml.MapItem{Key: "relabel_configs", Value: rl})
 	return r.appendMetricRelabelings(job, class, "metricRelabelings", sc.Spec.MetricRelabelConfigs, enforced, sc.Namespace)
@@ -257,7 +260,7 @@ func staticConfigs(scs []monitoringv1alpha1.StaticConfig) ([]yaml.MapSlice, erro
 			}
 		}
 		if len(c.Labels) > 0 {
-			sc = append(sc, yaml.MapItem{Key: "labels", Value: sortedMap(c.Labels)})
+			sc = append(sc, yaml.MapItem{Key: "labels", Value: promyaml.SortedMap(c.Labels)})
 		}
 		out = append(out, sc)
 	}
@@ -293,9 +296,9 @@ func (r *renderer) httpSDConfigs(ns string, hcs []monitoringv1alpha1.HTTPSDConfi
 	for i := range hcs {
 		c := &hcs[i]
 		path := "httpSDConfigs[" + strconv.Itoa(i) + "]"
-		u, err := parseURL(string(c.URL))
+		u, err := credential.ParseURL(string(c.URL))
 		if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
-			err = fmt.Errorf("%q is not an http or https URL", shownURL(u))
+			err = fmt.Errorf("%q is not an http or https URL", credential.ShownURL(u))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s.url: %w", path, err)
@@ -472,7 +475,7 @@ type sdClient struct {
 // httpClient renders the HTTP client settings c of the object at path
 // ("" for the spec's own).
 func (r *renderer) httpClient(ns, path string, c *sdClient) (yaml.MapSlice, error) {
-	proxy, err := r.proxy(ns, path, &c.proxy)
+	proxy, err := r.cred.Proxy(ns, path, &c.proxy)
 	if err != nil {
 		return nil, err
 	}

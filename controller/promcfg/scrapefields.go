@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/units"
+	"github.com/podreload/podreload/controller/promcfg/credential"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
@@ -59,7 +60,7 @@ func schemeItem(path string, s *monitoringv1.Scheme) (yaml.MapSlice, error) {
 // relabelConfigs appends the rendered rcs to dst; field names them in errors.
 func (r *renderer) relabelConfigs(dst []yaml.MapSlice, field string, rcs []monitoringv1.RelabelConfig) ([]yaml.MapSlice, error) {
 	for i := range rcs {
-		rc, err := r.relabelConfig(field+"["+strconv.Itoa(i)+"]", &rcs[i])
+		rc, err := r.relabel.Rule(field+"["+strconv.Itoa(i)+"]", &rcs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -186,18 +187,18 @@ func (r *renderer) enforcedBodySize(b *monitoringv1.ByteSize) (string, error) {
 // merged in.
 func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, error) {
 	var items yaml.MapSlice
-	if err := checkAuthMethods(&e.http, e.bearerTokenFile); err != nil {
-		return nil, atPath(path, err)
+	if err := credential.CheckAuthMethods(&e.http, e.bearerTokenFile); err != nil {
+		return nil, credential.AtPath(path, err)
 	}
 	if o := e.http.OAuth2; o != nil {
-		item, err := r.oauth2(ns, fieldPath(path, "oauth2"), o)
+		item, err := r.cred.OAuth2(ns, credential.FieldPath(path, "oauth2"), o)
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, item)
 	}
 	if tls := e.class.mergeTLS(e.tls); tls != nil {
-		item, err := r.tlsConfig(ns, fieldPath(path, "tlsConfig"), tls)
+		item, err := r.cred.TLSConfig(ns, credential.FieldPath(path, "tlsConfig"), tls)
 		if err != nil {
 			return nil, err
 		}
@@ -207,21 +208,21 @@ func (r *renderer) endpointAuth(ns, path string, e *endpoint) (yaml.MapSlice, er
 		items = append(items, yaml.MapItem{Key: "bearer_token_file", Value: e.bearerTokenFile})
 	}
 	if sel := e.http.BearerTokenSecret; sel != nil {
-		v, err := r.secret(ns, *sel)
+		v, err := r.cred.Secret(ns, *sel)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", fieldPath(path, "bearerTokenSecret"), err)
+			return nil, fmt.Errorf("%s: %w", credential.FieldPath(path, "bearerTokenSecret"), err)
 		}
 		items = append(items, yaml.MapItem{Key: "bearer_token", Value: v})
 	}
 	if ba := e.http.BasicAuth; ba != nil {
-		item, err := r.basicAuth(ns, fieldPath(path, "basicAuth"), ba)
+		item, err := r.cred.BasicAuth(ns, credential.FieldPath(path, "basicAuth"), ba)
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, item)
 	}
 	if a, file := e.class.mergeAuthorization(e); a != nil {
-		item, err := r.authorization(ns, fieldPath(path, "authorization"), a, file != "")
+		item, err := r.cred.Authorization(ns, credential.FieldPath(path, "authorization"), a, file != "")
 		if err != nil {
 			return nil, err
 		}

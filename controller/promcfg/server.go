@@ -16,6 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg/credential"
+	"github.com/podreload/podreload/controller/promcfg/relabeling"
+	"github.com/podreload/podreload/controller/promyaml"
 )
 
 const (
@@ -133,7 +136,7 @@ func (r *renderer) externalLabels(replica string) yaml.MapSlice {
 			labels[k] = v
 		}
 	}
-	return sortedMap(labels)
+	return promyaml.SortedMap(labels)
 }
 
 // globalScrapeSettings renders the global settings of spec's
@@ -338,25 +341,25 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 		default:
 			return nil, fmt.Errorf("%s.apiVersion: %q is not supported, only v2 is", path, am.APIVersion)
 		}
-		if _, err := r.regexp(am.Name); err != nil {
+		if _, err := r.relabel.Regexp(am.Name); err != nil {
 			return nil, fmt.Errorf("%s.name: %w", path, err)
 		}
-		relabelings := []yaml.MapSlice{keep([]string{"__meta_kubernetes_service_name"}, am.Name)}
+		relabelings := []yaml.MapSlice{relabeling.Keep([]string{"__meta_kubernetes_service_name"}, am.Name)}
 		switch {
 		case am.Port.Type == intstr.String && am.Port.StrVal != "":
-			if _, err := r.regexp(am.Port.StrVal); err != nil {
+			if _, err := r.relabel.Regexp(am.Port.StrVal); err != nil {
 				return nil, fmt.Errorf("%s.port: %w", path, err)
 			}
-			relabelings = append(relabelings, keep([]string{meta + "_port_name"}, am.Port.StrVal))
+			relabelings = append(relabelings, relabeling.Keep([]string{meta + "_port_name"}, am.Port.StrVal))
 		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
-			relabelings = append(relabelings, keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
+			relabelings = append(relabelings, relabeling.Keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
 		}
 		client, auth, err := r.alertmanagerClient(path, &am)
 		if err != nil {
 			return nil, err
 		}
 		for i := range am.RelabelConfigs {
-			rc, err := r.relabelConfig(fmt.Sprintf("%s.relabelings[%d]", path, i), &am.RelabelConfigs[i])
+			rc, err := r.relabel.Rule(fmt.Sprintf("%s.relabelings[%d]", path, i), &am.RelabelConfigs[i])
 			if err != nil {
 				return nil, err
 			}
@@ -377,7 +380,7 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 		)
 		var alertRelabelings []yaml.MapSlice
 		for i := range am.AlertRelabelConfigs {
-			rc, err := r.relabelConfig(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
+			rc, err := r.relabel.Rule(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
 			if err != nil {
 				return nil, err
 			}
@@ -397,12 +400,12 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 	ns := r.srv.Namespace
 	for i, rw := range rws {
 		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
-		u, err := parseURL(rw.URL)
+		u, err := credential.ParseURL(rw.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s.url: %w", path, err)
 		}
 		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, shownURL(u))
+			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, credential.ShownURL(u))
 		}
 		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
 		if _, err := model.ParseDuration(timeout); err != nil {
@@ -428,7 +431,7 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			return nil, fmt.Errorf("%s: basicAuth, oauth2 and authorization are mutually exclusive", path)
 		}
 		if rw.BasicAuth != nil {
-			ba, err := r.basicAuth(ns, path+".basicAuth", rw.BasicAuth)
+			ba, err := r.cred.BasicAuth(ns, path+".basicAuth", rw.BasicAuth)
 			if err != nil {
 				return nil, err
 			}
@@ -438,7 +441,7 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			if a.Credentials != nil && a.CredentialsFile != "" {
 				return nil, fmt.Errorf("%s.authorization: credentials and credentialsFile are mutually exclusive", path)
 			}
-			auth, err := r.authorization(ns, path+".authorization", &a.SafeAuthorization, a.CredentialsFile != "")
+			auth, err := r.cred.Authorization(ns, path+".authorization", &a.SafeAuthorization, a.CredentialsFile != "")
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,7 @@ package promyaml
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -416,4 +417,18 @@ func plainByte(c byte) bool {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// SortedMap returns m as a mapping ordered by key.
+func SortedMap[V any](m map[string]V) yaml.MapSlice {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(yaml.MapSlice, len(keys))
+	for i, k := range keys {
+		out[i] = yaml.MapItem{Key: k, Value: m[k]}
+	}
+	return out
 }

@@ -1,4 +1,9 @@
-package promcfg
+// Package relabeling renders the relabelings of a Prometheus
+// configuration's scrape jobs as prometheus-operator's generator writes
+// them: the users' own, validated as Prometheus validates them with each
+// regular expression compiled once per configuration (Checker), and the
+// built-in ones (selectors, label copies, sharding). It is pure.
+package relabeling
 
 import (
 	"fmt"
@@ -13,9 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// relabelConfig validates the user relabeling at path as Prometheus does
+// Checker validates the users' relabelings; it compiles each regular
+// expression once: monitors tend to share them. Its zero value is ready.
+type Checker struct {
+	regexps map[string]compiledRegexp
+}
+
+// Rule validates the user relabeling at path as Prometheus does
 // and renders it as prometheus-operator does.
-func (r *renderer) relabelConfig(path string, rc *monitoringv1.RelabelConfig) (yaml.MapSlice, error) {
+func (ch *Checker) Rule(path string, rc *monitoringv1.RelabelConfig) (yaml.MapSlice, error) {
 	c := relabel.DefaultRelabelConfig
 	action := strings.ToLower(rc.Action)
 	switch a := relabel.Action(action); a {
@@ -48,7 +59,7 @@ func (r *renderer) relabelConfig(path string, rc *monitoringv1.RelabelConfig) (y
 		out = append(out, yaml.MapItem{Key: "target_label", Value: rc.TargetLabel})
 	}
 	if rc.Regex != "" {
-		re, err := r.regexp(rc.Regex)
+		re, err := ch.Regexp(rc.Regex)
 		if err != nil {
 			return nil, fmt.Errorf("%s.regex: %w", path, err)
 		}
@@ -75,17 +86,17 @@ func (r *renderer) relabelConfig(path string, rc *monitoringv1.RelabelConfig) (y
 	return out, nil
 }
 
-// regexp compiles a regular expression as Prometheus does, once per
+// Regexp compiles a regular expression as Prometheus does, once per
 // rendering: monitors tend to share them.
-func (r *renderer) regexp(s string) (relabel.Regexp, error) {
-	if c, ok := r.regexps[s]; ok {
+func (ch *Checker) Regexp(s string) (relabel.Regexp, error) {
+	if c, ok := ch.regexps[s]; ok {
 		return c.re, c.err
 	}
 	re, err := relabel.NewRegexp(s)
-	if r.regexps == nil {
-		r.regexps = map[string]compiledRegexp{}
+	if ch.regexps == nil {
+		ch.regexps = map[string]compiledRegexp{}
 	}
-	r.regexps[s] = compiledRegexp{re, err}
+	ch.regexps[s] = compiledRegexp{re, err}
 	return re, err
 }
 
@@ -94,9 +105,9 @@ type compiledRegexp struct {
 	err error
 }
 
-// selectorRelabelings keeps the targets whose object (service or pod,
+// Selector keeps the targets whose object (service or pod,
 // prefix __meta_kubernetes_<object>) the label selector matches.
-func selectorRelabelings(sel *metav1.LabelSelector, prefix string) []yaml.MapSlice {
+func Selector(sel *metav1.LabelSelector, prefix string) []yaml.MapSlice {
 	out := make([]yaml.MapSlice, 0, len(sel.MatchLabels)+len(sel.MatchExpressions))
 	keys := make([]string, 0, len(sel.MatchLabels))
 	for k := range sel.MatchLabels {
@@ -104,30 +115,30 @@ func selectorRelabelings(sel *metav1.LabelSelector, prefix string) []yaml.MapSli
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		n := sanitizeLabelName(k)
-		out = append(out, keep([]string{prefix + "_label_" + n, prefix + "_labelpresent_" + n}, "("+sel.MatchLabels[k]+");true"))
+		n := SanitizeLabelName(k)
+		out = append(out, Keep([]string{prefix + "_label_" + n, prefix + "_labelpresent_" + n}, "("+sel.MatchLabels[k]+");true"))
 	}
 	for _, e := range sel.MatchExpressions {
-		n := sanitizeLabelName(e.Key)
+		n := SanitizeLabelName(e.Key)
 		switch e.Operator {
 		case metav1.LabelSelectorOpIn:
-			out = append(out, keep([]string{prefix + "_label_" + n, prefix + "_labelpresent_" + n}, "("+strings.Join(e.Values, "|")+");true"))
+			out = append(out, Keep([]string{prefix + "_label_" + n, prefix + "_labelpresent_" + n}, "("+strings.Join(e.Values, "|")+");true"))
 		case metav1.LabelSelectorOpNotIn:
-			out = append(out, drop([]string{prefix + "_label_" + n, prefix + "_labelpresent_" + n}, "("+strings.Join(e.Values, "|")+");true"))
+			out = append(out, Drop([]string{prefix + "_label_" + n, prefix + "_labelpresent_" + n}, "("+strings.Join(e.Values, "|")+");true"))
 		case metav1.LabelSelectorOpExists:
-			out = append(out, keep([]string{prefix + "_labelpresent_" + n}, "true"))
+			out = append(out, Keep([]string{prefix + "_labelpresent_" + n}, "true"))
 		case metav1.LabelSelectorOpDoesNotExist:
-			out = append(out, drop([]string{prefix + "_labelpresent_" + n}, "true"))
+			out = append(out, Drop([]string{prefix + "_labelpresent_" + n}, "true"))
 		}
 	}
 	return out
 }
 
-// endpointLabel returns the value of the endpoint target label, as
+// EndpointLabel returns the value of the endpoint target label, as
 // prometheus-operator sets it: the port name, else the deprecated
 // targetPort (even when portNumber chose the port, and "0" for a zero
 // number), else none. portNumber alone sets no endpoint label.
-func endpointLabel(port string, targetPort *intstr.IntOrString) string {
+func EndpointLabel(port string, targetPort *intstr.IntOrString) string {
 	switch {
 	case port != "":
 		return port
@@ -137,30 +148,33 @@ func endpointLabel(port string, targetPort *intstr.IntOrString) string {
 	return ""
 }
 
-// targetPortFilter keeps the targets on a container port, by name or
+// TargetPortFilter keeps the targets on a container port, by name or
 // number; nil for a zero port.
-func (r *renderer) targetPortFilter(p *intstr.IntOrString) (yaml.MapSlice, error) {
+func (ch *Checker) TargetPortFilter(p *intstr.IntOrString) (yaml.MapSlice, error) {
 	switch {
 	case p.Type == intstr.String && p.StrVal != "":
-		if _, err := r.regexp(p.StrVal); err != nil {
+		if _, err := ch.Regexp(p.StrVal); err != nil {
 			return nil, err
 		}
-		return keep([]string{"__meta_kubernetes_pod_container_port_name"}, p.StrVal), nil
+		return Keep([]string{"__meta_kubernetes_pod_container_port_name"}, p.StrVal), nil
 	case p.Type == intstr.Int && p.IntVal != 0:
-		return keep([]string{"__meta_kubernetes_pod_container_port_number"}, p.String()), nil
+		return Keep([]string{"__meta_kubernetes_pod_container_port_number"}, p.String()), nil
 	}
 	return nil, nil
 }
 
-func jobNameRelabeling() yaml.MapSlice {
-	return copyLabel("job", "__tmp_prometheus_job_name")
+// JobName keeps the job label of the target in __tmp_prometheus_job_name.
+func JobName() yaml.MapSlice {
+	return CopyLabel("job", "__tmp_prometheus_job_name")
 }
 
-func runningFilter() yaml.MapSlice {
-	return drop([]string{"__meta_kubernetes_pod_phase"}, "(Failed|Succeeded)")
+// RunningFilter drops the targets of pods that have ended.
+func RunningFilter() yaml.MapSlice {
+	return Drop([]string{"__meta_kubernetes_pod_phase"}, "(Failed|Succeeded)")
 }
 
-func keep(source []string, regex string) yaml.MapSlice {
+// Keep keeps the targets whose source labels match regex.
+func Keep(source []string, regex string) yaml.MapSlice {
 	return yaml.MapSlice{
 		{Key: "action", Value: "keep"},
 		{Key: "source_labels", Value: source},
@@ -168,7 +182,8 @@ func keep(source []string, regex string) yaml.MapSlice {
 	}
 }
 
-func drop(source []string, regex string) yaml.MapSlice {
+// Drop drops the targets whose source labels match regex.
+func Drop(source []string, regex string) yaml.MapSlice {
 	return yaml.MapSlice{
 		{Key: "action", Value: "drop"},
 		{Key: "source_labels", Value: source},
@@ -176,15 +191,16 @@ func drop(source []string, regex string) yaml.MapSlice {
 	}
 }
 
-func copyLabel(from, to string) yaml.MapSlice {
+// CopyLabel copies label from into label to.
+func CopyLabel(from, to string) yaml.MapSlice {
 	return yaml.MapSlice{
 		{Key: "source_labels", Value: []string{from}},
 		{Key: "target_label", Value: to},
 	}
 }
 
-// labelFrom sets label to the value of source when it is not empty.
-func labelFrom(source, label string) yaml.MapSlice {
+// LabelFrom sets label to the value of source when it is not empty.
+func LabelFrom(source, label string) yaml.MapSlice {
 	return yaml.MapSlice{
 		{Key: "source_labels", Value: []string{source}},
 		{Key: "target_label", Value: label},
@@ -193,16 +209,17 @@ func labelFrom(source, label string) yaml.MapSlice {
 	}
 }
 
-func setLabel(label, value string) yaml.MapSlice {
+// SetLabel sets label to value.
+func SetLabel(label, value string) yaml.MapSlice {
 	return yaml.MapSlice{
 		{Key: "target_label", Value: label},
 		{Key: "replacement", Value: value},
 	}
 }
 
-// sanitizeLabelName replaces the characters Kubernetes allows in label
+// SanitizeLabelName replaces the characters Kubernetes allows in label
 // names and Prometheus' meta labels do not with underscores.
-func sanitizeLabelName(name string) string {
+func SanitizeLabelName(name string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
 			return r
@@ -220,14 +237,14 @@ const (
 	labelDisableSharding = "__tmp_disable_sharding"
 )
 
-// appendSharding appends to a job's relabelings those that keep, with
+// AppendSharding appends to a job's relabelings those that keep, with
 // more than one shard, the targets of the shard the reloader expands
 // $(SHARD) to: __tmp_hash, unless a relabeling set it, is the label source
 // (__address__, or __param_target for Probes, as prometheus-operator); its
 // hashmod by the shard count must be the shard, or __tmp_disable_sharding
 // set. They are prometheus-operator's, which writes them with one shard
 // too (a modulus of 1 keeps every target): with one shard, none is added.
-func appendSharding(relabelings []yaml.MapSlice, shards int, source string) []yaml.MapSlice {
+func AppendSharding(relabelings []yaml.MapSlice, shards int, source string) []yaml.MapSlice {
 	if shards <= 1 {
 		return relabelings
 	}

@@ -1,4 +1,14 @@
-package promcfg
+// Package credential renders the credentials of a Prometheus
+// configuration's HTTP clients from prometheus-operator's types, as its
+// generator writes them: basic auth, authorization, OAuth2, TLS and proxy
+// settings, with the values of Secrets and ConfigMaps written inline. The
+// scrape jobs, the Alertmanager endpoints and the remote writes of package
+// promcfg share them. It is pure: it reads Secrets and ConfigMaps through
+// the Lookup it is given.
+//
+// Its functions take the path of their field, and return errors that
+// start with it.
+package credential
 
 import (
 	"crypto/x509"
@@ -9,14 +19,32 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/podreload/podreload/controller/promyaml"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// checkAuthMethods rejects endpoints that set more than one way to
+// Lookup reads the value of a key of a Secret or a ConfigMap; its errors
+// name the object and the key.
+type Lookup interface {
+	// Secret returns the value of the key sel names in the Secret sel
+	// names in namespace.
+	Secret(namespace string, sel corev1.SecretKeySelector) ([]byte, error)
+	// ConfigMap returns the value of the key sel names in the ConfigMap
+	// sel names in namespace.
+	ConfigMap(namespace string, sel corev1.ConfigMapKeySelector) ([]byte, error)
+}
+
+// Reader renders credentials with the values Lookup reads.
+type Reader struct {
+	// Lookup reads the Secrets and ConfigMaps the credentials reference.
+	Lookup Lookup
+}
+
+// CheckAuthMethods rejects endpoints that set more than one way to
 // authenticate, which Prometheus refuses.
-func checkAuthMethods(h *monitoringv1.HTTPConfigWithoutTLS, bearerTokenFile string) error {
+func CheckAuthMethods(h *monitoringv1.HTTPConfigWithoutTLS, bearerTokenFile string) error {
 	var set []string
 	if h.Authorization != nil {
 		set = append(set, "authorization")
@@ -39,12 +67,12 @@ func checkAuthMethods(h *monitoringv1.HTTPConfigWithoutTLS, bearerTokenFile stri
 	return nil
 }
 
-// secret returns the value of a key of a Secret in namespace ns, text.
-func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, error) {
+// Secret returns the value of a key of a Secret in namespace ns, text.
+func (r Reader) Secret(ns string, sel corev1.SecretKeySelector) (string, error) {
 	if sel.Name == "" {
 		return "", errors.New("secret name is empty")
 	}
-	v, err := r.lookup.Secret(ns, sel)
+	v, err := r.Lookup.Secret(ns, sel)
 	if err != nil {
 		return "", err
 	}
@@ -54,17 +82,17 @@ func (r *renderer) secret(ns string, sel corev1.SecretKeySelector) (string, erro
 	return string(v), nil
 }
 
-// secretOrConfigMap returns the value of the key ref names, in a Secret
+// SecretOrConfigMap returns the value of the key ref names, in a Secret
 // or, as prometheus-operator allows for CAs, certificates and OAuth2
 // client ids, a ConfigMap (written inline, as Secrets' values are).
-func (r *renderer) secretOrConfigMap(ns string, ref monitoringv1.SecretOrConfigMap) (string, error) {
+func (r Reader) SecretOrConfigMap(ns string, ref monitoringv1.SecretOrConfigMap) (string, error) {
 	if ref.Secret != nil {
-		return r.secret(ns, *ref.Secret)
+		return r.Secret(ns, *ref.Secret)
 	}
 	if ref.ConfigMap.Name == "" {
 		return "", errors.New("configmap name is empty")
 	}
-	v, err := r.lookup.ConfigMap(ns, *ref.ConfigMap)
+	v, err := r.Lookup.ConfigMap(ns, *ref.ConfigMap)
 	if err != nil {
 		return "", err
 	}
@@ -74,26 +102,25 @@ func (r *renderer) secretOrConfigMap(ns string, ref monitoringv1.SecretOrConfigM
 	return string(v), nil
 }
 
-// refName names the object and key ref names, for messages.
-func refName(ns string, ref monitoringv1.SecretOrConfigMap) string {
+// RefName names the object and key ref names, for messages.
+func RefName(ns string, ref monitoringv1.SecretOrConfigMap) string {
 	if ref.Secret != nil {
 		return fmt.Sprintf("key %q of secret %q", ref.Secret.Key, ns+"/"+ref.Secret.Name)
 	}
 	return fmt.Sprintf("key %q of configmap %q", ref.ConfigMap.Key, ns+"/"+ref.ConfigMap.Name)
 }
 
-// The renderers of credentials below take the path of their field, and
-// return errors that start with it.
-
-func (r *renderer) basicAuth(ns, path string, ba *monitoringv1.BasicAuth) (yaml.MapItem, error) {
-	user, err := r.secret(ns, ba.Username)
+// BasicAuth renders basic_auth, the username and the password read from
+// their Secrets.
+func (r Reader) BasicAuth(ns, path string, ba *monitoringv1.BasicAuth) (yaml.MapItem, error) {
+	user, err := r.Secret(ns, ba.Username)
 	if err != nil {
 		return yaml.MapItem{}, fmt.Errorf("%s: %w", path, err)
 	}
 	auth := yaml.MapSlice{{Key: "username", Value: user}}
 	// Prometheus allows a username without a password.
 	if ba.Password != (corev1.SecretKeySelector{}) {
-		pass, err := r.secret(ns, ba.Password)
+		pass, err := r.Secret(ns, ba.Password)
 		if err != nil {
 			return yaml.MapItem{}, fmt.Errorf("%s: %w", path, err)
 		}
@@ -102,9 +129,9 @@ func (r *renderer) basicAuth(ns, path string, ba *monitoringv1.BasicAuth) (yaml.
 	return yaml.MapItem{Key: "basic_auth", Value: auth}, nil
 }
 
-// authorization renders an Authorization header; fromFile says that the
+// Authorization renders an Authorization header; fromFile says that the
 // credentials come from a file (remote write only).
-func (r *renderer) authorization(ns, path string, a *monitoringv1.SafeAuthorization, fromFile bool) (yaml.MapItem, error) {
+func (r Reader) Authorization(ns, path string, a *monitoringv1.SafeAuthorization, fromFile bool) (yaml.MapItem, error) {
 	typ := strings.TrimSpace(a.Type)
 	if typ == "" {
 		typ = "Bearer"
@@ -115,7 +142,7 @@ func (r *renderer) authorization(ns, path string, a *monitoringv1.SafeAuthorizat
 	auth := yaml.MapSlice{{Key: "type", Value: typ}}
 	switch {
 	case a.Credentials != nil:
-		v, err := r.secret(ns, *a.Credentials)
+		v, err := r.Secret(ns, *a.Credentials)
 		if err != nil {
 			return yaml.MapItem{}, fmt.Errorf("%s: %w", path, err)
 		}
@@ -126,19 +153,21 @@ func (r *renderer) authorization(ns, path string, a *monitoringv1.SafeAuthorizat
 	return yaml.MapItem{Key: "authorization", Value: auth}, nil
 }
 
-func (r *renderer) oauth2(ns, path string, o *monitoringv1.OAuth2) (yaml.MapItem, error) {
+// OAuth2 renders oauth2, the client id and secret read from their Secret
+// or ConfigMap.
+func (r Reader) OAuth2(ns, path string, o *monitoringv1.OAuth2) (yaml.MapItem, error) {
 	var id string
 	switch {
 	case o.ClientID.Secret == nil && o.ClientID.ConfigMap == nil:
 		return yaml.MapItem{}, fmt.Errorf("%s.clientId: must be set", path)
 	default:
-		v, err := r.secretOrConfigMap(ns, o.ClientID)
+		v, err := r.SecretOrConfigMap(ns, o.ClientID)
 		if err != nil {
 			return yaml.MapItem{}, fmt.Errorf("%s.clientId: %w", path, err)
 		}
 		id = v
 	}
-	secret, err := r.secret(ns, o.ClientSecret)
+	secret, err := r.Secret(ns, o.ClientSecret)
 	if err != nil {
 		return yaml.MapItem{}, fmt.Errorf("%s.clientSecret: %w", path, err)
 	}
@@ -154,15 +183,15 @@ func (r *renderer) oauth2(ns, path string, o *monitoringv1.OAuth2) (yaml.MapItem
 		cfg = append(cfg, yaml.MapItem{Key: "scopes", Value: o.Scopes})
 	}
 	if len(o.EndpointParams) > 0 {
-		cfg = append(cfg, yaml.MapItem{Key: "endpoint_params", Value: sortedMap(o.EndpointParams)})
+		cfg = append(cfg, yaml.MapItem{Key: "endpoint_params", Value: promyaml.SortedMap(o.EndpointParams)})
 	}
-	proxy, err := r.proxy(ns, path, &o.ProxyConfig)
+	proxy, err := r.Proxy(ns, path, &o.ProxyConfig)
 	if err != nil {
 		return yaml.MapItem{}, err
 	}
 	cfg = append(cfg, proxy...)
 	if o.TLSConfig != nil {
-		item, err := r.tlsConfig(ns, path+".tlsConfig", &monitoringv1.TLSConfig{SafeTLSConfig: *o.TLSConfig})
+		item, err := r.TLSConfig(ns, path+".tlsConfig", &monitoringv1.TLSConfig{SafeTLSConfig: *o.TLSConfig})
 		if err != nil {
 			return yaml.MapItem{}, err
 		}
@@ -171,9 +200,9 @@ func (r *renderer) oauth2(ns, path string, o *monitoringv1.OAuth2) (yaml.MapItem
 	return yaml.MapItem{Key: "oauth2", Value: cfg}, nil
 }
 
-// tlsConfig renders a tls_config; CAs, certificates and keys from Secrets
+// TLSConfig renders a tls_config; CAs, certificates and keys from Secrets
 // are written inline.
-func (r *renderer) tlsConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.MapItem, error) {
+func (r Reader) TLSConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.MapItem, error) {
 	cfg := yaml.MapSlice{}
 	if t.InsecureSkipVerify != nil {
 		cfg = append(cfg, yaml.MapItem{Key: "insecure_skip_verify", Value: *t.InsecureSkipVerify})
@@ -191,14 +220,14 @@ func (r *renderer) tlsConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.M
 		case set && f.file != "":
 			return yaml.MapItem{}, fmt.Errorf("%s: %s and %s are mutually exclusive", path, f.field, f.fileField)
 		case set:
-			v, err := r.secretOrConfigMap(ns, f.ref)
+			v, err := r.SecretOrConfigMap(ns, f.ref)
 			if err != nil {
 				return yaml.MapItem{}, fmt.Errorf("%s.%s: %w", path, f.field, err)
 			}
 			// Prometheus refuses the whole configuration when a CA holds
 			// no certificate it can use: only this monitor is left out.
 			if f.key == "ca" && !x509.NewCertPool().AppendCertsFromPEM([]byte(v)) {
-				return yaml.MapItem{}, fmt.Errorf("%s.%s: %s holds no PEM certificate", path, f.field, refName(ns, f.ref))
+				return yaml.MapItem{}, fmt.Errorf("%s.%s: %s holds no PEM certificate", path, f.field, RefName(ns, f.ref))
 			}
 			cfg = append(cfg, yaml.MapItem{Key: f.key, Value: v})
 		case f.file != "":
@@ -237,24 +266,24 @@ func (r *renderer) tlsConfig(ns, path string, t *monitoringv1.TLSConfig) (yaml.M
 	return yaml.MapItem{Key: "tls_config", Value: cfg}, nil
 }
 
-// proxy renders the proxy settings of the object at path, with the
+// Proxy renders the proxy settings of the object at path, with the
 // headers of CONNECT requests read from Secrets.
-func (r *renderer) proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.MapSlice, error) {
+func (r Reader) Proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.MapSlice, error) {
 	hasURL := p.ProxyURL != nil && *p.ProxyURL != ""
 	noProxy := p.NoProxy != nil && *p.NoProxy != ""
 	fromEnv := p.ProxyFromEnvironment != nil && *p.ProxyFromEnvironment
 	switch {
 	case hasURL && fromEnv:
-		return nil, atPath(path, errors.New("proxyUrl and proxyFromEnvironment are mutually exclusive"))
+		return nil, AtPath(path, errors.New("proxyUrl and proxyFromEnvironment are mutually exclusive"))
 	case noProxy && !hasURL:
-		return nil, fmt.Errorf("%s: requires proxyUrl", fieldPath(path, "noProxy"))
+		return nil, fmt.Errorf("%s: requires proxyUrl", FieldPath(path, "noProxy"))
 	case len(p.ProxyConnectHeader) > 0 && !hasURL && !fromEnv:
-		return nil, fmt.Errorf("%s: requires proxyUrl or proxyFromEnvironment", fieldPath(path, "proxyConnectHeader"))
+		return nil, fmt.Errorf("%s: requires proxyUrl or proxyFromEnvironment", FieldPath(path, "proxyConnectHeader"))
 	}
 	var cfg yaml.MapSlice
 	if hasURL {
-		if err := checkProxyURL(*p.ProxyURL); err != nil {
-			return nil, fmt.Errorf("%s: %w", fieldPath(path, "proxyUrl"), err)
+		if err := CheckProxyURL(*p.ProxyURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", FieldPath(path, "proxyUrl"), err)
 		}
 		cfg = append(cfg, yaml.MapItem{Key: "proxy_url", Value: *p.ProxyURL})
 	}
@@ -274,13 +303,13 @@ func (r *renderer) proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.Map
 		for _, k := range names {
 			sels := p.ProxyConnectHeader[k]
 			if len(sels) == 0 {
-				return nil, fmt.Errorf("%s[%s]: no value", fieldPath(path, "proxyConnectHeader"), k)
+				return nil, fmt.Errorf("%s[%s]: no value", FieldPath(path, "proxyConnectHeader"), k)
 			}
 			vals := make([]string, len(sels))
 			for i, sel := range sels {
-				v, err := r.secret(ns, sel)
+				v, err := r.Secret(ns, sel)
 				if err != nil {
-					return nil, fmt.Errorf("%s[%s][%d]: %w", fieldPath(path, "proxyConnectHeader"), k, i, err)
+					return nil, fmt.Errorf("%s[%s][%d]: %w", FieldPath(path, "proxyConnectHeader"), k, i, err)
 				}
 				vals[i] = v
 			}
@@ -291,8 +320,9 @@ func (r *renderer) proxy(ns, path string, p *monitoringv1.ProxyConfig) (yaml.Map
 	return cfg, nil
 }
 
-func checkProxyURL(s string) error {
-	u, err := parseURL(s)
+// CheckProxyURL checks that s is a URL Prometheus takes as a proxy.
+func CheckProxyURL(s string) error {
+	u, err := ParseURL(s)
 	if err != nil {
 		return err
 	}
@@ -300,12 +330,12 @@ func checkProxyURL(s string) error {
 	case "http", "https", "socks5":
 		return nil
 	}
-	return fmt.Errorf("%q is not an http, https or socks5 URL", shownURL(u))
+	return fmt.Errorf("%q is not an http, https or socks5 URL", ShownURL(u))
 }
 
-// parseURL parses s; its error says why without quoting s, which may hold
+// ParseURL parses s; its error says why without quoting s, which may hold
 // a password or a token: errors end up in logs, Events and the status.
-func parseURL(s string) (*url.URL, error) {
+func ParseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		return nil, fmt.Errorf("not a URL: %w", ue.Err)
@@ -313,25 +343,25 @@ func parseURL(s string) (*url.URL, error) {
 	return u, err
 }
 
-// shownURL is u fit for logs, Events and the status: its password hidden
+// ShownURL is u fit for logs, Events and the status: its password hidden
 // and its query and fragment, where tokens go, left out.
-func shownURL(u *url.URL) string {
+func ShownURL(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
 	return c.Redacted()
 }
 
-// fieldPath is the path of the field name of the object at path, "" for a
+// FieldPath is the path of the field name of the object at path, "" for a
 // spec's own fields.
-func fieldPath(path, name string) string {
+func FieldPath(path, name string) string {
 	if path == "" {
 		return name
 	}
 	return path + "." + name
 }
 
-// atPath prefixes err with path, when there is one.
-func atPath(path string, err error) error {
+// AtPath prefixes err with path, when there is one.
+func AtPath(path string, err error) error {
 	if path == "" {
 		return err
 	}
