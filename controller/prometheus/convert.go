@@ -12,6 +12,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/promoperator"
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -49,132 +50,22 @@ func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServer
 }
 
 // operatorSpec is the PrometheusServer spec of a Prometheus spec in, whose
-// image is image: its mapped fields, with prometheus-operator's defaults.
+// image is image: its mapped fields, with prometheus-operator's defaults:
+// the common ones (promoperator.CommonSpec), then a Prometheus's own.
 func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.PrometheusServerSpec {
-	retention := in.Retention
-	if retention == "" && in.RetentionSize == "" {
-		retention = promserver.OperatorDefaultRetention
+	spec := promoperator.CommonSpec(in.CommonPrometheusFields, image)
+	spec.Retention, spec.RetentionSize = in.Retention, in.RetentionSize
+	if spec.Retention == "" && spec.RetentionSize == "" {
+		spec.Retention = promserver.OperatorDefaultRetention
 	}
-	replicas := ptr.Deref(in.Replicas, 1)
-	if replicas < 0 {
-		replicas = 1
-	}
-	spec := v1alpha1.PrometheusServerSpec{
-		Image:                           image,
-		Version:                         in.Version,
-		ImagePullPolicy:                 in.ImagePullPolicy,
-		ImagePullSecrets:                in.ImagePullSecrets,
-		Replicas:                        &replicas,
-		Shards:                          ptr.To(max(ptr.Deref(in.Shards, 1), 1)),
-		Paused:                          in.Paused,
-		PodMetadata:                     in.PodMetadata,
-		ServiceMonitorSelector:          in.ServiceMonitorSelector,
-		ServiceMonitorNamespaceSelector: in.ServiceMonitorNamespaceSelector,
-		PodMonitorSelector:              in.PodMonitorSelector,
-		PodMonitorNamespaceSelector:     in.PodMonitorNamespaceSelector,
-		ProbeSelector:                   in.ProbeSelector,
-		ProbeNamespaceSelector:          in.ProbeNamespaceSelector,
-		ScrapeConfigSelector:            in.ScrapeConfigSelector,
-		ScrapeConfigNamespaceSelector:   in.ScrapeConfigNamespaceSelector,
-		RuleSelector:                    in.RuleSelector,
-		RuleNamespaceSelector:           in.RuleNamespaceSelector,
-		LogLevel:                        in.LogLevel,
-		LogFormat:                       in.LogFormat,
-		ScrapeInterval:                  cmp.Or(in.ScrapeInterval, promcfg.DefaultInterval),
-		ScrapeTimeout:                   in.ScrapeTimeout,
-		EvaluationInterval:              cmp.Or(in.EvaluationInterval, promcfg.DefaultInterval),
-		ExternalLabels:                  in.ExternalLabels,
-		PrometheusExternalLabelName:     in.PrometheusExternalLabelName,
-		ReplicaExternalLabelName:        in.ReplicaExternalLabelName,
-		EnableFeatures:                  in.EnableFeatures,
-		ExternalURL:                     in.ExternalURL,
-		RoutePrefix:                     in.RoutePrefix,
-		Storage:                         convertStorage(in.Storage),
-		Web:                             in.Web,
-		Resources:                       in.Resources,
-		NodeSelector:                    in.NodeSelector,
-		ServiceAccountName:              in.ServiceAccountName,
-		Affinity:                        in.Affinity,
-		Tolerations:                     in.Tolerations,
-		TopologySpreadConstraints:       in.TopologySpreadConstraints,
-		PriorityClassName:               in.PriorityClassName,
-		RemoteWrite:                     operatorRemoteWrite(in.RemoteWrite),
-		SecurityContext:                 in.SecurityContext,
-		RuleQueryOffset:                 in.RuleQueryOffset,
-		Exemplars:                       in.Exemplars,
-		TSDB:                            operatorTSDB(in.TSDB),
-		AdditionalAlertManagerConfigs:   in.AdditionalAlertManagerConfigs,
-		AdditionalAlertRelabelConfigs:   in.AdditionalAlertRelabelConfigs,
-		PortName:                        in.PortName,
-		EnableAdminAPI:                  in.EnableAdminAPI,
-		Rules:                           in.Rules,
-		Query:                           in.Query,
-		SchedulerName:                   in.SchedulerName,
-		DNSPolicy:                       in.DNSPolicy,
-		DNSConfig:                       in.DNSConfig,
-		HostAliases:                     in.HostAliases,
-		EnableServiceLinks:              in.EnableServiceLinks,
-		HostUsers:                       in.HostUsers,
-		TerminationGracePeriodSeconds:   in.TerminationGracePeriodSeconds,
-		Secrets:                         in.Secrets,
-		ConfigMaps:                      in.ConfigMaps,
-		Volumes:                         in.Volumes,
-		VolumeMounts:                    in.VolumeMounts,
-		AdditionalArgs:                  in.AdditionalArgs,
-		WALCompression:                  in.WALCompression,
-		Retention:                       retention,
-		RetentionSize:                   in.RetentionSize,
-		Alerting:                        operatorAlerting(in.Alerting),
-		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
-	}
-	operatorGeneration(in, &spec)
-	return spec
-}
-
-// operatorGeneration sets in spec the fields of in that change the jobs
-// prometheus-operator's generator makes of the monitors, and the
-// additional ones; and its ServerFlags.
-func operatorGeneration(in monitoringv1.PrometheusSpec, spec *v1alpha1.PrometheusServerSpec) {
-	spec.ServerFlags = v1alpha1.ServerFlags{
-		EnableRemoteWriteReceiver: in.EnableRemoteWriteReceiver, RemoteWriteReceiverMessageVersions: in.RemoteWriteReceiverMessageVersions,
-		DisableCompaction: in.DisableCompaction, ListenLocal: in.ListenLocal,
-	}
-	spec.EnforcedNamespaceLabel = in.EnforcedNamespaceLabel
+	spec.EvaluationInterval = cmp.Or(in.EvaluationInterval, promcfg.DefaultInterval)
+	spec.RuleSelector, spec.RuleNamespaceSelector, spec.RuleQueryOffset = in.RuleSelector, in.RuleNamespaceSelector, in.RuleQueryOffset
+	spec.Exemplars, spec.Rules, spec.Query, spec.EnableAdminAPI = in.Exemplars, in.Rules, in.Query, in.EnableAdminAPI
+	spec.Alerting = operatorAlerting(in.Alerting)
+	spec.AdditionalAlertManagerConfigs, spec.AdditionalAlertRelabelConfigs = in.AdditionalAlertManagerConfigs, in.AdditionalAlertRelabelConfigs
+	spec.DisableCompaction = in.DisableCompaction
 	spec.ExcludedFromEnforcement = operatorExcluded(in)
-	spec.ScrapeClasses = in.ScrapeClasses
-	spec.ServiceDiscoveryRole = in.ServiceDiscoveryRole
-	spec.AdditionalScrapeConfigs = in.AdditionalScrapeConfigs
-	spec.ScrapeSettings = v1alpha1.ScrapeSettings{
-		ScrapeProtocols: in.ScrapeProtocols,
-		SampleLimit:     in.SampleLimit, TargetLimit: in.TargetLimit, LabelLimit: in.LabelLimit,
-		LabelNameLengthLimit: in.LabelNameLengthLimit, LabelValueLengthLimit: in.LabelValueLengthLimit,
-		KeepDroppedTargets: in.KeepDroppedTargets, BodySizeLimit: in.BodySizeLimit,
-		EnforcedSampleLimit: in.EnforcedSampleLimit, EnforcedTargetLimit: in.EnforcedTargetLimit, EnforcedLabelLimit: in.EnforcedLabelLimit,
-		EnforcedLabelNameLengthLimit: in.EnforcedLabelNameLengthLimit, EnforcedLabelValueLengthLimit: in.EnforcedLabelValueLengthLimit,
-		EnforcedKeepDroppedTargets: in.EnforcedKeepDroppedTargets, EnforcedBodySizeLimit: in.EnforcedBodySizeLimit,
-		OverrideHonorLabels: in.OverrideHonorLabels, OverrideHonorTimestamps: in.OverrideHonorTimestamps,
-		IgnoreNamespaceSelectors: in.IgnoreNamespaceSelectors, ArbitraryFSAccessThroughSMs: in.ArbitraryFSAccessThroughSMs,
-		NameValidationScheme: in.NameValidationScheme, NameEscapingScheme: in.NameEscapingScheme,
-		ConvertClassicHistogramsToNHCB: in.ConvertClassicHistogramsToNHCB,
-		ScrapeClassicHistograms:        in.ScrapeClassicHistograms, ScrapeNativeHistograms: in.ScrapeNativeHistograms,
-	}
-}
-
-// operatorTSDB carries the mapped fields of spec.tsdb.
-func operatorTSDB(t *monitoringv1.TSDBSpec) *v1alpha1.TSDBSpec {
-	if t == nil || t.OutOfOrderTimeWindow == nil {
-		return nil
-	}
-	return &v1alpha1.TSDBSpec{OutOfOrderTimeWindow: t.OutOfOrderTimeWindow}
-}
-
-// operatorReloadMethod is the reloader's reloadMethod of a
-// reloadStrategy: signal for ProcessSignal, else http.
-func operatorReloadMethod(strategy *monitoringv1.ReloadStrategyType) string {
-	if ptr.Deref(strategy, monitoringv1.HTTPReloadStrategyType) == monitoringv1.ProcessSignalReloadStrategyType {
-		return "signal"
-	}
-	return "http"
+	return spec
 }
 
 // operatorExcluded is spec.excludedFromEnforcement with the deprecated
@@ -202,39 +93,6 @@ func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
 		Version: spec.Version, DefaultVersion: promserver.OperatorDefaultVersion, Tag: spec.Tag, SHA: spec.SHA,
 	})
 	return image, ok
-}
-
-// convertStorage is spec.storage: an emptyDir, or, with neither emptyDir
-// nor ephemeral (refused), the claim template's metadata and spec.
-func convertStorage(st *monitoringv1.StorageSpec) *v1alpha1.StorageSpec {
-	switch {
-	case st == nil || st.Ephemeral != nil:
-		return nil
-	case st.EmptyDir != nil:
-		return &v1alpha1.StorageSpec{EmptyDir: st.EmptyDir}
-	}
-	return &v1alpha1.StorageSpec{VolumeClaimTemplate: &monitoringv1.EmbeddedPersistentVolumeClaim{
-		EmbeddedObjectMetadata: st.VolumeClaimTemplate.EmbeddedObjectMetadata,
-		Spec:                   st.VolumeClaimTemplate.Spec,
-	}}
-}
-
-// operatorRemoteWrite carries the mapped fields of spec.remoteWrite.
-func operatorRemoteWrite(rws []monitoringv1.RemoteWriteSpec) []v1alpha1.RemoteWriteSpec {
-	var out []v1alpha1.RemoteWriteSpec
-	for _, rw := range rws {
-		out = append(out, v1alpha1.RemoteWriteSpec{
-			URL: string(rw.URL), Name: ptr.Deref(rw.Name, ""),
-			BasicAuth: rw.BasicAuth, Authorization: rw.Authorization,
-			RemoteTimeout: rw.RemoteTimeout, Headers: rw.Headers,
-			SendExemplars: rw.SendExemplars, SendNativeHistograms: rw.SendNativeHistograms,
-			WriteRelabelConfigs: rw.WriteRelabelConfigs,
-			QueueConfig:         rw.QueueConfig, MetadataConfig: rw.MetadataConfig,
-			OAuth2: rw.OAuth2, TLSConfig: rw.TLSConfig, ProxyConfig: rw.ProxyConfig,
-			FollowRedirects: rw.FollowRedirects, EnableHttp2: rw.EnableHttp2,
-		})
-	}
-	return out
 }
 
 // operatorAlerting carries the mapped fields of spec.alerting.

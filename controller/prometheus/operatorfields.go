@@ -3,184 +3,27 @@ package prometheus
 import (
 	"reflect"
 
+	"github.com/podreload/podreload/controller/promoperator"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
 // operatorFields is the takeover's field coverage of prometheus-operator's
-// Prometheus spec at the pinned version: every field has a row
+// Prometheus spec at the pinned version, the common fields
+// (promoperator.CommonFields) and its own: every field has a row
 // (TestOperatorFieldsCoverTheSpec walks the type), and
 // docs/prometheus-operator.md is its rendering (TestOperatorFieldMatrix).
 //
 //nolint:funlen // A table, one row per field of the upstream spec: its length is the spec's, not logic.
 func operatorFields() []takeover.Field {
 	const (
-		flag     = "a Prometheus flag podreload does not render yet"
-		global   = "a global setting of the configuration podreload does not render yet"
-		genJobs  = "changes the jobs prometheus-operator generates from the monitors; podreload's generator has no such setting yet"
-		pod      = "a pod setting podreload does not render yet"
-		rwLater  = "a remote write setting podreload does not render yet"
+		flag     = promoperator.ReasonFlag
+		global   = promoperator.ReasonGlobal
 		amLater  = "an Alertmanager endpoint setting podreload does not render yet"
-		selector = "mapped as is: nil selects none, {} every object"
-		nsSel    = "mapped as is: nil means the object's namespace, {} every namespace"
+		selector = promoperator.MappedSelector
+		nsSel    = promoperator.MappedNamespaceSelector
 	)
-	refuse, refuseBut, mapped, ignored := takeover.Refuse, takeover.RefuseBut, takeover.Mapped, takeover.Ignored
-	return []takeover.Field{
-		// CommonPrometheusFields.
-		mapped("podMetadata", "spec.podMetadata; the selector labels win"),
-		mapped("serviceMonitorSelector", selector),
-		mapped("serviceMonitorNamespaceSelector", nsSel),
-		mapped("podMonitorSelector", selector),
-		mapped("podMonitorNamespaceSelector", nsSel),
-		mapped("probeSelector", selector),
-		mapped("probeNamespaceSelector", nsSel),
-		mapped("scrapeConfigSelector", selector),
-		mapped("scrapeConfigNamespaceSelector", nsSel),
-		mapped("version", "spec.version; with no image, the tag of the image composed from baseImage (default v3.13.1, prometheus-operator's); a version that is not one is listed as refused, for prometheus-operator fails on it"),
-		mapped("paused", "spec.paused: nothing is written"),
-		mapped("image", "spec.image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
-		mapped("imagePullPolicy", "spec.imagePullPolicy, on Prometheus and on the config-reloader containers"),
-		mapped("imagePullSecrets", "spec.imagePullSecrets"),
-		mapped("replicas", "spec.replicas; unset or negative is 1, as prometheus-operator"),
-		mapped("shards", "spec.shards; unset or below 1 is 1, as prometheus-operator"),
-		refuseBut("shardingStrategy", "topology sharding (behind a feature gate) adds a zone to every shard; accepted: mode Address (the default) without topology",
-			func(v reflect.Value) bool {
-				return takeover.StringIn(v.Elem().FieldByName("Mode"), "", "Address") && v.Elem().FieldByName("Topology").IsNil()
-			}),
-		mapped("replicaExternalLabelName", "spec.replicaExternalLabelName: the replica label's name (\"\" drops it), which alerts drop"),
-		mapped("prometheusExternalLabelName", "spec.prometheusExternalLabelName: the server label's name (\"\" drops it)"),
-		mapped("logLevel", "spec.logLevel, passed to the reloaders too (--log-level) when not info, as prometheus-operator does"),
-		mapped("logFormat", "spec.logFormat, passed to the reloaders too (--log-format) when not logfmt, as prometheus-operator does"),
-		mapped("scrapeInterval", "spec.scrapeInterval; unset is 30s"),
-		mapped("scrapeTimeout", "spec.scrapeTimeout"),
-		mapped("scrapeProtocols", "spec.scrapeProtocols: global.scrape_protocols from Prometheus 2.49, PrometheusText1.0.0 from 3.0, as prometheus-operator"),
-		mapped("externalLabels", "spec.externalLabels; prometheus and prometheus_replica win"),
-		mapped("enableRemoteWriteReceiver", "spec.enableRemoteWriteReceiver: --web.enable-remote-write-receiver from Prometheus 2.33"),
-		refuseBut("enableOTLPReceiver", flag+"; accepted: false", takeover.OnlyBool(false)),
-		mapped("remoteWriteReceiverMessageVersions", "spec.remoteWriteReceiverMessageVersions: --web.remote-write-receiver.accepted-protobuf-messages from Prometheus 2.54, with enableRemoteWriteReceiver"),
-		mapped("enableFeatures", "spec.enableFeatures"),
-		mapped("externalUrl", "spec.externalUrl"),
-		mapped("routePrefix", "spec.routePrefix"),
-		refuseBut("storage.disableMountSubPath", "the data volume's sub-path is not rendered per object yet; accepted: false", takeover.OnlyBool(false)),
-		mapped("storage.emptyDir", "spec.storage.emptyDir"),
-		refuse("storage.ephemeral", "an ephemeral data volume is not rendered yet"),
-		ignored("storage.volumeClaimTemplate.apiVersion", "cleared from the claim template, as prometheus-operator does"),
-		ignored("storage.volumeClaimTemplate.kind", "cleared from the claim template, as prometheus-operator does"),
-		mapped("storage.volumeClaimTemplate.metadata", "spec.storage.volumeClaimTemplate.metadata; a storage with neither emptyDir nor ephemeral is a claim template, as prometheus-operator"),
-		mapped("storage.volumeClaimTemplate.spec", "spec.storage.volumeClaimTemplate.spec"),
-		ignored("storage.volumeClaimTemplate.status", "a status in a claim template changes nothing the StatefulSet controller creates"),
-		mapped("volumes", "spec.volumes; a name the controller uses is refused (InvalidSpec)"),
-		mapped("volumeMounts", "spec.volumeMounts, on the Prometheus container after the data volume's"),
-		refuse("persistentVolumeClaimRetentionPolicy", "a StatefulSet setting podreload does not render yet"),
-		refuse("web.tlsConfig.certFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
-		refuse("web.tlsConfig.keyFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
-		refuse("web.tlsConfig.clientCAFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
-		refuseBut("web.tlsConfig.clientAuthType", "a type that requires a client certificate leaves the pods never ready (the kubelet's probes present none); accepted: NoClientCert, RequestClientCert, VerifyClientCertIfGiven",
-			takeover.OnlyStrings("NoClientCert", "RequestClientCert", "VerifyClientCertIfGiven")),
-		mapped("web.tlsConfig.cert", "spec.web.tlsConfig.cert"),
-		mapped("web.tlsConfig.keySecret", "spec.web.tlsConfig.keySecret"),
-		mapped("web.tlsConfig.client_ca", "spec.web.tlsConfig.client_ca"),
-		mapped("web.tlsConfig.minVersion", "spec.web.tlsConfig.minVersion"),
-		mapped("web.tlsConfig.maxVersion", "spec.web.tlsConfig.maxVersion"),
-		mapped("web.tlsConfig.cipherSuites", "spec.web.tlsConfig.cipherSuites"),
-		mapped("web.tlsConfig.preferServerCipherSuites", "spec.web.tlsConfig.preferServerCipherSuites"),
-		mapped("web.tlsConfig.curvePreferences", "spec.web.tlsConfig.curvePreferences"),
-		mapped("web.httpConfig", "spec.web.httpConfig"),
-		mapped("web.pageTitle", "spec.web.pageTitle"),
-		mapped("web.maxConnections", "spec.web.maxConnections"),
-		mapped("resources", "spec.resources"),
-		mapped("nodeSelector", "spec.nodeSelector"),
-		mapped("schedulerName", "spec.schedulerName"),
-		mapped("serviceAccountName", "spec.serviceAccountName"),
-		refuseBut("automountServiceAccountToken", "the config-reloader reads the API server and reports what Prometheus runs with the pod's token; accepted: true", takeover.OnlyBool(true)),
-		mapped("secrets", "spec.secrets: volumes secret-<name> at /etc/prometheus/secrets/<name>, as prometheus-operator"),
-		mapped("configMaps", "spec.configMaps: volumes configmap-<name> at /etc/prometheus/configmaps/<name>, as prometheus-operator"),
-		mapped("affinity", "spec.affinity"),
-		mapped("tolerations", "spec.tolerations"),
-		mapped("topologySpreadConstraints", "spec.topologySpreadConstraints"),
-		mapped("remoteWrite[].url", "spec.remoteWrite[].url"),
-		mapped("remoteWrite[].name", "spec.remoteWrite[].name"),
-		refuse("remoteWrite[].messageVersion", rwLater),
-		mapped("remoteWrite[].sendExemplars", "spec.remoteWrite[].sendExemplars"),
-		mapped("remoteWrite[].sendNativeHistograms", "spec.remoteWrite[].sendNativeHistograms"),
-		mapped("remoteWrite[].remoteTimeout", "spec.remoteWrite[].remoteTimeout; unset is 30s, Prometheus' default"),
-		mapped("remoteWrite[].headers", "spec.remoteWrite[].headers"),
-		mapped("remoteWrite[].writeRelabelConfigs", "spec.remoteWrite[].writeRelabelConfigs"),
-		mapped("remoteWrite[].oauth2", "spec.remoteWrite[].oauth2"),
-		mapped("remoteWrite[].basicAuth", "spec.remoteWrite[].basicAuth"),
-		refuse("remoteWrite[].bearerTokenFile", rwLater+" (deprecated)"),
-		mapped("remoteWrite[].authorization", "spec.remoteWrite[].authorization"),
-		refuse("remoteWrite[].sigv4", rwLater),
-		refuse("remoteWrite[].azureAd", rwLater),
-		refuse("remoteWrite[].bearerToken", rwLater+" (deprecated)"),
-		mapped("remoteWrite[].tlsConfig", "spec.remoteWrite[].tlsConfig"),
-		mapped("remoteWrite[].proxyUrl", "spec.remoteWrite[].proxyUrl"),
-		mapped("remoteWrite[].noProxy", "spec.remoteWrite[].noProxy"),
-		mapped("remoteWrite[].proxyFromEnvironment", "spec.remoteWrite[].proxyFromEnvironment"),
-		mapped("remoteWrite[].proxyConnectHeader", "spec.remoteWrite[].proxyConnectHeader"),
-		mapped("remoteWrite[].followRedirects", "spec.remoteWrite[].followRedirects"),
-		mapped("remoteWrite[].queueConfig", "spec.remoteWrite[].queueConfig (maxRetries, ignored since Prometheus 2.11, is not rendered, as prometheus-operator)"),
-		mapped("remoteWrite[].metadataConfig", "spec.remoteWrite[].metadataConfig"),
-		mapped("remoteWrite[].enableHTTP2", "spec.remoteWrite[].enableHTTP2"),
-		refuse("remoteWrite[].roundRobinDNS", rwLater),
-		refuse("otlp", "the otlp section of the configuration is not rendered yet"),
-		mapped("securityContext", "spec.securityContext; unset stays unset (no pod security context, as prometheus-operator), not podreload's default"),
-		mapped("dnsPolicy", "spec.dnsPolicy"),
-		mapped("dnsConfig", "spec.dnsConfig"),
-		mapped("listenLocal", "--web.listen-address=127.0.0.1:9090, no container port, probes by a command in the container (curl or wget on localhost), the config-reloader on localhost:8080 without a port, as prometheus-operator (a Prometheus field only, not a PrometheusServer one)"),
-		refuseBut("podManagementPolicy", "podreload renders Parallel; accepted: Parallel", takeover.OnlyStrings("Parallel")),
-		refuse("updateStrategy", "a StatefulSet setting podreload does not render yet"),
-		mapped("enableServiceLinks", "spec.enableServiceLinks"),
-		refuse("containers", "merging containers into the pod is not rendered yet"),
-		refuse("initContainers", "merging init containers into the pod is not rendered yet"),
-		mapped("additionalScrapeConfigs", "spec.additionalScrapeConfigs"),
-		refuse("apiserverConfig", "service discovery through another API server is not rendered yet"),
-		mapped("priorityClassName", "spec.priorityClassName"),
-		mapped("portName", "spec.portName: the name of Prometheus' port (default web), which the probes use"),
-		mapped("arbitraryFSAccessThroughSMs", "spec.arbitraryFSAccessThroughSMs: with deny, the ServiceMonitors whose endpoints read the pod's files (bearerTokenFile, tlsConfig caFile, certFile, keyFile) are left out, as prometheus-operator"),
-		mapped("overrideHonorLabels", "spec.overrideHonorLabels: honor_labels false on the jobs of ServiceMonitors, PodMonitors and ScrapeConfigs"),
-		mapped("overrideHonorTimestamps", "spec.overrideHonorTimestamps: honor_timestamps false on the jobs of monitors, Probes and the ScrapeConfigs that set it"),
-		mapped("ignoreNamespaceSelectors", "spec.ignoreNamespaceSelectors: the monitors and Probes discover in their own namespace only"),
-		mapped("enforcedNamespaceLabel", "spec.enforcedNamespaceLabel"),
-		mapped("enforcedSampleLimit", "spec.enforcedSampleLimit: caps the sample_limit of every job and the global one, as prometheus-operator"),
-		mapped("enforcedTargetLimit", "spec.enforcedTargetLimit: caps the target_limit of every job and the global one, as prometheus-operator"),
-		mapped("enforcedLabelLimit", "spec.enforcedLabelLimit: caps the label_limit of every job and the global one, as prometheus-operator"),
-		mapped("enforcedLabelNameLengthLimit", "spec.enforcedLabelNameLengthLimit: caps the label_name_length_limit of every job and the global one, as prometheus-operator"),
-		mapped("enforcedLabelValueLengthLimit", "spec.enforcedLabelValueLengthLimit: caps the label_value_length_limit of every job and the global one, as prometheus-operator"),
-		mapped("enforcedKeepDroppedTargets", "spec.enforcedKeepDroppedTargets: caps the keep_dropped_targets of every job and the global one, as prometheus-operator"),
-		mapped("enforcedBodySizeLimit", "spec.enforcedBodySizeLimit: caps the body_size_limit of every job and the global one, as prometheus-operator"),
-		mapped("nameValidationScheme", "spec.nameValidationScheme: global.metric_name_validation_scheme from Prometheus 3.0"),
-		mapped("nameEscapingScheme", "spec.nameEscapingScheme: global.metric_name_escaping_scheme from Prometheus 3.4"),
-		mapped("convertClassicHistogramsToNHCB", "spec.convertClassicHistogramsToNHCB: global.convert_classic_histograms_to_nhcb from Prometheus 3.4"),
-		mapped("scrapeNativeHistograms", "spec.scrapeNativeHistograms: global.scrape_native_histograms from Prometheus 3.8"),
-		mapped("scrapeClassicHistograms", "spec.scrapeClassicHistograms: global.always_scrape_classic_histograms from Prometheus 3.5"),
-		refuseBut("minReadySeconds", "a StatefulSet setting podreload does not render yet; accepted: 0", func(v reflect.Value) bool { return v.Elem().Int() == 0 }),
-		mapped("hostAliases", "spec.hostAliases"),
-		mapped("additionalArgs", "spec.additionalArgs; a flag podreload sets is refused (InvalidSpec)"),
-		mapped("walCompression", "spec.walCompression"),
-		mapped("excludedFromEnforcement", "spec.excludedFromEnforcement"),
-		refuseBut("hostNetwork", pod+"; accepted: false", takeover.OnlyBool(false)),
-		refuse("podTargetLabels", genJobs),
-		refuse("tracingConfig", "the tracing section of the configuration is not rendered yet"),
-		mapped("bodySizeLimit", "spec.bodySizeLimit: global.body_size_limit from Prometheus 2.45"),
-		mapped("sampleLimit", "spec.sampleLimit: global.sample_limit (above 0) from Prometheus 2.45"),
-		mapped("targetLimit", "spec.targetLimit: global.target_limit (above 0) from Prometheus 2.45"),
-		mapped("labelLimit", "spec.labelLimit: global.label_limit (above 0) from Prometheus 2.45"),
-		mapped("labelNameLengthLimit", "spec.labelNameLengthLimit: global.label_name_length_limit (above 0) from Prometheus 2.45"),
-		mapped("labelValueLengthLimit", "spec.labelValueLengthLimit: global.label_value_length_limit (above 0) from Prometheus 2.45"),
-		mapped("keepDroppedTargets", "spec.keepDroppedTargets: global.keep_dropped_targets (above 0) from Prometheus 2.47"),
-		mapped("reloadStrategy", "spec.reloader.reloadMethod: HTTP is http, ProcessSignal is signal (a shared process namespace; podreload keeps --web.enable-lifecycle)"),
-		refuse("maximumStartupDurationSeconds", "a startup probe podreload does not render yet"),
-		mapped("scrapeClasses", "spec.scrapeClasses (files only in tlsConfig and authorization, as prometheus-operator)"),
-		mapped("serviceDiscoveryRole", "spec.serviceDiscoveryRole: the role of the ServiceMonitors that set none and of the Alertmanagers (EndpointSlice from Prometheus 2.21, as prometheus-operator); Prometheus' service account reads EndpointSlices (deploy/example/prometheus-rbac.yaml)"),
-		mapped("tsdb.outOfOrderTimeWindow", "spec.tsdb.outOfOrderTimeWindow: storage.tsdb.out_of_order_time_window"),
-		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
-		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),
-		refuse("scrapeFailureLogFile", global),
-		refuse("serviceName", "a governing Service of the user's is not rendered yet"),
-		refuse("runtime", "the runtime section of the configuration is not rendered yet"),
-		mapped("terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds; unset is 600 in both"),
-		mapped("hostUsers", "spec.hostUsers"),
-
+	refuse, refuseBut, mapped := takeover.Refuse, takeover.RefuseBut, takeover.Mapped
+	return append(promoperator.CommonFields(),
 		// PrometheusSpec's own fields.
 		mapped("baseImage", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
 		mapped("tag", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
@@ -227,5 +70,5 @@ func operatorFields() []takeover.Field {
 		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),
 		mapped("ruleQueryOffset", "spec.ruleQueryOffset: global.rule_query_offset"),
 		mapped("enableAdminAPI", "spec.enableAdminAPI"),
-	}
+	)
 }

@@ -24,10 +24,17 @@ const (
 	PodreloadLayout layout = iota
 	// OperatorsLayout is prometheus-operator's layout.
 	OperatorsLayout
+	// OperatorsAgentLayout is prometheus-operator's layout of a
+	// PrometheusAgent (layout_agent.go): its names and labels, the agent's
+	// flags, no rules.
+	OperatorsAgentLayout
 )
 
-// Operator reports whether l is prometheus-operator's layout.
-func (l layout) Operator() bool { return l == OperatorsLayout }
+// Operator reports whether l is one of prometheus-operator's layouts.
+func (l layout) Operator() bool { return l != PodreloadLayout }
+
+// Agent reports whether l is prometheus-operator's layout of an agent.
+func (l layout) Agent() bool { return l == OperatorsAgentLayout }
 
 // Target is a PrometheusServer with the layout its objects are rendered
 // in. The embedded server is read as is: a target is never written, nor

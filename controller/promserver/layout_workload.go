@@ -45,8 +45,8 @@ const (
 	LabelOperatorName  = "operator.prometheus.io/name"
 	labelPrometheus    = "prometheus"
 	labelOperatorShard = "operator.prometheus.io/shard"
-	// labelOperatorMode is on the StatefulSets of Prometheus servers (not
-	// agents): prometheus-operator's informer selects on it.
+	// labelOperatorMode is on the StatefulSets, "server" or "agent":
+	// prometheus-operator's informers select on it.
 	labelOperatorMode = "operator.prometheus.io/mode"
 	// labelVersion is the Prometheus version on the pods, without the v.
 	labelVersion = "app.kubernetes.io/version"
@@ -77,40 +77,47 @@ const (
 // operatorName is prometheus-<name>: the config Secret, the StatefulSet of
 // shard 0, and the prefix of the other objects.
 func operatorName(server Target) string {
+	if server.Layout.Agent() {
+		return agentPrefix + server.Name
+	}
 	return operatorPrefix + server.Name
 }
 
 // operatorSelectorLabels are the labels that select every pod of a server
 // in prometheus-operator's layout; shardLabels adds the shard.
 func operatorSelectorLabels(server Target) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		labelAppManagedBy: operatorManager,
-		kube.LabelName:    App,
+		kube.LabelName:    AppOf(server),
 		LabelInstance:     server.Name,
 		LabelOperatorName: server.Name,
-		labelPrometheus:   server.Name,
 	}
+	if !server.Layout.Agent() {
+		l[labelPrometheus] = server.Name
+	}
+	return l
 }
 
 // operatorObjectLabels are the labels of the Secrets and ConfigMaps
 // prometheus-operator writes for a Prometheus, and kube.LabelName, which
 // puts them into the controller's caches.
-func operatorObjectLabels() map[string]string {
-	return map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager, kube.LabelName: App}
+func operatorObjectLabels(server Target) map[string]string {
+	return map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager, kube.LabelName: AppOf(server)}
 }
 
-// governingService is prometheus-operated, shared by every Prometheus of
-// the namespace: it selects all of their pods.
+// governingService is prometheus-operated (prometheus-agent-operated for
+// agents), shared by every Prometheus of the namespace: it selects all of
+// their pods.
 func governingService(server Target) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: governingServiceName, Namespace: server.Namespace,
+			Name: governingServiceOf(server), Namespace: server.Namespace,
 			Labels: map[string]string{labelOperated: "true", labelManagedBy: operatorManager, labelAppManagedBy: operatorManager},
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{kube.LabelName: App},
+			Selector:  map[string]string{kube.LabelName: AppOf(server)},
 			Ports:     []corev1.ServicePort{{Name: portName(server.Spec), Port: WebPort, TargetPort: intstr.FromString(portName(server.Spec))}},
 		},
 	}
@@ -124,6 +131,9 @@ func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
 	l := map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager}
 	maps.Copy(l, server.Labels)
 	l[labelOperatorMode] = "server"
+	if server.Layout.Agent() {
+		l[labelOperatorMode] = "agent"
+	}
 	maps.Copy(l, sts.Spec.Selector.MatchLabels)
 	sts.Labels = l
 	var a map[string]string
@@ -137,7 +147,7 @@ func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
 		a[k] = v
 	}
 	sts.Annotations = a
-	sts.Spec.ServiceName = governingServiceName
+	sts.Spec.ServiceName = governingServiceOf(server)
 	// The API server's default, which prometheus-operator writes
 	// (pkg/operator/statefulset.go UpdateStrategyForStatefulSet).
 	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
@@ -195,9 +205,10 @@ func operatorStorage(server Target) (corev1.VolumeMount, []corev1.Volume, []core
 
 // operatorPrometheusContainer runs Prometheus as prometheus-operator does:
 // its flags (operatorPrometheusArgs), port and probes.
-func operatorPrometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOptions, storage corev1.VolumeMount, mounts []corev1.VolumeMount) corev1.Container {
+func operatorPrometheusContainer(server Target, opts WorkloadOptions, storage corev1.VolumeMount, mounts []corev1.VolumeMount) corev1.Container {
 	// validateArgs refused the additional arguments that clash.
-	args := append(OperatorPrometheusArgs(spec), spec.AdditionalArgs...)
+	spec := server.Spec
+	args := append(OperatorPrometheusArgs(server), spec.AdditionalArgs...)
 	versioned := spec
 	versioned.Version = cmp.Or(spec.Version, OperatorDefaultVersion)
 	ready := operatorProbe(spec, WebPath(spec, "/-/ready"), 5, 3)
@@ -255,8 +266,40 @@ func reloaderListenHost(spec v1alpha1.PrometheusServerSpec) string {
 // promcfg.go BuildCommonPrometheusArgs), for the fields a PrometheusServer
 // has. From Prometheus 3.11 the retention is in the configuration
 // (retentionSettings), not in flags.
-func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
+func OperatorPrometheusArgs(server Target) []monitoringv1.Argument {
+	if server.Layout.Agent() {
+		return operatorAgentArgs(server.Spec)
+	}
+	spec := server.Spec
 	v := operatorVersion(spec)
+	args := operatorCommonArgs(spec, v)
+	if !RetentionInConfig(spec) {
+		if t := operatorRetention(spec); t != "" {
+			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.time", Value: t})
+		}
+		if spec.RetentionSize != "" {
+			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
+		}
+	}
+	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: storageMountPath})
+	args = append(args, queryArgs(spec)...)
+	if spec.WALCompression != nil {
+		name := "storage.tsdb.wal-compression"
+		if !*spec.WALCompression {
+			name = "no-" + name
+		}
+		args = append(args, monitoringv1.Argument{Name: name})
+	}
+	if v.AtLeast(2, 24) {
+		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
+	}
+	return append(args, compactionArgs(spec, v)...)
+}
+
+// operatorCommonArgs are the flags prometheus-operator sets on a server
+// and an agent alike, in its order (promcfg.go BuildCommonPrometheusArgs),
+// for Prometheus version v.
+func operatorCommonArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
 	args := []monitoringv1.Argument{{Name: "config.file", Value: ConfigOutMountPath + "/" + ConfigEnvsubstFile}}
 	if v[0] == 2 {
 		args = append(args,
@@ -293,27 +336,7 @@ func OperatorPrometheusArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.A
 	if spec.ListenLocal {
 		args = append(args, monitoringv1.Argument{Name: "web.listen-address", Value: "127.0.0.1:" + strconv.Itoa(WebPort)})
 	}
-	if !RetentionInConfig(spec) {
-		if t := operatorRetention(spec); t != "" {
-			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.time", Value: t})
-		}
-		if spec.RetentionSize != "" {
-			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
-		}
-	}
-	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: storageMountPath})
-	args = append(args, queryArgs(spec)...)
-	if spec.WALCompression != nil {
-		name := "storage.tsdb.wal-compression"
-		if !*spec.WALCompression {
-			name = "no-" + name
-		}
-		args = append(args, monitoringv1.Argument{Name: name})
-	}
-	if v.AtLeast(2, 24) {
-		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
-	}
-	return append(args, compactionArgs(spec, v)...)
+	return args
 }
 
 // operatorRetention is spec.retention, or prometheus-operator's default

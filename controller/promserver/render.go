@@ -207,7 +207,11 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	)
 	wg.Go(func() { shards, rejectedRules = cache.Render(server, sel.rules) })
 	lookup := store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
-	parts, rejected, err := promcfg.Server(ConfigInput(server, sel, lookup, &cache.parts))
+	generate := promcfg.Server
+	if server.Layout.Agent() {
+		generate = promcfg.Agent
+	}
+	parts, rejected, err := generate(ConfigInput(server, sel, lookup, &cache.parts))
 	wg.Wait()
 	shards, held := cache.hold(server, shards, in.HoldRules)
 	refs := store.Union(lookup.Refs(), web.Refs)
@@ -365,7 +369,7 @@ func ConfigInput(server Target, sel Selected, lookup *store.Lookup, parts *confi
 	if server.Layout.Operator() {
 		in.Version = cmp.Or(server.Spec.Version, OperatorDefaultVersion)
 	}
-	if server.Layout.Operator() && RetentionInConfig(server.Spec) {
+	if server.Layout.Operator() && !server.Layout.Agent() && RetentionInConfig(server.Spec) {
 		// Never nil: the section is written even when it is empty.
 		in.Retention = append(yaml.MapSlice{}, retentionSettings(server.Spec)...)
 	}
@@ -444,7 +448,7 @@ func selectObjects[T interface {
 func configSecret(server Target, gz []byte) *corev1.Secret {
 	l := SelectorLabels(server)
 	if server.Layout.Operator() {
-		l = operatorObjectLabels()
+		l = operatorObjectLabels(server)
 	}
 	l[LabelConfig] = server.Name
 	return &corev1.Secret{

@@ -161,7 +161,7 @@ func RuleShards(server Target) rulefiles.Shards {
 	l := SelectorLabels(server)
 	prefix := server.Name + "-rulefiles-"
 	if server.Layout.Operator() {
-		l, prefix = operatorObjectLabels(), operatorName(server)+"-rulefiles-"
+		l, prefix = operatorObjectLabels(server), operatorName(server)+"-rulefiles-"
 	}
 	maps.Copy(l, ruleFilesLabels(server))
 	return rulefiles.Shards{Namespace: server.Namespace, Prefix: prefix, Labels: l, Plain: server.Layout.Operator(), Volume: !APISource(server)}

@@ -83,7 +83,7 @@ func RenderWeb(in Inputs) (webRender, error) {
 	if server.Layout.Operator() && err == nil {
 		// prometheus-operator always writes the file, empty without
 		// spec.web, and Prometheus always reads it (operatorPrometheusArgs).
-		l = operatorObjectLabels()
+		l = operatorObjectLabels(server)
 		if r.File == nil {
 			r.File = []byte{}
 		}

@@ -279,7 +279,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	reloaderSecurity := containerSecurity()
 	if operator {
 		reloaderSecurity = operatorReloaderSecurity(spec)
-		prometheus = operatorPrometheusContainer(spec, opts.WorkloadOptions, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
+		prometheus = operatorPrometheusContainer(server, opts.WorkloadOptions, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
 		meta, security, spread = operatorPodMetadata(server, shard, opts.WebConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}
@@ -469,7 +469,7 @@ func ValidateArgs(server Target) error {
 	spec := server.Spec
 	own := prometheusArgs(spec, "")
 	if server.Layout.Operator() {
-		own = OperatorPrometheusArgs(spec)
+		own = OperatorPrometheusArgs(server)
 	}
 	set := map[string]bool{}
 	for _, a := range own {

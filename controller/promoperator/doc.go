@@ -1,0 +1,13 @@
+// Package promoperator is what prometheus-operator's two kinds that run
+// Prometheus, Prometheus and PrometheusAgent, share when they are taken
+// over (docs/takeover.md): the conversion of the CommonPrometheusFields
+// both specs inline into the model (a PrometheusServer, package
+// promserver's), and their rows of the takeover's field tables. Each kind
+// converts and lists its own fields on top (packages prometheus and
+// prometheusagent).
+//
+// Where things are:
+//
+//	convert.go  CommonSpec: the common fields as a PrometheusServer spec
+//	fields.go   CommonFields: each common field, mapped, ignored or refused
+package promoperator
