@@ -263,7 +263,7 @@ bin/images/pause-%.tar: bin/linux-%/pause $(IMAGEBUILD_SOURCES)
 # The upstream kinds the controller reads, generated from the prometheus-operator
 # Go types go.mod requires (ScrapeConfig is monitoring.coreos.com/v1alpha1);
 # api/v1alpha1/crd_test.go runs the same commands.
-UPSTREAM_CRDS := servicemonitors podmonitors probes prometheusrules scrapeconfigs prometheuses alertmanagers alertmanagerconfigs
+UPSTREAM_CRDS := servicemonitors podmonitors probes prometheusrules scrapeconfigs prometheuses prometheusagents alertmanagers alertmanagerconfigs
 UPSTREAM_APIS := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1
 
 # The chart's crds/ are copies of deploy/crds/ (deploy/chart_test.go checks

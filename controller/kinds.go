@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	promkind "github.com/podreload/podreload/controller/prometheus"
+	"github.com/podreload/podreload/controller/prometheusagent"
 	"github.com/podreload/podreload/controller/prometheusserver"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,12 @@ func kinds() []kind {
 				return nil
 			}
 			return promkind.Setup(m, logger, reg, opts.prometheusWorkload(), *opts.TakeOver)
+		}},
+		{name: promserver.AgentApp, addToScheme: promserver.AddToScheme, check: prometheusagent.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
+			if opts.TakeOver == nil {
+				return nil
+			}
+			return prometheusagent.Setup(m, logger, reg, opts.prometheusWorkload(), *opts.TakeOver)
 		}},
 		{name: alertmanager.App, addToScheme: alertmanager.AddToScheme, check: alertmanager.Checker, setup: func(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts Options) error {
 			if opts.TakeOver == nil {

@@ -17,11 +17,6 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// operatorBaseImage and operatorDefaultVersion (layout_workload.go) make
-// prometheus-operator's default Prometheus image at the version the
-// takeover hands back to (v0.93.1, pkg/operator/defaults.go).
-const operatorBaseImage = "quay.io/prometheus/prometheus"
-
 // unmanagedConfiguration is listed as unsupported for a Prometheus whose
 // four monitor selectors are all unset: prometheus-operator (without
 // --disable-unmanaged-prometheus-configuration) then leaves the
@@ -89,7 +84,7 @@ func operatorExcluded(in monitoringv1.PrometheusSpec) []monitoringv1.ObjectRefer
 // version that is not one, which prometheus-operator fails on.
 func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
 	image, _, ok = takeover.Image(takeover.ImageSpec{
-		Image: spec.Image, BaseImage: spec.BaseImage, DefaultBaseImage: operatorBaseImage,
+		Image: spec.Image, BaseImage: spec.BaseImage, DefaultBaseImage: promoperator.BaseImage,
 		Version: spec.Version, DefaultVersion: promserver.OperatorDefaultVersion, Tag: spec.Tag, SHA: spec.SHA,
 	})
 	return image, ok

@@ -2,8 +2,9 @@
 // (docs/takeover.md): a Prometheus handed to the controller's id is
 // converted into a PrometheusServer in prometheus-operator's layout and
 // rendered by package promserver into the objects prometheus-operator
-// wrote for it, adopted; its lifecycle is package takeover's, configured
-// as a variant. Setup sets it up with the controller's manager (package
+// wrote for it, adopted; its lifecycle and status are those of
+// prometheus-operator's kinds that run Prometheus (package promoperator's
+// Kind, on package takeover's lifecycle). Setup sets it up with the controller's manager (package
 // controller's table of kinds); Checker is its `controller
 // takeover-check`.
 //
@@ -11,9 +12,8 @@
 //
 //	convert.go         a Prometheus as a PrometheusServer (FromPrometheus)
 //	operatorfields.go  each field of a Prometheus spec: mapped, ignored, refused
-//	takeover.go        Setup; the variant of the takeover's lifecycle, promserver's Front
-//	takeover_status.go its status as prometheus-operator writes it
-//	takeovercheck.go   what `controller takeover-check` says of a Prometheus
+//	kind.go            Setup; the kind as a promoperator.Kind
+//	takeovercheck.go   Checker, what `controller takeover-check` says of a Prometheus
 //
 // testdata/operator/config/ holds the cases of the configuration's
 // differential test against prometheus-operator's generator

@@ -10,6 +10,11 @@ import (
 	"github.com/podreload/podreload/controller/promcfg"
 )
 
+// BaseImage and promserver.OperatorDefaultVersion make
+// prometheus-operator's default Prometheus image at the version the
+// takeover hands back to (v0.93.1, pkg/operator/defaults.go).
+const BaseImage = "quay.io/prometheus/prometheus"
+
 // CommonSpec is the PrometheusServer spec of the CommonPrometheusFields
 // in, whose Prometheus image is image: every field CommonFields maps,
 // with prometheus-operator's defaults where they differ from ours. A

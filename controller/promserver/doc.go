@@ -5,8 +5,9 @@
 // its inputs, the write order, the watches, and the reconciler that runs
 // a kind's Front (its reconcile of one object, the servers its events map
 // to). The kinds are packages of their own on it: prometheusserver
-// (podreload's PrometheusServer) and prometheus (prometheus-operator's
-// Prometheus, taken over); it knows neither.
+// (podreload's PrometheusServer), prometheus and prometheusagent
+// (prometheus-operator's Prometheus and PrometheusAgent, taken over, on
+// package promoperator); it knows none of them.
 //
 // Where things are:
 //
@@ -27,6 +28,7 @@
 //	layout.go        the layout, a value decided where a server comes from: podreload's, or prometheus-operator's for a Prometheus taken over
 //	layout_workload.go its names, labels, Service, data volume and flags
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files
+//	layout_agent.go  prometheus-operator's layout of an agent: its names, labels and flags
 //
 // The pure pieces it renders with are packages of their own: selector
 // (which objects a pair of selectors selects), promcfg (the

@@ -205,7 +205,9 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		shards        []*corev1.ConfigMap
 		rejectedRules []promcfg.Rejection
 	)
-	wg.Go(func() { shards, rejectedRules = cache.Render(server, sel.rules) })
+	if !server.Layout.Agent() { // An agent has no rules.
+		wg.Go(func() { shards, rejectedRules = cache.Render(server, sel.rules) })
+	}
 	lookup := store.NewLookup(store.Objects{Secrets: in.Secrets, ConfigMaps: in.ConfigMaps})
 	generate := promcfg.Server
 	if server.Layout.Agent() {

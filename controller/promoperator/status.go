@@ -1,4 +1,4 @@
-package prometheus
+package promoperator
 
 import (
 	"context"
@@ -16,19 +16,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// writeStatus applies the status of a Prometheus taken over, as
+// writeStatus applies the status of an object taken over, as
 // prometheus-operator writes it (replicas, shards, selector, the Available
 // and Reconciled conditions) and with ConfigApplied besides, from res and
-// the pods; nothing is written when it is the same. (A Prometheus refused
+// the pods; nothing is written when it is the same. (An object refused
 // gets its Reconciled and UnsupportedFields conditions only, from the
 // takeover's lifecycle: the rest stays prometheus-operator's.)
-func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, server promserver.Target, res promserver.Synced) error {
+func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.Target, res promserver.Synced) error {
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
 	sets := res.Sets
@@ -39,8 +38,8 @@ func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus
 		}
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{promserver.LabelOperatorName: p.Name, kube.LabelName: promserver.App}); err != nil {
-		return fmt.Errorf("list pods of Prometheus %s: %w", key, err)
+	if err := r.Client.List(ctx, &pods, client.InNamespace(p.GetNamespace()), t.podLabels(p)); err != nil {
+		return fmt.Errorf("list pods of %s %s: %w", t.k.Kind, key, err)
 	}
 	r.Mu.Lock()
 	want := r.Written[key].Hash
@@ -49,21 +48,21 @@ func (t *takingOver) writeStatus(ctx context.Context, p *monitoringv1.Prometheus
 		want = res.Objs.ContentHash
 	}
 	_, applied := sidecar.Applied(want, pods.Items)
-	applied.ObservedGeneration = p.Generation
+	applied.ObservedGeneration = p.GetGeneration()
 	if res.Cond.Type != "" && res.Cond.Status != metav1.ConditionTrue {
 		applied.ObservedGeneration = 0 // As for a PrometheusServer (writeStatus).
-		if was := takeover.FindCondition(p.Status.Conditions, promserver.ConditionConfigApplied); was != nil {
+		if was := takeover.FindCondition(t.k.Status(p).Conditions, promserver.ConditionConfigApplied); was != nil {
 			applied.ObservedGeneration = was.ObservedGeneration
 		}
 	}
-	r.Metrics.ConfigApplied.WithLabelValues(p.Namespace, p.Name).Set(promserver.BoolGauge(applied.Status == metav1.ConditionTrue))
+	r.Metrics.ConfigApplied.WithLabelValues(p.GetNamespace(), p.GetName()).Set(promserver.BoolGauge(applied.Status == metav1.ConditionTrue))
 
-	status := operatorStatus(p, server, sets)
+	status := operatorStatus(t.k.Common(p), server, sets)
 	status.Conditions = t.conditionsOf(p, res, applied)
 	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
 	takeover.SetCondition(&status.Conditions, availableCondition(p, server, sets))
 	before := r.Written[key].Hash
-	if !equality.Semantic.DeepEqual(status, p.Status) {
+	if !equality.Semantic.DeepEqual(status, *t.k.Status(p)) {
 		u, err := toMap(status)
 		if err != nil {
 			return err
@@ -85,26 +84,15 @@ func toMap(status monitoringv1.PrometheusStatus) (map[string]any, error) {
 	return u, nil
 }
 
-// operatorSelector is the status.selector prometheus-operator writes: the
-// labels of every pod of the Prometheus, sorted (the scale subresource's).
-func operatorSelector(p *monitoringv1.Prometheus) string {
-	return labels.Set{
-		"app.kubernetes.io/instance":   p.Name,
-		"app.kubernetes.io/managed-by": "prometheus-operator",
-		kube.LabelName:                 promserver.App,
-		promserver.LabelOperatorName:   p.Name,
-		"prometheus":                   p.Name,
-	}.String()
-}
-
-// operatorStatus is the status of p as prometheus-operator counts it,
-// from the StatefulSets of its shards (nil for a missing one), without
-// conditions.
-func operatorStatus(p *monitoringv1.Prometheus, server promserver.Target, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
+// operatorStatus is the status of an object whose common fields are cpf
+// as prometheus-operator counts it, from the StatefulSets of its shards
+// (nil for a missing one), without conditions. Its selector is the labels
+// of every pod of the object, sorted (the scale subresource's).
+func operatorStatus(cpf *monitoringv1.CommonPrometheusFields, server promserver.Target, sets []*appsv1.StatefulSet) monitoringv1.PrometheusStatus {
 	status := monitoringv1.PrometheusStatus{
-		Paused:   p.Spec.Paused,
-		Shards:   ptr.Deref(p.Spec.Shards, 1),
-		Selector: operatorSelector(p),
+		Paused:   cpf.Paused,
+		Shards:   ptr.Deref(cpf.Shards, 1),
+		Selector: labels.Set(promserver.SelectorLabels(server)).String(),
 	}
 	for shard := range promserver.ShardCount(server) {
 		ss := monitoringv1.ShardStatus{ShardID: strconv.Itoa(shard)}
@@ -125,9 +113,9 @@ func operatorStatus(p *monitoringv1.Prometheus, server promserver.Target, sets [
 // availableCondition is prometheus-operator's Available condition: True
 // when every shard has all its replicas available, Degraded when some,
 // False when a shard has none or no StatefulSet.
-func availableCondition(p *monitoringv1.Prometheus, server promserver.Target, sets []*appsv1.StatefulSet) monitoringv1.Condition {
+func availableCondition(p client.Object, server promserver.Target, sets []*appsv1.StatefulSet) monitoringv1.Condition {
 	want := ptr.Deref(server.Spec.Replicas, 1)
-	c := monitoringv1.Condition{Type: monitoringv1.Available, Status: monitoringv1.ConditionTrue, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()}
+	c := monitoringv1.Condition{Type: monitoringv1.Available, Status: monitoringv1.ConditionTrue, ObservedGeneration: p.GetGeneration(), LastTransitionTime: metav1.Now()}
 	var reasons []string
 	msg := ""
 	for shard := range promserver.ShardCount(server) {
@@ -136,7 +124,7 @@ func availableCondition(p *monitoringv1.Prometheus, server promserver.Target, se
 		switch {
 		case shard >= len(sets) || sets[shard] == nil:
 			status, reason = monitoringv1.ConditionFalse, "StatefulSetNotFound"
-			detail = fmt.Sprintf("statefulset %s/%s not found", p.Namespace, promserver.ShardName(server, shard))
+			detail = fmt.Sprintf("statefulset %s/%s not found", p.GetNamespace(), promserver.ShardName(server, shard))
 		case sets[shard].Status.AvailableReplicas >= want:
 			continue
 		case sets[shard].Status.AvailableReplicas == 0:

@@ -1,0 +1,14 @@
+package prometheusagent
+
+import (
+	"flag"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// Read through flag.Lookup by goldenfile, so that no package variable holds it.
+	flag.Bool("update", false, "rewrite the golden files (the field matrix of docs/prometheus-operator-agent.md)")
+	goleak.VerifyTestMain(m)
+}

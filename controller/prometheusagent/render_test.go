@@ -1,0 +1,87 @@
+package prometheusagent
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"slices"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/controller/promserver"
+)
+
+// testAgent is an agent as people write one: PodMonitors of every
+// namespace, a remote write, a claim template, two shards.
+func testAgent(ns, name string) *monitoringv1alpha1.PrometheusAgent {
+	a := &monitoringv1alpha1.PrometheusAgent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	a.Spec.PodMonitorSelector = &metav1.LabelSelector{}
+	a.Spec.PodMonitorNamespaceSelector = &metav1.LabelSelector{}
+	a.Spec.RemoteWrite = []monitoringv1.RemoteWriteSpec{{URL: "http://receiver.monitoring:9090/api/v1/write"}}
+	a.Spec.Shards = ptr.To[int32](2)
+	a.Spec.Version = "v3.5.0"
+	a.Spec.Storage = &monitoringv1.StorageSpec{VolumeClaimTemplate: monitoringv1.EmbeddedPersistentVolumeClaim{
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}
+	return a
+}
+
+// TestRenderAgent: an agent renders in prometheus-operator's agent layout:
+// its names, labels, governing Service, the agent's flags, and the
+// agent's configuration (no rule files, no alerting, remote write).
+func TestRenderAgent(t *testing.T) {
+	a := testAgent("monitoring", "edge")
+	server, unsupported := FromAgent(a)
+	require.Empty(t, unsupported)
+	objs, err := promserver.Render(promserver.Inputs{
+		Server: server.PrometheusServer, Layout: server.Layout,
+		PodMonitors: []*monitoringv1.PodMonitor{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"},
+			Spec:       monitoringv1.PodMonitorSpec{PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{Port: ptr.To("metrics")}}},
+		}},
+	}, promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, nil)
+	require.NoError(t, err)
+
+	require.Len(t, objs.StatefulSets, 2)
+	require.Equal(t, []string{"prom-agent-edge", "prom-agent-edge-shard-1"}, []string{objs.StatefulSets[0].Name, objs.StatefulSets[1].Name})
+	sts := objs.StatefulSets[0]
+	require.Equal(t, "prometheus-agent-operated", sts.Spec.ServiceName)
+	require.Equal(t, map[string]string{
+		"app.kubernetes.io/instance": "edge", "app.kubernetes.io/managed-by": "prometheus-operator",
+		"app.kubernetes.io/name": "prometheus-agent", "operator.prometheus.io/name": "edge", "operator.prometheus.io/shard": "0",
+	}, sts.Spec.Selector.MatchLabels, "prometheus-operator's agent selector (agent/operator.go makeSelectorLabels)")
+	require.Equal(t, "agent", sts.Labels["operator.prometheus.io/mode"])
+	require.Equal(t, "prom-agent-edge-db", sts.Spec.VolumeClaimTemplates[0].Name)
+	require.Equal(t, "prometheus-agent-operated", objs.Service.Name)
+	require.Equal(t, map[string]string{"app.kubernetes.io/name": "prometheus-agent"}, objs.Service.Spec.Selector)
+	require.Empty(t, objs.RuleShards, "an agent has no rules")
+
+	prom := sts.Spec.Template.Spec.Containers[slices.IndexFunc(sts.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "prometheus" })]
+	require.Equal(t, "quay.io/prometheus/prometheus:v3.5.0", prom.Image)
+	require.Equal(t, []string{
+		"--config.file=/etc/prometheus/config_out/prometheus.env.yaml",
+		"--web.enable-lifecycle",
+		"--web.route-prefix=/",
+		"--agent",
+		"--storage.agent.path=/prometheus",
+		"--web.config.file=/etc/prometheus/web_config/web-config.yaml",
+	}, prom.Args)
+
+	require.Equal(t, "prom-agent-edge", objs.ConfigSecret.Name)
+	zr, err := gzip.NewReader(bytes.NewReader(objs.ConfigSecret.Data[promserver.ConfigSecretKey]))
+	require.NoError(t, err)
+	cfg, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), "job_name: podMonitor/apps/web/0")
+	require.Contains(t, string(cfg), "remote_write:")
+	for _, absent := range []string{"rule_files", "alerting", "evaluation_interval", "retention"} {
+		require.NotContains(t, string(cfg), absent)
+	}
+}

@@ -1,0 +1,27 @@
+package promoperator
+
+import (
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podreload/podreload/controller/promserver"
+	"github.com/podreload/podreload/controller/takeover"
+)
+
+// Checker tells what taking over the objects of k would do, without a
+// cluster (controller takeover-check); newList returns an empty list of
+// them.
+func Checker[T client.Object, L client.ObjectList](k Kind[T], newList func() L) takeover.Checker {
+	return takeover.NewChecker(k.Kind, k.GroupVersion.String(), k.New, newList, func(p T) takeover.Check {
+		server, unsupported := k.Convert(p)
+		c := takeover.Check{
+			Kind: k.Kind, Namespace: p.GetNamespace(), Name: p.GetName(),
+			ControllerID: p.GetAnnotations()[takeover.AnnotationControllerID],
+			Unsupported:  unsupported, Replicas: ptr.Deref(server.Spec.Replicas, 1),
+		}
+		for shard := range promserver.ShardCount(server) {
+			c.StatefulSets = append(c.StatefulSets, promserver.ShardName(server, shard))
+		}
+		return c
+	})
+}
