@@ -37,8 +37,10 @@ func kind() promoperator.Kind[*monitoringv1.Prometheus] {
 			return out, nil
 		},
 		Convert: FromPrometheus,
-		Common:  func(p *monitoringv1.Prometheus) *monitoringv1.CommonPrometheusFields { return &p.Spec.CommonPrometheusFields },
-		Status:  func(p *monitoringv1.Prometheus) *monitoringv1.PrometheusStatus { return &p.Status },
+		Common: func(p *monitoringv1.Prometheus) *monitoringv1.CommonPrometheusFields {
+			return &p.Spec.CommonPrometheusFields
+		},
+		Status: func(p *monitoringv1.Prometheus) *monitoringv1.PrometheusStatus { return &p.Status },
 	}
 }
 
