@@ -39,7 +39,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.AlertmanagersKind); !served {
+	if served, err := takeover.Served(m.GetRESTMapper(), logger, monitoringv1.SchemeGroupVersion, monitoringv1.AlertmanagersKind); !served {
 		return err
 	}
 	r := &reconciler{

@@ -83,7 +83,7 @@ func Setup[T client.Object](m *kube.Manager, logger *slog.Logger, reg prometheus
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if served, err := takeover.Served(m.GetRESTMapper(), logger, k.Kind); !served {
+	if served, err := takeover.Served(m.GetRESTMapper(), logger, k.GroupVersion, k.Kind); !served {
 		return err
 	}
 	empty, _ := k.Convert(k.New())

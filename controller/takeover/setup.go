@@ -4,17 +4,16 @@ import (
 	"fmt"
 	"log/slog"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-// Served reports whether the API server serves kind, one of
-// prometheus-operator's monitoring.coreos.com/v1 kinds taken over. A
+// Served reports whether the API server serves kind of gv, one of
+// prometheus-operator's kinds taken over. A
 // cluster without its CRD has no object of the kind to take over: the
 // controller runs all the same, and logs why (the kind, and the cause).
-func Served(mapper meta.RESTMapper, logger *slog.Logger, kind string) (bool, error) {
-	gv := monitoringv1.SchemeGroupVersion
+func Served(mapper meta.RESTMapper, logger *slog.Logger, gv schema.GroupVersion, kind string) (bool, error) {
 	_, err := mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
 	switch {
 	case meta.IsNoMatchError(err):

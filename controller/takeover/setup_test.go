@@ -40,7 +40,7 @@ func TestServed(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var logs testlog.Buffer
-			ok, err := Served(tc.mapper, slog.New(slog.NewJSONHandler(&logs, nil)), monitoringv1.PrometheusesKind)
+			ok, err := Served(tc.mapper, slog.New(slog.NewJSONHandler(&logs, nil)), monitoringv1.SchemeGroupVersion, monitoringv1.PrometheusesKind)
 			require.Equal(t, tc.served, ok)
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
