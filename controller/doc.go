@@ -9,8 +9,13 @@
 //
 //	controller/           Options, New, the table of managed kinds
 //	controller/prometheusserver the PrometheusServer kind: its front, its status
-//	controller/prometheus prometheus-operator's Prometheus taken over: the
-//	                      conversion, the field table, a takeover variant
+//	controller/prometheus prometheus-operator's Prometheus taken over: its
+//	                      conversion and field table on promoperator
+//	controller/prometheusagent prometheus-operator's PrometheusAgent taken
+//	                      over, the same way
+//	controller/promoperator what prometheus-operator's kinds that run
+//	                      Prometheus share, taken over: the takeover variant,
+//	                      the status, the common fields
 //	controller/promserver what the kinds that run Prometheus share: the
 //	                      model, the layout as a value, render, writes,
 //	                      watches, the reconciler of a kind's front
@@ -43,7 +48,8 @@
 //	contract/             what the controller and the config-reloader agree on:
 //	                      the content hash, the applied report, the part lines
 //
-// A kind imports promserver (the kinds that run Prometheus), kube, store,
+// A kind imports promserver (the kinds that run Prometheus), promoperator
+// (prometheus-operator's among them, taken over), kube, store,
 // webconfig, sidecar, takeover, the pure packages and contract, never
 // another kind nor this package; they know no kind. (The envtest suite of
 // the kinds that run Prometheus, prometheusserver's tests, runs the

@@ -283,6 +283,12 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"patch", "monitoring.coreos.com", "prometheuses", "status", "team-a", clusterBinding},
 			// Owner references with blockOwnerDeletion to a Prometheus.
 			{"update", "monitoring.coreos.com", "prometheuses", "finalizers", "team-a", clusterBinding},
+			// The same for a PrometheusAgent.
+			{"get", "monitoring.coreos.com", "prometheusagents", "", "team-a", clusterBinding},
+			{"list", "monitoring.coreos.com", "prometheusagents", "", "", clusterBinding},
+			{"watch", "monitoring.coreos.com", "prometheusagents", "", "", clusterBinding},
+			{"patch", "monitoring.coreos.com", "prometheusagents", "status", "team-a", clusterBinding},
+			{"update", "monitoring.coreos.com", "prometheusagents", "finalizers", "team-a", clusterBinding},
 			{"get", "monitoring.coreos.com", "alertmanagers", "", "team-a", clusterBinding},
 			{"list", "monitoring.coreos.com", "alertmanagers", "", "", clusterBinding},
 			{"watch", "monitoring.coreos.com", "alertmanagers", "", "", clusterBinding},

@@ -113,7 +113,7 @@ func TestRun(t *testing.T) {
 func TestCRDs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crds", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 9, "deploy/crds: run make generate")
+	require.Len(t, files, 10, "deploy/crds: run make generate")
 	var all, ours []byte
 	var names []string
 	for _, f := range files {
@@ -184,8 +184,9 @@ func firstDifference(want, got []byte) string {
 }
 
 // TestTakeoverCheck checks what `controller takeover-check` tells of
-// Prometheus objects in YAML files: one it can take over, one refused for
-// its Thanos sidecar (exit status 1), the other kinds skipped.
+// the objects in YAML files: a Prometheus, an Alertmanager and a
+// PrometheusAgent it can take over, one of each kind refused (exit status
+// 1), the other kinds skipped.
 func TestTakeoverCheck(t *testing.T) {
 	var stdout bytes.Buffer
 	var stderr testlog.Buffer
@@ -202,6 +203,11 @@ Alertmanager monitoring/main (controller-id ""):
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-main (3 replicas each); PVCs and data stay
 Alertmanager team-a/patched-reloader (controller-id ""):
   refused, not supported yet: spec.containers; annotated, it stays untouched
+PrometheusAgent monitoring/kps-prometheus (controller-id ""):
+  can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  rolls once, one pod at a time, to podreload's sidecar: StatefulSet prom-agent-kps-prometheus (1 replicas each); PVCs and data stay
+PrometheusAgent edge/per-node (controller-id ""):
+  refused, not supported yet: spec.mode; annotated, it stays untouched
 `, stdout.String())
 
 	stdout.Reset()
