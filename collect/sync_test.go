@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/wait"
@@ -44,27 +48,32 @@ func TestStartupBurstAndRemovals(t *testing.T) {
 	require.Zero(t, first.partial)
 	require.NoError(t, c.Ready())
 	require.Equal(t, "GET", first.method)
+	// One change: its reload is the second, so start-up sent one.
+	e.configMap(t, "a", "after-start", dashboard(), map[string]string{"after-start.json": "{}"})
+	second := srv.waitReloads(t, 2)
+	require.Len(t, second, 2, "reloads at start-up, then one for a change")
+	require.Contains(t, second[1].files, "after-start.json")
 
 	// A burst of 50 creates.
 	for i := 100; i < 150; i++ {
 		e.configMap(t, namespaces[i%3], fmt.Sprintf("dash-%d", i), dashboard(), map[string]string{fmt.Sprintf("dash-%d.json", i): "{}"})
 	}
-	wait.Until(t, 30*time.Second, 10*time.Millisecond, "a reload with the 150 files", func() error {
+	wait.Until(t, 30*time.Second, 10*time.Millisecond, "a reload with the 151 files", func() error {
 		r := srv.reloads()
-		if n := len(r[len(r)-1].files); n != 150 {
+		if n := len(r[len(r)-1].files); n != 151 {
 			return fmt.Errorf("%d files at the last reload", n)
 		}
 		return nil
 	})
-	burst := len(srv.reloads()) - 1
+	burst := len(srv.reloads()) - 2
 	require.LessOrEqual(t, burst, 2, "reloads for a burst of 50")
 
 	// One more change: its reload is the next one, so there was none in
 	// between.
 	e.configMap(t, "b", "sentinel", dashboard(), map[string]string{"sentinel.json": "{}"})
-	all := srv.waitReloads(t, burst+2)
-	require.Contains(t, all[burst+1].files, "sentinel.json")
-	require.Len(t, all, burst+2)
+	all := srv.waitReloads(t, burst+3)
+	require.Contains(t, all[burst+2].files, "sentinel.json")
+	require.Len(t, all, burst+3)
 
 	// Deletion, unlabelling, a removed key.
 	cms := e.kube.CoreV1().ConfigMaps("a")
@@ -99,14 +108,15 @@ func TestStartupBurstAndRemovals(t *testing.T) {
 	require.Zero(t, partial)
 	require.NotContains(t, files, "elsewhere.json", "a namespace not listed")
 	require.NotContains(t, files, "other-0.json", "an unlabelled ConfigMap")
-	// 150, the sentinel, renamed.json; dash-0, dash-3 and dash-6.json gone.
-	require.Len(t, files, 149)
+	// 150, after-start, the sentinel, renamed.json; dash-0, dash-3 and
+	// dash-6.json gone.
+	require.Len(t, files, 150)
 	wait.Until(t, 10*time.Second, 10*time.Millisecond, "the gauges", func() error {
-		if got := testutil.ToFloat64(c.m.files); got != 149 {
+		if got := testutil.ToFloat64(c.m.files); got != 150 {
 			return fmt.Errorf("collector_files %v", got)
 		}
 		// dash-3 is unlabelled, dash-0 and the shared ones deleted.
-		if got := testutil.ToFloat64(c.m.objects.WithLabelValues("configmap")); got != 149 {
+		if got := testutil.ToFloat64(c.m.objects.WithLabelValues("configmap")); got != 150 {
 			return fmt.Errorf("collector_objects %v", got)
 		}
 		return nil
@@ -187,6 +197,103 @@ func TestOutage(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Deleted while the collector saw nothing and the API server was
+	// killed and started again: removed once it sees the new one.
+	p.block()
+	e.cp.KillAPIServer(t)
+	e.cp.StartAPIServer(t)
+	for _, name := range []string{"old-2", "after-0"} {
+		wait.Until(t, 60*time.Second, 100*time.Millisecond, "delete after the restart", func() error {
+			return kube.Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	p.unblock()
+	waitGone(t, filepath.Join(dir, "old-2.json"))
+	waitGone(t, filepath.Join(dir, "after-0.json"))
 	_ = controlplane.Start
 	_ = os.ReadFile
+}
+
+// TestReadyAfterFirstSync: the collector is not ready while the API server
+// cannot be reached at start, and is once every target was listed.
+func TestReadyAfterFirstSync(t *testing.T) {
+	e := start(t)
+	ns := e.namespace(t, "grafana")
+	e.configMap(t, ns, "d", dashboard(), map[string]string{"d.json": "{}"})
+	p := newProxy(t, e.cfg.Host)
+	p.block()
+	cfg := *e.cfg
+	cfg.Host = "https://" + p.addr()
+	dir := t.TempDir()
+	c, _ := run(t, &env{cfg: &cfg}, Options{
+		Namespaces: []string{ns, "default"}, Resources: []Resource{ConfigMap}, Label: "grafana_dashboard", Folder: dir,
+	})
+	require.EqualError(t, c.Ready(), "not synced yet: 2 of 2 targets to list")
+	p.unblock()
+	wait.Until(t, 60*time.Second, 10*time.Millisecond, "ready", c.Ready)
+	require.Equal(t, "{}", read(t, filepath.Join(dir, "d.json")), "ready with the files on disk")
+}
+
+// TestWatchExpired: a watch that resumes from a resourceVersion etcd
+// compacted meanwhile (410 Gone: no watch cache, a compaction every
+// second, as in apisource's tests) lists again, which writes what was
+// created and removes what was deleted while it could not watch.
+func TestWatchExpired(t *testing.T) {
+	cp := controlplane.StartWithFlags(t, map[string]string{"watch-cache": "false", "etcd-compaction-interval": "1s"})
+	kube, err := kubernetes.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	e := &env{cp: cp, kube: kube, cfg: cp.Config}
+	ns := e.namespace(t, "grafana")
+	e.configMap(t, ns, "kept", dashboard(), map[string]string{"kept.json": "{}"})
+	e.configMap(t, ns, "gone", dashboard(), map[string]string{"gone.json": "{}"})
+	p := newProxy(t, e.cfg.Host)
+	cfg := *e.cfg
+	cfg.Host = "https://" + p.addr()
+	dir := t.TempDir()
+	c, _ := run(t, &env{cfg: &cfg}, Options{
+		Namespaces: []string{ns}, Resources: []Resource{ConfigMap}, Label: "grafana_dashboard", Folder: dir, ClientTimeout: 3 * time.Second,
+	})
+	wait.Until(t, 30*time.Second, 10*time.Millisecond, "ready", c.Ready)
+	waitFile(t, filepath.Join(dir, "gone.json"), "{}")
+	cms := kube.CoreV1().ConfigMaps(ns)
+	l, err := cms.List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	seen := l.ResourceVersion // where the collector's watch is, or later
+
+	restarts := func() float64 {
+		return testutil.ToFloat64(c.m.watchRestarts.WithLabelValues("error")) + testutil.ToFloat64(c.m.watchRestarts.WithLabelValues("silent"))
+	}
+	was := restarts()
+	p.block()
+	require.NoError(t, cms.Delete(t.Context(), "gone", metav1.DeleteOptions{}))
+	e.configMap(t, ns, "new", dashboard(), map[string]string{"new.json": "{}"})
+	wait.Until(t, 30*time.Second, 200*time.Millisecond, "etcd compacted past the collector's resourceVersion", func() error {
+		w, err := cms.Watch(t.Context(), metav1.ListOptions{ResourceVersion: seen})
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return nil
+			}
+			return err
+		}
+		defer w.Stop()
+		ev := <-w.ResultChan()
+		if ev.Type == watch.Error && expired(apierrors.FromObject(ev.Object)) {
+			return nil
+		}
+		return fmt.Errorf("a watch from %s still gets %s", seen, ev.Type)
+	})
+	// Its watch, cut off, ended: the next resumes from where it was.
+	wait.Until(t, 60*time.Second, 50*time.Millisecond, "the collector's watch ended", func() error {
+		if restarts() == was {
+			return errors.New("still watching")
+		}
+		return nil
+	})
+	p.unblock()
+	waitFile(t, filepath.Join(dir, "new.json"), "{}")
+	waitGone(t, filepath.Join(dir, "gone.json"))
+	require.Equal(t, "{}", read(t, filepath.Join(dir, "kept.json")))
+	require.Positive(t, testutil.ToFloat64(c.m.watchRestarts.WithLabelValues("expired")))
+	require.GreaterOrEqual(t, testutil.ToFloat64(c.m.lists), 2.0, "listed again")
 }

@@ -124,6 +124,8 @@ func TestBadInput(t *testing.T) {
 
 		cfg.Set(t, map[string]string{"prometheus.yaml.gz": "\x1f\x8bnot gzip"})
 		h.logs.waitErr(t, regexp.QuoteMeta(`read config: gunzip `+h.opts.ConfigFile+`: gzip: invalid header (keeping the previous config)`))
+		degradedLike(t, h.r, regexp.QuoteMeta(`read config: gunzip `+h.opts.ConfigFile+`: gzip: invalid header: the configuration last rendered is served`))
+		require.NoError(t, h.r.Ready())
 		truncated := gz(t, "a: 2\n")
 		cfg.Set(t, map[string]string{"prometheus.yaml.gz": truncated[:len(truncated)-4]})
 		h.logs.waitErr(t, regexp.QuoteMeta(`read config: gunzip `+h.opts.ConfigFile+`: unexpected EOF (keeping the previous config)`))
@@ -132,6 +134,7 @@ func TestBadInput(t *testing.T) {
 
 		cfg.Set(t, map[string]string{"prometheus.yaml.gz": gz(t, "a: 3\n")})
 		h.reloaded(t, 2, "a: 3\n|")
+		eventually(t, "not degraded", func() bool { return h.r.Degraded() == nil })
 	})
 
 	t.Run("config missing at start", func(t *testing.T) {

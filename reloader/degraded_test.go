@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,4 +193,41 @@ func TestFirstReloadRejected(t *testing.T) {
 			h.reloaded(t, 1, "v: 1\n|cm/a.yaml=bad;cm/b.yaml=b1;")
 		})
 	}
+}
+
+// TestFullDisk fills the disk of the configuration's output (a tmpfs of
+// 64 KiB, as root): the write fails, the configuration Prometheus runs
+// stays whole on disk, no temporary file is left taking space, and
+// Degraded says it; once there is room, the next try writes and reloads.
+func TestFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs (CAP_SYS_ADMIN): run as root, as make test does for e2e/node")
+	}
+	h, src := sourceHarness(t)
+	dir := filepath.Dir(h.out)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"), "mount a tmpfs on %s", dir)
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	src.set("v: 1\n", nil, nil)
+	h.start(t)
+	h.reloaded(t, 1, "v: 1\n|")
+
+	filler := filepath.Join(dir, "filler")
+	err := os.WriteFile(filler, make([]byte, 1<<20), 0o644)
+	require.ErrorIs(t, err, syscall.ENOSPC, "the tmpfs filled")
+	big := "v: 2\n# " + strings.Repeat("x", 16<<10) + "\n"
+	src.set(big, nil, nil)
+	degradedLike(t, h.r, regexp.QuoteMeta(`write `+h.out+`: `)+`.*`+regexp.QuoteMeta(`: no space left on device (keeping the previous config)`))
+	require.Equal(t, "v: 1\n", readFile(h.out))
+	require.NoError(t, h.r.Ready())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NotContains(t, e.Name(), ".tmp", "a temporary file left on the full disk")
+	}
+	require.Len(t, h.ep.reloads(), 1)
+
+	require.NoError(t, os.Remove(filler))
+	h.reloaded(t, 2, big+"|")
+	eventually(t, "not degraded", func() bool { return h.r.Degraded() == nil })
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -181,4 +183,37 @@ current-context: c
 	}), &stderr)
 	require.Equal(t, 1, code, stderr.String())
 	require.Contains(t, stderr.String(), `"msg":"run","err":"list configmaps l in ns: `)
+}
+
+// TestLogger: LOG_LEVEL drops what is below it, LOG_FORMAT is JSON or
+// logfmt, LOG_TZ=UTC logs times in UTC where LOCAL keeps their zone.
+func TestLogger(t *testing.T) {
+	at := time.Date(2026, 3, 4, 12, 30, 0, 0, time.FixedZone("CEST", 2*3600))
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"defaults", nil, `{"time":"2026-03-04T12:30:00+02:00","level":"INFO","msg":"m","k":"v"}` + "\n"},
+		{"UTC", map[string]string{"LOG_TZ": "UTC"}, `{"time":"2026-03-04T10:30:00Z","level":"INFO","msg":"m","k":"v"}` + "\n"},
+		{"logfmt, UTC", map[string]string{"LOG_FORMAT": "LOGFMT", "LOG_TZ": "utc"}, `time=2026-03-04T10:30:00.000Z level=INFO msg=m k=v` + "\n"},
+		{"ERROR drops INFO", map[string]string{"LOG_LEVEL": "ERROR"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"LABEL": "l", "FOLDER": "/f"}
+			maps.Copy(env, tc.env)
+			c, err := parseEnv(lookup(env), "", "")
+			require.NoError(t, err)
+			var out bytes.Buffer
+			logger := newLogger(c, &out)
+			if logger.Enabled(t.Context(), slog.LevelInfo) {
+				r := slog.NewRecord(at, slog.LevelInfo, "m", 0)
+				r.AddAttrs(slog.String("k", "v"))
+				require.NoError(t, logger.Handler().Handle(t.Context(), r))
+			}
+			// The source of a record made here is no caller's.
+			got := regexp.MustCompile(`"source":"[^"]*",|source=\S+ `).ReplaceAllString(out.String(), "")
+			require.Equal(t, tc.want, got)
+		})
+	}
 }

@@ -42,13 +42,14 @@ func main() {
 // METHOD=LIST, until everything is written), configured by args and the
 // variables lookup finds, logging to stderr, and returns the exit code.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) int {
-	var usernameFile, passwordFile string
+	var usernameFile, passwordFile, nsFile string
 	a := kingpin.New(program, "Writes the ConfigMaps and Secrets selected by a label into files and asks an application to reload them; "+
 		"configured by k8s-sidecar's environment variables (docs/collector.md).")
 	a.Version(version.Print(program))
 	a.HelpFlag.Short('h')
 	a.Flag("req-username-file", "File holding the basic auth user name of REQ_URL and .url fetches; over REQ_USERNAME_FILE.").StringVar(&usernameFile)
 	a.Flag("req-password-file", "File holding the basic auth password of REQ_URL and .url fetches; over REQ_PASSWORD_FILE.").StringVar(&passwordFile)
+	a.Flag("namespace-file", "File holding the pod's namespace, read when NAMESPACE is not set.").Hidden().Default(namespaceFile).StringVar(&nsFile)
 	exit := -1
 	a.UsageWriter(stderr).ErrorWriter(stderr).Terminate(func(code int) { exit = code })
 	_, err := a.Parse(args)
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	cfg, err := parseEnv(lookup, usernameFile, passwordFile)
 	if err == nil && cfg.defaultNamespace {
 		var b []byte
-		b, err = os.ReadFile(namespaceFile)
+		b, err = os.ReadFile(nsFile)
 		if err != nil {
 			err = fmt.Errorf("NAMESPACE is not set and the pod's namespace is unknown: %w", err)
 		}

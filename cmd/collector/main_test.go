@@ -84,6 +84,26 @@ func TestRun(t *testing.T) {
 		require.Contains(t, stderr.String(), `"msg":"initial sync done"`, "JSON logs by default")
 	})
 
+	// NAMESPACE unset: the pod's own, from its service account's files.
+	t.Run("the pod's namespace", func(t *testing.T) {
+		reloads.Store(0)
+		dir := t.TempDir()
+		nsFile := filepath.Join(t.TempDir(), "namespace")
+		require.NoError(t, os.WriteFile(nsFile, []byte("ns-1\n"), 0o644))
+		e := env(dir, "METHOD", "LIST")
+		delete(e, "NAMESPACE")
+		var stderr bytes.Buffer
+		require.Equal(t, 0, run(t.Context(), []string{"--namespace-file=" + nsFile}, lookup(e), &stderr), stderr.String())
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		require.Equal(t, "d1.json", entries[0].Name())
+
+		stderr.Reset()
+		require.Equal(t, 2, run(t.Context(), []string{"--namespace-file=" + filepath.Join(dir, "none")}, lookup(e), &stderr))
+		require.Equal(t, "collector: NAMESPACE is not set and the pod's namespace is unknown: open "+filepath.Join(dir, "none")+": no such file or directory\n", stderr.String())
+	})
+
 	t.Run("watch", func(t *testing.T) {
 		reloads.Store(0)
 		dir := t.TempDir()
