@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -211,8 +210,6 @@ func TestOutage(t *testing.T) {
 	p.unblock()
 	waitGone(t, filepath.Join(dir, "old-2.json"))
 	waitGone(t, filepath.Join(dir, "after-0.json"))
-	_ = controlplane.Start
-	_ = os.ReadFile
 }
 
 // TestReadyAfterFirstSync: the collector is not ready while the API server
