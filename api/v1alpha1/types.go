@@ -263,6 +263,8 @@ type PrometheusServerSpec struct {
 	// ServerFlags are settings that are flags of Prometheus
 	// (serverflags.go).
 	ServerFlags `json:",inline"`
+	// TakenOver are settings of objects taken over alone (takenover.go).
+	TakenOver `json:"-"`
 	// Web configures Prometheus' web server, as prometheus-operator's
 	// web field does: pageTitle (--web.page-title), maxConnections
 	// (--web.max-connections), and, rendered into a web configuration file

@@ -3,11 +3,9 @@ package alertmanager
 import (
 	"cmp"
 	"fmt"
-	"reflect"
 	"slices"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
@@ -75,9 +73,9 @@ func operatorFields() []takeover.Field {
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
 		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
 		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named alertmanager or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
-			reloaderPatches(sidecar.ContainerName)),
+			takeover.OnlyPatches(sidecar.ContainerName)),
 		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
-			reloaderPatches(sidecar.InitContainerName)),
+			takeover.OnlyPatches(sidecar.InitContainerName)),
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),
 		mapped("clusterAdvertiseAddress", flag),
@@ -106,16 +104,6 @@ func operatorFields() []takeover.Field {
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),
 		mapped("terminationGracePeriodSeconds", "default 120"),
 		mapped("hostUsers", asIs),
-	}
-}
-
-// reloaderPatches accepts a list of containers none of which patches the
-// image, command or args of the config-reloader container name
-// (takeover.PatchesOnly).
-func reloaderPatches(name string) func(reflect.Value) bool {
-	return func(v reflect.Value) bool {
-		containers, _ := v.Interface().([]corev1.Container)
-		return takeover.PatchesOnly(containers, name)
 	}
 }
 

@@ -12,8 +12,6 @@ import (
 // (promoperator.CommonFields) and its own: every field has a row
 // (TestOperatorFieldsCoverTheSpec walks the type), and
 // docs/prometheus-operator.md is its rendering (TestOperatorFieldMatrix).
-//
-//nolint:funlen // A table, one row per field of the upstream spec: its length is the spec's, not logic.
 func operatorFields() []takeover.Field {
 	const (
 		flag     = promoperator.ReasonFlag

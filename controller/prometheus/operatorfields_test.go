@@ -80,6 +80,10 @@ func acceptedValues() map[string][]string {
 		"hostNetwork":                  {`false`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"allowOverlappingBlocks":       {`false`},
+		"containers": {`[{"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.19.0"}]`,
+			`[{"name": "prometheus", "env": [{"name": "GOMEMLIMIT", "value": "1GiB"}]}]`,
+			`[{"name": "config-reloader", "resources": {"limits": {"memory": "50Mi"}}}]`},
+		"initContainers": {`[{"name": "setup", "image": "busybox"}]`, `[{"name": "init-config-reloader", "env": [{"name": "A", "value": "1"}]}]`},
 	}
 }
 
@@ -89,6 +93,8 @@ func refusedValues() map[string]string {
 	return map[string]string{
 		"automountServiceAccountToken": `false`,
 		"shardRetentionPolicy":         `{"whenScaled": "Retain"}`,
+		"containers":                   `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9090/-/reload"]}]`,
+		"initContainers":               `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1"}]`,
 	}
 }
 

@@ -87,6 +87,11 @@ func TestOperator(t *testing.T) {
 	operator.Start(t, env.Kubeconfig, "")
 
 	a := testAgent(ns, "edge")
+	// A patch of Prometheus' container, and a container of the user's.
+	a.Spec.Containers = []corev1.Container{
+		{Name: "prometheus", Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "1GiB"}}},
+		{Name: "kube-rbac-proxy", Image: "quay.io/brancz/kube-rbac-proxy:v0.19.0", Args: []string{"--upstream=http://127.0.0.1:9090/"}},
+	}
 	require.NoError(t, c.Create(ctx, a))
 	shards := []string{"prom-agent-edge", "prom-agent-edge-shard-1"}
 	reloader := func(sts *appsv1.StatefulSet) string { return container(t, sts, "config-reloader").Image }
@@ -123,6 +128,16 @@ func TestOperator(t *testing.T) {
 		require.Equal(t, opProm.Args, prom.Args, "the agent's flags as the operator's")
 		require.Equal(t, mount(t, opProm, "prom-agent-edge-db"), mount(t, prom, "prom-agent-edge-db"), "the data volume at the operator's path")
 		require.Equal(t, op.Spec.Template.Labels, sts.Spec.Template.Labels)
+		require.Equal(t, opProm.Env, prom.Env, "the patch merged as the operator merges it")
+		names := func(cs []corev1.Container) []string {
+			var out []string
+			for _, c := range cs {
+				out = append(out, c.Name)
+			}
+			return out
+		}
+		require.Equal(t, names(op.Spec.Template.Spec.Containers), names(sts.Spec.Template.Spec.Containers))
+		require.Equal(t, container(t, op, "kube-rbac-proxy"), container(t, &sts, "kube-rbac-proxy"), "the user's container, appended")
 	}
 	var svc corev1.Service
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prometheus-agent-operated"}, &svc))

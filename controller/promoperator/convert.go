@@ -77,6 +77,7 @@ func CommonSpec(in monitoringv1.CommonPrometheusFields, image string) v1alpha1.P
 		VolumeMounts:                    in.VolumeMounts,
 		AdditionalArgs:                  in.AdditionalArgs,
 		WALCompression:                  in.WALCompression,
+		TakenOver:                       v1alpha1.TakenOver{Containers: in.Containers, InitContainers: in.InitContainers},
 		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
 	}
 	commonGeneration(in, &spec)

@@ -3,6 +3,7 @@ package promoperator
 import (
 	"reflect"
 
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -141,8 +142,10 @@ func CommonFields() []takeover.Field {
 		refuseBut("podManagementPolicy", "podreload renders Parallel; accepted: Parallel", takeover.OnlyStrings("Parallel")),
 		refuse("updateStrategy", "a StatefulSet setting podreload does not render yet"),
 		mapped("enableServiceLinks", "spec.enableServiceLinks"),
-		refuse("containers", "merging containers into the pod is not rendered yet"),
-		refuse("initContainers", "merging init containers into the pod is not rendered yet"),
+		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named prometheus or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
+			takeover.OnlyPatches(sidecar.ContainerName)),
+		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
+			takeover.OnlyPatches(sidecar.InitContainerName)),
 		mapped("additionalScrapeConfigs", "spec.additionalScrapeConfigs"),
 		refuse("apiserverConfig", "service discovery through another API server is not rendered yet"),
 		mapped("priorityClassName", "spec.priorityClassName"),

@@ -202,7 +202,7 @@ func (t *takingOver[T]) podObject(_ context.Context, obj client.Object) []ctrl.R
 func (t *takingOver[T]) Servers(ctx context.Context) []v1alpha1.PrometheusServer {
 	list, err := t.k.List(ctx, t.r.Client)
 	if err != nil {
-		t.r.Logger.Error("list "+t.k.Kind+" objects", "err", err)
+		t.r.Logger.Error("list the objects taken over", "kind", t.k.Kind, "err", err)
 		return nil
 	}
 	var out []v1alpha1.PrometheusServer

@@ -16,6 +16,8 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/sidecar"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // The pod fields and flags of the spec that prometheus-operator's
@@ -178,4 +180,40 @@ func compactionArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []mon
 		args = append(args, monitoringv1.Argument{Name: "no-storage.tsdb.allow-overlapping-compaction"})
 	}
 	return args
+}
+
+// validateContainers refuses spec.containers and spec.initContainers of a
+// server taken over that do not merge into the rendered ones
+// (takeover.MergeContainers: a patch that is no strategic merge patch of
+// the container it names).
+func validateContainers(server Target) error {
+	for _, f := range []struct {
+		field    string
+		rendered []string
+		patches  []corev1.Container
+	}{
+		{"containers", []string{"prometheus", sidecar.ContainerName}, server.Spec.Containers},
+		{"initContainers", []string{sidecar.InitContainerName}, server.Spec.InitContainers},
+	} {
+		base := make([]corev1.Container, len(f.rendered))
+		for i, name := range f.rendered {
+			base[i].Name = name
+		}
+		if _, err := takeover.MergeContainers(base, f.patches); err != nil {
+			return fmt.Errorf("spec.%s: %w", f.field, err)
+		}
+	}
+	return nil
+}
+
+// mergeContainers merges into pod the user's containers of a Prometheus
+// or agent taken over, as prometheus-operator merges them; Render checked
+// that they merge (validateContainers). A PrometheusServer has none.
+func mergeContainers(pod *corev1.PodSpec, spec v1alpha1.PrometheusServerSpec) {
+	if merged, err := takeover.MergeContainers(pod.Containers, spec.Containers); err == nil {
+		pod.Containers = merged
+	}
+	if merged, err := takeover.MergeContainers(pod.InitContainers, spec.InitContainers); err == nil {
+		pod.InitContainers = merged
+	}
 }

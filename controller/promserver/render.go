@@ -185,6 +185,9 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	if err := ValidateArgs(server); err != nil {
 		return nil, err
 	}
+	if err := validateContainers(server); err != nil {
+		return nil, err
+	}
 	web, err := RenderWeb(in)
 	if err != nil {
 		return nil, &SpecError{Err: err, SecretRefs: web.Refs}

@@ -322,6 +322,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 			HostUsers:                     spec.HostUsers,
 		},
 	}
+	mergeContainers(&t.Spec, spec)
 	if signal {
 		// The reloader signals Prometheus, which runs as the same user.
 		t.Spec.ShareProcessNamespace = ptr.To(true)

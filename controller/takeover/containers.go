@@ -3,6 +3,7 @@ package takeover
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -96,4 +97,15 @@ func PatchesOnly(containers []corev1.Container, names ...string) bool {
 		}
 	}
 	return true
+}
+
+// OnlyPatches accepts, as the Accepts of a field's row, a list of
+// containers none of which patches the image, command or args of the
+// config-reloader container name (PatchesOnly): podreload's
+// config-reloader runs neither prometheus-operator's image nor its flags.
+func OnlyPatches(name string) func(reflect.Value) bool {
+	return func(v reflect.Value) bool {
+		containers, _ := v.Interface().([]corev1.Container)
+		return PatchesOnly(containers, name)
+	}
 }

@@ -1,0 +1,17 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// TakenOver are the settings of a Prometheus or PrometheusAgent taken over
+// that the PrometheusServer kind does not have: the model carries them,
+// the API does not (PrometheusServerSpec has them inline, never
+// serialized).
+type TakenOver struct {
+	// Containers and InitContainers (their containers and
+	// initContainers) are merged by name into the rendered pod as
+	// prometheus-operator merges them: one named as a rendered container
+	// is a strategic merge patch of it, the others are appended. In
+	// prometheus-operator's layout only.
+	Containers     []corev1.Container `json:"-"`
+	InitContainers []corev1.Container `json:"-"`
+}
