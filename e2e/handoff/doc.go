@@ -3,7 +3,8 @@
 // as a process of its own, so that it can be killed) through faults,
 // against one real kube-apiserver and etcd (issue 41, items 3 and 4): a
 // controller killed in the middle of a takeover and of a hand-back, the
-// operator killed in the middle of a hand-back, the annotation flipped
+// operator killed in the middle of a hand-back (of a Prometheus and of an
+// Alertmanager, each), the annotation flipped
 // back and forth, the controller down while objects are annotated and
 // their monitors change, an object deleted during its takeover, and the
 // leader of two replicas cut off from the API server. No kubelet: the

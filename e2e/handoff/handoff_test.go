@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -95,8 +96,10 @@ type scenario struct {
 // scenarios are the faults of issue 41 (items 3 and 4).
 func scenarios() []scenario {
 	return []scenario{
-		{"controller killed", testControllerKilled},
-		{"operator killed", testOperatorKilled},
+		{"controller killed", controllerKilled(prometheusKind())},
+		{"controller killed, an Alertmanager", controllerKilled(alertmanagerKind())},
+		{"operator killed", operatorKilled(prometheusKind())},
+		{"operator killed, an Alertmanager", operatorKilled(alertmanagerKind())},
 		{"annotation flipped", testFlips},
 		{"controller down", testControllerDown},
 		{"deleted during the roll", testDeletedDuringRoll},
@@ -138,6 +141,7 @@ func newClient(t testing.TB, cfg *rest.Config) client.Client {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, monitoringv1.AddToScheme(scheme))
+	require.NoError(t, monitoringv1alpha1.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = testAgent

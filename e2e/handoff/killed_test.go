@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,18 +15,29 @@ import (
 	"github.com/podreload/podreload/internal/testenv/operator"
 )
 
+// controllerKilled is testControllerKilled of an object of kind k.
+func controllerKilled(k *kind) func(testing.TB, *env, figure) {
+	return func(t testing.TB, e *env, fig figure) { testControllerKilled(t, e, fig, k) }
+}
+
+// operatorKilled is testOperatorKilled of an object of kind k.
+func operatorKilled(k *kind) func(testing.TB, *env, figure) {
+	return func(t testing.TB, e *env, fig figure) { testOperatorKilled(t, e, fig, k) }
+}
+
 // testControllerKilled kills the controller (SIGKILL) in the middle of
-// the takeover of a Prometheus prometheus-operator runs, then in the
-// middle of its hand-back; a change is made while it is down each time.
+// the takeover of an object of kind k (a Prometheus, an Alertmanager)
+// prometheus-operator runs, then in the middle of its hand-back; a
+// change is made while it is down each time.
 // Its requests go through a proxy that slows them while a roll is to be
 // cut: the kill follows its first write, and each time the test checks
 // that the roll had not reached the StatefulSet (or, handing back, the
 // Role) yet. After its restart the end state is reached, with the change
 // made meanwhile.
-func testControllerKilled(t testing.TB, e *env, fig figure) {
-	ns := e.namespace(t, "controller-killed")
-	createMonitors(t, e.c, ns)
-	s := e.newPrometheus(t, ns, "k8s", "")
+func testControllerKilled(t testing.TB, e *env, fig figure, k *kind) {
+	ns := e.namespace(t, "controller-killed-"+strings.ToLower(k.name))
+	createInputs(t, e.c, ns, k)
+	s := e.newScene(t, k, ns, "k8s", "")
 	operator.Start(t, e.cp.Kubeconfig, "", "--namespaces="+ns)
 	s.waitOperatorWrote(t)
 	px := e.newProxy(t)
@@ -48,14 +60,14 @@ func testControllerKilled(t testing.TB, e *env, fig figure) {
 	restarted := time.Now()
 	ctl = e.startController(t, kubeconfig, ns)
 	s.waitTakenOver(t, 1)
-	fig("the controller killed taking over: its start → taken over, a change made meanwhile rendered", time.Since(restarted))
+	fig(k.name+", the controller killed taking over: its start → taken over, a change made meanwhile rendered", time.Since(restarted))
 
 	// Handing back: the controller's writes are its status, then the
 	// reloaders' RoleBinding and Role; killed after the first.
 	px.setDelay(slow)
 	s.annotate(t, "")
 	eventually(t, "the controller's status removed", func() error {
-		if c := takeover.FindCondition(s.prometheus(t).Status.Conditions, configApplied); c != nil {
+		if conds, _ := s.conditions(t); takeover.FindCondition(conds, configApplied) != nil {
 			return fmt.Errorf("%s still there", configApplied)
 		}
 		return nil
@@ -68,19 +80,19 @@ func testControllerKilled(t testing.TB, e *env, fig figure) {
 	restarted = time.Now()
 	e.startController(t, kubeconfig, ns)
 	s.waitHandedBack(t, 2)
-	fig("the controller killed handing back: its start → handed back, the reloaders' Role gone", time.Since(restarted))
+	fig(k.name+", the controller killed handing back: its start → handed back, the reloaders' Role gone", time.Since(restarted))
 }
 
 // testOperatorKilled kills prometheus-operator's operator (SIGKILL) in
-// the middle of the hand-back of a Prometheus the controller took over
-// from it: after its first write, its requests slowed by a proxy, before
+// the middle of the hand-back of an object of kind k (a Prometheus, an
+// Alertmanager) the controller took over from it: after its first write, its requests slowed by a proxy, before
 // it reached the StatefulSet. A change is made while it is down; once it
-// runs again, the Prometheus is its own, the change rendered, nothing of
+// runs again, the object is its own, the change rendered, nothing of
 // the controller's left.
-func testOperatorKilled(t testing.TB, e *env, fig figure) {
-	ns := e.namespace(t, "operator-killed")
-	createMonitors(t, e.c, ns)
-	s := e.newPrometheus(t, ns, "k8s", "")
+func testOperatorKilled(t testing.TB, e *env, fig figure, k *kind) {
+	ns := e.namespace(t, "operator-killed-"+strings.ToLower(k.name))
+	createInputs(t, e.c, ns, k)
+	s := e.newScene(t, k, ns, "k8s", "")
 	px := e.newProxy(t)
 	kubeconfig := e.kubeconfig(t, px.URL(), "")
 	op := operator.Start(t, kubeconfig, "", "--namespaces="+ns)
@@ -104,5 +116,5 @@ func testOperatorKilled(t testing.TB, e *env, fig figure) {
 	restarted := time.Now()
 	operator.Start(t, kubeconfig, "", "--namespaces="+ns)
 	s.waitHandedBack(t, 1)
-	fig("prometheus-operator killed handing back: its start (until ready) → handed back, a change made meanwhile rendered", time.Since(restarted))
+	fig(k.name+", prometheus-operator killed handing back: its start (until ready) → handed back, a change made meanwhile rendered", time.Since(restarted))
 }

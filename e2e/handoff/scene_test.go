@@ -15,14 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/controller"
 	"github.com/podreload/podreload/controller/takeover"
@@ -46,13 +43,20 @@ spec:
   groups: [{name: handoff, rules: [{record: "handoff:edit", expr: "vector(0)"}]}]
 `
 
-// replicas of each Prometheus: a roll of a StatefulSet of more than one.
+// replicas of each Prometheus and Alertmanager: a roll of a StatefulSet of more than one.
 const replicas = 2
 
 // createMonitors creates the monitors of the namespace ns.
 func createMonitors(t testing.TB, c client.Client, ns string) {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(strings.ReplaceAll(monitors, "NS", ns)), 4096)
+	createInputs(t, c, ns, prometheusKind())
+}
+
+// createInputs creates the inputs of the objects of kind k of the
+// namespace ns.
+func createInputs(t testing.TB, c client.Client, ns string, k *kind) {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(strings.ReplaceAll(k.inputs, "NS", ns)), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		err := dec.Decode(&obj.Object)
@@ -64,9 +68,11 @@ func createMonitors(t testing.TB, c client.Client, ns string) {
 	}
 }
 
-// scene is a Prometheus of the test and what it checks of it.
+// scene is a Prometheus or an Alertmanager of the test and what it
+// checks of it.
 type scene struct {
 	e        *env
+	kind     *kind
 	ns, name string
 	uid      types.UID
 	// orig is its StatefulSet as prometheus-operator first wrote it.
@@ -82,32 +88,50 @@ type scene struct {
 // selected, the external label edit 0.
 func (e *env) newPrometheus(t testing.TB, ns, name, id string) *scene {
 	t.Helper()
-	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if id != "" {
-		p.Annotations = map[string]string{takeover.AnnotationControllerID: id}
-	}
-	p.Spec.Replicas = ptr.To[int32](replicas)
-	p.Spec.Image = ptr.To("quay.io/prometheus/prometheus:v3.15.0")
-	p.Spec.Version = "v3.15.0"
-	p.Spec.ServiceMonitorSelector = &metav1.LabelSelector{}
-	p.Spec.RuleSelector = &metav1.LabelSelector{}
-	p.Spec.ExternalLabels = map[string]string{"edit": "0"}
-	p.Spec.Storage = &monitoringv1.StorageSpec{VolumeClaimTemplate: monitoringv1.EmbeddedPersistentVolumeClaim{
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}}
-	require.NoError(t, e.c.Create(t.Context(), p))
-	return &scene{e: e, ns: ns, name: name, uid: p.UID}
+	return e.newScene(t, prometheusKind(), ns, name, id)
 }
 
-// stsName is the name of the StatefulSet, of the config Secret.
-func (s *scene) stsName() string { return "prometheus-" + s.name }
+// newScene creates the object of kind k name in ns, handed to id (none
+// when empty), with the spec of its kind.
+func (e *env) newScene(t testing.TB, k *kind, ns, name, id string) *scene {
+	t.Helper()
+	obj := k.object()
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	if id != "" {
+		obj.SetAnnotations(map[string]string{takeover.AnnotationControllerID: id})
+	}
+	k.spec(obj)
+	require.NoError(t, e.c.Create(t.Context(), obj))
+	return &scene{e: e, kind: k, ns: ns, name: name, uid: obj.GetUID()}
+}
+
+// stsName is the name of the StatefulSet: <prefix><name>, which starts
+// those of the kind's other objects.
+func (s *scene) stsName() string { return s.kind.prefix + s.name }
+
+// configName is the name of the Secret of the configuration.
+func (s *scene) configName() string { return s.stsName() + s.kind.config }
 
 // key is the key of the object name of the namespace.
 func (s *scene) key(name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: s.ns, Name: name}
+}
+
+// object reads the object of the scene (a Prometheus or an Alertmanager).
+func (s *scene) object(t testing.TB) client.Object {
+	t.Helper()
+	obj := s.kind.object()
+	require.NoError(t, s.e.c.Get(t.Context(), s.key(s.name), obj))
+	return obj
+}
+
+// conditions reads the conditions of the object's status, and its
+// generation.
+func (s *scene) conditions(t testing.TB) ([]monitoringv1.Condition, int64) {
+	t.Helper()
+	obj := s.object(t)
+	return s.kind.conditions(obj), obj.GetGeneration()
 }
 
 // prometheus reads the Prometheus.
@@ -126,42 +150,46 @@ func (s *scene) statefulSet(t testing.TB) *appsv1.StatefulSet {
 	return &sts
 }
 
-// annotate hands the Prometheus to id, and returns the resourceVersion
-// of the change.
+// annotate hands the object to id, and returns the resourceVersion of the
+// change.
 func (s *scene) annotate(t testing.TB, id string) string {
 	t.Helper()
 	return s.patch(t, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, takeover.AnnotationControllerID, id))
 }
 
-// edit makes the edit n: the external label edit of the Prometheus, and
-// the expression of the namespace's rule (every Prometheus of it).
+// edit makes the edit n (of the object, and of the inputs of every
+// object of its kind in the namespace), as its kind makes it.
 func (s *scene) edit(t testing.TB, n int) {
 	t.Helper()
-	s.patch(t, fmt.Sprintf(`{"spec":{"externalLabels":{"edit":"%d"}}}`, n))
-	rule := &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "app"}}
-	require.NoError(t, s.e.c.Patch(t.Context(), rule, client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"spec":{"groups":[{"name":"handoff","rules":[{"record":"handoff:edit","expr":"vector(%d)"}]}]}}`, n))))
+	s.kind.edit(t, s, n)
 }
 
-// patch merges p into the Prometheus and returns its resourceVersion.
+// patch merges p into the object and returns its resourceVersion.
 func (s *scene) patch(t testing.TB, p string) string {
 	t.Helper()
-	obj := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name}}
-	require.NoError(t, s.e.c.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(p))), "patch Prometheus %s/%s", s.ns, s.name)
-	return obj.ResourceVersion
+	obj := s.kind.object()
+	obj.SetNamespace(s.ns)
+	obj.SetName(s.name)
+	require.NoError(t, s.e.c.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(p))), "patch %s %s/%s", s.kind.name, s.ns, s.name)
+	return obj.GetResourceVersion()
 }
 
 // waitOperatorWrote waits until prometheus-operator wrote the
-// StatefulSet, the config Secret and the rule ConfigMap, keeps the
-// StatefulSet as it wrote it, and creates the claims of its pods.
+// StatefulSet, the config Secret and the rule ConfigMap (of a kind with
+// rules), keeps the StatefulSet as it wrote it, and creates the claims
+// of its pods.
 func (s *scene) waitOperatorWrote(t testing.TB) {
 	t.Helper()
-	eventually(t, "the objects of Prometheus "+s.name+" written by prometheus-operator", func() error {
-		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
-			name := s.stsName()
-			if _, ok := obj.(*corev1.ConfigMap); ok {
-				name += "-rulefiles-0"
-			}
+	eventually(t, "the objects of "+s.kind.name+" "+s.name+" written by prometheus-operator", func() error {
+		objs := []client.Object{
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.stsName()}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.configName()}},
+		}
+		if s.kind.rules != "" {
+			objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.stsName() + s.kind.rules}})
+		}
+		for _, obj := range objs {
+			name := obj.GetName()
 			if err := s.e.c.Get(t.Context(), s.key(name), obj); err != nil {
 				return err
 			}
@@ -189,14 +217,14 @@ func managedBy(obj client.Object, manager string) bool {
 	return slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == manager })
 }
 
-// rendered returns nil once the config Secret holds the external label
-// of the edit n and the rule ConfigMap its rule.
+// rendered returns nil once the configuration Secret holds the edit n,
+// and what else of the kind carries it (rendered of the kind).
 func (s *scene) rendered(t testing.TB, n int) error {
 	var secret corev1.Secret
-	if err := s.e.c.Get(t.Context(), s.key(s.stsName()), &secret); err != nil {
+	if err := s.e.c.Get(t.Context(), s.key(s.configName()), &secret); err != nil {
 		return err
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(secret.Data["prometheus.yaml.gz"]))
+	zr, err := gzip.NewReader(bytes.NewReader(secret.Data[s.kind.key]))
 	if err != nil {
 		return fmt.Errorf("Secret %s: %w", secret.Name, err)
 	}
@@ -204,31 +232,11 @@ func (s *scene) rendered(t testing.TB, n int) error {
 	if err != nil {
 		return fmt.Errorf("Secret %s: %w", secret.Name, err)
 	}
-	var config struct {
-		Global struct {
-			ExternalLabels map[string]string `json:"external_labels"`
-		} `json:"global"`
-	}
-	if err := sigsyaml.Unmarshal(b, &config); err != nil {
-		return fmt.Errorf("Secret %s: %w", secret.Name, err)
-	}
-	if got := config.Global.ExternalLabels["edit"]; got != fmt.Sprint(n) {
-		return fmt.Errorf("Secret %s: external label edit is %q, not %d", secret.Name, got, n)
-	}
-	var rules corev1.ConfigMap
-	if err := s.e.c.Get(t.Context(), s.key(s.stsName()+"-rulefiles-0"), &rules); err != nil {
-		return err
-	}
-	for _, v := range rules.Data {
-		if strings.Contains(v, fmt.Sprintf("vector(%d)", n)) {
-			return nil
-		}
-	}
-	return fmt.Errorf("ConfigMap %s: no vector(%d) in %v", rules.Name, n, rules.Data)
+	return s.kind.rendered(t, s, b, n)
 }
 
 // waitWrite waits until manager writes an object of the namespace (a
-// StatefulSet, Secret, ConfigMap, Service, Role or the Prometheus' status)
+// StatefulSet, Secret, ConfigMap, Service, Role or the object's status)
 // at or after since, and returns what it wrote.
 func (s *scene) waitWrite(t testing.TB, manager string, since time.Time) string {
 	t.Helper()
@@ -237,7 +245,7 @@ func (s *scene) waitWrite(t testing.TB, manager string, since time.Time) string 
 	eventually(t, "a write of "+manager, func() error {
 		for _, list := range []client.ObjectList{
 			&appsv1.StatefulSetList{}, &corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{},
-			&monitoringv1.PrometheusList{},
+			s.kind.list(),
 		} {
 			if err := s.e.c.List(t.Context(), list, client.InNamespace(s.ns)); err != nil {
 				return err
@@ -261,21 +269,21 @@ func (s *scene) waitWrite(t testing.TB, manager string, since time.Time) string 
 }
 
 // ownedOnlyBy returns nil when obj's owner references are one, the
-// Prometheus as its controller, blocking its deletion (as
+// object of the scene as its controller, blocking its deletion (as
 // prometheus-operator's WithManagingOwner): the garbage collector deletes
-// it with the Prometheus.
+// it with the object.
 func (s *scene) ownedOnlyBy(obj client.Object) error {
 	refs := obj.GetOwnerReferences()
-	if len(refs) != 1 || refs[0].UID != s.uid || refs[0].Kind != monitoringv1.PrometheusesKind ||
+	if len(refs) != 1 || refs[0].UID != s.uid || refs[0].Kind != s.kind.name ||
 		refs[0].Controller == nil || !*refs[0].Controller || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
-		return fmt.Errorf("%T %s: owner references %+v, not the Prometheus %s (uid %s) as controller", obj, obj.GetName(), refs, s.name, s.uid)
+		return fmt.Errorf("%T %s: owner references %+v, not the %s %s (uid %s) as controller", obj, obj.GetName(), refs, s.kind.name, s.name, s.uid)
 	}
 	return nil
 }
 
 // kept returns nil when the StatefulSet is the one prometheus-operator
 // created, with its selector, Service name and claim templates, owned by
-// the Prometheus alone, and the claims of its pods untouched.
+// the object alone, and the claims of its pods untouched.
 func (s *scene) kept(t testing.TB, sts *appsv1.StatefulSet) error {
 	switch {
 	case sts.UID != s.orig.UID:

@@ -38,25 +38,25 @@ const (
 // with the controller's pod template and none of prometheus-operator's
 // fields; the config Secret and rule ConfigMap rendering the last edit;
 // the reloaders' Role and RoleBinding; every object owned by the
-// Prometheus; its status the controller's (Reconciled True at its
+// Prometheus (or the Alertmanager); its status the controller's (Reconciled True at its
 // generation, ConfigApplied). Handed back (handedBack): the same
 // StatefulSet with prometheus-operator's pod template and input hash,
 // the last edit rendered by prometheus-operator, and nothing of the
 // controller's: no pod template field, Role, RoleBinding, status
 // condition or status field.
 
-// waitTakenOver waits until the Prometheus is taken over, the edit n
+// waitTakenOver waits until the object is taken over, the edit n
 // rendered.
 func (s *scene) waitTakenOver(t testing.TB, n int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("Prometheus %s/%s taken over, edit %d rendered", s.ns, s.name, n), func() error { return s.takenOver(t, n) })
+	eventually(t, fmt.Sprintf("%s %s/%s taken over, edit %d rendered", s.kind.name, s.ns, s.name, n), func() error { return s.takenOver(t, n) })
 }
 
-// waitHandedBack waits until the Prometheus is handed back, the edit n
+// waitHandedBack waits until the object is handed back, the edit n
 // rendered.
 func (s *scene) waitHandedBack(t testing.TB, n int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("Prometheus %s/%s handed back, edit %d rendered", s.ns, s.name, n), func() error { return s.handedBack(t, n) })
+	eventually(t, fmt.Sprintf("%s %s/%s handed back, edit %d rendered", s.kind.name, s.ns, s.name, n), func() error { return s.handedBack(t, n) })
 }
 
 func (s *scene) takenOver(t testing.TB, n int) error {
@@ -82,13 +82,12 @@ func (s *scene) takenOver(t testing.TB, n int) error {
 	if err := s.owned(t, true); err != nil {
 		return err
 	}
-	p := s.prometheus(t)
-	rec := takeover.FindCondition(p.Status.Conditions, takeover.Reconciled)
-	if rec == nil || rec.Status != monitoringv1.ConditionTrue || rec.ObservedGeneration != p.Generation {
-		return fmt.Errorf("Prometheus %s: Reconciled %+v at generation %d", p.Name, rec, p.Generation)
+	conds, generation := s.conditions(t)
+	if err := s.reconciledBy(conds, generation); err != nil {
+		return err
 	}
-	if takeover.FindCondition(p.Status.Conditions, configApplied) == nil {
-		return fmt.Errorf("Prometheus %s: no %s condition", p.Name, configApplied)
+	if takeover.FindCondition(conds, configApplied) == nil {
+		return fmt.Errorf("%s %s: no %s condition", s.kind.name, s.name, configApplied)
 	}
 	return nil
 }
@@ -116,18 +115,25 @@ func (s *scene) handedBack(t testing.TB, n int) error {
 	if err := s.owned(t, false); err != nil {
 		return err
 	}
-	p := s.prometheus(t)
-	if c := takeover.FindCondition(p.Status.Conditions, configApplied); c != nil {
-		return fmt.Errorf("Prometheus %s: the controller's %s condition kept: %+v", p.Name, configApplied, c)
+	obj := s.object(t)
+	conds := s.kind.conditions(obj)
+	if c := takeover.FindCondition(conds, configApplied); c != nil {
+		return fmt.Errorf("%s %s: the controller's %s condition kept: %+v", s.kind.name, s.name, configApplied, c)
 	}
-	for _, m := range p.ManagedFields {
+	for _, m := range obj.GetManagedFields() {
 		if m.Manager == controller.Name && m.Subresource == "status" {
-			return fmt.Errorf("Prometheus %s: status fields of the controller kept: %s", p.Name, m.FieldsV1.GetRawString())
+			return fmt.Errorf("%s %s: status fields of the controller kept: %s", s.kind.name, s.name, m.FieldsV1.GetRawString())
 		}
 	}
-	rec := takeover.FindCondition(p.Status.Conditions, takeover.Reconciled)
-	if rec == nil || rec.Status != monitoringv1.ConditionTrue || rec.ObservedGeneration != p.Generation {
-		return fmt.Errorf("Prometheus %s: Reconciled %+v at generation %d", p.Name, rec, p.Generation)
+	return s.reconciledBy(conds, obj.GetGeneration())
+}
+
+// reconciledBy returns nil when conds, those of the object at generation,
+// say Reconciled True for it.
+func (s *scene) reconciledBy(conds []monitoringv1.Condition, generation int64) error {
+	rec := takeover.FindCondition(conds, takeover.Reconciled)
+	if rec == nil || rec.Status != monitoringv1.ConditionTrue || rec.ObservedGeneration != generation {
+		return fmt.Errorf("%s %s: Reconciled %+v at generation %d", s.kind.name, s.name, rec, generation)
 	}
 	return nil
 }
@@ -160,12 +166,13 @@ func noneOfOurs(sts *appsv1.StatefulSet) error {
 // prometheus-operator's updates keep (they keep the labels they do not
 // set, pkg/k8s/k8s.go mergeMetadata), and which nothing selects once
 // handed back. (The controller's managed fields entries stay too, on the
-// fields whose values prometheus-operator wrote alike.)
-const leftover = "Secret/prometheus-NAME label podreload.dev/config"
+// fields whose values prometheus-operator wrote alike.) CONFIG is the
+// Secret's name.
+const leftover = "Secret/CONFIG label podreload.dev/config"
 
-// owned returns nil when every Secret and ConfigMap of the Prometheus
-// (named prometheus-<name>...: the config, web config, TLS assets, rule
-// files) and the governing Service belong to it (the Service shared, a
+// owned returns nil when every Secret and ConfigMap of the object (named
+// <prefix><name>...: the config, web config, TLS assets, rule files) and
+// the governing Service belong to it (the Service shared, a
 // plain owner reference), and the reloaders' Role and RoleBinding exist,
 // owned by it, when ours, and not at all otherwise; handed back, no label
 // or annotation of theirs names the controller but leftover.
@@ -194,7 +201,7 @@ func (s *scene) owned(t testing.TB, ours bool) error {
 			for what, m := range map[string]map[string]string{"label": obj.GetLabels(), "annotation": obj.GetAnnotations()} {
 				for k := range m {
 					trace := fmt.Sprintf("%s/%s %s %s", kind, obj.GetName(), what, k)
-					if strings.Contains(k, "podreload") && trace != strings.ReplaceAll(leftover, "NAME", s.name) {
+					if strings.Contains(k, "podreload") && trace != strings.ReplaceAll(leftover, "CONFIG", s.configName()) {
 						return fmt.Errorf("handed back, %s kept", trace)
 					}
 				}
@@ -202,14 +209,14 @@ func (s *scene) owned(t testing.TB, ours bool) error {
 		}
 	}
 	if seen < 2 {
-		return fmt.Errorf("%d Secrets and ConfigMaps of the Prometheus", seen)
+		return fmt.Errorf("%d Secrets and ConfigMaps of the %s", seen, s.kind.name)
 	}
 	var svc corev1.Service
-	if err := s.e.c.Get(t.Context(), s.key("prometheus-operated"), &svc); err != nil {
+	if err := s.e.c.Get(t.Context(), s.key(s.kind.governing), &svc); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(svc.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == s.uid }) {
-		return fmt.Errorf("Service %s: owner references %+v, not the Prometheus", svc.Name, svc.OwnerReferences)
+		return fmt.Errorf("Service %s: owner references %+v, not the %s", svc.Name, svc.OwnerReferences, s.kind.name)
 	}
 	access := s.stsName() + "-podreload"
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {

@@ -31,12 +31,21 @@ const takeoverID = "podreload"
 // same claims, the samples from before still there, rule edits served,
 // ConfigApplied True); the annotation removed, the operator takes it back,
 // the same claims again and the samples of both periods there.
+//
+// The takeover is the previous release's controller's, upgraded to the
+// current one in the middle (issue 41, item 2): it runs then a
+// PrometheusServer of each source and an Alertmanager taken over too, none
+// of whose pods the upgrade may restart or recreate.
 func TestTakeoverOnNode(t *testing.T) {
 	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t)}})
+	cl.installAlertmanagerCRDs(t)
 	operator := cl.startOperator(t, "")
 	const name = "handed"
 	cl.operatorPrometheus(t, name, 2)
+	cl.operatorAlertmanager(t, name, 2)
 	pods := cl.waitOperatorPrometheus(t, name, 2)
+	amPods := cl.waitAlertmanager(t, name, 2)
+	amClaims := cl.alertmanagerClaimUIDs(t, name, 2)
 	for _, pod := range pods {
 		eventually(t, 2*time.Minute, "series "+operatorRecord+" in "+pod, func() error { return cl.hasSeries(t, pod, operatorRecord) })
 	}
@@ -46,7 +55,9 @@ func TestTakeoverOnNode(t *testing.T) {
 	// Taken over by the previous release's controller, which the current
 	// one replaces (upgradeController).
 	cl.deployPreviousController(t)
+	servers := cl.createServers(t)
 	cl.annotateController(t, name, takeoverID)
+	cl.annotateAlertmanager(t, name, takeoverID)
 	t.Run("taken over: the pods roll onto the same claims", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, true)
 		require.Equal(t, claims, cl.operatorClaimUIDs(t, name, 2), "the same PVCs")
@@ -54,24 +65,32 @@ func TestTakeoverOnNode(t *testing.T) {
 			require.NoError(t, cl.seriesAt(t, pod, operatorRecord, before), "%s: a sample from before the takeover", pod)
 		}
 	})
+	t.Run("the Alertmanager taken over: its pods roll onto the same claims", func(t *testing.T) {
+		cl.waitPodsRunningOurs(t, name, amPods, true)
+		require.Equal(t, amClaims, cl.alertmanagerClaimUIDs(t, name, 2), "the same PVCs")
+	})
 	t.Run("the controller upgraded: no pod restarted or recreated", func(t *testing.T) {
-		states, generation := cl.podStates(t, "prometheus-"+name, pods)
-		for pod, st := range states {
-			require.Contains(t, st.Images, "config-reloader="+previousImage, "%s runs the previous release's config-reloader", pod)
+		workloads := append([]workload{{"prometheus-" + name, pods}, {"alertmanager-" + name, amPods}}, servers...)
+		cl.waitWorkloads(t, workloads)
+		before := cl.workloadStates(t, workloads)
+		for sts, st := range before {
+			for pod, p := range st.pods {
+				require.Contains(t, p.Images, "config-reloader="+previousImage, "%s of %s runs the previous release's config-reloader", pod, sts)
+			}
 		}
 		cl.upgradeController(t)
-		// A write of the StatefulSet would have raised its generation at
+		// A write of a StatefulSet would have raised its generation at
 		// once, its pods going within seconds: 15 s of the same pods.
 		end := time.Now().Add(15 * time.Second)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for time.Now().Before(end) {
 			<-tick.C
-			now, gen := cl.podStates(t, "prometheus-"+name, pods)
-			require.Equal(t, generation, gen, "the StatefulSet's generation: its template changed")
-			require.Equal(t, states, now, "the pods (UID, restarts, images)")
+			require.Equal(t, before, cl.workloadStates(t, workloads),
+				"the StatefulSets' generations (a template changed) and their pods (UID, restarts, images)")
 		}
 		require.Equal(t, claims, cl.operatorClaimUIDs(t, name, 2), "the same PVCs")
+		require.Equal(t, amClaims, cl.alertmanagerClaimUIDs(t, name, 2), "the same PVCs of the Alertmanager")
 	})
 	t.Run("ConfigApplied", func(t *testing.T) {
 		eventually(t, 2*time.Minute, "ConfigApplied True", func() error {

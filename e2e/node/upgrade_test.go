@@ -14,9 +14,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
@@ -80,7 +83,8 @@ func currentImage(t testing.TB) string {
 
 // upgradeController applies deploy/controller.yaml as it is, the current
 // image (its config-reloaders' image the one it defaults to), and waits
-// until its new pod leads and has reconciled the Prometheus objects.
+// until its new pod leads and has reconciled an object of each kind
+// (PrometheusServer, Prometheus, Alertmanager).
 func (cl *cluster) upgradeController(t testing.TB) {
 	t.Helper()
 	cl.applyFile(t, "../../deploy/controller.yaml")
@@ -95,18 +99,20 @@ func (cl *cluster) upgradeController(t testing.TB) {
 		}
 		return nil
 	})
-	eventually(t, time.Minute, "the new controller reconciled the Prometheus objects", func() error {
-		b, err := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/" + controllerNamespace + "/pods/" + pod + ":8080/proxy/metrics").DoRaw(t.Context())
-		if err != nil {
-			return err
-		}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, `podreload_controller_reconciles_total{kind="Prometheus"} `); ok && v != "0" {
-				return nil
+	for _, kind := range []string{"PrometheusServer", "Prometheus", "Alertmanager"} {
+		eventually(t, time.Minute, "the new controller reconciled the "+kind+" objects", func() error {
+			b, err := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/" + controllerNamespace + "/pods/" + pod + ":8080/proxy/metrics").DoRaw(t.Context())
+			if err != nil {
+				return err
 			}
-		}
-		return fmt.Errorf("no reconcile of a Prometheus yet")
-	})
+			for line := range strings.SplitSeq(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, `podreload_controller_reconciles_total{kind="`+kind+`"} `); ok && v != "0" {
+					return nil
+				}
+			}
+			return fmt.Errorf("no reconcile of a %s yet", kind)
+		})
+	}
 }
 
 // waitControllerImage waits until the controller Deployment has rolled
@@ -135,6 +141,44 @@ func (cl *cluster) waitControllerImage(t testing.TB, image string) string {
 	return pod
 }
 
+// workload is a StatefulSet of default and its pods.
+type workload struct {
+	sts  string
+	pods []string
+}
+
+// createServers creates in default a PrometheusServer of one replica for
+// each source of its reloader (API and volume), for the previous
+// release's controller to run, and returns their workloads. Their
+// pods are not waited for: see waitWorkloads.
+func (cl *cluster) createServers(t testing.TB) []workload {
+	t.Helper()
+	var out []workload
+	for _, source := range []string{"api", "volume"} {
+		srv := &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "upgraded-" + source}}
+		srv.Spec.Replicas = ptr.To[int32](1)
+		srv.Spec.ServiceAccountName = "prometheus"
+		srv.Spec.ServiceMonitorSelector, srv.Spec.RuleSelector = &metav1.LabelSelector{}, &metav1.LabelSelector{}
+		srv.Spec.Reloader.Source = source
+		require.NoError(t, cl.c.Create(t.Context(), srv), "create PrometheusServer %s", srv.Name)
+		out = append(out, workload{sts: srv.Name, pods: []string{srv.Name + "-0"}})
+	}
+	return out
+}
+
+// waitWorkloads waits until every pod of workloads is ready.
+func (cl *cluster) waitWorkloads(t testing.TB, workloads []workload) {
+	t.Helper()
+	for _, w := range workloads {
+		for _, pod := range w.pods {
+			eventually(t, startTimeout, "pod "+pod+" of "+w.sts+" ready", func() error {
+				_, err := cl.readyPod(t, "default", pod)
+				return err
+			})
+		}
+	}
+}
+
 // podState is what an upgrade must leave as it was of a pod.
 type podState struct {
 	UID      string
@@ -142,26 +186,38 @@ type podState struct {
 	Images   []string
 }
 
-// podStates returns the state of each pod, and the generation of the
-// StatefulSet sts of namespace default.
-func (cl *cluster) podStates(t testing.TB, sts string, pods []string) (map[string]podState, int64) {
+// workloadState is what an upgrade must leave as it was of a workload:
+// its StatefulSet's generation (raised by any change of its spec) and
+// its pods.
+type workloadState struct {
+	generation int64
+	pods       map[string]podState
+}
+
+// workloadStates returns the state of each workload, by StatefulSet.
+func (cl *cluster) workloadStates(t testing.TB, workloads []workload) map[string]workloadState {
 	t.Helper()
-	out := map[string]podState{}
-	for _, name := range pods {
-		var p corev1.Pod
-		require.NoError(t, cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &p))
-		st := podState{UID: string(p.UID)}
-		for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
-			st.Restarts += c.RestartCount
+	out := map[string]workloadState{}
+	for _, w := range workloads {
+		st := workloadState{pods: map[string]podState{}}
+		for _, name := range w.pods {
+			var p corev1.Pod
+			require.NoError(t, cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &p))
+			ps := podState{UID: string(p.UID)}
+			for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+				ps.Restarts += c.RestartCount
+			}
+			for _, c := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
+				ps.Images = append(ps.Images, c.Name+"="+c.Image)
+			}
+			st.pods[name] = ps
 		}
-		for _, c := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
-			st.Images = append(st.Images, c.Name+"="+c.Image)
-		}
-		out[name] = st
+		var s appsv1.StatefulSet
+		require.NoError(t, cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: w.sts}, &s))
+		st.generation = s.Generation
+		out[w.sts] = st
 	}
-	var s appsv1.StatefulSet
-	require.NoError(t, cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: sts}, &s))
-	return out, s.Generation
+	return out
 }
 
 func ptrValue(s *string) string {
