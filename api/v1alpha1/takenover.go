@@ -14,4 +14,10 @@ type TakenOver struct {
 	// prometheus-operator's layout only.
 	Containers     []corev1.Container `json:"-"`
 	InitContainers []corev1.Container `json:"-"`
+	// DefaultBase is, for an object whose spec sets no version, image, tag
+	// nor sha, the base image its image is composed from: at
+	// prometheus-operator's default version, or at the version its
+	// running StatefulSet runs when that is newer (a takeover never
+	// downgrades Prometheus).
+	DefaultBase string `json:"-"`
 }

@@ -49,6 +49,7 @@ func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServer
 // the common ones (promoperator.CommonSpec), then a Prometheus's own.
 func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.PrometheusServerSpec {
 	spec := promoperator.CommonSpec(in.CommonPrometheusFields, image)
+	spec.DefaultBase = promoperator.DefaultBase(in.Image, in.BaseImage, in.Version, in.Tag, in.SHA)
 	spec.Retention, spec.RetentionSize = in.Retention, in.RetentionSize
 	if spec.Retention == "" && spec.RetentionSize == "" {
 		spec.Retention = promserver.OperatorDefaultRetention

@@ -271,6 +271,8 @@ func TestConvertDefaults(t *testing.T) {
 		ScrapeInterval:         "30s",
 		EvaluationInterval:     "30s",
 		Reloader:               v1alpha1.ReloaderSpec{ReloadMethod: "http"},
+		// No version, image, tag nor sha: never older than what runs.
+		TakenOver: v1alpha1.TakenOver{DefaultBase: "quay.io/prometheus/prometheus"},
 	}
 	require.Equal(t, want, server.Spec, "securityContext and storage stay nil")
 

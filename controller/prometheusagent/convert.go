@@ -37,6 +37,7 @@ func FromAgent(a *monitoringv1alpha1.PrometheusAgent) (_ promserver.Target, unsu
 		},
 		Spec: promoperator.CommonSpec(in.CommonPrometheusFields, image),
 	}
+	server.Spec.DefaultBase = promoperator.DefaultBase(in.Image, "", in.Version, "", "")
 	for k, v := range a.Annotations {
 		server.Annotations[k] = v
 	}

@@ -5,11 +5,13 @@ import (
 	"compress/gzip"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,5 +85,36 @@ func TestRenderAgent(t *testing.T) {
 	require.Contains(t, string(cfg), "remote_write:")
 	for _, absent := range []string{"rule_files", "alerting", "evaluation_interval", "retention"} {
 		require.NotContains(t, string(cfg), absent)
+	}
+}
+
+// TestRenderNotOlder: an agent that sets no version runs
+// prometheus-operator's default, or the version its running StatefulSet
+// runs when newer; one that sets a version runs it.
+func TestRenderNotOlder(t *testing.T) {
+	running := func(image string) map[string]*appsv1.StatefulSet {
+		sts := &appsv1.StatefulSet{}
+		sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "prometheus", Image: image}}
+		return map[string]*appsv1.StatefulSet{"prom-agent-edge": sts}
+	}
+	for _, c := range []struct {
+		version string
+		running map[string]*appsv1.StatefulSet
+		want    string
+	}{
+		{"", nil, "quay.io/prometheus/prometheus:" + promserver.OperatorDefaultVersion},
+		{"", running("quay.io/prometheus/prometheus:v3.14.0"), "quay.io/prometheus/prometheus:v3.14.0"},
+		{"", running("quay.io/prometheus/prometheus:v3.1.0"), "quay.io/prometheus/prometheus:" + promserver.OperatorDefaultVersion},
+		{"v3.5.0", running("quay.io/prometheus/prometheus:v3.14.0"), "quay.io/prometheus/prometheus:v3.5.0"},
+	} {
+		a := testAgent("monitoring", "edge")
+		a.Spec.Shards, a.Spec.Version = nil, c.version
+		server, _ := FromAgent(a)
+		objs, err := promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout, Running: c.running}, promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, nil)
+		require.NoError(t, err)
+		pod := objs.StatefulSets[0].Spec.Template
+		require.Equal(t, c.want, container(t, objs.StatefulSets[0], "prometheus").Image, "version %q", c.version)
+		require.Equal(t, c.want[strings.LastIndexByte(c.want, ':')+2:], pod.Labels["app.kubernetes.io/version"])
+		require.Equal(t, c.version, server.Spec.Version, "the input server is not changed")
 	}
 }

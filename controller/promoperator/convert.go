@@ -2,6 +2,7 @@ package promoperator
 
 import (
 	"cmp"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/utils/ptr"
@@ -14,6 +15,19 @@ import (
 // prometheus-operator's default Prometheus image at the version the
 // takeover hands back to (v0.93.1, pkg/operator/defaults.go).
 const BaseImage = "quay.io/prometheus/prometheus"
+
+// DefaultBase is the base image of an image composed at the default
+// version, which TakenOver.DefaultBase holds: base (or BaseImage) when
+// image, version, tag and sha are all unset and base names no tag or
+// digest; else "".
+func DefaultBase(image *string, base, version, tag, sha string) string {
+	base = cmp.Or(base, BaseImage)
+	name := base[strings.LastIndexByte(base, '/')+1:]
+	if ptr.Deref(image, "") != "" || version != "" || tag != "" || sha != "" || strings.ContainsAny(name, ":@") {
+		return ""
+	}
+	return base
+}
 
 // CommonSpec is the PrometheusServer spec of the CommonPrometheusFields
 // in, whose Prometheus image is image: every field CommonFields maps,

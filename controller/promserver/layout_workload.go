@@ -17,6 +17,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // What a PrometheusServer in prometheus-operator's layout (target.layout)
@@ -414,4 +415,29 @@ func operatorReloaderSecurity(spec v1alpha1.PrometheusServerSpec) *corev1.Securi
 		sc.RunAsUser, sc.RunAsGroup = ptr.To[int64](nobody), ptr.To[int64](nobody)
 	}
 	return sc
+}
+
+// notOlder is in.Server, or, for a server taken over whose image is
+// composed at prometheus-operator's default version (spec.DefaultBase),
+// a copy of it at the version its running StatefulSet's Prometheus runs
+// when that is newer (takeover.NotOlder): a takeover never downgrades
+// Prometheus, whatever the default of the prometheus-operator it comes
+// from.
+func notOlder(in Inputs) *v1alpha1.PrometheusServer {
+	server := Target{PrometheusServer: in.Server, Layout: in.Layout}
+	if !server.Layout.Operator() || server.Spec.DefaultBase == "" {
+		return in.Server
+	}
+	live := in.Running[ShardName(server, 0)]
+	if live == nil {
+		return in.Server
+	}
+	for _, c := range live.Spec.Template.Spec.Containers {
+		if v := takeover.NotOlder(OperatorDefaultVersion, c.Image); c.Name == "prometheus" && v != OperatorDefaultVersion {
+			s := *in.Server
+			s.Spec.Version, s.Spec.Image = v, s.Spec.DefaultBase+":"+v
+			return &s
+		}
+	}
+	return in.Server
 }

@@ -181,6 +181,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	if in.Server == nil {
 		return nil, errors.New("render: no PrometheusServer")
 	}
+	in.Server = notOlder(in)
 	server := Target{PrometheusServer: in.Server, Layout: in.Layout}
 	if err := ValidateArgs(server); err != nil {
 		return nil, err
