@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -137,6 +138,14 @@ remote_write:
 		"--web.listen-address="+serverAddr, "--web.enable-remote-write-receiver", "--storage.remote.flush-deadline=1s")
 	serverURL := "http://" + serverAddr
 	eventually(t, "server ready", func() error { return ok(t.Context(), serverURL+"/-/ready") })
+	// Its queues start once its WAL is replayed, some seconds later.
+	eventually(t, "the server's samples refused", func() error {
+		failed, err := metric(t.Context(), serverURL+"/metrics", `prometheus_remote_storage_samples_failed_total{remote_name="refusing",url="`+remotes.URL+`/refuse"}`)
+		if err == nil && failed == 0 {
+			err = errors.New("none yet")
+		}
+		return err
+	})
 
 	// query returns the job and remote_name of each series of the query's result.
 	query := func(q string) ([]string, error) {
