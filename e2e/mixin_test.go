@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,9 +62,9 @@ type dashboardPanel struct {
 
 // mixinQueries returns every PromQL query of the mixin, by where it is:
 // the dashboard's targets and variables, the alerts' expressions, with
-// Grafana's variables replaced by values. It checks the dashboard's
-// structure on the way.
-func mixinQueries(t *testing.T) map[string]string {
+// Grafana's variables replaced: label values by labelValue, durations by
+// 5m. It checks the dashboard's structure on the way.
+func mixinQueries(t *testing.T, labelValue string) map[string]string {
 	t.Helper()
 	queries := map[string]string{}
 	b, err := os.ReadFile(filepath.Join(mixinDir, "dashboard.json"))
@@ -113,7 +114,7 @@ func mixinQueries(t *testing.T) map[string]string {
 						return "5m" // $__rate_interval, $__interval, $__range
 					}
 					require.Contains(t, variables, name, "%s: undefined variable %s", where, v)
-					return "value"
+					return labelValue
 				})
 			}
 		}
@@ -163,23 +164,38 @@ func usedMetrics(t *testing.T, queries map[string]string) map[string][]string {
 // TestMixinQueriesParse checks the dashboard's structure and that each of
 // its queries, and each alert's expression, is valid PromQL.
 func TestMixinQueriesParse(t *testing.T) {
-	used := usedMetrics(t, mixinQueries(t))
+	used := usedMetrics(t, mixinQueries(t, "value"))
 	for _, name := range []string{
 		"reloader_last_reload_successful", "reloader_reloads_total", "reloader_reload_duration_seconds_bucket",
 		"reloader_api_watch_connected", "podreload_controller_config_applied",
 		"podreload_controller_config_apply_seconds_bucket", "podreload_controller_reconciles_total",
 		"podreload_controller_writes_total", "podreload_controller_rejected_resources",
+		"prometheus_agent_active_series", "prometheus_remote_storage_samples_failed_total",
+		"prometheus_remote_storage_samples_total", "prometheus_remote_storage_highest_timestamp_in_seconds",
+		"prometheus_remote_storage_queue_highest_sent_timestamp_seconds", "prometheus_remote_storage_samples_pending",
+		"prometheus_remote_storage_shards_desired", "prometheus_remote_storage_shards_max",
+		"prometheus_tsdb_wal_storage_size_bytes",
 	} {
 		require.Contains(t, used, name, "the mixin shows or alerts on %s", name)
 	}
 }
 
+// prometheusMetric tells Prometheus' own metrics, which the agents'
+// panels and alerts read, from podreload's.
+func prometheusMetric(name string) bool { return strings.HasPrefix(name, "prometheus_") }
+
+// podreloadMetric tells the metrics of podreload's controller and
+// sidecars.
+func podreloadMetric(name string) bool { return !prometheusMetric(name) }
+
 // checkMixinMetrics waits until the pages urls serve every metric the
-// mixin uses: the names of the samples of each family, _bucket, _sum and
-// _count for a histogram.
-func checkMixinMetrics(t *testing.T, urls ...string) {
+// mixin uses that of tells: the names of the samples of each family,
+// _bucket, _sum and _count for a histogram.
+func checkMixinMetrics(t *testing.T, of func(name string) bool, urls ...string) {
 	t.Helper()
-	used := usedMetrics(t, mixinQueries(t))
+	used := usedMetrics(t, mixinQueries(t, "value"))
+	maps.DeleteFunc(used, func(name string, _ []string) bool { return !of(name) })
+	require.NotEmpty(t, used)
 	eventually(t, "the metrics the mixin uses", func() error {
 		exported := map[string]bool{}
 		for _, url := range urls {

@@ -389,9 +389,10 @@ func TestPipeline(t *testing.T) {
 	require.Equal(t, want, s.groups, "the previous rules stay")
 	require.Equal(t, reloads, e.reloads(t), "nothing to reload")
 
-	// Every metric the mixin's dashboard and alerts use is served, the
-	// rejected objects' gauge included, by the controller or the sidecar.
-	checkMixinMetrics(t, e.cl.metricsURL, e.reloaderURL+"/metrics")
+	// Every podreload metric the mixin's dashboard and alerts use is
+	// served, the rejected objects' gauge included, by the controller or
+	// the sidecar (Prometheus' own, for the agents: TestMixinAgent).
+	checkMixinMetrics(t, podreloadMetric, e.cl.metricsURL, e.reloaderURL+"/metrics")
 
 	// The config-reloader dies; a change made meanwhile, and written to
 	// the rule ConfigMap, is not lost.

@@ -10,6 +10,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podreload/podreload/controller/promserver"
@@ -28,39 +29,42 @@ const runbookURL = "https://github.com/podreload/podreload/blob/main/docs/runboo
 // renders any PrometheusRule a server selects, with its rule checker, and
 // runs the real promtool on the rule file: `check rules`, then `test
 // rules` with the unit tests of deploy/mixin/testdata, which make each
-// alert fire and not fire.
+// alert fire and not fire, and fail without the agents' selector.
 func TestMixinAlerts(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(mixinDir, "alerts.yaml"))
 	require.NoError(t, err)
 	var r monitoringv1.PrometheusRule
 	require.NoError(t, yaml.UnmarshalStrict(b, &r))
-	shards, rejected := new(promserver.RuleCache).Render(promserver.OwnTarget(testServer()), []*monitoringv1.PrometheusRule{&r})
-	require.Empty(t, rejected, "the controller's rule checker")
-	require.Len(t, shards, 1)
-	files := promfixture.ShardRules(t, shards[0])
-	require.Len(t, files, 1)
-	var file string
-	for _, f := range files {
-		file = f
-	}
-
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts.yaml"), []byte(file), 0o644))
 	tests, err := os.ReadFile(filepath.Join(mixinDir, "testdata", "alerts_test.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), tests, 0o644))
-
-	promtool, err := toolbin.Path("promtool")
 	require.NoError(t, err)
 	for _, args := range [][]string{
 		{"check", "rules", "--lint=all", "--lint-fatal", "alerts.yaml"},
 		{"test", "rules", "alerts_test.yaml"},
 	} {
-		cmd := exec.CommandContext(t.Context(), promtool, args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
+		out, err := promtool(t, &r, tests, args...)
 		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 	}
+
+	// The server in the unit tests has the agents' trouble: without the
+	// selector of agents, each of their alerts fires for it too.
+	t.Run("the agents' alerts fire for agents alone", func(t *testing.T) {
+		var n int
+		for gi, g := range r.Spec.Groups {
+			for ri, rule := range g.Rules {
+				expr := rule.Expr.String()
+				if !strings.Contains(expr, agentSelector) {
+					continue
+				}
+				n++
+				broken := r.DeepCopy()
+				broken.Spec.Groups[gi].Rules[ri].Expr = intstr.FromString(strings.Replace(expr, agentSelector, "", 1))
+				out, err := promtool(t, broken, tests, "test", "rules", "alerts_test.yaml")
+				require.Error(t, err, "%s without %q: the unit tests pass", rule.Alert, agentSelector)
+				require.Contains(t, string(out), rule.Alert, "%s without %q", rule.Alert, agentSelector)
+			}
+		}
+		require.Equal(t, 3, n, "the agents' alerts")
+	})
 
 	t.Run("each alert fires and does not fire in the unit tests", func(t *testing.T) {
 		var unit struct {
@@ -122,6 +126,35 @@ func TestMixinAlerts(t *testing.T) {
 		}
 		t.Fatal("no alert ConfigReloaderSidecarErrors")
 	})
+}
+
+// agentSelector ends the expression of each alert on the agents: it keeps
+// the series of the targets that export prometheus_agent_active_series,
+// which only Prometheus in agent mode does.
+const agentSelector = "\nand on (job, instance) prometheus_agent_active_series"
+
+// promtool renders r as the controller renders any PrometheusRule a server
+// selects, with its rule checker, writes the rule file as alerts.yaml and
+// tests as alerts_test.yaml, and runs the real promtool with args there.
+func promtool(t *testing.T, r *monitoringv1.PrometheusRule, tests []byte, args ...string) ([]byte, error) {
+	t.Helper()
+	shards, rejected := new(promserver.RuleCache).Render(promserver.OwnTarget(testServer()), []*monitoringv1.PrometheusRule{r})
+	require.Empty(t, rejected, "the controller's rule checker")
+	require.Len(t, shards, 1)
+	files := promfixture.ShardRules(t, shards[0])
+	require.Len(t, files, 1)
+	var file string
+	for _, f := range files {
+		file = f
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts.yaml"), []byte(file), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), tests, 0o644))
+	bin, err := toolbin.Path("promtool")
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Dir = dir
+	return cmd.CombinedOutput()
 }
 
 // alerts returns the alerting rules of r.
