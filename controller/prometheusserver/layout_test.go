@@ -30,6 +30,7 @@ import (
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/promserver"
+	"github.com/podreload/podreload/controller/promserver/promargs"
 	"github.com/podreload/podreload/internal/testenv/promfixture"
 	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
@@ -172,7 +173,7 @@ func checkOperatorLayout(t *testing.T, server promserver.Target, out *promserver
 		}
 		require.ElementsMatch(t, want, cfg.RuleFiles)
 	}
-	if promserver.RetentionInConfig(server.Spec) {
+	if promargs.RetentionInConfig(server.Spec) {
 		require.Contains(t, cfg.Storage, "tsdb")
 	} else {
 		require.Empty(t, cfg.Storage)
@@ -504,8 +505,8 @@ func TestOperatorVersion(t *testing.T) {
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			spec := v1alpha1.PrometheusServerSpec{Version: tc.version}
-			require.Equal(t, tc.inConfig, promserver.RetentionInConfig(spec), "retention in the configuration")
-			args := promserver.CommandLine(promserver.OperatorPrometheusArgs(promserver.Target{PrometheusServer: &v1alpha1.PrometheusServer{Spec: spec}, Layout: promserver.OperatorsLayout}))
+			require.Equal(t, tc.inConfig, promargs.RetentionInConfig(spec), "retention in the configuration")
+			args := promargs.CommandLine(promserver.OperatorPrometheusArgs(promserver.Target{PrometheusServer: &v1alpha1.PrometheusServer{Spec: spec}, Layout: promserver.OperatorsLayout}))
 			require.Equal(t, tc.console, slices.Contains(args, "--web.console.templates=/etc/prometheus/consoles"), "console flags")
 			require.Equal(t, tc.web, slices.Contains(args, "--web.config.file=/etc/prometheus/web_config/web-config.yaml"), "web config file")
 			require.Equal(t, !tc.inConfig, slices.Contains(args, "--storage.tsdb.retention.time=24h"), "retention flag")

@@ -30,7 +30,9 @@
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files
 //	layout_agent.go  prometheus-operator's layout of an agent: its names, labels and flags
 //
-// The pure pieces it renders with are packages of their own: selector
+// The command line of Prometheus in prometheus-operator's layouts is its
+// sub-package promargs'. The pure pieces it renders with are packages of
+// their own: selector
 // (which objects a pair of selectors selects), promcfg (the
 // configuration), promyaml (the YAML writer), configsecret (the
 // configuration in gzipped Secrets, split into parts) and rulefiles

@@ -1,11 +1,5 @@
 package promserver
 
-import (
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-
-	"github.com/podreload/podreload/api/v1alpha1"
-)
-
 // What prometheus-operator's layout of a PrometheusAgent
 // (OperatorsAgentLayout) renders differently from a Prometheus's
 // (pkg/prometheus/agent/statefulset.go, operator.go at v0.93.1): the
@@ -42,31 +36,4 @@ func governingServiceOf(server Target) string {
 		return agentGoverningServiceName
 	}
 	return governingServiceName
-}
-
-// operatorAgentArgs are the flags prometheus-operator sets on an agent, in
-// its order (agent/statefulset.go buildAgentArgs): the common ones, agent
-// mode (a feature before Prometheus 3), the WAL's path and compression,
-// and the web configuration file.
-func operatorAgentArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
-	v := operatorVersion(spec)
-	args := operatorCommonArgs(spec, v)
-	switch v[0] {
-	case 2:
-		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: "agent"})
-	case 3:
-		args = append(args, monitoringv1.Argument{Name: "agent"})
-	}
-	args = append(args, monitoringv1.Argument{Name: "storage.agent.path", Value: storageMountPath})
-	if spec.WALCompression != nil {
-		name := "storage.agent.wal-compression"
-		if !*spec.WALCompression {
-			name = "no-" + name
-		}
-		args = append(args, monitoringv1.Argument{Name: name})
-	}
-	if v.AtLeast(2, 24) {
-		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
-	}
-	return args
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
-	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/promserver/promargs"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -65,10 +65,10 @@ const (
 
 	// OperatorDefaultVersion is the Prometheus version of a Prometheus that
 	// sets none (pkg/operator/defaults.go DefaultPrometheusVersion).
-	OperatorDefaultVersion = "v3.13.1"
+	OperatorDefaultVersion = promargs.DefaultVersion
 	// OperatorDefaultRetention applies when neither retention nor
 	// retentionSize is set (pkg/prometheus/common.go DefaultRetention).
-	OperatorDefaultRetention = "24h"
+	OperatorDefaultRetention = promargs.DefaultRetention
 	// operatorStorageSubPath is the data volume's directory Prometheus
 	// opens as its TSDB whenever spec.storage is set
 	// (common.go SubPathForStorage).
@@ -160,7 +160,7 @@ func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
 // the hash of the web configuration file, when it is not empty.
 func operatorPodMetadata(server Target, shard int, webConfig string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
-		Labels:      map[string]string{labelVersion: versionLabel(server.Spec)},
+		Labels:      map[string]string{labelVersion: promargs.VersionLabel(server.Spec)},
 		Annotations: map[string]string{annotationDefaultContainer: "prometheus"},
 	}
 	if pm := server.Spec.PodMetadata; pm != nil {
@@ -223,7 +223,7 @@ func operatorPrometheusContainer(server Target, opts WorkloadOptions, storage co
 		Name:                     "prometheus",
 		Image:                    prometheusImage(versioned, opts.DefaultPrometheusImage),
 		ImagePullPolicy:          spec.ImagePullPolicy,
-		Args:                     CommandLine(args),
+		Args:                     promargs.CommandLine(args),
 		Ports:                    ports,
 		StartupProbe:             &startup,
 		ReadinessProbe:           ready,
@@ -262,112 +262,6 @@ func reloaderListenHost(spec v1alpha1.PrometheusServerSpec) string {
 	return ""
 }
 
-// OperatorPrometheusArgs are the flags prometheus-operator sets on
-// Prometheus, in its order (server/statefulset.go buildServerArgs,
-// promcfg.go BuildCommonPrometheusArgs), for the fields a PrometheusServer
-// has. From Prometheus 3.11 the retention is in the configuration
-// (retentionSettings), not in flags.
-func OperatorPrometheusArgs(server Target) []monitoringv1.Argument {
-	if server.Layout.Agent() {
-		return operatorAgentArgs(server.Spec)
-	}
-	spec := server.Spec
-	v := operatorVersion(spec)
-	args := operatorCommonArgs(spec, v)
-	if !RetentionInConfig(spec) {
-		if t := operatorRetention(spec); t != "" {
-			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.time", Value: t})
-		}
-		if spec.RetentionSize != "" {
-			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
-		}
-	}
-	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: storageMountPath})
-	args = append(args, queryArgs(spec)...)
-	if spec.WALCompression != nil {
-		name := "storage.tsdb.wal-compression"
-		if !*spec.WALCompression {
-			name = "no-" + name
-		}
-		args = append(args, monitoringv1.Argument{Name: name})
-	}
-	if v.AtLeast(2, 24) {
-		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigMountPath + "/" + WebConfigSecretKey})
-	}
-	return append(args, compactionArgs(spec, v)...)
-}
-
-// operatorCommonArgs are the flags prometheus-operator sets on a server
-// and an agent alike, in its order (promcfg.go BuildCommonPrometheusArgs),
-// for Prometheus version v.
-func operatorCommonArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
-	args := []monitoringv1.Argument{{Name: "config.file", Value: ConfigOutMountPath + "/" + ConfigEnvsubstFile}}
-	if v[0] == 2 {
-		args = append(args,
-			monitoringv1.Argument{Name: "web.console.templates", Value: "/etc/prometheus/consoles"},
-			monitoringv1.Argument{Name: "web.console.libraries", Value: "/etc/prometheus/console_libraries"})
-	}
-	if spec.Reloader.ReloadMethod != "signal" {
-		args = append(args, monitoringv1.Argument{Name: "web.enable-lifecycle"})
-	}
-	if spec.Web != nil && spec.Web.PageTitle != nil {
-		args = append(args, monitoringv1.Argument{Name: "web.page-title", Value: *spec.Web.PageTitle})
-	}
-	if spec.Web != nil && spec.Web.MaxConnections != nil {
-		args = append(args, monitoringv1.Argument{Name: "web.max-connections", Value: strconv.Itoa(int(*spec.Web.MaxConnections))})
-	}
-	args = append(args, receiverArgs(spec, v)...)
-	if len(spec.EnableFeatures) > 0 {
-		features := make([]string, len(spec.EnableFeatures))
-		for i, f := range spec.EnableFeatures {
-			features[i] = string(f)
-		}
-		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: strings.Join(features, ",")})
-	}
-	if spec.ExternalURL != "" {
-		args = append(args, monitoringv1.Argument{Name: "web.external-url", Value: spec.ExternalURL})
-	}
-	args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
-	if spec.LogLevel != "" && spec.LogLevel != "info" {
-		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
-	}
-	if spec.LogFormat != "" && spec.LogFormat != "logfmt" {
-		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
-	}
-	if spec.ListenLocal {
-		args = append(args, monitoringv1.Argument{Name: "web.listen-address", Value: "127.0.0.1:" + strconv.Itoa(WebPort)})
-	}
-	return args
-}
-
-// operatorRetention is spec.retention, or prometheus-operator's default
-// when neither retention nor retentionSize is set
-// (common.go RetentionTimeOrDefault).
-func operatorRetention(spec v1alpha1.PrometheusServerSpec) string {
-	if spec.Retention == "" && spec.RetentionSize == "" {
-		return OperatorDefaultRetention
-	}
-	return string(spec.Retention)
-}
-
-// RetentionInConfig reports whether the retention goes into the
-// configuration file: from Prometheus 3.11 (promcfg.go
-// appendStorageSettingsConfig).
-func RetentionInConfig(spec v1alpha1.PrometheusServerSpec) bool {
-	return operatorVersion(spec).AtLeast(3, 11)
-}
-
-// operatorVersion is the Prometheus version of spec in prometheus-operator's
-// layout, spec.version or OperatorDefaultVersion (promcfg.ParseVersion).
-func operatorVersion(spec v1alpha1.PrometheusServerSpec) promcfg.Version {
-	return promcfg.ParseVersion(cmp.Or(spec.Version, OperatorDefaultVersion))
-}
-
-// versionLabel is the value of labelVersion: the version without its v.
-func versionLabel(spec v1alpha1.PrometheusServerSpec) string {
-	return strings.TrimPrefix(cmp.Or(spec.Version, OperatorDefaultVersion), "v")
-}
-
 // operatorTopologySpread is spec.topologySpreadConstraints for the pods of
 // a shard, with prometheus-operator's selector labels added to those that
 // ask for them: all of them but the shard's for OnResource, all of them
@@ -394,7 +288,7 @@ func operatorTopologySpread(server Target, shard int) []corev1.TopologySpreadCon
 // (promcfg.go appendStorageSettingsConfig).
 func retentionSettings(spec v1alpha1.PrometheusServerSpec) yaml.MapSlice {
 	var retention yaml.MapSlice
-	if t := operatorRetention(spec); t != "" {
+	if t := promargs.Retention(spec); t != "" {
 		retention = append(retention, yaml.MapItem{Key: "time", Value: t})
 	}
 	if spec.RetentionSize != "" {
@@ -440,4 +334,10 @@ func notOlder(in Inputs) *v1alpha1.PrometheusServer {
 		}
 	}
 	return in.Server
+}
+
+// OperatorPrometheusArgs are the flags prometheus-operator sets on the
+// Prometheus of server, a server or an agent (promargs.Operator).
+func OperatorPrometheusArgs(server Target) []monitoringv1.Argument {
+	return promargs.Operator(server.Spec, server.Layout.Agent())
 }

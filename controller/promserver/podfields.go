@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -104,82 +100,6 @@ func validatePod(sts *appsv1.StatefulSet) error {
 		}
 	}
 	return nil
-}
-
-// queryArgs are the flags of spec.enableAdminAPI, spec.rules and
-// spec.query, as prometheus-operator renders them (a maxSamples or
-// maxConcurrency of 0 or less renders nothing).
-func queryArgs(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
-	var args []monitoringv1.Argument
-	if spec.EnableAdminAPI {
-		args = append(args, monitoringv1.Argument{Name: "web.enable-admin-api"})
-	}
-	for _, f := range []struct{ name, value string }{
-		{"rules.alert.for-outage-tolerance", spec.Rules.Alert.ForOutageTolerance},
-		{"rules.alert.for-grace-period", spec.Rules.Alert.ForGracePeriod},
-		{"rules.alert.resend-delay", spec.Rules.Alert.ResendDelay},
-	} {
-		if f.value != "" {
-			args = append(args, monitoringv1.Argument{Name: f.name, Value: f.value})
-		}
-	}
-	q := spec.Query
-	if q == nil {
-		return args
-	}
-	if q.LookbackDelta != nil {
-		args = append(args, monitoringv1.Argument{Name: "query.lookback-delta", Value: *q.LookbackDelta})
-	}
-	if n := ptr.Deref(q.MaxSamples, 0); n > 0 {
-		args = append(args, monitoringv1.Argument{Name: "query.max-samples", Value: strconv.Itoa(int(n))})
-	}
-	if n := ptr.Deref(q.MaxConcurrency, 0); n > 0 {
-		args = append(args, monitoringv1.Argument{Name: "query.max-concurrency", Value: strconv.Itoa(int(n))})
-	}
-	if q.Timeout != nil {
-		args = append(args, monitoringv1.Argument{Name: "query.timeout", Value: string(*q.Timeout)})
-	}
-	return args
-}
-
-// receiverArgs are the flags of spec's remote write receiver for
-// Prometheus v, as prometheus-operator renders them
-// (BuildCommonPrometheusArgs): the receiver from 2.33, the messages it
-// accepts from 2.54.
-func receiverArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
-	if !spec.EnableRemoteWriteReceiver || !v.AtLeast(2, 33) {
-		return nil
-	}
-	args := []monitoringv1.Argument{{Name: "web.enable-remote-write-receiver"}}
-	if len(spec.RemoteWriteReceiverMessageVersions) > 0 && v.AtLeast(2, 54) {
-		messages := make([]string, len(spec.RemoteWriteReceiverMessageVersions))
-		for i, m := range spec.RemoteWriteReceiverMessageVersions {
-			messages[i] = "prometheus.WriteRequest"
-			if m == monitoringv1.RemoteWriteMessageVersion2_0 {
-				messages[i] = "io.prometheus.write.v2.Request"
-			}
-		}
-		args = append(args, monitoringv1.Argument{Name: "web.remote-write-receiver.accepted-protobuf-messages", Value: strings.Join(messages, ",")})
-	}
-	return args
-}
-
-// compactionArgs are the flags of spec.disableCompaction for Prometheus
-// v, as prometheus-operator renders them without a Thanos sidecar
-// (server/statefulset.go): blocks of 2h, never compacted; with an
-// out-of-order window, no overlapping compaction either (from 2.55).
-func compactionArgs(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
-	if !spec.DisableCompaction {
-		return nil
-	}
-	args := []monitoringv1.Argument{
-		{Name: "storage.tsdb.max-block-duration", Value: "2h"},
-		{Name: "storage.tsdb.min-block-duration", Value: "2h"},
-	}
-	if spec.TSDB != nil && spec.TSDB.OutOfOrderTimeWindow != nil && v.AtLeast(2, 55) {
-		args = append(args, monitoringv1.Argument{Name: "no-storage.tsdb.allow-overlapping-compaction"})
-	}
-	return args
 }
 
 // validateContainers refuses spec.containers and spec.initContainers of a

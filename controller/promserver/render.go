@@ -23,6 +23,7 @@ import (
 	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/promserver/promargs"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
@@ -375,7 +376,7 @@ func ConfigInput(server Target, sel Selected, lookup *store.Lookup, parts *confi
 	if server.Layout.Operator() {
 		in.Version = cmp.Or(server.Spec.Version, OperatorDefaultVersion)
 	}
-	if server.Layout.Operator() && !server.Layout.Agent() && RetentionInConfig(server.Spec) {
+	if server.Layout.Operator() && !server.Layout.Agent() && promargs.RetentionInConfig(server.Spec) {
 		// Never nil: the section is written even when it is empty.
 		in.Retention = append(yaml.MapSlice{}, retentionSettings(server.Spec)...)
 	}

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promserver/promargs"
 	"github.com/podreload/podreload/controller/store"
 	"github.com/podreload/podreload/controller/webconfig"
 )
@@ -16,7 +17,7 @@ import (
 const (
 	// WebConfigMountPath is where the web config Secret is mounted in the
 	// Prometheus container.
-	WebConfigMountPath = "/etc/prometheus/web_config"
+	WebConfigMountPath = promargs.WebConfigDir
 	// WebConfigSecretKey is the key of the web configuration file in the
 	// web config Secret.
 	WebConfigSecretKey = webconfig.SecretKey

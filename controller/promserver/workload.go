@@ -22,6 +22,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/promserver/promargs"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -37,9 +38,9 @@ const (
 	configPartsMountPath = "/etc/prometheus/config-parts"
 	// ConfigOutMountPath is the emptyDir where the reloaders write the
 	// expanded configuration Prometheus reads.
-	ConfigOutMountPath = "/etc/prometheus/config_out"
+	ConfigOutMountPath = promargs.ConfigOutDir
 	// ConfigEnvsubstFile is the name of the expanded configuration.
-	ConfigEnvsubstFile = "prometheus.env.yaml"
+	ConfigEnvsubstFile = promargs.ConfigEnvsubstFile
 	// RulesMountPath holds one directory per rule file ConfigMap, named
 	// after the ConfigMap: an emptyDir the reloaders write the rule files
 	// into, gunzipped, which Prometheus mounts read-only.
@@ -50,7 +51,7 @@ const (
 	// files are gzipped, which Prometheus cannot read.
 	RuleConfigMapsMountPath = "/etc/prometheus/rule-configmaps"
 	// storageMountPath is the TSDB directory.
-	storageMountPath = "/prometheus"
+	storageMountPath = promargs.StorageDir
 	// AnnotationInputHash is, on the pod template, a hash of everything
 	// rendered into the pods; the pods roll when it changes. The config
 	// Secret and the rule ConfigMaps are not part of it: they are reloaded.
@@ -60,7 +61,7 @@ const (
 	// the rule shard count rounded up to a multiple of it, at least one step.
 	RuleVolumeStep = 4
 	// WebPort is the port Prometheus listens on.
-	WebPort = 9090
+	WebPort = promargs.WebPort
 	// nobody is the user of the Prometheus image.
 	nobody  = 65534
 	fsGroup = 2000
@@ -391,7 +392,7 @@ func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOption
 	return corev1.Container{
 		Name:            "prometheus",
 		Image:           prometheusImage(spec, opts.DefaultPrometheusImage),
-		Args:            CommandLine(args),
+		Args:            promargs.CommandLine(args),
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Ports:           []corev1.ContainerPort{{Name: portName(spec), ContainerPort: WebPort, Protocol: corev1.ProtocolTCP}},
 		ReadinessProbe:  httpProbe(spec, WebPath(spec, "/-/ready"), 5, 3),
@@ -436,14 +437,14 @@ func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []moni
 	if spec.RoutePrefix != "" || spec.ExternalURL != "" {
 		args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
 	}
-	args = append(append(args, queryArgs(spec)...), receiverArgs(spec, promcfg.ParseVersion(spec.Version))...)
+	args = append(append(args, promargs.Query(spec)...), promargs.Receiver(spec, promcfg.ParseVersion(spec.Version))...)
 	if spec.LogLevel != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
 	}
 	if spec.LogFormat != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
 	}
-	return slices.Concat(args, webArgs(spec), compactionArgs(spec, promcfg.ParseVersion(spec.Version)))
+	return slices.Concat(args, webArgs(spec), promargs.Compaction(spec, promcfg.ParseVersion(spec.Version)))
 }
 
 // webArgs are the flags of spec.web.
@@ -486,18 +487,6 @@ func ValidateArgs(server Target) error {
 		return fmt.Errorf("spec.additionalArgs: %s set by the controller itself", strings.Join(clash, ", "))
 	}
 	return nil
-}
-
-// CommandLine renders arguments as flags: --name=value, or --name alone.
-func CommandLine(args []monitoringv1.Argument) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = "--" + a.Name
-		if a.Value != "" {
-			out[i] += "=" + a.Value
-		}
-	}
-	return out
 }
 
 // WebPath is p under Prometheus' route prefix.
