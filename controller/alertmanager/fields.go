@@ -23,7 +23,7 @@ const beforeMatchers = "a configuration generated from AlertmanagerConfigs (aler
 const zero = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
 
 // operatorFields is the takeover's field coverage of prometheus-operator's
-// Alertmanager spec (the main module's types, v0.94.1): every field has a
+// Alertmanager spec (the main module's types, v0.95.2): every field has a
 // row (TestFieldsCoverTheSpec walks the type), and the Alertmanager part
 // of docs/prometheus-operator.md is its rendering (TestFieldMatrix).
 func operatorFields() []takeover.Field {
@@ -90,6 +90,8 @@ func operatorFields() []takeover.Field {
 		mapped("forceEnableClusterMode", "clustering with one replica"),
 		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
 		mapped("alertmanagerConfigNamespaceSelector", "the namespaces of the AlertmanagerConfigs: nil the Alertmanager's, {} every one"),
+		refuseBut("alertmanagerConfigFileSystemMode", "prometheus-operator v0.95's: DenyAll and FromAlertmanagerConfigMatcherStrategy reject the AlertmanagerConfigs that reference the container's files, which package amconfig renders as prometheus-operator v0.94 does (every one); accepted: AllowAll, and unset (rendered as v0.94 renders it, where v0.95's default rejects the file references of the AlertmanagerConfigs other than the main one)",
+			takeover.OnlyStrings(string(monitoringv1.AllowAllAlertmanagerConfigFileSystemMode))),
 		mapped("alertmanagerConfigMatcherStrategy", "the namespace matcher of each AlertmanagerConfig's route (package amconfig)"),
 		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
 		mapped("hostAliases", asIs),
