@@ -76,7 +76,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 	t.r = r
 	t.lifecycle = takeover.NewLifecycle[*monitoringv1.Prometheus, promserver.Synced](takeover.Config{
 		Kind: monitoringv1.PrometheusesKind, ControllerID: to.ControllerID, Doc: "docs/prometheus-operator.md",
-		Client: r.Client, Writer: r.Writer, Recorder: r.Recorder, Logger: r.Logger,
+		Client: r.Client, APIReader: m.GetAPIReader(), Writer: r.Writer, Recorder: r.Recorder, Logger: r.Logger,
 		Errors: r.Metrics.Errors, Work: &r.Work,
 	}, t)
 	if err := r.Setup(m, builder.ControllerManagedBy(m).
