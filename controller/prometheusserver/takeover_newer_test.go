@@ -50,7 +50,9 @@ func (cp *controlPlane) testTakeoverNewerCRD(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(err), "no StatefulSet for a refused Prometheus: %v", err)
 
 	// The field removed: taken over.
-	controlplane.Edit(t, cp.c, u, func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "futureScrapeSetting") })
+	controlplane.Edit(t, cp.c, u, func(u *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(u.Object, "spec", "futureScrapeSetting")
+	})
 	eventually(t, func(c *assert.CollectT) {
 		assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "prometheus-newer"}, &appsv1.StatefulSet{}))
 	})

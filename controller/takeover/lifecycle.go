@@ -88,12 +88,12 @@ type Config struct {
 	Doc string
 	// Client reads the cache and writes; Writer writes objects.
 	Client client.Client
+	Writer *kube.Writer
 	// APIReader reads an object as the API server stores it, for the
 	// fields of its spec that its Go type does not know, which the typed
 	// cache drops: each keeps it from being taken over (Decode). Nil
 	// reads none.
 	APIReader client.Reader
-	Writer *kube.Writer
 	// Recorder emits the Events, Logger the log lines.
 	Recorder recorder.EventRecorder
 	Logger   *slog.Logger
