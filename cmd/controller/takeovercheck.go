@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +52,9 @@ func takeoverCheck(ctx context.Context, kubeconfig string, files []string, stdou
 	code := 0
 	for _, c := range checks {
 		fmt.Fprintf(stdout, "%s %s/%s (controller-id %q):\n", c.Kind, c.Namespace, c.Name, c.ControllerID)
+		for _, w := range c.Warnings {
+			fmt.Fprintf(stdout, "  warning: %s\n", w)
+		}
 		if len(c.Unsupported) > 0 {
 			code = 1
 			fmt.Fprintf(stdout, "  refused, not supported yet: %s; annotated, it stays untouched\n", takeover.UnsupportedMessage(c.Unsupported))
@@ -88,14 +93,17 @@ func readChecks(checkers []takeover.Checker, files []string) ([]takeover.Check, 
 				if c.APIVersion != meta.APIVersion || c.Kind != meta.Kind {
 					continue
 				}
-				obj := c.New()
-				if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+				// As the API server reads it: of duplicate keys the
+				// last wins, with a warning.
+				data, err := yaml.YAMLToJSON(doc)
+				if err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", f, c.Kind, err)
 				}
-				check, err := c.Check(obj)
+				check, err := decodeCheck(c, data)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", f, err)
 				}
+				check.Warnings = append(duplicateKeys(doc), check.Warnings...)
 				out = append(out, check)
 			}
 		}
@@ -120,22 +128,22 @@ func listChecks(ctx context.Context, checkers []takeover.Checker, kubeconfig str
 	}
 	var out []takeover.Check
 	for _, ch := range checkers {
-		list := ch.NewList()
+		// Listed as stored, not decoded into the types, which would drop
+		// the fields of a newer prometheus-operator's CRD.
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(ch.APIVersion)
+		list.SetKind(ch.Kind + "List")
 		if err := c.List(ctx, list); meta.IsNoMatchError(err) {
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("list %s objects: %w", ch.Kind, err)
 		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return nil, fmt.Errorf("list %s objects: %w", ch.Kind, err)
-		}
-		for _, item := range items {
-			obj, ok := item.(client.Object)
-			if !ok {
-				return nil, fmt.Errorf("list %s objects: a %T is not an object", ch.Kind, item)
+		for i := range list.Items {
+			data, err := list.Items[i].MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("list %s objects: %w", ch.Kind, err)
 			}
-			check, err := ch.Check(obj)
+			check, err := decodeCheck(ch, data)
 			if err != nil {
 				return nil, err
 			}
@@ -143,4 +151,44 @@ func listChecks(ctx context.Context, checkers []takeover.Checker, kubeconfig str
 		}
 	}
 	return out, nil
+}
+
+// decodeCheck decodes data, the JSON of an object c checks, as the API
+// server does (takeover.Decode), and checks it: a field its types do not
+// know refuses it, by path; one that differs from one of theirs by case
+// alone is dropped, with a warning.
+func decodeCheck(c takeover.Checker, data []byte) (takeover.Check, error) {
+	obj := c.New()
+	d, err := takeover.Decode(data, obj)
+	if err != nil {
+		return takeover.Check{}, fmt.Errorf("%s: %w", c.Kind, err)
+	}
+	check, err := c.Check(obj)
+	if err != nil {
+		return takeover.Check{}, err
+	}
+	if unknown := takeover.UnknownFields(d); len(unknown) > 0 {
+		check.Unsupported = append(check.Unsupported, unknown...)
+		slices.Sort(check.Unsupported)
+	}
+	for _, p := range d.Dropped {
+		check.Warnings = append(check.Warnings, p+": not a field (field names are case-sensitive): dropped, as the API server drops it")
+	}
+	return check, nil
+}
+
+// duplicateKeys are the warnings of the keys doc (YAML) sets twice in a
+// mapping: the API server keeps the last.
+func duplicateKeys(doc []byte) []string {
+	_, err := yaml.YAMLToJSONStrict(doc)
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); strings.HasSuffix(line, "already set in map") {
+			out = append(out, line+": the last one is read, as the API server reads it")
+		}
+	}
+	return out
 }

@@ -21,9 +21,11 @@ const beforeMatchers = "a configuration generated from AlertmanagerConfigs (aler
 const zero = "zero is dropped, not passed, and Reconciled's reason IgnoredFields names it, as prometheus-operator v0.94 does"
 
 // operatorFields is the takeover's field coverage of prometheus-operator's
-// Alertmanager spec (the main module's types, v0.94.1): every field has a
+// Alertmanager spec (the main module's types, v0.95.2): every field has a
 // row (TestFieldsCoverTheSpec walks the type), and the Alertmanager part
 // of docs/prometheus-operator.md is its rendering (TestFieldMatrix).
+//
+//nolint:funlen // A table, one row per field of the upstream spec: its length is the spec's, not logic.
 func operatorFields() []takeover.Field {
 	const (
 		asIs     = "as prometheus-operator sets it in the pods"
@@ -88,6 +90,8 @@ func operatorFields() []takeover.Field {
 		mapped("forceEnableClusterMode", "clustering with one replica"),
 		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
 		mapped("alertmanagerConfigNamespaceSelector", "the namespaces of the AlertmanagerConfigs: nil the Alertmanager's, {} every one"),
+		refuseBut("alertmanagerConfigFileSystemMode", "prometheus-operator v0.95's: DenyAll and FromAlertmanagerConfigMatcherStrategy reject the AlertmanagerConfigs that reference the container's files, which package amconfig renders as prometheus-operator v0.94 does (every one); accepted: AllowAll, and unset (rendered as v0.94 renders it, where v0.95's default rejects the file references of the AlertmanagerConfigs other than the main one)",
+			takeover.OnlyStrings(string(monitoringv1.AllowAllAlertmanagerConfigFileSystemMode))),
 		mapped("alertmanagerConfigMatcherStrategy", "the namespace matcher of each AlertmanagerConfig's route (package amconfig)"),
 		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
 		mapped("hostAliases", asIs),
@@ -98,7 +102,7 @@ func operatorFields() []takeover.Field {
 		mapped("web.timeout", flag),
 		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
 		mapped("clusterTLS", "mutual TLS between the peers as prometheus-operator renders it: the file (server and client TLS settings) in the Secret alertmanager-<name>-cluster-tls-config, mounted with a sub-path at /etc/alertmanager/cluster_tls_config and named by --cluster.tls-config from Alertmanager 0.24, each certificate, key and CA from a Secret or ConfigMap mounted whole under it (server_tls/, client_tls/); a change of the file rolls the pods (Alertmanager reads it once); what prometheus-operator refuses in it (a server key missing, a client certificate missing, a file and a reference both), and a Secret, ConfigMap or key it names that is missing (which prometheus-operator does not check), is Reconciled False, InvalidClusterTLS, nothing written"),
-		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders"),
+		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders; global.telegram's botToken and botTokenFile (prometheus-operator v0.95's, whose rendering cannot be checked: its generator is not served) are InvalidConfiguration too, not dropped"),
 		mapped("automountServiceAccountToken", "unset or true, the pods mount the token and the config-reloaders read the generated Secret through the API server and report what Alertmanager runs (ConfigApplied); false, the pods mount no token and the config-reloaders read the Secret's volume, as prometheus-operator's do (a change 60 to 90 s later, when the kubelet syncs it), and report nothing: ConfigApplied Unknown, NotReported"),
 		mapped("enableFeatures", "--enable-feature"),
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),

@@ -35,7 +35,7 @@ func peerTLS() *monitoringv1.ClusterTLSConfig {
 	key := corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "peer-tls"}, Key: "tls.key"}
 	ca := monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "peer-ca"}, Key: "ca.crt"}}
 	return &monitoringv1.ClusterTLSConfig{
-		ServerTLS: monitoringv1.WebTLSConfig{Cert: cert, KeySecret: key, ClientCA: ca, ClientAuthType: ptr.To("RequireAndVerifyClientCert")},
+		ServerTLS: monitoringv1.WebTLSConfig{Cert: cert, KeySecret: key, ClientCA: ca, ClientAuthType: ptr.To(monitoringv1.RequireAndVerifyClientCert)},
 		ClientTLS: monitoringv1.SafeTLSConfig{Cert: cert, KeySecret: &key, CA: ca, ServerName: ptr.To("alertmanager")},
 	}
 }

@@ -64,7 +64,7 @@ func (v variant) Pods(ctx context.Context, am *monitoringv1.Alertmanager) ([]cor
 func newLifecycle(r *reconciler) *takeover.Lifecycle[*monitoringv1.Alertmanager, synced, variant] {
 	return takeover.NewLifecycle[*monitoringv1.Alertmanager, synced](takeover.Config{
 		Kind: monitoringv1.AlertmanagersKind, ControllerID: r.opts.ControllerID, Doc: docLink,
-		Client: r.client, Writer: r.writer, Recorder: r.recorder, Logger: r.logger,
+		Client: r.client, APIReader: r.reader, Writer: r.writer, Recorder: r.recorder, Logger: r.logger,
 		Errors: r.metrics.runs.Errors, Work: &r.work,
 	}, variant{r: r})
 }

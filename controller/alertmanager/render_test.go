@@ -136,7 +136,8 @@ func acceptedValues() map[string][]string {
 	return map[string][]string{
 		"containers": {`[{"name": "proxy", "image": "proxy"}]`, `[{"name": "config-reloader", "resources": {"limits": {"memory": "50Mi"}}}]`,
 			`[{"name": "alertmanager", "args": ["--alerts.gc-interval=1m"]}]`},
-		"initContainers": {`[{"name": "setup", "image": "setup"}]`, `[{"name": "init-config-reloader", "env": [{"name": "A", "value": "1"}]}]`},
+		"initContainers":                   {`[{"name": "setup", "image": "setup"}]`, `[{"name": "init-config-reloader", "env": [{"name": "A", "value": "1"}]}]`},
+		"alertmanagerConfigFileSystemMode": {`"AllowAll"`},
 	}
 }
 
@@ -144,8 +145,9 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
-		"containers":     `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9093/-/reload"]}]`,
-		"initContainers": `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.94.1"}]`,
+		"containers":                       `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9093/-/reload"]}]`,
+		"initContainers":                   `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.94.1"}]`,
+		"alertmanagerConfigFileSystemMode": `"FromAlertmanagerConfigMatcherStrategy"`,
 	}
 }
 
@@ -209,7 +211,7 @@ func TestFieldMatrix(t *testing.T) {
      go test ./controller/alertmanager/ -run TestFieldMatrix -update -->
 
 What podreload does with each field of a ` + "`monitoring.coreos.com/v1` `Alertmanager`" + `
-(prometheus-operator's types at v0.94.1, go.mod) when it takes the object
+(prometheus-operator's types at v0.95.2, go.mod) when it takes the object
 over ([takeover.md](takeover.md), [the Prometheus fields](prometheus-operator.md)):
 **mapped** fields are rendered with prometheus-operator's meaning and
 defaults; **ignored** ones change nothing; an object that sets a **refused**

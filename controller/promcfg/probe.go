@@ -35,6 +35,9 @@ func (r *renderer) probeJob(p *monitoringv1.Probe) (yaml.MapSlice, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := notRendered(s.ExtraScrapeMetrics); err != nil {
+		return nil, err
+	}
 	if err := checkProberURL(s.ProberSpec.URL); err != nil {
 		return nil, fmt.Errorf("prober.url: %w", err)
 	}

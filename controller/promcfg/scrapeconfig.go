@@ -50,6 +50,9 @@ func (r *renderer) scrapeConfigJob(sc *monitoringv1alpha1.ScrapeConfig) (yaml.Ma
 	if err := unsupportedSD(s); err != nil {
 		return nil, err
 	}
+	if err := notRendered(s.ExtraScrapeMetrics); err != nil {
+		return nil, err
+	}
 	job := yaml.MapSlice{{Key: "job_name", Value: "scrapeConfig/" + ns + "/" + sc.Name}}
 	job = append(job, r.scrapeOptions(s)...)
 	var interval, timeout monitoringv1.Duration

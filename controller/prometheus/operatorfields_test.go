@@ -36,7 +36,7 @@ func fieldMatrix() string {
      go test ./controller/prometheus/ -run TestOperatorFieldMatrix -update -->
 
 What podreload does with each field of a ` + "`monitoring.coreos.com/v1` `Prometheus`" + `
-(prometheus-operator's types at v0.94.1, go.mod) when it takes the object
+(prometheus-operator's types at v0.95.2, go.mod) when it takes the object
 over ([takeover.md](takeover.md); the ` + "`Alertmanager`" + ` fields are in
 [prometheus-operator-alertmanager.md](prometheus-operator-alertmanager.md)):
 

@@ -33,7 +33,7 @@ func fieldMatrix() string {
      go test ./controller/prometheusagent/ -run TestFieldMatrix -update -->
 
 What podreload does with each field of a ` + "`monitoring.coreos.com/v1alpha1` `PrometheusAgent`" + `
-(prometheus-operator's types at v0.94.1, go.mod) when it takes the object
+(prometheus-operator's types at v0.95.2, go.mod) when it takes the object
 over ([takeover.md](takeover.md)). An agent renders as prometheus-operator's
 agent controller renders it: the StatefulSets ` + "`prom-agent-<name>`" + ` (and
 ` + "`-shard-<n>`" + `) under the governing Service ` + "`prometheus-agent-operated`" + `,

@@ -48,7 +48,7 @@ func (cp *controlPlane) testWebTLS(t *testing.T) {
 			KeySecret: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "web-tls"}, Key: "tls.key"},
 			ClientCA: monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "clients"}, Key: "ca.crt"}},
-			ClientAuthType: ptr.To("VerifyClientCertIfGiven"),
+			ClientAuthType: ptr.To(monitoringv1.VerifyClientCertIfGiven),
 		}}}
 	})
 	const notFound = `render web config: spec.web.tlsConfig.cert: secret "web-tls/web-tls" not found (looking for key "tls.crt")`

@@ -171,7 +171,7 @@ func webTLSServer(s *v1alpha1.PrometheusServer) {
 				ClientCA: monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "web-client-ca"}, Key: "ca.crt",
 				}},
-				ClientAuthType: ptr.To("VerifyClientCertIfGiven"),
+				ClientAuthType: ptr.To(monitoringv1.ClientAuthType("VerifyClientCertIfGiven")),
 				MinVersion:     ptr.To("TLS12"),
 			},
 			HTTPConfig: &monitoringv1.WebHTTPConfig{HTTP2: ptr.To(false)},

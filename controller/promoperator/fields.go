@@ -167,6 +167,7 @@ func CommonFields() []takeover.Field {
 		mapped("convertClassicHistogramsToNHCB", "spec.convertClassicHistogramsToNHCB: global.convert_classic_histograms_to_nhcb from Prometheus 3.4"),
 		mapped("scrapeNativeHistograms", "spec.scrapeNativeHistograms: global.scrape_native_histograms from Prometheus 3.8"),
 		mapped("scrapeClassicHistograms", "spec.scrapeClassicHistograms: global.always_scrape_classic_histograms from Prometheus 3.5"),
+		refuse("extraScrapeMetrics", "prometheus-operator v0.95's (a global setting, or a feature flag before Prometheus 3.10): what its generator renders for it cannot be checked, the module proxy serves no prometheus-operator v0.95 (v0.95.2 is refused) and TestOperatorConfigDiff runs v0.93.1's"),
 		refuseBut("minReadySeconds", "a StatefulSet setting podreload does not render yet; accepted: 0", func(v reflect.Value) bool { return v.Elem().Int() == 0 }),
 		mapped("hostAliases", "spec.hostAliases"),
 		mapped("additionalArgs", "spec.additionalArgs; a flag podreload sets is refused (InvalidSpec)"),

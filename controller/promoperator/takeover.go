@@ -96,7 +96,7 @@ func Setup[T client.Object](m *kube.Manager, logger *slog.Logger, reg prometheus
 	t.r = r
 	t.lifecycle = takeover.NewLifecycle[T, promserver.Synced](takeover.Config{
 		Kind: k.Kind, ControllerID: to.ControllerID, Doc: k.Doc,
-		Client: r.Client, Writer: r.Writer, Recorder: r.Recorder, Logger: r.Logger,
+		Client: r.Client, APIReader: m.GetAPIReader(), Writer: r.Writer, Recorder: r.Recorder, Logger: r.Logger,
 		Errors: r.Metrics.Errors, Work: &r.Work,
 	}, t)
 	if err := r.Setup(m, builder.ControllerManagedBy(m).

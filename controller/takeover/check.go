@@ -31,6 +31,10 @@ type Check struct {
 	StatefulSets []string
 	// Replicas is the number of pods of each StatefulSet.
 	Replicas int32
+	// Warnings are what the API server would warn of, reading the object
+	// from a file: a key set twice (the last is read), a field that is
+	// not one but for its case (dropped).
+	Warnings []string
 }
 
 // Checker tells, without a cluster, what taking over the objects of one

@@ -89,6 +89,11 @@ type Config struct {
 	// Client reads the cache and writes; Writer writes objects.
 	Client client.Client
 	Writer *kube.Writer
+	// APIReader reads an object as the API server stores it, for the
+	// fields of its spec that its Go type does not know, which the typed
+	// cache drops: each keeps it from being taken over (Decode). Nil
+	// reads none.
+	APIReader client.Reader
 	// Recorder emits the Events, Logger the log lines.
 	Recorder recorder.EventRecorder
 	Logger   *slog.Logger
@@ -112,6 +117,8 @@ type Lifecycle[O client.Object, S any, V Variant[O, S]] struct {
 	// synced is the Reconciled condition of the last sync of each
 	// object, for the status without a sync.
 	synced map[types.NamespacedName]syncedCondition
+	// read is the last object read as stored (unknownFields).
+	read map[types.NamespacedName]readAt
 }
 
 // syncedCondition is the Reconciled condition of a sync of generation.
@@ -125,6 +132,7 @@ func NewLifecycle[O client.Object, S any, V Variant[O, S]](cfg Config, v V) *Lif
 	return &Lifecycle[O, S, V]{
 		cfg: cfg, variant: v, logKey: strings.ToLower(cfg.Kind),
 		refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{},
+		read: map[types.NamespacedName]readAt{},
 	}
 }
 
@@ -154,7 +162,11 @@ func (l *Lifecycle[O, S, V]) Reconcile(ctx context.Context, key types.Namespaced
 	if !HandedTo(obj, l.cfg.ControllerID) {
 		return l.handBack(ctx, obj)
 	}
-	if unsupported := v.Unsupported(obj); len(unsupported) > 0 {
+	unknown, err := l.unknownFields(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if unsupported := append(v.Unsupported(obj), unknown...); len(unsupported) > 0 {
 		msg := RefusedMessage(unsupported, l.cfg.Doc)
 		l.refuse(obj, msg)
 		return l.writeRefused(ctx, obj, msg)
@@ -192,7 +204,13 @@ func (l *Lifecycle[O, S, V]) ReconcileStatus(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, nil
 	case !HandedTo(obj, l.cfg.ControllerID):
 		return ctrl.Result{}, l.handBack(ctx, obj)
-	case len(v.Unsupported(obj)) > 0:
+	}
+	unknown, err := l.unknownFields(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case len(unknown) > 0 || len(v.Unsupported(obj)) > 0:
 		return ctrl.Result{}, nil
 	case v.Paused(obj):
 		return ctrl.Result{}, v.WriteStatus(ctx, obj, pausedCondition(), nil)
@@ -216,6 +234,7 @@ func (l *Lifecycle[O, S, V]) forget(ctx context.Context, key types.NamespacedNam
 	l.mu.Lock()
 	delete(l.refused, key)
 	delete(l.synced, key)
+	delete(l.read, key)
 	l.mu.Unlock()
 	return l.variant.Forget(ctx, key)
 }

@@ -27,7 +27,7 @@ func tlsWeb(auth string, edit func(*monitoringv1.WebTLSConfig)) *monitoringv1.We
 		KeySecret: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}, Key: "tls.key"},
 	}
 	if auth != "" {
-		t.ClientAuthType = ptr.To(auth)
+		t.ClientAuthType = ptr.To(monitoringv1.ClientAuthType(auth))
 	}
 	if edit != nil {
 		edit(t)

@@ -165,6 +165,16 @@ receivers:
   - url: "not a url"`,
 		reason: `alertmanager refuses the configuration: invalid URL: unsupported scheme "" for URL`,
 	}, {
+		name: "route-labels",
+		spec: `
+route:
+  receiver: r
+  labels:
+  - {key: team, value: a}
+receivers:
+- name: r`,
+		reason: `route: labels: not rendered: a field of prometheus-operator v0.95, whose rendering cannot be checked yet`,
+	}, {
 		name: "undefined-receiver",
 		spec: `
 route: {receiver: nowhere}

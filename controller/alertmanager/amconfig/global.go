@@ -97,6 +97,9 @@ func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig) (*globalC
 		return nil, fmt.Errorf("opsGenieApiKey: %w", err)
 	}
 	if t := in.TelegramConfig; t != nil {
+		if t.BotToken != nil || t.BotTokenFile != nil {
+			return nil, errors.New("telegram: botToken and botTokenFile: not rendered: fields of prometheus-operator v0.95, whose rendering cannot be checked yet")
+		}
 		out.TelegramAPIURL = string(ptr.Deref(t.APIURL, ""))
 	}
 	if j := in.JiraConfig; j != nil {
