@@ -100,6 +100,8 @@ func scenarios() []scenario {
 		{"controller killed, an Alertmanager", controllerKilled(alertmanagerKind())},
 		{"operator killed", operatorKilled(prometheusKind())},
 		{"operator killed, an Alertmanager", operatorKilled(alertmanagerKind())},
+		{"controller killed, a PrometheusAgent", controllerKilled(agentKind())},
+		{"operator killed, a PrometheusAgent", operatorKilled(agentKind())},
 		{"annotation flipped", testFlips},
 		{"controller down", testControllerDown},
 		{"deleted during the roll", testDeletedDuringRoll},

@@ -88,16 +88,8 @@ func prometheusKind() *kind {
 				fmt.Appendf(nil, `{"spec":{"groups":[{"name":"handoff","rules":[{"record":"handoff:edit","expr":"vector(%d)"}]}]}}`, n))))
 		},
 		rendered: func(t testing.TB, s *scene, config []byte, n int) error {
-			var cfg struct {
-				Global struct {
-					ExternalLabels map[string]string `json:"external_labels"`
-				} `json:"global"`
-			}
-			if err := sigsyaml.Unmarshal(config, &cfg); err != nil {
-				return fmt.Errorf("Secret %s: %w", s.configName(), err)
-			}
-			if got := cfg.Global.ExternalLabels["edit"]; got != fmt.Sprint(n) {
-				return fmt.Errorf("Secret %s: external label edit is %q, not %d", s.configName(), got, n)
+			if err := externalLabelEdit(s, config, n); err != nil {
+				return err
 			}
 			var rules corev1.ConfigMap
 			if err := s.e.c.Get(t.Context(), s.key(s.stsName()+s.kind.rules), &rules); err != nil {
@@ -160,4 +152,52 @@ func alertmanagerKind() *kind {
 			return nil
 		},
 	}
+}
+
+// agentKind is the PrometheusAgent: the external label edit of its spec
+// carries the edit; an agent has no rules.
+func agentKind() *kind {
+	return &kind{
+		name: monitoringv1alpha1.PrometheusAgentsKind, prefix: "prom-agent-", governing: "prometheus-agent-operated",
+		config: "", key: "prometheus.yaml.gz",
+		inputs: monitors,
+		object: func() client.Object { return &monitoringv1alpha1.PrometheusAgent{} },
+		list:   func() client.ObjectList { return &monitoringv1alpha1.PrometheusAgentList{} },
+		conditions: func(obj client.Object) []monitoringv1.Condition {
+			return obj.(*monitoringv1alpha1.PrometheusAgent).Status.Conditions
+		},
+		spec: func(obj client.Object) {
+			a := obj.(*monitoringv1alpha1.PrometheusAgent)
+			a.Spec.Replicas = ptr.To[int32](replicas)
+			a.Spec.Image = ptr.To("quay.io/prometheus/prometheus:v3.15.0")
+			a.Spec.Version = "v3.15.0"
+			a.Spec.ServiceMonitorSelector = &metav1.LabelSelector{}
+			a.Spec.ExternalLabels = map[string]string{"edit": "0"}
+			a.Spec.Storage = claimTemplate()
+		},
+		edit: func(t testing.TB, s *scene, n int) {
+			t.Helper()
+			s.patch(t, fmt.Sprintf(`{"spec":{"externalLabels":{"edit":"%d"}}}`, n))
+		},
+		rendered: func(_ testing.TB, s *scene, config []byte, n int) error {
+			return externalLabelEdit(s, config, n)
+		},
+	}
+}
+
+// externalLabelEdit checks that config, of the scene's object, holds the
+// external label of the edit n.
+func externalLabelEdit(s *scene, config []byte, n int) error {
+	var cfg struct {
+		Global struct {
+			ExternalLabels map[string]string `json:"external_labels"`
+		} `json:"global"`
+	}
+	if err := sigsyaml.Unmarshal(config, &cfg); err != nil {
+		return fmt.Errorf("Secret %s: %w", s.configName(), err)
+	}
+	if got := cfg.Global.ExternalLabels["edit"]; got != fmt.Sprint(n) {
+		return fmt.Errorf("Secret %s: external label edit is %q, not %d", s.configName(), got, n)
+	}
+	return nil
 }
