@@ -1,6 +1,10 @@
 package v1alpha1
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // TakenOver are the settings of a Prometheus or PrometheusAgent taken over
 // that the PrometheusServer kind does not have: the model carries them,
@@ -20,4 +24,12 @@ type TakenOver struct {
 	// running StatefulSet runs when that is newer (a takeover never
 	// downgrades Prometheus).
 	DefaultBase string `json:"-"`
+	// PodManagementPolicy (default Parallel), UpdateStrategy (default
+	// RollingUpdate), MinReadySeconds and
+	// PersistentVolumeClaimRetentionPolicy are the StatefulSets', as
+	// prometheus-operator sets them.
+	PodManagementPolicy                  *monitoringv1.PodManagementPolicyType                   `json:"-"`
+	UpdateStrategy                       *monitoringv1.StatefulSetUpdateStrategy                 `json:"-"`
+	MinReadySeconds                      *int32                                                  `json:"-"`
+	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"-"`
 }

@@ -5,6 +5,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,6 +176,14 @@ func TestConvertMappedFields(t *testing.T) {
 		{"hostAliases", "hostAliases: [{ip: 10.0.0.1, hostnames: [a]}]", func(s v1alpha1.PrometheusServerSpec) any { return s.HostAliases },
 			[]monitoringv1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"a"}}}},
 		{"enableServiceLinks", "enableServiceLinks: false", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableServiceLinks }, ptr.To(false)},
+		{"podManagementPolicy", "podManagementPolicy: OrderedReady", func(s v1alpha1.PrometheusServerSpec) any { return s.PodManagementPolicy },
+			ptr.To(monitoringv1.OrderedReadyPodManagement)},
+		{"updateStrategy", "updateStrategy: {type: OnDelete}", func(s v1alpha1.PrometheusServerSpec) any { return s.UpdateStrategy },
+			&monitoringv1.StatefulSetUpdateStrategy{Type: monitoringv1.OnDeleteStatefulSetStrategyType}},
+		{"minReadySeconds", "minReadySeconds: 5", func(s v1alpha1.PrometheusServerSpec) any { return s.MinReadySeconds }, ptr.To[int32](5)},
+		{"persistentVolumeClaimRetentionPolicy", "persistentVolumeClaimRetentionPolicy: {whenDeleted: Delete}", func(s v1alpha1.PrometheusServerSpec) any {
+			return s.PersistentVolumeClaimRetentionPolicy
+		}, &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}},
 		{"hostUsers", "hostUsers: false", func(s v1alpha1.PrometheusServerSpec) any { return s.HostUsers }, ptr.To(false)},
 		{"terminationGracePeriodSeconds", "terminationGracePeriodSeconds: 60", func(s v1alpha1.PrometheusServerSpec) any { return s.TerminationGracePeriodSeconds }, ptr.To[int64](60)},
 		{"secrets", "secrets: [etcd-certs]", func(s v1alpha1.PrometheusServerSpec) any { return s.Secrets }, []string{"etcd-certs"}},

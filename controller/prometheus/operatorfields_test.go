@@ -75,8 +75,6 @@ func acceptedValues() map[string][]string {
 		"storage.disableMountSubPath":  {`false`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
 		"automountServiceAccountToken": {`true`},
-		"podManagementPolicy":          {`"Parallel"`},
-		"minReadySeconds":              {`0`},
 		"hostNetwork":                  {`false`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"allowOverlappingBlocks":       {`false`},

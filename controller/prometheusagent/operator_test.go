@@ -17,7 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/kube"
@@ -92,6 +94,13 @@ func TestOperator(t *testing.T) {
 		{Name: "prometheus", Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "1GiB"}}},
 		{Name: "kube-rbac-proxy", Image: "quay.io/brancz/kube-rbac-proxy:v0.19.0", Args: []string{"--upstream=http://127.0.0.1:9090/"}},
 	}
+	// The StatefulSets' settings.
+	a.Spec.PodManagementPolicy = ptr.To(monitoringv1.OrderedReadyPodManagement)
+	a.Spec.UpdateStrategy = &monitoringv1.StatefulSetUpdateStrategy{
+		Type: monitoringv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &monitoringv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+	}
+	a.Spec.MinReadySeconds = ptr.To[int32](5)
+	a.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
 	require.NoError(t, c.Create(ctx, a))
 	shards := []string{"prom-agent-edge", "prom-agent-edge-shard-1"}
 	reloader := func(sts *appsv1.StatefulSet) string { return container(t, sts, "config-reloader").Image }
@@ -119,6 +128,12 @@ func TestOperator(t *testing.T) {
 		require.Equal(t, op.UID, sts.UID, "adopted in place")
 		require.Equal(t, op.Spec.Selector, sts.Spec.Selector)
 		require.Equal(t, op.Spec.ServiceName, sts.Spec.ServiceName)
+		require.Equal(t, op.Spec.PodManagementPolicy, sts.Spec.PodManagementPolicy)
+		require.Equal(t, op.Spec.UpdateStrategy, sts.Spec.UpdateStrategy)
+		require.Equal(t, op.Spec.MinReadySeconds, sts.Spec.MinReadySeconds)
+		require.Equal(t, op.Spec.PersistentVolumeClaimRetentionPolicy, sts.Spec.PersistentVolumeClaimRetentionPolicy)
+		require.Equal(t, appsv1.OrderedReadyPodManagement, sts.Spec.PodManagementPolicy, "the agent's")
+		require.Equal(t, int32(5), sts.Spec.MinReadySeconds, "the agent's")
 		require.Equal(t, op.Labels["operator.prometheus.io/mode"], sts.Labels["operator.prometheus.io/mode"])
 		require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
 		require.Equal(t, op.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name, "the same PVCs")

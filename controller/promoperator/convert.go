@@ -91,8 +91,12 @@ func CommonSpec(in monitoringv1.CommonPrometheusFields, image string) v1alpha1.P
 		VolumeMounts:                    in.VolumeMounts,
 		AdditionalArgs:                  in.AdditionalArgs,
 		WALCompression:                  in.WALCompression,
-		TakenOver:                       v1alpha1.TakenOver{Containers: in.Containers, InitContainers: in.InitContainers},
-		Reloader:                        v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
+		TakenOver: v1alpha1.TakenOver{
+			Containers: in.Containers, InitContainers: in.InitContainers,
+			PodManagementPolicy: in.PodManagementPolicy, UpdateStrategy: in.UpdateStrategy, MinReadySeconds: in.MinReadySeconds,
+			PersistentVolumeClaimRetentionPolicy: in.PersistentVolumeClaimRetentionPolicy,
+		},
+		Reloader: v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
 	}
 	commonGeneration(in, &spec)
 	return spec

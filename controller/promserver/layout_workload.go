@@ -149,9 +149,19 @@ func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
 	}
 	sts.Annotations = a
 	sts.Spec.ServiceName = governingServiceOf(server)
-	// The API server's default, which prometheus-operator writes
-	// (pkg/operator/statefulset.go UpdateStrategyForStatefulSet).
+	// As prometheus-operator (pkg/operator/statefulset.go
+	// UpdateStrategyForStatefulSet, server/statefulset.go): unset, the API
+	// server's default.
 	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	if u := server.Spec.UpdateStrategy; u != nil {
+		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.StatefulSetUpdateStrategyType(u.Type)}
+		if u.RollingUpdate != nil {
+			sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: u.RollingUpdate.MaxUnavailable}
+		}
+	}
+	sts.Spec.PodManagementPolicy = appsv1.PodManagementPolicyType(ptr.Deref(server.Spec.PodManagementPolicy, monitoringv1.ParallelPodManagement))
+	sts.Spec.MinReadySeconds = ptr.Deref(server.Spec.MinReadySeconds, 0)
+	sts.Spec.PersistentVolumeClaimRetentionPolicy = server.Spec.PersistentVolumeClaimRetentionPolicy
 }
 
 // operatorPodMetadata is the metadata of a shard's pods: the version label
