@@ -32,4 +32,15 @@ type TakenOver struct {
 	UpdateStrategy                       *monitoringv1.StatefulSetUpdateStrategy                 `json:"-"`
 	MinReadySeconds                      *int32                                                  `json:"-"`
 	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"-"`
+	// HostNetwork runs the pods in the node's network namespace (with
+	// dnsPolicy ClusterFirstWithHostNet unless dnsPolicy is set);
+	// MaximumStartupDurationSeconds bounds the startup probe, as
+	// prometheus-operator computes it.
+	HostNetwork                   bool   `json:"-"`
+	MaximumStartupDurationSeconds *int32 `json:"-"`
+	// Ephemeral is storage.ephemeral, the data volume a generic
+	// ephemeral one; DisableMountSubPath, storage.disableMountSubPath,
+	// mounts the data volume without the sub-path prometheus-db.
+	Ephemeral           *corev1.EphemeralVolumeSource `json:"-"`
+	DisableMountSubPath bool                          `json:"-"`
 }

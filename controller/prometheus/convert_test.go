@@ -180,6 +180,12 @@ func TestConvertMappedFields(t *testing.T) {
 			ptr.To(monitoringv1.OrderedReadyPodManagement)},
 		{"updateStrategy", "updateStrategy: {type: OnDelete}", func(s v1alpha1.PrometheusServerSpec) any { return s.UpdateStrategy },
 			&monitoringv1.StatefulSetUpdateStrategy{Type: monitoringv1.OnDeleteStatefulSetStrategyType}},
+		{"hostNetwork", "hostNetwork: true", func(s v1alpha1.PrometheusServerSpec) any { return s.HostNetwork }, true},
+		{"maximumStartupDurationSeconds", "maximumStartupDurationSeconds: 600", func(s v1alpha1.PrometheusServerSpec) any { return s.MaximumStartupDurationSeconds }, ptr.To[int32](600)},
+		{"storage.disableMountSubPath", "storage: {disableMountSubPath: true, emptyDir: {}}", func(s v1alpha1.PrometheusServerSpec) any { return s.DisableMountSubPath }, true},
+		{"storage.ephemeral", "storage: {ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce]}}}}", func(s v1alpha1.PrometheusServerSpec) any {
+			return s.Ephemeral.VolumeClaimTemplate.Spec.AccessModes
+		}, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
 		{"minReadySeconds", "minReadySeconds: 5", func(s v1alpha1.PrometheusServerSpec) any { return s.MinReadySeconds }, ptr.To[int32](5)},
 		{"persistentVolumeClaimRetentionPolicy", "persistentVolumeClaimRetentionPolicy: {whenDeleted: Delete}", func(s v1alpha1.PrometheusServerSpec) any {
 			return s.PersistentVolumeClaimRetentionPolicy

@@ -72,10 +72,8 @@ func acceptedValues() map[string][]string {
 	return map[string][]string{
 		"shardingStrategy":             {`{}`, `{"mode": "Address"}`},
 		"enableOTLPReceiver":           {`false`},
-		"storage.disableMountSubPath":  {`false`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
 		"automountServiceAccountToken": {`true`},
-		"hostNetwork":                  {`false`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"allowOverlappingBlocks":       {`false`},
 		"containers": {`[{"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.19.0"}]`,

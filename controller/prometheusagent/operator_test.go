@@ -100,6 +100,9 @@ func TestOperator(t *testing.T) {
 		Type: monitoringv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &monitoringv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(1))},
 	}
 	a.Spec.MinReadySeconds = ptr.To[int32](5)
+	a.Spec.HostNetwork = true
+	a.Spec.MaximumStartupDurationSeconds = ptr.To[int32](300)
+	a.Spec.Storage.DisableMountSubPath = true
 	a.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
 	require.NoError(t, c.Create(ctx, a))
 	shards := []string{"prom-agent-edge", "prom-agent-edge-shard-1"}
@@ -134,6 +137,9 @@ func TestOperator(t *testing.T) {
 		require.Equal(t, op.Spec.PersistentVolumeClaimRetentionPolicy, sts.Spec.PersistentVolumeClaimRetentionPolicy)
 		require.Equal(t, appsv1.OrderedReadyPodManagement, sts.Spec.PodManagementPolicy, "the agent's")
 		require.Equal(t, int32(5), sts.Spec.MinReadySeconds, "the agent's")
+		require.Equal(t, op.Spec.Template.Spec.HostNetwork, sts.Spec.Template.Spec.HostNetwork)
+		require.True(t, sts.Spec.Template.Spec.HostNetwork, "the agent's")
+		require.Equal(t, op.Spec.Template.Spec.DNSPolicy, sts.Spec.Template.Spec.DNSPolicy)
 		require.Equal(t, op.Labels["operator.prometheus.io/mode"], sts.Labels["operator.prometheus.io/mode"])
 		require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
 		require.Equal(t, op.Spec.VolumeClaimTemplates[0].Name, sts.Spec.VolumeClaimTemplates[0].Name, "the same PVCs")
@@ -144,6 +150,8 @@ func TestOperator(t *testing.T) {
 		require.Equal(t, mount(t, opProm, "prom-agent-edge-db"), mount(t, prom, "prom-agent-edge-db"), "the data volume at the operator's path")
 		require.Equal(t, op.Spec.Template.Labels, sts.Spec.Template.Labels)
 		require.Equal(t, opProm.Env, prom.Env, "the patch merged as the operator merges it")
+		require.Equal(t, opProm.StartupProbe, prom.StartupProbe, "maximumStartupDurationSeconds as the operator's")
+		require.Empty(t, mount(t, prom, "prom-agent-edge-db").SubPath, "disableMountSubPath")
 		names := func(cs []corev1.Container) []string {
 			var out []string
 			for _, c := range cs {

@@ -118,3 +118,25 @@ func TestRenderNotOlder(t *testing.T) {
 		require.Equal(t, c.version, server.Spec.Version, "the input server is not changed")
 	}
 }
+
+// TestRenderEphemeral: storage.ephemeral is the data volume, a generic
+// ephemeral volume mounted with prometheus-operator's sub-path; the
+// StatefulSet has no claim template.
+func TestRenderEphemeral(t *testing.T) {
+	a := testAgent("monitoring", "edge")
+	a.Spec.Shards = nil
+	a.Spec.Storage = &monitoringv1.StorageSpec{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+	}}}
+	server, unsupported := FromAgent(a)
+	require.Empty(t, unsupported)
+	objs, err := promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}, promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, nil)
+	require.NoError(t, err)
+	sts := objs.StatefulSets[0]
+	require.Empty(t, sts.Spec.VolumeClaimTemplates)
+	vols := sts.Spec.Template.Spec.Volumes
+	i := slices.IndexFunc(vols, func(v corev1.Volume) bool { return v.Name == "prom-agent-edge-db" })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, a.Spec.Storage.Ephemeral, vols[i].Ephemeral)
+	require.Equal(t, corev1.VolumeMount{Name: "prom-agent-edge-db", MountPath: "/prometheus", SubPath: "prometheus-db"}, mount(t, container(t, sts, "prometheus"), "prom-agent-edge-db"))
+}

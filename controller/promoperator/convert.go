@@ -95,8 +95,12 @@ func CommonSpec(in monitoringv1.CommonPrometheusFields, image string) v1alpha1.P
 			Containers: in.Containers, InitContainers: in.InitContainers,
 			PodManagementPolicy: in.PodManagementPolicy, UpdateStrategy: in.UpdateStrategy, MinReadySeconds: in.MinReadySeconds,
 			PersistentVolumeClaimRetentionPolicy: in.PersistentVolumeClaimRetentionPolicy,
+			HostNetwork:                          in.HostNetwork, MaximumStartupDurationSeconds: in.MaximumStartupDurationSeconds,
 		},
 		Reloader: v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
+	}
+	if in.Storage != nil {
+		spec.Ephemeral, spec.DisableMountSubPath = in.Storage.Ephemeral, in.Storage.DisableMountSubPath
 	}
 	commonGeneration(in, &spec)
 	return spec

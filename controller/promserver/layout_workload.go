@@ -191,10 +191,18 @@ func operatorPodMetadata(server Target, shard int, webConfig string) metav1.Obje
 func operatorStorage(server Target) (corev1.VolumeMount, []corev1.Volume, []corev1.PersistentVolumeClaim) {
 	st := server.Spec.Storage
 	mount := corev1.VolumeMount{Name: operatorName(server) + "-db", MountPath: storageMountPath}
+	if st == nil && server.Spec.Ephemeral != nil {
+		st = &v1alpha1.StorageSpec{} // An ephemeral volume is a storage too.
+	}
 	if st == nil {
 		return mount, []corev1.Volume{{Name: mount.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, nil
 	}
-	mount.SubPath = operatorStorageSubPath
+	if !server.Spec.DisableMountSubPath {
+		mount.SubPath = operatorStorageSubPath
+	}
+	if server.Spec.Ephemeral != nil {
+		return mount, []corev1.Volume{{Name: mount.Name, VolumeSource: corev1.VolumeSource{Ephemeral: server.Spec.Ephemeral}}}, nil
+	}
 	if t := st.VolumeClaimTemplate; t != nil {
 		mount.Name = cmp.Or(t.Name, mount.Name)
 		spec := *t.Spec.DeepCopy()
@@ -224,7 +232,7 @@ func operatorPrometheusContainer(server Target, opts WorkloadOptions, storage co
 	versioned.Version = cmp.Or(spec.Version, OperatorDefaultVersion)
 	ready := operatorProbe(spec, WebPath(spec, "/-/ready"), 5, 3)
 	startup := *ready
-	startup.PeriodSeconds, startup.FailureThreshold = 15, 60
+	startup.PeriodSeconds, startup.FailureThreshold = startupBounds(spec.MaximumStartupDurationSeconds)
 	ports := []corev1.ContainerPort{{Name: portName(spec), ContainerPort: WebPort, Protocol: corev1.ProtocolTCP}}
 	if spec.ListenLocal {
 		ports = nil
@@ -350,4 +358,18 @@ func notOlder(in Inputs) *v1alpha1.PrometheusServer {
 // Prometheus of server, a server or an agent (promargs.Operator).
 func OperatorPrometheusArgs(server Target) []monitoringv1.Argument {
 	return promargs.Operator(server.Spec, server.Layout.Agent())
+}
+
+// startupBounds are the period and the failure threshold of the startup
+// probe of Prometheus for maximumStartupDurationSeconds max, as
+// prometheus-operator computes them (promcfg.go
+// getStatupProbePeriodSecondsAndFailureThreshold): 15 s × 60, or from 60 s
+// on a threshold of ceil(max/60) and a period of ceil(max/threshold).
+func startupBounds(maxSeconds *int32) (period, failures int32) {
+	m := ptr.Deref(maxSeconds, 0)
+	if m < 60 {
+		return 15, 60
+	}
+	failures = (m + 59) / 60
+	return (m + failures - 1) / failures, failures
 }

@@ -127,9 +127,16 @@ func validateContainers(server Target) error {
 }
 
 // mergeContainers merges into pod the user's containers of a Prometheus
-// or agent taken over, as prometheus-operator merges them; Render checked
-// that they merge (validateContainers). A PrometheusServer has none.
+// or agent taken over, as prometheus-operator merges them (Render checked
+// that they merge, validateContainers), and sets its hostNetwork. A
+// PrometheusServer has neither.
 func mergeContainers(pod *corev1.PodSpec, spec v1alpha1.PrometheusServerSpec) {
+	if spec.HostNetwork {
+		pod.HostNetwork = true
+		if spec.DNSPolicy == nil {
+			pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		}
+	}
 	if merged, err := takeover.MergeContainers(pod.Containers, spec.Containers); err == nil {
 		pod.Containers = merged
 	}
