@@ -143,16 +143,7 @@ func TestTakeoverOnNode(t *testing.T) {
 			require.NoError(t, cl.seriesAt(t, pod, operatorRecord, before), "%s: a sample from before the takeover", pod)
 			require.NoError(t, cl.seriesAt(t, pod, operatorRecord, during), "%s: a sample from during the takeover", pod)
 		}
-		eventually(t, time.Minute, "the reloaders' Role deleted", func() error {
-			err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "prometheus-" + name + "-podreload"}, &rbacv1.Role{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			return errors.New("the Role is still there")
-		})
+		eventually(t, time.Minute, "the reloaders' Role deleted", func() error { return cl.reloaderRoleGone(t, name) })
 		require.NotContains(t, operator.Logs(), "forbidden")
 	})
 }
@@ -187,6 +178,20 @@ func (cl *cluster) waitPodsRunningOurs(t testing.TB, name string, pods []string,
 			return nil
 		})
 	}
+}
+
+// reloaderRoleGone returns nil once the Role the controller gave the
+// config-reloaders of the Prometheus name is deleted, as it deletes it
+// handing the Prometheus back.
+func (cl *cluster) reloaderRoleGone(t testing.TB, name string) error {
+	err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "prometheus-" + name + "-podreload"}, &rbacv1.Role{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return errors.New("the reloaders' Role is still there")
 }
 
 // seriesAt returns nil when the pod's Prometheus has a sample of the
