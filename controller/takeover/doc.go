@@ -23,4 +23,7 @@
 //	pod.go        the pod settings every kind renders alike
 //	containers.go a spec's containers merged into the rendered ones, as
 //	              prometheus-operator merges them (MergeContainers)
+//	decode.go     an object decoded as the API server decodes it: duplicate
+//	              keys, case, the fields its Go type does not know (Decode)
+//	unknown.go    those fields, read as the object is stored, refused by path
 package takeover
