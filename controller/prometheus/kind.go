@@ -1,7 +1,6 @@
 package prometheus
 
 import (
-	"context"
 	"log/slog"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -24,18 +23,8 @@ func kind() promoperator.Kind[*monitoringv1.Prometheus] {
 	return promoperator.Kind[*monitoringv1.Prometheus]{
 		Kind: monitoringv1.PrometheusesKind, GroupVersion: monitoringv1.SchemeGroupVersion,
 		Controller: "prometheus", Doc: "docs/prometheus-operator.md",
-		New: func() *monitoringv1.Prometheus { return &monitoringv1.Prometheus{} },
-		List: func(ctx context.Context, c client.Reader) ([]*monitoringv1.Prometheus, error) {
-			var list monitoringv1.PrometheusList
-			if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, err
-			}
-			out := make([]*monitoringv1.Prometheus, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, nil
-		},
+		New:     func() *monitoringv1.Prometheus { return &monitoringv1.Prometheus{} },
+		NewList: func() client.ObjectList { return &monitoringv1.PrometheusList{} },
 		Convert: FromPrometheus,
 		Common: func(p *monitoringv1.Prometheus) *monitoringv1.CommonPrometheusFields {
 			return &p.Spec.CommonPrometheusFields

@@ -1,7 +1,6 @@
 package prometheusagent
 
 import (
-	"context"
 	"log/slog"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -21,18 +20,8 @@ func kind() promoperator.Kind[*monitoringv1alpha1.PrometheusAgent] {
 	return promoperator.Kind[*monitoringv1alpha1.PrometheusAgent]{
 		Kind: monitoringv1alpha1.PrometheusAgentsKind, GroupVersion: monitoringv1alpha1.SchemeGroupVersion,
 		Controller: "prometheusagent", Doc: "docs/prometheus-operator-agent.md",
-		New: func() *monitoringv1alpha1.PrometheusAgent { return &monitoringv1alpha1.PrometheusAgent{} },
-		List: func(ctx context.Context, c client.Reader) ([]*monitoringv1alpha1.PrometheusAgent, error) {
-			var list monitoringv1alpha1.PrometheusAgentList
-			if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, err
-			}
-			out := make([]*monitoringv1alpha1.PrometheusAgent, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, nil
-		},
+		New:     func() *monitoringv1alpha1.PrometheusAgent { return &monitoringv1alpha1.PrometheusAgent{} },
+		NewList: func() client.ObjectList { return &monitoringv1alpha1.PrometheusAgentList{} },
 		Convert: FromAgent,
 		Common: func(a *monitoringv1alpha1.PrometheusAgent) *monitoringv1.CommonPrometheusFields {
 			return &a.Spec.CommonPrometheusFields
@@ -52,5 +41,5 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 // Checker tells what taking over PrometheusAgent objects would do,
 // without a cluster (controller takeover-check).
 func Checker() takeover.Checker {
-	return promoperator.Checker(kind(), func() *monitoringv1alpha1.PrometheusAgentList { return &monitoringv1alpha1.PrometheusAgentList{} })
+	return promoperator.Checker(kind())
 }

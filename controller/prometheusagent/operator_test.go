@@ -1,7 +1,10 @@
 package prometheusagent
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -175,6 +178,25 @@ func TestOperator(t *testing.T) {
 			assert.Equal(ct, int32(2), got.Status.Shards)
 		}
 	}, "the status, written by the controller")
+
+	// A PodMonitor created now reaches the agent's configuration.
+	require.NoError(t, c.Create(ctx, &monitoringv1.PodMonitor{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       monitoringv1.PodMonitorSpec{PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{Port: ptr.To("metrics")}}},
+	}))
+	eventually(t, func(ct *assert.CollectT) {
+		var secret corev1.Secret
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prom-agent-edge"}, &secret)) {
+			return
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(secret.Data[promserver.ConfigSecretKey]))
+		if !assert.NoError(ct, err) {
+			return
+		}
+		cfg, err := io.ReadAll(zr)
+		assert.NoError(ct, err)
+		assert.Contains(ct, string(cfg), "job_name: podMonitor/"+ns+"/web/0")
+	}, "the PodMonitor's job in the agent's configuration")
 
 	// Handed back: the operator rewrites the StatefulSets, in place.
 	controlplane.Edit(t, c, a, func(a *monitoringv1alpha1.PrometheusAgent) { a.Annotations = nil })

@@ -9,10 +9,9 @@ import (
 )
 
 // Checker tells what taking over the objects of k would do, without a
-// cluster (controller takeover-check); newList returns an empty list of
-// them.
-func Checker[T client.Object, L client.ObjectList](k Kind[T], newList func() L) takeover.Checker {
-	return takeover.NewChecker(k.Kind, k.GroupVersion.String(), k.New, newList, func(p T) takeover.Check {
+// cluster (controller takeover-check).
+func Checker[T client.Object](k Kind[T]) takeover.Checker {
+	return takeover.NewChecker(k.Kind, k.GroupVersion.String(), k.New, k.NewList, func(p T) takeover.Check {
 		server, unsupported := k.Convert(p)
 		c := takeover.Check{
 			Kind: k.Kind, Namespace: p.GetNamespace(), Name: p.GetName(),

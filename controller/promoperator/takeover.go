@@ -11,7 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,9 +49,10 @@ type Kind[T client.Object] struct {
 	Controller string
 	// Doc is the page of the kind's field table.
 	Doc string
-	// New returns an empty object of the kind; List the cached ones.
-	New  func() T
-	List func(context.Context, client.Reader) ([]T, error)
+	// New returns an empty object of the kind, NewList an empty list of
+	// them.
+	New     func() T
+	NewList func() client.ObjectList
 	// Convert converts an object into the PrometheusServer it is rendered
 	// as, with the fields it cannot carry (sorted JSON paths under spec):
 	// an object with any is not taken over.
@@ -200,13 +203,22 @@ func (t *takingOver[T]) podObject(_ context.Context, obj client.Object) []ctrl.R
 // Servers returns the cached objects taken over, converted; those with
 // unsupported fields are not.
 func (t *takingOver[T]) Servers(ctx context.Context) []v1alpha1.PrometheusServer {
-	list, err := t.k.List(ctx, t.r.Client)
+	list := t.k.NewList()
+	err := t.r.Client.List(ctx, list, client.UnsafeDisableDeepCopy)
+	var items []runtime.Object
+	if err == nil {
+		items, err = meta.ExtractList(list)
+	}
 	if err != nil {
 		t.r.Logger.Error("list the objects taken over", "kind", t.k.Kind, "err", err)
 		return nil
 	}
 	var out []v1alpha1.PrometheusServer
-	for _, p := range list {
+	for _, item := range items {
+		p, ok := item.(T)
+		if !ok {
+			continue
+		}
 		if !takeover.HandedTo(p, t.id) {
 			continue
 		}
