@@ -32,7 +32,7 @@ func operatorFields() []takeover.Field {
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
 	)
-	refuseBut, mapped := takeover.RefuseBut, takeover.Mapped
+	refuseBut, limit, mapped := takeover.RefuseBut, takeover.Limit, takeover.Mapped
 	return []takeover.Field{
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
@@ -74,9 +74,9 @@ func operatorFields() []takeover.Field {
 		mapped("listenLocal", "--web.listen-address=127.0.0.1:9093, no web port nor probes, as prometheus-operator; the reloaders reload Alertmanager on 127.0.0.1 in any case"),
 		mapped("podManagementPolicy", "default Parallel; an existing StatefulSet's is kept"),
 		mapped("updateStrategy", "the StatefulSet's; unset, RollingUpdate"),
-		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named alertmanager or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
+		limit("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named alertmanager or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
 			takeover.OnlyPatches(sidecar.ContainerName)),
-		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
+		limit("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
 			takeover.OnlyPatches(sidecar.InitContainerName)),
 		mapped("priorityClassName", asIs),
 		mapped("additionalPeers", "one --cluster.peer each, after the replicas'"),

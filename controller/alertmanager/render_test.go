@@ -158,7 +158,7 @@ func refusedValues() map[string]string {
 func TestRefusedFields(t *testing.T) {
 	require.Empty(t, fromAlertmanager(testAlertmanager("ns", "a", "")))
 	for _, f := range operatorFields() {
-		if f.Class != takeover.ClassRefused {
+		if f.Class != takeover.ClassRefused && f.Class != takeover.ClassLimited {
 			continue
 		}
 		t.Run(f.Path, func(t *testing.T) {
@@ -213,11 +213,9 @@ func TestFieldMatrix(t *testing.T) {
 What podreload does with each field of a ` + "`monitoring.coreos.com/v1` `Alertmanager`" + `
 (prometheus-operator's types at v0.95.2, go.mod) when it takes the object
 over ([takeover.md](takeover.md), [the Prometheus fields](prometheus-operator.md)):
-**mapped** fields are rendered with prometheus-operator's meaning and
-defaults; **ignored** ones change nothing; an object that sets a **refused**
-field (to a value other than those the reason accepts) is not taken over,
-and its ` + "`UnsupportedFields`" + ` condition and Event name the paths. A test walks
-the Go types and fails when a field has no row.
+
+` + takeover.Legend + `
+A test walks the Go types and fails when a field has no row.
 
 Besides the fields, an Alertmanager is refused with a ` + "`version`" + ` that is
 not one, or one prometheus-operator refuses (before v0.15.0, or from

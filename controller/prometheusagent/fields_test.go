@@ -43,14 +43,7 @@ rules, no alerting). The fields the agent shares with a ` + "`Prometheus`" + ` (
 CommonPrometheusFields) mean the same as in
 [prometheus-operator.md](prometheus-operator.md):
 
-- **mapped**: carried into the PrometheusServer the object is rendered as,
-  with prometheus-operator's meaning and defaults;
-- **ignored**: accepted, and changes nothing podreload renders;
-- **refused**: an object that sets the field (to a value other than those
-  the reason accepts) is not taken over; the paths of every such field,
-  sorted, are the ` + "`UnsupportedFields`" + ` message. A refused field is never
-  silently dropped.
-
+` + takeover.Legend + `
 A path with ` + "`[]`" + ` classifies the items of a list field by field; a row
 covers the field and everything under it. A test walks the Go types and
 fails when a field has no row. A ` + "`version`" + ` that is not a version is

@@ -36,7 +36,7 @@ func CommonFields() []takeover.Field {
 		selector = MappedSelector
 		nsSel    = MappedNamespaceSelector
 	)
-	refuse, refuseBut, mapped, ignored := takeover.Refuse, takeover.RefuseBut, takeover.Mapped, takeover.Ignored
+	refuse, refuseBut, limit, mapped, ignored := takeover.Refuse, takeover.RefuseBut, takeover.Limit, takeover.Mapped, takeover.Ignored
 	return []takeover.Field{
 		mapped("podMetadata", "spec.podMetadata; the selector labels win"),
 		mapped("serviceMonitorSelector", selector),
@@ -86,7 +86,7 @@ func CommonFields() []takeover.Field {
 		refuse("web.tlsConfig.certFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
 		refuse("web.tlsConfig.keyFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
 		refuse("web.tlsConfig.clientCAFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
-		refuseBut("web.tlsConfig.clientAuthType", "a type that requires a client certificate leaves the pods never ready (the kubelet's probes present none); accepted: NoClientCert, RequestClientCert, VerifyClientCertIfGiven",
+		limit("web.tlsConfig.clientAuthType", "a type that requires a client certificate leaves the pods never ready (the kubelet's probes present none); accepted: NoClientCert, RequestClientCert, VerifyClientCertIfGiven",
 			takeover.OnlyStrings("NoClientCert", "RequestClientCert", "VerifyClientCertIfGiven")),
 		mapped("web.tlsConfig.cert", "spec.web.tlsConfig.cert"),
 		mapped("web.tlsConfig.keySecret", "spec.web.tlsConfig.keySecret"),
@@ -142,9 +142,9 @@ func CommonFields() []takeover.Field {
 		mapped("podManagementPolicy", "the StatefulSets'; unset, Parallel; an existing StatefulSet's is kept (it cannot change)"),
 		mapped("updateStrategy", "the StatefulSets' (type and rollingUpdate.maxUnavailable); unset, RollingUpdate"),
 		mapped("enableServiceLinks", "spec.enableServiceLinks"),
-		refuseBut("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named prometheus or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
+		limit("containers", "merged into the rendered containers as prometheus-operator merges them (takeover.MergeContainers): one named prometheus or config-reloader is a strategic merge patch of it, the others appended after them; accepted: every one but a config-reloader patch setting image, command or args (podreload's config-reloader runs neither prometheus-operator's image nor its flags)",
 			takeover.OnlyPatches(sidecar.ContainerName)),
-		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
+		limit("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
 			takeover.OnlyPatches(sidecar.InitContainerName)),
 		mapped("additionalScrapeConfigs", "spec.additionalScrapeConfigs"),
 		refuse("apiserverConfig", "service discovery through another API server is not rendered yet"),

@@ -19,6 +19,9 @@ const (
 	// ClassRefused fields, when set to a value they do not accept, keep
 	// the object from being taken over.
 	ClassRefused
+	// ClassLimited fields are mapped but for some values they may hold:
+	// those keep the object from being taken over, as a refused field's.
+	ClassLimited
 )
 
 func (c Class) String() string {
@@ -29,6 +32,8 @@ func (c Class) String() string {
 		return "ignored"
 	case ClassRefused:
 		return "refused"
+	case ClassLimited:
+		return "limited"
 	}
 	return "unknown"
 }
@@ -45,9 +50,10 @@ type Field struct {
 	// ignored field changes nothing, why a refused field is refused and
 	// which values it accepts.
 	Note string
-	// Accepts, for a refused field, are the values set that can be taken
-	// over all the same, because podreload renders what they ask for; nil
-	// accepts only the zero value (a nil pointer, an empty list, false).
+	// Accepts, for a refused or limited field, are the values set that
+	// can be taken over all the same, because podreload renders what they
+	// ask for; nil accepts only the zero value (a nil pointer, an empty
+	// list, false).
 	Accepts func(v reflect.Value) bool
 }
 
@@ -64,6 +70,12 @@ func Refuse(path, note string) Field { return Field{Path: path, Class: ClassRefu
 // not accept.
 func RefuseBut(path, note string, accepts func(reflect.Value) bool) Field {
 	return Field{Path: path, Class: ClassRefused, Note: note, Accepts: accepts}
+}
+
+// Limit is a row of a field mapped as note says, but for the values
+// accepts does not accept, refused for the reason note gives.
+func Limit(path, note string, accepts func(reflect.Value) bool) Field {
+	return Field{Path: path, Class: ClassLimited, Note: note, Accepts: accepts}
 }
 
 // OnlyStrings accepts a string, or a pointer to one, equal to one of ok.
@@ -95,7 +107,7 @@ func RefusedFields(spec any, table []Field) []string {
 	var out []string
 	root := reflect.ValueOf(spec)
 	for _, f := range table {
-		if f.Class != ClassRefused {
+		if f.Class != ClassRefused && f.Class != ClassLimited {
 			continue
 		}
 		for _, v := range fieldValues(root, f.Path) {
@@ -173,7 +185,8 @@ func JSONField(v reflect.Value, name string) (reflect.Value, bool) {
 
 // CheckTable returns what is wrong with table as the field coverage of
 // the spec type typ: two rows of one path, a row without a note or class,
-// Accepts on a row not refused, a field of typ without a row (an upgrade
+// Accepts on a row neither refused nor limited, a limited row without
+// Accepts, a field of typ without a row (an upgrade
 // of the types added one), a row naming no field of typ (or under a row
 // that covers it). The kinds' tests call it on their tables.
 func CheckTable(typ reflect.Type, table []Field) error {
@@ -185,10 +198,12 @@ func CheckTable(typ reflect.Type, table []Field) error {
 			problems = append(problems, f.Path+": two rows")
 		case f.Note == "":
 			problems = append(problems, f.Path+": no note")
-		case f.Class < ClassMapped || f.Class > ClassRefused:
+		case f.Class < ClassMapped || f.Class > ClassLimited:
 			problems = append(problems, f.Path+": no class")
-		case f.Accepts != nil && f.Class != ClassRefused:
-			problems = append(problems, f.Path+": accepts on a row that is not refused")
+		case f.Accepts != nil && f.Class != ClassRefused && f.Class != ClassLimited:
+			problems = append(problems, f.Path+": accepts on a row neither refused nor limited")
+		case f.Accepts == nil && f.Class == ClassLimited:
+			problems = append(problems, f.Path+": a limited row accepting nothing")
 		}
 		paths[f.Path] = true
 	}
@@ -277,6 +292,18 @@ func Uncovered(typ reflect.Type, table []Field) (missing, unknown []string) {
 	return missing, unknown
 }
 
+// Legend explains the classes of Matrix's rows, for the docs.
+const Legend = `- **mapped**: carried into the PrometheusServer the object is rendered as,
+  with prometheus-operator's meaning and defaults;
+- **limited**: mapped, but for the values the reason names: an object
+  that sets one of those is refused as for a refused field;
+- **ignored**: accepted, and changes nothing podreload renders;
+- **refused**: an object that sets the field (to a value other than those
+  the reason accepts) is not taken over; the paths of every such field,
+  sorted, are the ` + "`UnsupportedFields`" + ` message (its condition and
+  Event). A refused field is never silently dropped.
+`
+
 // Matrix renders table for the docs: the counts by class, then one row
 // per field, sorted by path.
 func Matrix(table []Field) string {
@@ -285,7 +312,7 @@ func Matrix(table []Field) string {
 	for _, f := range table {
 		counts[f.Class]++
 	}
-	fmt.Fprintf(&b, "%d fields: %d mapped, %d ignored, %d refused.\n\n", len(table), counts[ClassMapped], counts[ClassIgnored], counts[ClassRefused])
+	fmt.Fprintf(&b, "%d fields: %d mapped, %d limited, %d ignored, %d refused.\n\n", len(table), counts[ClassMapped], counts[ClassLimited], counts[ClassIgnored], counts[ClassRefused])
 	b.WriteString("| field | class | maps to, or why |\n|---|---|---|\n")
 	rows := slices.Clone(table)
 	slices.SortStableFunc(rows, func(a, b Field) int { return strings.Compare(a.Path, b.Path) })

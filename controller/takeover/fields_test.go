@@ -32,7 +32,7 @@ func table() []Field {
 		Mapped("items[].a", "x"),
 		Refuse("items[].b", "x"),
 		RefuseBut("flag", "x", OnlyBool(false)),
-		RefuseBut("mode", "x", OnlyStrings("", "A")),
+		Limit("mode", "x", OnlyStrings("", "A")),
 	}
 }
 
@@ -44,12 +44,14 @@ func TestUncovered(t *testing.T) {
 	require.Equal(t, []string{"flag", "items[].b", "mode", "name"}, missing)
 	require.Equal(t, []string{"gone"}, unknown)
 	require.NoError(t, CheckTable(reflect.TypeFor[spec](), table()))
-	require.EqualError(t, CheckTable(reflect.TypeFor[spec](), append(table(), Mapped("name", "y"), Ignored("flag2", ""))),
-		"field table: name: two rows; flag2: no note; rows naming no field of takeover.spec (or under a row that covers them): flag2")
+	require.EqualError(t, CheckTable(reflect.TypeFor[spec](), append(table(), Mapped("name", "y"), Ignored("flag2", ""), Limit("flag3", "x", nil))),
+		"field table: name: two rows; flag2: no note; flag3: a limited row accepting nothing; rows naming no field of takeover.spec (or under a row that covers them): flag2, flag3")
+	require.Contains(t, Matrix(table()), "5 fields: 2 mapped, 1 limited, 0 ignored, 2 refused.")
 }
 
-// TestRefusedFields: a refused field set to a value it does not accept is
-// listed once, sorted; an accepted value or the zero value is not.
+// TestRefusedFields: a refused or limited field set to a value it does not
+// accept is listed once, sorted; an accepted value or the zero value is
+// not.
 func TestRefusedFields(t *testing.T) {
 	require.Empty(t, RefusedFields(spec{Flag: new(false), Mode: "A", Items: []item{{A: "a"}}}, table()))
 	got := RefusedFields(spec{Flag: new(true), Mode: "B", Items: []item{{B: "b"}, {B: "c"}}}, table())
