@@ -2,7 +2,6 @@ package promcfg
 
 import (
 	"fmt"
-	"slices"
 
 	yaml "go.yaml.in/yaml/v2"
 
@@ -13,7 +12,8 @@ import (
 // endpoint am at path, as prometheus-operator renders them, with the
 // Secrets of the server's namespace: client goes before the service
 // discovery (timeout, enable_http2, tls_config, the proxy), auth after it
-// (bearer_token_file, basic_auth, authorization).
+// (bearer_token_file, basic_auth, authorization, sigv4 from Prometheus
+// 2.48).
 func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndpoint) (client, auth yaml.MapSlice, err error) {
 	ns := r.srv.Namespace
 	if am.Timeout != nil {
@@ -38,8 +38,9 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 	}
 	client = append(client, proxy...)
 
-	if len(slices.DeleteFunc([]bool{am.BasicAuth != nil, am.Authorization != nil, am.BearerTokenFile != ""}, func(set bool) bool { return !set })) > 1 {
-		return nil, nil, fmt.Errorf("%s: basicAuth, authorization and bearerTokenFile are mutually exclusive", path)
+	if err := exclusiveAuth(path, []string{"basicAuth", "authorization", "bearerTokenFile", "sigv4"},
+		am.BasicAuth != nil, am.Authorization != nil, am.BearerTokenFile != "", am.Sigv4 != nil); err != nil {
+		return nil, nil, err
 	}
 	if am.BearerTokenFile != "" {
 		auth = append(auth, yaml.MapItem{Key: "bearer_token_file", Value: am.BearerTokenFile})
@@ -57,6 +58,15 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 			return nil, nil, err
 		}
 		auth = append(auth, a)
+	}
+	if am.Sigv4 != nil {
+		sigv4, err := r.sigv4(path+".sigv4", am.Sigv4)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.version.AtLeast(2, 48) {
+			auth = append(auth, sigv4)
+		}
 	}
 	return client, auth, nil
 }

@@ -2,20 +2,143 @@ package promcfg
 
 import (
 	"fmt"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg/credential"
 	"github.com/podreload/podreload/controller/promyaml"
 )
+
+// remoteWrites renders the remote_write section of rws, as
+// prometheus-operator's generator (GenerateRemoteWriteConfig) renders it.
+func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
+	out := make([]yaml.MapSlice, 0, len(rws))
+	names := map[string]bool{}
+	ns := r.srv.Namespace
+	for i, rw := range rws {
+		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
+		u, err := credential.ParseURL(rw.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s.url: %w", path, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, credential.ShownURL(u))
+		}
+		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
+		if _, err := model.ParseDuration(timeout); err != nil {
+			return nil, fmt.Errorf("%s.remoteTimeout: %w", path, err)
+		}
+		cfg := yaml.MapSlice{
+			{Key: "url", Value: rw.URL},
+			{Key: "remote_timeout", Value: timeout},
+		}
+		if rw.Name != "" {
+			if names[rw.Name] {
+				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
+			}
+			names[rw.Name] = true
+			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
+		}
+		message, err := r.protobufMessage(path, rw.MessageVersion)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, message...)
+		tuning, queue, err := r.remoteWriteTuning(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, tuning...)
+		if err := exclusiveAuth(path, []string{"basicAuth", "oauth2", "authorization", "sigv4", "azureAd"},
+			rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil, rw.Sigv4 != nil, rw.AzureAD != nil); err != nil {
+			return nil, err
+		}
+		if rw.BasicAuth != nil {
+			ba, err := r.cred.BasicAuth(ns, path+".basicAuth", rw.BasicAuth)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, ba)
+		}
+		cfg = append(cfg, bearerToken(rw.BearerToken, rw.BearerTokenFile)...)
+		if a := rw.Authorization; a != nil {
+			auth, err := r.authorization(path+".authorization", a)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, auth)
+		}
+		client, err := r.remoteWriteClient(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, client...)
+		out = append(out, append(cfg, queue...))
+	}
+	return out, nil
+}
+
+// authorization renders the authorization a at path, whose credentials
+// come from a Secret or a file, of a remote write, a remote read or
+// spec.apiserverConfig. Before Prometheus 2.26, which has none,
+// prometheus-operator's generator fails on it (addAuthorizationToYaml
+// panics): it is refused.
+func (r *renderer) authorization(path string, a *monitoringv1.Authorization) (yaml.MapItem, error) {
+	if !r.version.AtLeast(2, 26) {
+		return yaml.MapItem{}, fmt.Errorf("%s: requires Prometheus 2.26 or later", path)
+	}
+	if a.Credentials != nil && a.CredentialsFile != "" {
+		return yaml.MapItem{}, fmt.Errorf("%s: credentials and credentialsFile are mutually exclusive", path)
+	}
+	auth, err := r.cred.Authorization(r.srv.Namespace, path, &a.SafeAuthorization, a.CredentialsFile != "")
+	if err != nil {
+		return yaml.MapItem{}, err
+	}
+	if a.CredentialsFile != "" {
+		auth.Value = append(auth.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: a.CredentialsFile})
+	}
+	return auth, nil
+}
+
+// exclusiveAuth refuses, at path, more than one of the ways to
+// authenticate fields set (set[i] for fields[i]), naming those set.
+func exclusiveAuth(path string, fields []string, set ...bool) error {
+	var names []string
+	for i, ok := range set {
+		if ok {
+			names = append(names, fields[i])
+		}
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s and %s are mutually exclusive", path, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
+
+// bearerToken renders the deprecated bearer_token and bearer_token_file,
+// those that are set.
+func bearerToken(token, file string) yaml.MapSlice {
+	var cfg yaml.MapSlice
+	if token != "" {
+		cfg = append(cfg, yaml.MapItem{Key: "bearer_token", Value: token})
+	}
+	if file != "" {
+		cfg = append(cfg, yaml.MapItem{Key: "bearer_token_file", Value: file})
+	}
+	return cfg
+}
 
 // remoteWriteTuning renders the settings of the remote write endpoint rw
 // at path beyond its URL, name and credentials, as prometheus-operator
 // renders them: tuning goes after the name (headers, send_exemplars,
 // send_native_histograms, write_relabel_configs), queue after the
-// credentials (queue_config, metadata_config).
+// credentials (queue_config, metadata_config, round_robin_dns from
+// Prometheus 3.1).
 func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (tuning, queue yaml.MapSlice, err error) {
 	if len(rw.Headers) > 0 {
 		tuning = append(tuning, yaml.MapItem{Key: "headers", Value: promyaml.SortedMap(rw.Headers)})
@@ -46,7 +169,9 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 		queue = append(queue, yaml.MapItem{Key: "queue_config", Value: qc})
 	}
 	if m := rw.MetadataConfig; m != nil {
-		mc := yaml.MapSlice{{Key: "send", Value: m.Send}}
+		// Prometheus sends no metadata with remote write 2.0 messages.
+		send := m.Send && ptr.Deref(rw.MessageVersion, "") != monitoringv1.RemoteWriteMessageVersion2_0
+		mc := yaml.MapSlice{{Key: "send", Value: send}}
 		if m.SendInterval != "" {
 			if _, err := model.ParseDuration(string(m.SendInterval)); err != nil {
 				return nil, nil, fmt.Errorf("%s.metadataConfig.sendInterval: %w", path, err)
@@ -57,6 +182,9 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 			mc = append(mc, yaml.MapItem{Key: "max_samples_per_send", Value: int64(*m.MaxSamplesPerSend)})
 		}
 		queue = append(queue, yaml.MapItem{Key: "metadata_config", Value: mc})
+	}
+	if rw.RoundRobinDNS != nil && r.version.AtLeast(3, 1) {
+		queue = append(queue, yaml.MapItem{Key: "round_robin_dns", Value: *rw.RoundRobinDNS})
 	}
 	return tuning, queue, nil
 }
@@ -106,8 +234,8 @@ func queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error
 
 // remoteWriteClient renders the HTTP client settings of the remote write
 // endpoint rw at path after its basic auth and authorization, as
-// prometheus-operator renders them: oauth2, tls_config, the proxy,
-// follow_redirects, enable_http2.
+// prometheus-operator renders them: oauth2, tls_config, the proxy, sigv4
+// (from Prometheus 2.26), azuread, follow_redirects, enable_http2.
 func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (yaml.MapSlice, error) {
 	ns := r.srv.Namespace
 	var client yaml.MapSlice
@@ -130,6 +258,22 @@ func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (
 		return nil, err
 	}
 	client = append(client, proxy...)
+	if rw.Sigv4 != nil {
+		sigv4, err := r.sigv4(path+".sigv4", rw.Sigv4)
+		if err != nil {
+			return nil, err
+		}
+		if r.version.AtLeast(2, 26) {
+			client = append(client, sigv4)
+		}
+	}
+	if rw.AzureAD != nil {
+		azure, err := r.azureAD(path+".azureAd", rw.AzureAD)
+		if err != nil {
+			return nil, err
+		}
+		client = append(client, azure...)
+	}
 	if rw.FollowRedirects != nil {
 		client = append(client, yaml.MapItem{Key: "follow_redirects", Value: *rw.FollowRedirects})
 	}

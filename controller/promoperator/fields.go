@@ -29,10 +29,7 @@ const (
 func CommonFields() []takeover.Field {
 	const (
 		flag     = ReasonFlag
-		global   = ReasonGlobal
-		genJobs  = "changes the jobs prometheus-operator generates from the monitors; podreload's generator has no such setting yet"
 		pod      = "a pod setting podreload does not render yet"
-		rwLater  = "a remote write setting podreload does not render yet"
 		selector = MappedSelector
 		nsSel    = MappedNamespaceSelector
 	)
@@ -111,7 +108,7 @@ func CommonFields() []takeover.Field {
 		mapped("topologySpreadConstraints", "spec.topologySpreadConstraints"),
 		mapped("remoteWrite[].url", "spec.remoteWrite[].url"),
 		mapped("remoteWrite[].name", "spec.remoteWrite[].name"),
-		refuse("remoteWrite[].messageVersion", rwLater),
+		mapped("remoteWrite[].messageVersion", "protobuf_message from Prometheus 2.54 (metadata_config.send false with V2.0), as prometheus-operator"),
 		mapped("remoteWrite[].sendExemplars", "spec.remoteWrite[].sendExemplars"),
 		mapped("remoteWrite[].sendNativeHistograms", "spec.remoteWrite[].sendNativeHistograms"),
 		mapped("remoteWrite[].remoteTimeout", "spec.remoteWrite[].remoteTimeout; unset is 30s, Prometheus' default"),
@@ -119,11 +116,11 @@ func CommonFields() []takeover.Field {
 		mapped("remoteWrite[].writeRelabelConfigs", "spec.remoteWrite[].writeRelabelConfigs"),
 		mapped("remoteWrite[].oauth2", "spec.remoteWrite[].oauth2"),
 		mapped("remoteWrite[].basicAuth", "spec.remoteWrite[].basicAuth"),
-		refuse("remoteWrite[].bearerTokenFile", rwLater+" (deprecated)"),
+		mapped("remoteWrite[].bearerTokenFile", "bearer_token_file (deprecated)"),
 		mapped("remoteWrite[].authorization", "spec.remoteWrite[].authorization"),
-		refuse("remoteWrite[].sigv4", rwLater),
-		refuse("remoteWrite[].azureAd", rwLater),
-		refuse("remoteWrite[].bearerToken", rwLater+" (deprecated)"),
+		mapped("remoteWrite[].sigv4", "sigv4 from Prometheus 2.26 (external_id from 3.11, use_fips_sts_endpoint from 2.54), the keys read from their Secrets, as prometheus-operator; with no other authentication"),
+		mapped("remoteWrite[].azureAd", "azuread from Prometheus 2.45 (scope from 3.9), the OAuth client secret read from its Secret, checked as prometheus-operator checks it: one of managedIdentity (with a clientId before 3.5), oauth (from 2.48), sdk (from 2.52), workloadIdentity (from 3.7), UUIDs where Azure wants them"),
+		mapped("remoteWrite[].bearerToken", "bearer_token (deprecated)"),
 		mapped("remoteWrite[].tlsConfig", "spec.remoteWrite[].tlsConfig"),
 		mapped("remoteWrite[].proxyUrl", "spec.remoteWrite[].proxyUrl"),
 		mapped("remoteWrite[].noProxy", "spec.remoteWrite[].noProxy"),
@@ -133,8 +130,8 @@ func CommonFields() []takeover.Field {
 		mapped("remoteWrite[].queueConfig", "spec.remoteWrite[].queueConfig (maxRetries, ignored since Prometheus 2.11, is not rendered, as prometheus-operator)"),
 		mapped("remoteWrite[].metadataConfig", "spec.remoteWrite[].metadataConfig"),
 		mapped("remoteWrite[].enableHTTP2", "spec.remoteWrite[].enableHTTP2"),
-		refuse("remoteWrite[].roundRobinDNS", rwLater),
-		refuse("otlp", "the otlp section of the configuration is not rendered yet"),
+		mapped("remoteWrite[].roundRobinDNS", "round_robin_dns from Prometheus 3.1"),
+		mapped("otlp", "the otlp section, each key from the Prometheus version that has it, checked as prometheus-operator checks it (refused before Prometheus 2.55)"),
 		mapped("securityContext", "spec.securityContext; unset stays unset (no pod security context, as prometheus-operator), not podreload's default"),
 		mapped("dnsPolicy", "spec.dnsPolicy"),
 		mapped("dnsConfig", "spec.dnsConfig"),
@@ -147,7 +144,7 @@ func CommonFields() []takeover.Field {
 		refuseBut("initContainers", "merged into the rendered init container as prometheus-operator merges them: one named init-config-reloader is a strategic merge patch of it, the others appended after it; accepted: every one but an init-config-reloader patch setting image, command or args",
 			takeover.OnlyPatches(sidecar.InitContainerName)),
 		mapped("additionalScrapeConfigs", "spec.additionalScrapeConfigs"),
-		refuse("apiserverConfig", "service discovery through another API server is not rendered yet"),
+		mapped("apiserverConfig", "api_server and its credentials (basic auth, bearer token or file, authorization from Prometheus 2.26, TLS, proxy) in every Kubernetes service discovery of the ServiceMonitors, PodMonitors, Probes and Alertmanagers, as prometheus-operator (not in those of ScrapeConfigs)"),
 		mapped("priorityClassName", "spec.priorityClassName"),
 		mapped("portName", "spec.portName: the name of Prometheus' port (default web), which the probes use"),
 		mapped("arbitraryFSAccessThroughSMs", "spec.arbitraryFSAccessThroughSMs: with deny, the ServiceMonitors whose endpoints read the pod's files (bearerTokenFile, tlsConfig caFile, certFile, keyFile) are left out, as prometheus-operator"),
@@ -174,8 +171,8 @@ func CommonFields() []takeover.Field {
 		mapped("walCompression", "spec.walCompression"),
 		mapped("excludedFromEnforcement", "spec.excludedFromEnforcement"),
 		mapped("hostNetwork", "the pods'; dnsPolicy ClusterFirstWithHostNet unless dnsPolicy is set, as prometheus-operator"),
-		refuse("podTargetLabels", genJobs),
-		refuse("tracingConfig", "the tracing section of the configuration is not rendered yet"),
+		mapped("podTargetLabels", "after each ServiceMonitor's and PodMonitor's own podTargetLabels, as prometheus-operator"),
+		mapped("tracingConfig", "the tracing section (client type and compression lower-cased, as prometheus-operator)"),
 		mapped("bodySizeLimit", "spec.bodySizeLimit: global.body_size_limit from Prometheus 2.45"),
 		mapped("sampleLimit", "spec.sampleLimit: global.sample_limit (above 0) from Prometheus 2.45"),
 		mapped("targetLimit", "spec.targetLimit: global.target_limit (above 0) from Prometheus 2.45"),
@@ -190,9 +187,9 @@ func CommonFields() []takeover.Field {
 		mapped("tsdb.outOfOrderTimeWindow", "spec.tsdb.outOfOrderTimeWindow: storage.tsdb.out_of_order_time_window"),
 		refuse("tsdb.staleSeriesCompactionThreshold", "a TSDB setting podreload does not render yet"),
 		refuse("tsdb.chunkEncoding", "a TSDB setting podreload does not render yet"),
-		refuse("scrapeFailureLogFile", global),
+		mapped("scrapeFailureLogFile", "global.scrape_failure_log_file from Prometheus 2.55; a name without a directory is in /var/log/prometheus, the emptyDir log-file, as prometheus-operator mounts it"),
 		refuse("serviceName", "a governing Service of the user's is not rendered yet"),
-		refuse("runtime", "the runtime section of the configuration is not rendered yet"),
+		mapped("runtime", "runtime.gogc from Prometheus 2.53"),
 		mapped("terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds; unset is 600 in both"),
 		mapped("hostUsers", "spec.hostUsers"),
 	}

@@ -1,0 +1,66 @@
+package prometheusagent
+
+import (
+	"bytes"
+	"os/exec"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/podreload/podreload/controller/promserver"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
+	"github.com/podreload/podreload/internal/testenv/toolbin"
+)
+
+// TestOperatorConfig renders the PrometheusAgent of
+// testdata/operator-config.yaml, which sets the common fields that change
+// the configuration (remote write's sigv4, Azure AD, bearer token file,
+// round-robin DNS and message; otlp, tracing, runtime, the scrape failure
+// log file, podTargetLabels, apiserverConfig), through FromAgent as the
+// takeover does, and compares its configuration with the one
+// prometheus-operator's own agent generator writes (bin/opconfig --agent),
+// both as Prometheus parses them (bin/opconfig --parse): the same.
+func TestOperatorConfig(t *testing.T) {
+	const path = "testdata/operator-config.yaml"
+	opconfig, err := toolbin.Path("opconfig")
+	require.NoError(t, err)
+	in := promserver.Inputs{Namespaces: map[string]labels.Set{"monitoring": {}}, Secrets: map[string]*corev1.Secret{}}
+	promfixture.ReadDocuments(t, path, func(kind string, doc []byte) {
+		switch kind {
+		case monitoringv1alpha1.PrometheusAgentsKind:
+			server, unsupported := FromAgent(promfixture.DecodeDocument[monitoringv1alpha1.PrometheusAgent](t, doc))
+			require.Empty(t, unsupported)
+			in.Server, in.Layout = server.PrometheusServer, server.Layout
+		case "Secret":
+			s := promfixture.DecodeSecret(t, doc)
+			in.Secrets[s.Namespace+"/"+s.Name] = s
+		case monitoringv1.ServiceMonitorsKind:
+			in.ServiceMonitors = append(in.ServiceMonitors, promfixture.DecodeDocument[monitoringv1.ServiceMonitor](t, doc))
+		case monitoringv1.PodMonitorsKind:
+			in.PodMonitors = append(in.PodMonitors, promfixture.DecodeDocument[monitoringv1.PodMonitor](t, doc))
+		default:
+			t.Fatalf("%s: unexpected kind %q", path, kind)
+		}
+	})
+	objs, err := promserver.Render(in, promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, nil)
+	require.NoError(t, err)
+	require.Empty(t, objs.Rejected)
+	got := promfixture.Gunzip(t, objs.ConfigSecret.Data[promserver.ConfigSecretKey])
+
+	want := run(t, nil, opconfig, "--agent", path)
+	require.Equal(t, string(run(t, want, opconfig, "--parse")), string(run(t, got, opconfig, "--parse")))
+}
+
+// run runs name with args and stdin, and returns its output.
+func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), name, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &stdout, &stderr
+	require.NoError(t, cmd.Run(), "%s %v:\n%s", name, args, stderr.String())
+	return stdout.Bytes()
+}
