@@ -26,6 +26,30 @@ func (r *renderer) sigv4(path string, s *monitoringv1.Sigv4) (yaml.MapItem, erro
 	return item, nil
 }
 
+// oauth2 renders the oauth2 o at path of a remote write or a remote read
+// (credential.Reader.OAuth2) for the Prometheus versions that have it, as
+// prometheus-operator's generator: from 2.27, its proxy and TLS settings
+// from 2.43; none before.
+func (r *renderer) oauth2(path string, o *monitoringv1.OAuth2) (yaml.MapSlice, error) {
+	item, err := r.cred.OAuth2(r.srv.Namespace, path, o)
+	if err != nil {
+		return nil, err
+	}
+	if !r.version.AtLeast(2, 27) {
+		return nil, nil
+	}
+	if !r.version.AtLeast(2, 43) {
+		item.Value = slices.DeleteFunc(item.Value.(yaml.MapSlice), func(k yaml.MapItem) bool {
+			switch k.Key {
+			case "proxy_url", "no_proxy", "proxy_from_environment", "proxy_connect_header", "tls_config":
+				return true
+			}
+			return false
+		})
+	}
+	return yaml.MapSlice{item}, nil
+}
+
 // protobufMessage renders the protobuf_message of a remote write's
 // messageVersion v at path (from Prometheus 2.54); none when v is nil.
 func (r *renderer) protobufMessage(path string, v *monitoringv1.RemoteWriteMessageVersion) (yaml.MapSlice, error) {

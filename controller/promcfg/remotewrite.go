@@ -42,7 +42,9 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
 			}
 			names[rw.Name] = true
-			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
+			if r.version.AtLeast(2, 15) {
+				cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
+			}
 		}
 		message, err := r.protobufMessage(path, rw.MessageVersion)
 		if err != nil {
@@ -135,18 +137,19 @@ func bearerToken(token, file string) yaml.MapSlice {
 
 // remoteWriteTuning renders the settings of the remote write endpoint rw
 // at path beyond its URL, name and credentials, as prometheus-operator
-// renders them: tuning goes after the name (headers, send_exemplars,
-// send_native_histograms, write_relabel_configs), queue after the
-// credentials (queue_config, metadata_config, round_robin_dns from
-// Prometheus 3.1).
+// renders them, each for the Prometheus versions that have it: tuning
+// goes after the name (headers from 2.15, send_exemplars from 2.27,
+// send_native_histograms from 2.40, write_relabel_configs), queue after
+// the credentials (queue_config, metadata_config from 2.23,
+// round_robin_dns from 3.1).
 func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (tuning, queue yaml.MapSlice, err error) {
-	if len(rw.Headers) > 0 {
+	if len(rw.Headers) > 0 && r.version.AtLeast(2, 15) {
 		tuning = append(tuning, yaml.MapItem{Key: "headers", Value: promyaml.SortedMap(rw.Headers)})
 	}
-	if rw.SendExemplars != nil {
+	if rw.SendExemplars != nil && r.version.AtLeast(2, 27) {
 		tuning = append(tuning, yaml.MapItem{Key: "send_exemplars", Value: *rw.SendExemplars})
 	}
-	if rw.SendNativeHistograms != nil {
+	if rw.SendNativeHistograms != nil && r.version.AtLeast(2, 40) {
 		tuning = append(tuning, yaml.MapItem{Key: "send_native_histograms", Value: *rw.SendNativeHistograms})
 	}
 	var relabelings []yaml.MapSlice
@@ -162,7 +165,7 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 	}
 
 	if q := rw.QueueConfig; q != nil {
-		qc, err := queueConfig(path+".queueConfig", q)
+		qc, err := r.queueConfig(path+".queueConfig", q)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -178,10 +181,12 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 			}
 			mc = append(mc, yaml.MapItem{Key: "send_interval", Value: string(m.SendInterval)})
 		}
-		if m.MaxSamplesPerSend != nil {
+		if m.MaxSamplesPerSend != nil && r.version.AtLeast(2, 29) {
 			mc = append(mc, yaml.MapItem{Key: "max_samples_per_send", Value: int64(*m.MaxSamplesPerSend)})
 		}
-		queue = append(queue, yaml.MapItem{Key: "metadata_config", Value: mc})
+		if r.version.AtLeast(2, 23) {
+			queue = append(queue, yaml.MapItem{Key: "metadata_config", Value: mc})
+		}
 	}
 	if rw.RoundRobinDNS != nil && r.version.AtLeast(3, 1) {
 		queue = append(queue, yaml.MapItem{Key: "round_robin_dns", Value: *rw.RoundRobinDNS})
@@ -189,18 +194,21 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 	return tuning, queue, nil
 }
 
-// queueConfig renders the queue_config of q at path; maxRetries, which
-// Prometheus 2.11 and later ignore, is left out, as prometheus-operator
-// does for them.
-func queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error) {
+// queueConfig renders the queue_config of q at path, each key for the
+// Prometheus versions that have it, as prometheus-operator: min_shards
+// from 2.6, max_retries before 2.11 (which later ones ignore),
+// retry_on_http_429 from 2.26, sample_age_limit from 2.50.
+func (r *renderer) queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error) {
 	qc := yaml.MapSlice{}
 	for _, n := range []struct {
 		key string
 		v   int
+		ok  bool
 	}{
-		{"capacity", q.Capacity}, {"min_shards", q.MinShards}, {"max_shards", q.MaxShards}, {"max_samples_per_send", q.MaxSamplesPerSend},
+		{"capacity", q.Capacity, true}, {"min_shards", q.MinShards, r.version.AtLeast(2, 6)}, {"max_shards", q.MaxShards, true},
+		{"max_samples_per_send", q.MaxSamplesPerSend, true}, {"max_retries", q.MaxRetries, !r.version.AtLeast(2, 11)},
 	} {
-		if n.v != 0 {
+		if n.v != 0 && n.ok {
 			qc = append(qc, yaml.MapItem{Key: n.key, Value: int64(n.v)})
 		}
 	}
@@ -220,31 +228,34 @@ func queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error
 		}
 		qc = append(qc, yaml.MapItem{Key: d.key, Value: string(*d.v)})
 	}
-	if q.RetryOnRateLimit {
+	if q.RetryOnRateLimit && r.version.AtLeast(2, 26) {
 		qc = append(qc, yaml.MapItem{Key: "retry_on_http_429", Value: true})
 	}
 	if q.SampleAgeLimit != nil {
 		if _, err := model.ParseDuration(string(*q.SampleAgeLimit)); err != nil {
 			return nil, fmt.Errorf("%s.sampleAgeLimit: %w", path, err)
 		}
-		qc = append(qc, yaml.MapItem{Key: "sample_age_limit", Value: string(*q.SampleAgeLimit)})
+		if r.version.AtLeast(2, 50) {
+			qc = append(qc, yaml.MapItem{Key: "sample_age_limit", Value: string(*q.SampleAgeLimit)})
+		}
 	}
 	return qc, nil
 }
 
 // remoteWriteClient renders the HTTP client settings of the remote write
 // endpoint rw at path after its basic auth and authorization, as
-// prometheus-operator renders them: oauth2, tls_config, the proxy, sigv4
-// (from Prometheus 2.26), azuread, follow_redirects, enable_http2.
+// prometheus-operator renders them: oauth2 (r.oauth2), tls_config, the
+// proxy, sigv4 (from Prometheus 2.26), azuread, follow_redirects (from
+// 2.26), enable_http2 (from 2.35).
 func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (yaml.MapSlice, error) {
 	ns := r.srv.Namespace
 	var client yaml.MapSlice
 	if rw.OAuth2 != nil {
-		o, err := r.cred.OAuth2(ns, path+".oauth2", rw.OAuth2)
+		o, err := r.oauth2(path+".oauth2", rw.OAuth2)
 		if err != nil {
 			return nil, err
 		}
-		client = append(client, o)
+		client = append(client, o...)
 	}
 	if rw.TLSConfig != nil {
 		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", rw.TLSConfig)
@@ -274,10 +285,10 @@ func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (
 		}
 		client = append(client, azure...)
 	}
-	if rw.FollowRedirects != nil {
+	if rw.FollowRedirects != nil && r.version.AtLeast(2, 26) {
 		client = append(client, yaml.MapItem{Key: "follow_redirects", Value: *rw.FollowRedirects})
 	}
-	if rw.EnableHttp2 != nil {
+	if rw.EnableHttp2 != nil && r.version.AtLeast(2, 35) {
 		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *rw.EnableHttp2})
 	}
 	return client, nil

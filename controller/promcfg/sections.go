@@ -295,8 +295,8 @@ func (r *renderer) remoteReads() (yaml.MapSlice, error) {
 }
 
 // remoteReadClient renders the HTTP client settings of the remote read
-// rr at path: basic_auth, bearer_token, bearer_token_file, oauth2 (from
-// Prometheus 2.27), tls_config, authorization (r.authorization), the proxy,
+// rr at path: basic_auth, bearer_token, bearer_token_file, oauth2
+// (r.oauth2), tls_config, authorization (r.authorization), the proxy,
 // follow_redirects (from 2.26), filter_external_labels (from 2.34).
 func (r *renderer) remoteReadClient(path string, rr *monitoringv1.RemoteReadSpec) (yaml.MapSlice, error) {
 	ns := r.srv.Namespace
@@ -314,13 +314,11 @@ func (r *renderer) remoteReadClient(path string, rr *monitoringv1.RemoteReadSpec
 	}
 	cfg = append(cfg, bearerToken(rr.BearerToken, rr.BearerTokenFile)...)
 	if rr.OAuth2 != nil {
-		o, err := r.cred.OAuth2(ns, path+".oauth2", rr.OAuth2)
+		o, err := r.oauth2(path+".oauth2", rr.OAuth2)
 		if err != nil {
 			return nil, err
 		}
-		if r.version.AtLeast(2, 27) {
-			cfg = append(cfg, o)
-		}
+		cfg = append(cfg, o...)
 	}
 	if rr.TLSConfig != nil {
 		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", rr.TLSConfig)
