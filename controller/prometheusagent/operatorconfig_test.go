@@ -3,6 +3,7 @@ package prometheusagent
 import (
 	"bytes"
 	"os/exec"
+	"slices"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -23,7 +24,8 @@ import (
 // log file, podTargetLabels, apiserverConfig), through FromAgent as the
 // takeover does, and compares its configuration with the one
 // prometheus-operator's own agent generator writes (bin/opconfig --agent),
-// both as Prometheus parses them (bin/opconfig --parse): the same.
+// both as Prometheus parses them (bin/opconfig --parse): the same; and
+// the pod has the log-file volume.
 func TestOperatorConfig(t *testing.T) {
 	const path = "testdata/operator-config.yaml"
 	opconfig, err := toolbin.Path("opconfig")
@@ -53,6 +55,13 @@ func TestOperatorConfig(t *testing.T) {
 
 	want := run(t, nil, opconfig, "--agent", path)
 	require.Equal(t, string(run(t, want, opconfig, "--parse")), string(run(t, got, opconfig, "--parse")))
+
+	// The scrape failure log file, without a directory, is on the
+	// log-file emptyDir, as prometheus-operator mounts it.
+	pod := objs.StatefulSets[0].Spec.Template.Spec
+	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "log-file" && v.EmptyDir != nil }))
+	prom := pod.Containers[slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == "prometheus" })]
+	require.Equal(t, "/var/log/prometheus", mount(t, prom, "log-file").MountPath)
 }
 
 // run runs name with args and stdin, and returns its output.
