@@ -10,6 +10,7 @@ package v1alpha1
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -441,6 +442,11 @@ type TSDBSpec struct {
 	// ingested out of order (storage.tsdb.out_of_order_time_window).
 	// +optional
 	OutOfOrderTimeWindow *monitoringv1.Duration `json:"outOfOrderTimeWindow,omitempty"`
+	// StaleSeriesCompactionThreshold (stale_series_compaction_threshold)
+	// and ChunkEncoding (chunk_encoding), of an object taken over: not
+	// fields of the PrometheusServer kind.
+	StaleSeriesCompactionThreshold *resource.Quantity              `json:"-"`
+	ChunkEncoding                  *monitoringv1.ChunkEncodingSpec `json:"-"`
 }
 
 // AlertingSpec lists Alertmanagers.

@@ -102,7 +102,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		return serverConfig{}, err
 	}
 
-	rest, err := storageSettings(r.srv, r.retention, r.agent)
+	rest, err := r.storageSettings()
 	if err != nil {
 		return serverConfig{}, err
 	}
@@ -235,37 +235,6 @@ func (r *renderer) globalScrapeSettings() (yaml.MapSlice, error) {
 		}
 	}
 	return out, nil
-}
-
-// storageSettings renders the storage section of spec.exemplars and
-// spec.tsdb, and retention when not nil (Input.Retention), as
-// prometheus-operator does; none when they set nothing. An agent's has
-// the TSDB's out-of-order window alone.
-func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice, agent bool) (yaml.MapSlice, error) {
-	spec := &server.Spec
-	var storage, tsdb yaml.MapSlice
-	if e := spec.Exemplars; e != nil && e.MaxSize != nil && !agent {
-		storage = append(storage, yaml.MapItem{Key: "exemplars", Value: yaml.MapSlice{{Key: "max_exemplars", Value: *e.MaxSize}}})
-	}
-	if t := spec.TSDB; t != nil && t.OutOfOrderTimeWindow != nil {
-		w := string(*t.OutOfOrderTimeWindow)
-		if _, err := model.ParseDuration(w); err != nil {
-			return nil, fmt.Errorf("spec.tsdb.outOfOrderTimeWindow: %w", err)
-		}
-		tsdb = append(tsdb, yaml.MapItem{Key: "out_of_order_time_window", Value: w})
-	}
-	if retention != nil && !agent {
-		// One storage section: prometheus-operator's retention goes
-		// beside the other TSDB settings.
-		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retention})
-	}
-	if len(tsdb) > 0 {
-		storage = append(storage, yaml.MapItem{Key: "tsdb", Value: tsdb})
-	}
-	if len(storage) == 0 {
-		return nil, nil
-	}
-	return yaml.MapSlice{{Key: "storage", Value: storage}}, nil
 }
 
 // alerting renders the alerting section: the Alertmanagers of

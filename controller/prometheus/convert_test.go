@@ -272,6 +272,9 @@ func TestConvertMappedFields(t *testing.T) {
 		{"queryLogFile", "queryLogFile: q.log", func(s v1alpha1.PrometheusServerSpec) any { return s.QueryLogFile }, "q.log"},
 		{"scrapeFailureLogFile", "scrapeFailureLogFile: /f.log", func(s v1alpha1.PrometheusServerSpec) any { return s.ScrapeFailureLogFile }, ptr.To("/f.log")},
 		{"podTargetLabels", "podTargetLabels: [team]", func(s v1alpha1.PrometheusServerSpec) any { return s.PodTargetLabels }, []string{"team"}},
+		{"tsdb.staleSeriesCompactionThreshold", `tsdb: {staleSeriesCompactionThreshold: "0.5"}`, func(s v1alpha1.PrometheusServerSpec) any { return s.TSDB.StaleSeriesCompactionThreshold.String() }, "500m"},
+		{"tsdb.chunkEncoding", "tsdb: {chunkEncoding: {floats: Xor2}}", func(s v1alpha1.PrometheusServerSpec) any { return s.TSDB.ChunkEncoding },
+			&monitoringv1.ChunkEncodingSpec{Floats: ptr.To(monitoringv1.ChunkEncodingFloatsXor2)}},
 		{"apiserverConfig", "apiserverConfig: {host: 'https://k8s:6443'}", func(s v1alpha1.PrometheusServerSpec) any { return s.APIServerConfig },
 			&monitoringv1.APIServerConfig{Host: "https://k8s:6443"}},
 	}

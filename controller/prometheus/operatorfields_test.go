@@ -127,7 +127,8 @@ func TestConvertRefusedFields(t *testing.T) {
 func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
-tsdb: {staleSeriesCompactionThreshold: "0.5", chunkEncoding: {}}
+retentionPercentage: 50
+serviceName: mine
 containers:
 - {name: config-reloader, args: [--a]}
 - {name: config-reloader, image: x}
@@ -140,9 +141,9 @@ disableCompaction: true
 `)
 	require.Equal(t, []string{
 		"containers",
+		"retentionPercentage",
+		"serviceName",
 		"thanos",
-		"tsdb.chunkEncoding",
-		"tsdb.staleSeriesCompactionThreshold",
 		"web.tlsConfig.certFile",
 		"web.tlsConfig.keyFile",
 	}, unsupported)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/internal/testenv/promfixture"
@@ -72,4 +73,22 @@ func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &stdout, &stderr
 	require.NoError(t, cmd.Run(), "%s %v:\n%s", name, args, stderr.String())
 	return stdout.Bytes()
+}
+
+// TestRenderRefusesTSDBSettings: an agent with more than one TSDB
+// setting is refused, where prometheus-operator's agent generator writes
+// a storage section for each, which Prometheus refuses; one is rendered.
+func TestRenderRefusesTSDBSettings(t *testing.T) {
+	a := testAgent("monitoring", "edge")
+	a.Spec.TSDB = &monitoringv1.TSDBSpec{OutOfOrderTimeWindow: ptr.To(monitoringv1.Duration("5m"))}
+	server, unsupported := FromAgent(a)
+	require.Empty(t, unsupported)
+	_, err := promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}, promserver.WorkloadOptions{}, nil)
+	require.NoError(t, err)
+
+	a.Spec.TSDB.ChunkEncoding = &monitoringv1.ChunkEncodingSpec{Floats: ptr.To(monitoringv1.ChunkEncodingFloatsXor2)}
+	a.Spec.Version = "v3.13.0"
+	server, _ = FromAgent(a)
+	_, err = promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}, promserver.WorkloadOptions{}, nil)
+	require.EqualError(t, err, "render agent config: spec.tsdb: prometheus-operator writes one storage section per setting of an agent, which Prometheus refuses: set one of outOfOrderTimeWindow, staleSeriesCompactionThreshold and chunkEncoding.floats")
 }

@@ -139,10 +139,10 @@ func commonGeneration(in monitoringv1.CommonPrometheusFields, spec *v1alpha1.Pro
 
 // operatorTSDB carries the mapped fields of spec.tsdb.
 func operatorTSDB(t *monitoringv1.TSDBSpec) *v1alpha1.TSDBSpec {
-	if t == nil || t.OutOfOrderTimeWindow == nil {
+	if t == nil || t.OutOfOrderTimeWindow == nil && t.StaleSeriesCompactionThreshold == nil && t.ChunkEncoding == nil {
 		return nil
 	}
-	return &v1alpha1.TSDBSpec{OutOfOrderTimeWindow: t.OutOfOrderTimeWindow}
+	return &v1alpha1.TSDBSpec{OutOfOrderTimeWindow: t.OutOfOrderTimeWindow, StaleSeriesCompactionThreshold: t.StaleSeriesCompactionThreshold, ChunkEncoding: t.ChunkEncoding}
 }
 
 // operatorReloadMethod is the reloader's reloadMethod of a
