@@ -353,10 +353,10 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 			{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
 		}, r.apiServer...)}})
 		cfg = append(cfg, auth...)
-		cfg = append(cfg,
-			yaml.MapItem{Key: "api_version", Value: "v2"},
-			yaml.MapItem{Key: "relabel_configs", Value: relabelings},
-		)
+		if r.version.AtLeast(2, 11) { // Written when unset too: Prometheus reads it as its default.
+			cfg = append(cfg, yaml.MapItem{Key: "api_version", Value: "v2"})
+		}
+		cfg = append(cfg, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 		var alertRelabelings []yaml.MapSlice
 		for i := range am.AlertRelabelConfigs {
 			rc, err := r.relabel.Rule(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
@@ -365,7 +365,7 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 			}
 			alertRelabelings = append(alertRelabelings, rc)
 		}
-		if len(alertRelabelings) > 0 {
+		if len(alertRelabelings) > 0 && r.version.AtLeast(2, 51) {
 			cfg = append(cfg, yaml.MapItem{Key: "alert_relabel_configs", Value: alertRelabelings})
 		}
 		out = append(out, cfg)
