@@ -34,9 +34,17 @@ func logFilePath(file string) string {
 	return file
 }
 
-// laterSections renders the sections that follow remote_write, in
-// prometheus-operator's order: remote_read, otlp, tracing.
+// laterSections renders the sections that follow alerting, in
+// prometheus-operator's order: remote_write, remote_read, otlp, tracing.
 func (r *renderer) laterSections() (yaml.MapSlice, error) {
+	var write yaml.MapSlice
+	if rws := r.srv.Spec.RemoteWrite; len(rws) > 0 {
+		out, err := r.remoteWrites(rws)
+		if err != nil {
+			return nil, err
+		}
+		write = yaml.MapSlice{{Key: "remote_write", Value: out}}
+	}
 	read, err := r.remoteReads()
 	if err != nil {
 		return nil, err
@@ -49,7 +57,7 @@ func (r *renderer) laterSections() (yaml.MapSlice, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(read, otlp, tracing), nil
+	return slices.Concat(write, read, otlp, tracing), nil
 }
 
 // logFiles renders the global settings of the query log file (a

@@ -115,13 +115,6 @@ func (r *renderer) renderServer() (serverConfig, error) {
 			rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
 		}
 	}
-	if len(spec.RemoteWrite) > 0 {
-		rws, err := r.remoteWrites(spec.RemoteWrite)
-		if err != nil {
-			return serverConfig{}, err
-		}
-		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
-	}
 	more, err := r.laterSections()
 	if err != nil {
 		return serverConfig{}, err
