@@ -43,4 +43,23 @@ type TakenOver struct {
 	// mounts the data volume without the sub-path prometheus-db.
 	Ephemeral           *corev1.EphemeralVolumeSource `json:"-"`
 	DisableMountSubPath bool                          `json:"-"`
+	// RemoteRead is remote_read (a Prometheus's), TracingConfig tracing,
+	// Runtime runtime and OTLP otlp; QueryLogFile (a Prometheus's) and
+	// ScrapeFailureLogFile are global.query_log_file and
+	// global.scrape_failure_log_file, a relative one in the log-file
+	// emptyDir at /var/log/prometheus, as prometheus-operator mounts it;
+	// PodTargetLabels are the pod labels every ServiceMonitor and
+	// PodMonitor job copies onto its targets, after the monitor's own;
+	// APIServerConfig is the API server every Kubernetes service
+	// discovery of the monitors, Probes and Alertmanagers reads, and its
+	// credentials. Each is rendered as prometheus-operator's generator
+	// renders it, for the Prometheus versions that have it.
+	RemoteRead           []monitoringv1.RemoteReadSpec `json:"-"`
+	TracingConfig        *monitoringv1.TracingConfig   `json:"-"`
+	Runtime              *monitoringv1.RuntimeConfig   `json:"-"`
+	OTLP                 *monitoringv1.OTLPConfig      `json:"-"`
+	QueryLogFile         string                        `json:"-"`
+	ScrapeFailureLogFile *string                       `json:"-"`
+	PodTargetLabels      []string                      `json:"-"`
+	APIServerConfig      *monitoringv1.APIServerConfig `json:"-"`
 }

@@ -10,6 +10,7 @@ package v1alpha1
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -441,6 +442,11 @@ type TSDBSpec struct {
 	// ingested out of order (storage.tsdb.out_of_order_time_window).
 	// +optional
 	OutOfOrderTimeWindow *monitoringv1.Duration `json:"outOfOrderTimeWindow,omitempty"`
+	// StaleSeriesCompactionThreshold (stale_series_compaction_threshold)
+	// and ChunkEncoding (chunk_encoding), of an object taken over: not
+	// fields of the PrometheusServer kind.
+	StaleSeriesCompactionThreshold *resource.Quantity              `json:"-"`
+	ChunkEncoding                  *monitoringv1.ChunkEncodingSpec `json:"-"`
 }
 
 // AlertingSpec lists Alertmanagers.
@@ -500,64 +506,9 @@ type AlertmanagerEndpoint struct {
 	// AlertRelabelConfigs relabel the alerts sent to these Alertmanagers.
 	// +optional
 	AlertRelabelConfigs []monitoringv1.RelabelConfig `json:"alertRelabelings,omitempty"`
-}
-
-// RemoteWriteSpec is a remote write endpoint.
-type RemoteWriteSpec struct {
-	// URL of the endpoint.
-	// +kubebuilder:validation:Pattern=`^https?://`
-	URL string `json:"url"`
-	// Name of the queue, unique among the endpoints.
-	// +optional
-	Name string `json:"name,omitempty"`
-	// BasicAuth for the endpoint, from Secrets in the PrometheusServer's namespace.
-	// +optional
-	BasicAuth *monitoringv1.BasicAuth `json:"basicAuth,omitempty"`
-	// Authorization header for the endpoint, from a Secret in the
-	// PrometheusServer's namespace.
-	// +optional
-	Authorization *monitoringv1.Authorization `json:"authorization,omitempty"`
-	// OAuth2 credentials for the endpoint, from Secrets and ConfigMaps of
-	// the server's namespace; at most one of basicAuth, oauth2 and
-	// authorization.
-	// +optional
-	OAuth2 *monitoringv1.OAuth2 `json:"oauth2,omitempty"`
-	// TLSConfig of the requests, from Secrets and ConfigMaps of the
-	// server's namespace, or files.
-	// +optional
-	TLSConfig *monitoringv1.TLSConfig `json:"tlsConfig,omitempty"`
-	// ProxyConfig: the proxy of the requests.
-	// +optional
-	monitoringv1.ProxyConfig `json:",inline"`
-	// FollowRedirects follows HTTP 3xx redirects.
-	// +optional
-	FollowRedirects *bool `json:"followRedirects,omitempty"`
-	// EnableHttp2 lets the requests use HTTP/2.
-	// +optional
-	EnableHttp2 *bool `json:"enableHTTP2,omitempty"`
-	// RemoteTimeout of a request to the endpoint; unset is 30s.
-	// +optional
-	RemoteTimeout *monitoringv1.Duration `json:"remoteTimeout,omitempty"`
-	// Headers sent with each request.
-	// +optional
-	Headers map[string]string `json:"headers,omitempty"`
-	// SendExemplars sends the exemplars (with the exemplar-storage
-	// feature).
-	// +optional
-	SendExemplars *bool `json:"sendExemplars,omitempty"`
-	// SendNativeHistograms sends the native histograms.
-	// +optional
-	SendNativeHistograms *bool `json:"sendNativeHistograms,omitempty"`
-	// WriteRelabelConfigs relabel the series before they are sent.
-	// +optional
-	WriteRelabelConfigs []monitoringv1.RelabelConfig `json:"writeRelabelConfigs,omitempty"`
-	// QueueConfig tunes the queue of the endpoint (maxRetries, which
-	// Prometheus 2.11 and later ignore, is not rendered).
-	// +optional
-	QueueConfig *monitoringv1.QueueConfig `json:"queueConfig,omitempty"`
-	// MetadataConfig tunes the sending of series metadata.
-	// +optional
-	MetadataConfig *monitoringv1.MetadataConfig `json:"metadataConfig,omitempty"`
+	// Sigv4, of a Prometheus taken over (its sigv4), signs the requests
+	// with AWS Signature Version 4; not a field of the PrometheusServer kind.
+	Sigv4 *monitoringv1.Sigv4 `json:"-"`
 }
 
 // ReloaderSpec configures the config-reloader containers.

@@ -2,7 +2,6 @@ package promcfg
 
 import (
 	"fmt"
-	"slices"
 
 	yaml "go.yaml.in/yaml/v2"
 
@@ -11,9 +10,11 @@ import (
 
 // alertmanagerClient renders the HTTP client settings of the Alertmanager
 // endpoint am at path, as prometheus-operator renders them, with the
-// Secrets of the server's namespace: client goes before the service
-// discovery (timeout, enable_http2, tls_config, the proxy), auth after it
-// (bearer_token_file, basic_auth, authorization).
+// Secrets of the server's namespace, each key for the Prometheus versions
+// that have it: client goes before the service discovery (timeout,
+// enable_http2 from 2.35, tls_config, the proxy), auth after it
+// (bearer_token_file, basic_auth and authorization from 2.26, sigv4 from
+// 2.48).
 func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndpoint) (client, auth yaml.MapSlice, err error) {
 	ns := r.srv.Namespace
 	if am.Timeout != nil {
@@ -22,7 +23,7 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 		}
 		client = append(client, yaml.MapItem{Key: "timeout", Value: string(*am.Timeout)})
 	}
-	if am.EnableHttp2 != nil {
+	if am.EnableHttp2 != nil && r.version.AtLeast(2, 35) {
 		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *am.EnableHttp2})
 	}
 	if am.TLSConfig != nil {
@@ -38,8 +39,9 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 	}
 	client = append(client, proxy...)
 
-	if len(slices.DeleteFunc([]bool{am.BasicAuth != nil, am.Authorization != nil, am.BearerTokenFile != ""}, func(set bool) bool { return !set })) > 1 {
-		return nil, nil, fmt.Errorf("%s: basicAuth, authorization and bearerTokenFile are mutually exclusive", path)
+	if err := exclusiveAuth(path, []string{"basicAuth", "authorization", "bearerTokenFile", "sigv4"},
+		am.BasicAuth != nil, am.Authorization != nil, am.BearerTokenFile != "", am.Sigv4 != nil); err != nil {
+		return nil, nil, err
 	}
 	if am.BearerTokenFile != "" {
 		auth = append(auth, yaml.MapItem{Key: "bearer_token_file", Value: am.BearerTokenFile})
@@ -49,14 +51,27 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 		if err != nil {
 			return nil, nil, err
 		}
-		auth = append(auth, ba)
+		if r.version.AtLeast(2, 26) {
+			auth = append(auth, ba)
+		}
 	}
 	if am.Authorization != nil {
 		a, err := r.cred.Authorization(ns, path+".authorization", am.Authorization, false)
 		if err != nil {
 			return nil, nil, err
 		}
-		auth = append(auth, a)
+		if r.version.AtLeast(2, 26) {
+			auth = append(auth, a)
+		}
+	}
+	if am.Sigv4 != nil {
+		sigv4, err := r.sigv4(path+".sigv4", am.Sigv4)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.version.AtLeast(2, 48) {
+			auth = append(auth, sigv4)
+		}
 	}
 	return client, auth, nil
 }

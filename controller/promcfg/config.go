@@ -19,7 +19,9 @@
 //	agent.go         Agent: an agent's configuration, its jobs in the agent's order
 //	server.go        the sections from the server: global, alerting, remote_write, storage
 //	alertmanagers.go the HTTP client settings of an Alertmanager endpoint
-//	remotewrite.go   the settings of a remote write endpoint beyond its URL
+//	remotewrite.go   remote_write: its endpoints, their settings
+//	remoteauth.go    sigv4 and Azure AD of remote write and Alertmanager endpoints
+//	sections.go      remote_read, otlp, tracing, runtime, log files, apiserverConfig
 //	additional.go    the additional scrape configurations
 //	scrape.go        the scrape jobs of ServiceMonitor and PodMonitor endpoints
 //	scrapefields.go  the fields of a scrape job: intervals, scheme, limits, auth
@@ -173,7 +175,7 @@ func Server(in Input) (Parts, []Rejection, error) {
 }
 
 // Head returns what comes before p.Body in the configuration with the
-// rule files ruleFiles: the global and rule_files sections.
+// rule files ruleFiles: the global, runtime and rule_files sections.
 func (p Parts) Head(ruleFiles []string) ([]byte, error) {
 	files, err := ruleFilesSection(ruleFiles)
 	if err != nil {
@@ -216,6 +218,10 @@ type renderer struct {
 	// agent renders an agent's configuration (Agent): no rules, no
 	// alerting, the jobs in the agent's order.
 	agent bool
+	// apiServer is what spec.apiserverConfig adds to every Kubernetes
+	// service discovery of the monitors, Probes and Alertmanagers
+	// (apiServerSD), or nil.
+	apiServer yaml.MapSlice
 }
 
 // config renders the configuration of in, with r made from in, but for
@@ -235,7 +241,7 @@ func (r *renderer) config(in Input) (Parts, []Rejection, error) {
 		rejected []Rejection
 		addErr   error
 		jobs     = &configsecret.Stream{Cache: in.Parts}
-		p        = Parts{global: yaml.MapSlice{server.global}, Jobs: jobs}
+		p        = Parts{global: append(yaml.MapSlice{server.global}, server.head...), Jobs: jobs}
 	)
 	add := func(kind, namespace, name string, js []yaml.MapSlice, err error) {
 		if err != nil {

@@ -243,7 +243,8 @@ func httpOptions(h *monitoringv1.HTTPConfigWithoutTLS) yaml.MapSlice {
 
 // kubernetesSD is a kubernetes_sd_configs item of role in the namespaces
 // sel selects for an object of namespace ns: every one, the names it
-// lists, or ns alone (always, with the server's ignoreNamespaceSelectors).
+// lists, or ns alone (always, with the server's ignoreNamespaceSelectors);
+// then the API server of spec.apiserverConfig, if any.
 func (r *renderer) kubernetesSD(role string, sel monitoringv1.NamespaceSelector, ns string) yaml.MapSlice {
 	sd := yaml.MapSlice{{Key: "role", Value: role}}
 	switch {
@@ -255,7 +256,7 @@ func (r *renderer) kubernetesSD(role string, sel monitoringv1.NamespaceSelector,
 	default:
 		sd = append(sd, yaml.MapItem{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}})
 	}
-	return sd
+	return append(sd, r.apiServer...)
 }
 
 // appendMetricRelabelings appends to job the metric_relabel_configs of

@@ -2,28 +2,154 @@ package promcfg
 
 import (
 	"fmt"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 	yaml "go.yaml.in/yaml/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg/credential"
 	"github.com/podreload/podreload/controller/promyaml"
 )
 
+// remoteWrites renders the remote_write section of rws, as
+// prometheus-operator's generator (GenerateRemoteWriteConfig) renders it.
+func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
+	out := make([]yaml.MapSlice, 0, len(rws))
+	names := map[string]bool{}
+	ns := r.srv.Namespace
+	for i, rw := range rws {
+		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
+		u, err := credential.ParseURL(rw.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s.url: %w", path, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, credential.ShownURL(u))
+		}
+		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
+		if _, err := model.ParseDuration(timeout); err != nil {
+			return nil, fmt.Errorf("%s.remoteTimeout: %w", path, err)
+		}
+		cfg := yaml.MapSlice{
+			{Key: "url", Value: rw.URL},
+			{Key: "remote_timeout", Value: timeout},
+		}
+		if rw.Name != "" {
+			if names[rw.Name] {
+				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
+			}
+			names[rw.Name] = true
+			if r.version.AtLeast(2, 15) {
+				cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
+			}
+		}
+		message, err := r.protobufMessage(path, rw.MessageVersion)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, message...)
+		tuning, queue, err := r.remoteWriteTuning(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, tuning...)
+		if err := exclusiveAuth(path, []string{"basicAuth", "oauth2", "authorization", "sigv4", "azureAd"},
+			rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil, rw.Sigv4 != nil, rw.AzureAD != nil); err != nil {
+			return nil, err
+		}
+		if rw.BasicAuth != nil {
+			ba, err := r.cred.BasicAuth(ns, path+".basicAuth", rw.BasicAuth)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, ba)
+		}
+		cfg = append(cfg, bearerToken(rw.BearerToken, rw.BearerTokenFile)...)
+		if a := rw.Authorization; a != nil {
+			auth, err := r.authorization(path+".authorization", a)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, auth)
+		}
+		client, err := r.remoteWriteClient(path, rw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = append(cfg, client...)
+		out = append(out, append(cfg, queue...))
+	}
+	return out, nil
+}
+
+// authorization renders the authorization a at path, whose credentials
+// come from a Secret or a file, of a remote write, a remote read or
+// spec.apiserverConfig. Before Prometheus 2.26, which has none,
+// prometheus-operator's generator fails on it (addAuthorizationToYaml
+// panics): it is refused.
+func (r *renderer) authorization(path string, a *monitoringv1.Authorization) (yaml.MapItem, error) {
+	if !r.version.AtLeast(2, 26) {
+		return yaml.MapItem{}, fmt.Errorf("%s: requires Prometheus 2.26 or later", path)
+	}
+	if a.Credentials != nil && a.CredentialsFile != "" {
+		return yaml.MapItem{}, fmt.Errorf("%s: credentials and credentialsFile are mutually exclusive", path)
+	}
+	auth, err := r.cred.Authorization(r.srv.Namespace, path, &a.SafeAuthorization, a.CredentialsFile != "")
+	if err != nil {
+		return yaml.MapItem{}, err
+	}
+	if a.CredentialsFile != "" {
+		auth.Value = append(auth.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: a.CredentialsFile})
+	}
+	return auth, nil
+}
+
+// exclusiveAuth refuses, at path, more than one of the ways to
+// authenticate fields set (set[i] for fields[i]), naming those set.
+func exclusiveAuth(path string, fields []string, set ...bool) error {
+	var names []string
+	for i, ok := range set {
+		if ok {
+			names = append(names, fields[i])
+		}
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s and %s are mutually exclusive", path, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
+
+// bearerToken renders the deprecated bearer_token and bearer_token_file,
+// those that are set.
+func bearerToken(token, file string) yaml.MapSlice {
+	var cfg yaml.MapSlice
+	if token != "" {
+		cfg = append(cfg, yaml.MapItem{Key: "bearer_token", Value: token})
+	}
+	if file != "" {
+		cfg = append(cfg, yaml.MapItem{Key: "bearer_token_file", Value: file})
+	}
+	return cfg
+}
+
 // remoteWriteTuning renders the settings of the remote write endpoint rw
 // at path beyond its URL, name and credentials, as prometheus-operator
-// renders them: tuning goes after the name (headers, send_exemplars,
-// send_native_histograms, write_relabel_configs), queue after the
-// credentials (queue_config, metadata_config).
+// renders them, each for the Prometheus versions that have it: tuning
+// goes after the name (headers from 2.15, send_exemplars from 2.27,
+// send_native_histograms from 2.40, write_relabel_configs), queue after
+// the credentials (queue_config, metadata_config from 2.23,
+// round_robin_dns from 3.1).
 func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (tuning, queue yaml.MapSlice, err error) {
-	if len(rw.Headers) > 0 {
+	if len(rw.Headers) > 0 && r.version.AtLeast(2, 15) {
 		tuning = append(tuning, yaml.MapItem{Key: "headers", Value: promyaml.SortedMap(rw.Headers)})
 	}
-	if rw.SendExemplars != nil {
+	if rw.SendExemplars != nil && r.version.AtLeast(2, 27) {
 		tuning = append(tuning, yaml.MapItem{Key: "send_exemplars", Value: *rw.SendExemplars})
 	}
-	if rw.SendNativeHistograms != nil {
+	if rw.SendNativeHistograms != nil && r.version.AtLeast(2, 40) {
 		tuning = append(tuning, yaml.MapItem{Key: "send_native_histograms", Value: *rw.SendNativeHistograms})
 	}
 	var relabelings []yaml.MapSlice
@@ -39,40 +165,50 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 	}
 
 	if q := rw.QueueConfig; q != nil {
-		qc, err := queueConfig(path+".queueConfig", q)
+		qc, err := r.queueConfig(path+".queueConfig", q)
 		if err != nil {
 			return nil, nil, err
 		}
 		queue = append(queue, yaml.MapItem{Key: "queue_config", Value: qc})
 	}
 	if m := rw.MetadataConfig; m != nil {
-		mc := yaml.MapSlice{{Key: "send", Value: m.Send}}
+		// Prometheus sends no metadata with remote write 2.0 messages.
+		send := m.Send && ptr.Deref(rw.MessageVersion, "") != monitoringv1.RemoteWriteMessageVersion2_0
+		mc := yaml.MapSlice{{Key: "send", Value: send}}
 		if m.SendInterval != "" {
 			if _, err := model.ParseDuration(string(m.SendInterval)); err != nil {
 				return nil, nil, fmt.Errorf("%s.metadataConfig.sendInterval: %w", path, err)
 			}
 			mc = append(mc, yaml.MapItem{Key: "send_interval", Value: string(m.SendInterval)})
 		}
-		if m.MaxSamplesPerSend != nil {
+		if m.MaxSamplesPerSend != nil && r.version.AtLeast(2, 29) {
 			mc = append(mc, yaml.MapItem{Key: "max_samples_per_send", Value: int64(*m.MaxSamplesPerSend)})
 		}
-		queue = append(queue, yaml.MapItem{Key: "metadata_config", Value: mc})
+		if r.version.AtLeast(2, 23) {
+			queue = append(queue, yaml.MapItem{Key: "metadata_config", Value: mc})
+		}
+	}
+	if rw.RoundRobinDNS != nil && r.version.AtLeast(3, 1) {
+		queue = append(queue, yaml.MapItem{Key: "round_robin_dns", Value: *rw.RoundRobinDNS})
 	}
 	return tuning, queue, nil
 }
 
-// queueConfig renders the queue_config of q at path; maxRetries, which
-// Prometheus 2.11 and later ignore, is left out, as prometheus-operator
-// does for them.
-func queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error) {
+// queueConfig renders the queue_config of q at path, each key for the
+// Prometheus versions that have it, as prometheus-operator: min_shards
+// from 2.6, max_retries before 2.11 (which later ones ignore),
+// retry_on_http_429 from 2.26, sample_age_limit from 2.50.
+func (r *renderer) queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error) {
 	qc := yaml.MapSlice{}
 	for _, n := range []struct {
 		key string
 		v   int
+		ok  bool
 	}{
-		{"capacity", q.Capacity}, {"min_shards", q.MinShards}, {"max_shards", q.MaxShards}, {"max_samples_per_send", q.MaxSamplesPerSend},
+		{"capacity", q.Capacity, true}, {"min_shards", q.MinShards, r.version.AtLeast(2, 6)}, {"max_shards", q.MaxShards, true},
+		{"max_samples_per_send", q.MaxSamplesPerSend, true}, {"max_retries", q.MaxRetries, !r.version.AtLeast(2, 11)},
 	} {
-		if n.v != 0 {
+		if n.v != 0 && n.ok {
 			qc = append(qc, yaml.MapItem{Key: n.key, Value: int64(n.v)})
 		}
 	}
@@ -92,31 +228,34 @@ func queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error
 		}
 		qc = append(qc, yaml.MapItem{Key: d.key, Value: string(*d.v)})
 	}
-	if q.RetryOnRateLimit {
+	if q.RetryOnRateLimit && r.version.AtLeast(2, 26) {
 		qc = append(qc, yaml.MapItem{Key: "retry_on_http_429", Value: true})
 	}
 	if q.SampleAgeLimit != nil {
 		if _, err := model.ParseDuration(string(*q.SampleAgeLimit)); err != nil {
 			return nil, fmt.Errorf("%s.sampleAgeLimit: %w", path, err)
 		}
-		qc = append(qc, yaml.MapItem{Key: "sample_age_limit", Value: string(*q.SampleAgeLimit)})
+		if r.version.AtLeast(2, 50) {
+			qc = append(qc, yaml.MapItem{Key: "sample_age_limit", Value: string(*q.SampleAgeLimit)})
+		}
 	}
 	return qc, nil
 }
 
 // remoteWriteClient renders the HTTP client settings of the remote write
 // endpoint rw at path after its basic auth and authorization, as
-// prometheus-operator renders them: oauth2, tls_config, the proxy,
-// follow_redirects, enable_http2.
+// prometheus-operator renders them: oauth2 (r.oauth2), tls_config, the
+// proxy, sigv4 (from Prometheus 2.26), azuread, follow_redirects (from
+// 2.26), enable_http2 (from 2.35).
 func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (yaml.MapSlice, error) {
 	ns := r.srv.Namespace
 	var client yaml.MapSlice
 	if rw.OAuth2 != nil {
-		o, err := r.cred.OAuth2(ns, path+".oauth2", rw.OAuth2)
+		o, err := r.oauth2(path+".oauth2", rw.OAuth2)
 		if err != nil {
 			return nil, err
 		}
-		client = append(client, o)
+		client = append(client, o...)
 	}
 	if rw.TLSConfig != nil {
 		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", rw.TLSConfig)
@@ -130,10 +269,26 @@ func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (
 		return nil, err
 	}
 	client = append(client, proxy...)
-	if rw.FollowRedirects != nil {
+	if rw.Sigv4 != nil {
+		sigv4, err := r.sigv4(path+".sigv4", rw.Sigv4)
+		if err != nil {
+			return nil, err
+		}
+		if r.version.AtLeast(2, 26) {
+			client = append(client, sigv4)
+		}
+	}
+	if rw.AzureAD != nil {
+		azure, err := r.azureAD(path+".azureAd", rw.AzureAD)
+		if err != nil {
+			return nil, err
+		}
+		client = append(client, azure...)
+	}
+	if rw.FollowRedirects != nil && r.version.AtLeast(2, 26) {
 		client = append(client, yaml.MapItem{Key: "follow_redirects", Value: *rw.FollowRedirects})
 	}
-	if rw.EnableHttp2 != nil {
+	if rw.EnableHttp2 != nil && r.version.AtLeast(2, 35) {
 		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *rw.EnableHttp2})
 	}
 	return client, nil

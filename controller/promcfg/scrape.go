@@ -3,6 +3,7 @@ package promcfg
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/podreload/podreload/controller/promcfg/relabeling"
@@ -116,7 +117,7 @@ func (r *renderer) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]yaml.M
 		portNameLabel:          meta + "_port_name",
 		targetLabels:           s.TargetLabels,
 		jobLabel:               s.JobLabel,
-		podTargetLabels:        s.PodTargetLabels,
+		podTargetLabels:        slices.Concat(s.PodTargetLabels, r.srv.Spec.PodTargetLabels),
 		selector:               s.Selector,
 		selectorMechanism:      s.SelectorMechanism,
 		namespaceSelector:      s.NamespaceSelector,
@@ -186,7 +187,7 @@ func (r *renderer) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]yaml.MapSlice,
 		role:                   "pod",
 		portNameLabel:          "__meta_kubernetes_pod_container_port_name",
 		jobLabel:               s.JobLabel,
-		podTargetLabels:        s.PodTargetLabels,
+		podTargetLabels:        slices.Concat(s.PodTargetLabels, r.srv.Spec.PodTargetLabels),
 		selector:               s.Selector,
 		selectorMechanism:      s.SelectorMechanism,
 		namespaceSelector:      s.NamespaceSelector,

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
-	"github.com/podreload/podreload/controller/promcfg/credential"
 	"github.com/podreload/podreload/controller/promcfg/relabeling"
 	"github.com/podreload/podreload/controller/promyaml"
 )
@@ -37,9 +36,10 @@ const (
 )
 
 // serverConfig holds the sections that come from the PrometheusServer:
-// global goes first, rest after scrape_configs.
+// global goes first, then head (runtime), rest after scrape_configs.
 type serverConfig struct {
 	global yaml.MapItem
+	head   yaml.MapSlice
 	rest   yaml.MapSlice
 }
 
@@ -56,6 +56,9 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	r.interval, r.intervalText = d, scrape
 	if sdr := spec.ServiceDiscoveryRole; sdr != nil && *sdr != monitoringv1.EndpointsRole && *sdr != monitoringv1.EndpointSliceRole {
 		return serverConfig{}, fmt.Errorf("spec.serviceDiscoveryRole: %q is not Endpoints or EndpointSlice", *sdr)
+	}
+	if slices.Contains(spec.PodTargetLabels, "") {
+		return serverConfig{}, fmt.Errorf("spec.podTargetLabels: empty label name")
 	}
 	eval := string(spec.EvaluationInterval)
 	if eval == "" {
@@ -94,9 +97,12 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	if err != nil {
 		return serverConfig{}, err
 	}
-	global := yaml.MapItem{Key: "global", Value: append(globals, settings...)}
+	global := yaml.MapItem{Key: "global", Value: slices.Concat(globals, settings, r.logFiles())}
+	if r.apiServer, err = r.apiServerSD(); err != nil {
+		return serverConfig{}, err
+	}
 
-	rest, err := storageSettings(r.srv, r.retention, r.agent)
+	rest, err := r.storageSettings()
 	if err != nil {
 		return serverConfig{}, err
 	}
@@ -109,14 +115,11 @@ func (r *renderer) renderServer() (serverConfig, error) {
 			rest = append(rest, yaml.MapItem{Key: "alerting", Value: alerting})
 		}
 	}
-	if len(spec.RemoteWrite) > 0 {
-		rws, err := r.remoteWrites(spec.RemoteWrite)
-		if err != nil {
-			return serverConfig{}, err
-		}
-		rest = append(rest, yaml.MapItem{Key: "remote_write", Value: rws})
+	more, err := r.laterSections()
+	if err != nil {
+		return serverConfig{}, err
 	}
-	return serverConfig{global: global, rest: rest}, nil
+	return serverConfig{global: global, head: r.runtimeSection(), rest: append(rest, more...)}, nil
 }
 
 // externalLabels are the server's external labels: the server's and the
@@ -225,37 +228,6 @@ func (r *renderer) globalScrapeSettings() (yaml.MapSlice, error) {
 		}
 	}
 	return out, nil
-}
-
-// storageSettings renders the storage section of spec.exemplars and
-// spec.tsdb, and retention when not nil (Input.Retention), as
-// prometheus-operator does; none when they set nothing. An agent's has
-// the TSDB's out-of-order window alone.
-func storageSettings(server *v1alpha1.PrometheusServer, retention yaml.MapSlice, agent bool) (yaml.MapSlice, error) {
-	spec := &server.Spec
-	var storage, tsdb yaml.MapSlice
-	if e := spec.Exemplars; e != nil && e.MaxSize != nil && !agent {
-		storage = append(storage, yaml.MapItem{Key: "exemplars", Value: yaml.MapSlice{{Key: "max_exemplars", Value: *e.MaxSize}}})
-	}
-	if t := spec.TSDB; t != nil && t.OutOfOrderTimeWindow != nil {
-		w := string(*t.OutOfOrderTimeWindow)
-		if _, err := model.ParseDuration(w); err != nil {
-			return nil, fmt.Errorf("spec.tsdb.outOfOrderTimeWindow: %w", err)
-		}
-		tsdb = append(tsdb, yaml.MapItem{Key: "out_of_order_time_window", Value: w})
-	}
-	if retention != nil && !agent {
-		// One storage section: prometheus-operator's retention goes
-		// beside the other TSDB settings.
-		tsdb = append(tsdb, yaml.MapItem{Key: "retention", Value: retention})
-	}
-	if len(tsdb) > 0 {
-		storage = append(storage, yaml.MapItem{Key: "tsdb", Value: tsdb})
-	}
-	if len(storage) == 0 {
-		return nil, nil
-	}
-	return yaml.MapSlice{{Key: "storage", Value: storage}}, nil
 }
 
 // alerting renders the alerting section: the Alertmanagers of
@@ -369,15 +341,15 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 			{Key: "path_prefix", Value: prefix},
 			{Key: "scheme", Value: scheme},
 		}, client...)
-		cfg = append(cfg, yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{{
+		cfg = append(cfg, yaml.MapItem{Key: "kubernetes_sd_configs", Value: []yaml.MapSlice{append(yaml.MapSlice{
 			{Key: "role", Value: role},
 			{Key: "namespaces", Value: yaml.MapSlice{{Key: "names", Value: []string{ns}}}},
-		}}})
+		}, r.apiServer...)}})
 		cfg = append(cfg, auth...)
-		cfg = append(cfg,
-			yaml.MapItem{Key: "api_version", Value: "v2"},
-			yaml.MapItem{Key: "relabel_configs", Value: relabelings},
-		)
+		if r.version.AtLeast(2, 11) { // Written when unset too: Prometheus reads it as its default.
+			cfg = append(cfg, yaml.MapItem{Key: "api_version", Value: "v2"})
+		}
+		cfg = append(cfg, yaml.MapItem{Key: "relabel_configs", Value: relabelings})
 		var alertRelabelings []yaml.MapSlice
 		for i := range am.AlertRelabelConfigs {
 			rc, err := r.relabel.Rule(fmt.Sprintf("%s.alertRelabelings[%d]", path, i), &am.AlertRelabelConfigs[i])
@@ -386,76 +358,10 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 			}
 			alertRelabelings = append(alertRelabelings, rc)
 		}
-		if len(alertRelabelings) > 0 {
+		if len(alertRelabelings) > 0 && r.version.AtLeast(2, 51) {
 			cfg = append(cfg, yaml.MapItem{Key: "alert_relabel_configs", Value: alertRelabelings})
 		}
 		out = append(out, cfg)
-	}
-	return out, nil
-}
-
-func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
-	out := make([]yaml.MapSlice, 0, len(rws))
-	names := map[string]bool{}
-	ns := r.srv.Namespace
-	for i, rw := range rws {
-		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
-		u, err := credential.ParseURL(rw.URL)
-		if err != nil {
-			return nil, fmt.Errorf("%s.url: %w", path, err)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("%s.url: %q is not an http or https URL", path, credential.ShownURL(u))
-		}
-		timeout := string(ptr.Deref(rw.RemoteTimeout, defaultRemoteTimeout))
-		if _, err := model.ParseDuration(timeout); err != nil {
-			return nil, fmt.Errorf("%s.remoteTimeout: %w", path, err)
-		}
-		cfg := yaml.MapSlice{
-			{Key: "url", Value: rw.URL},
-			{Key: "remote_timeout", Value: timeout},
-		}
-		if rw.Name != "" {
-			if names[rw.Name] {
-				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
-			}
-			names[rw.Name] = true
-			cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
-		}
-		tuning, queue, err := r.remoteWriteTuning(path, rw)
-		if err != nil {
-			return nil, err
-		}
-		cfg = append(cfg, tuning...)
-		if len(slices.DeleteFunc([]bool{rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil}, func(set bool) bool { return !set })) > 1 {
-			return nil, fmt.Errorf("%s: basicAuth, oauth2 and authorization are mutually exclusive", path)
-		}
-		if rw.BasicAuth != nil {
-			ba, err := r.cred.BasicAuth(ns, path+".basicAuth", rw.BasicAuth)
-			if err != nil {
-				return nil, err
-			}
-			cfg = append(cfg, ba)
-		}
-		if a := rw.Authorization; a != nil {
-			if a.Credentials != nil && a.CredentialsFile != "" {
-				return nil, fmt.Errorf("%s.authorization: credentials and credentialsFile are mutually exclusive", path)
-			}
-			auth, err := r.cred.Authorization(ns, path+".authorization", &a.SafeAuthorization, a.CredentialsFile != "")
-			if err != nil {
-				return nil, err
-			}
-			if a.CredentialsFile != "" {
-				auth.Value = append(auth.Value.(yaml.MapSlice), yaml.MapItem{Key: "credentials_file", Value: a.CredentialsFile})
-			}
-			cfg = append(cfg, auth)
-		}
-		client, err := r.remoteWriteClient(path, rw)
-		if err != nil {
-			return nil, err
-		}
-		cfg = append(cfg, client...)
-		out = append(out, append(cfg, queue...))
 	}
 	return out, nil
 }

@@ -60,6 +60,7 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 	spec.Alerting = operatorAlerting(in.Alerting)
 	spec.AdditionalAlertManagerConfigs, spec.AdditionalAlertRelabelConfigs = in.AdditionalAlertManagerConfigs, in.AdditionalAlertRelabelConfigs
 	spec.DisableCompaction = in.DisableCompaction
+	spec.RemoteRead, spec.QueryLogFile = in.RemoteRead, in.QueryLogFile
 	spec.ExcludedFromEnforcement = operatorExcluded(in)
 	return spec
 }
@@ -108,6 +109,7 @@ func operatorAlerting(a *monitoringv1.AlertingSpec) *v1alpha1.AlertingSpec {
 			Timeout:    am.Timeout, EnableHttp2: am.EnableHttp2,
 			TLSConfig: am.TLSConfig, BasicAuth: am.BasicAuth, Authorization: am.Authorization,
 			BearerTokenFile: am.BearerTokenFile,
+			Sigv4:           am.Sigv4,
 			ProxyConfig:     am.ProxyConfig,
 			RelabelConfigs:  am.RelabelConfigs, AlertRelabelConfigs: am.AlertRelabelConfigs,
 		})

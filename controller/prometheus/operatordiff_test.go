@@ -33,7 +33,6 @@ import (
 // cases not listed must give the same configuration as prometheus-operator.
 func operatorConfigKnown() map[string]configdiff.Known {
 	const (
-		refused  = "fromPrometheus refuses a field the case sets (the failure lists them)"
 		tlsFiles = "render inlines the TLS files' contents (ca, cert, key) where prometheus-operator names the files of its tls-assets Secret under /etc/prometheus/certs: the same bytes in another form"
 	)
 	known := map[string]configdiff.Known{
@@ -42,9 +41,6 @@ func operatorConfigKnown() map[string]configdiff.Known {
 		"sm-tls-secret":             {Sections: []string{"job serviceMonitor/monitoring/app/0"}, Reason: tlsFiles},
 		"sm-tls-configmap-insecure": {Sections: []string{"job serviceMonitor/monitoring/app/0"}, Reason: tlsFiles},
 		"alerting-options":          {Sections: []string{"alerting"}, Reason: tlsFiles},
-	}
-	for _, name := range []string{"global-query-log-rule-offset", "remote-read", "remote-write-v2"} {
-		known[name] = configdiff.Known{Sections: []string{"refused"}, Reason: refused}
 	}
 	return known
 }

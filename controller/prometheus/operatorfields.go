@@ -15,8 +15,6 @@ import (
 func operatorFields() []takeover.Field {
 	const (
 		flag     = promoperator.ReasonFlag
-		global   = promoperator.ReasonGlobal
-		amLater  = "an Alertmanager endpoint setting podreload does not render yet"
 		selector = promoperator.MappedSelector
 		nsSel    = promoperator.MappedNamespaceSelector
 	)
@@ -45,24 +43,24 @@ func operatorFields() []takeover.Field {
 		mapped("alerting.alertmanagers[].scheme", "spec.alerting.alertmanagers[].scheme, lower-cased"),
 		mapped("alerting.alertmanagers[].pathPrefix", "spec.alerting.alertmanagers[].pathPrefix"),
 		mapped("alerting.alertmanagers[].tlsConfig", "spec.alerting.alertmanagers[].tlsConfig"),
-		mapped("alerting.alertmanagers[].basicAuth", "spec.alerting.alertmanagers[].basicAuth"),
+		mapped("alerting.alertmanagers[].basicAuth", "spec.alerting.alertmanagers[].basicAuth (from Prometheus 2.26)"),
 		mapped("alerting.alertmanagers[].bearerTokenFile", "spec.alerting.alertmanagers[].bearerTokenFile: bearer_token_file (deprecated)"),
-		mapped("alerting.alertmanagers[].authorization", "spec.alerting.alertmanagers[].authorization"),
-		refuse("alerting.alertmanagers[].sigv4", amLater),
+		mapped("alerting.alertmanagers[].authorization", "spec.alerting.alertmanagers[].authorization (from Prometheus 2.26)"),
+		mapped("alerting.alertmanagers[].sigv4", "sigv4 from Prometheus 2.48, the keys read from their Secrets; with no other authentication"),
 		mapped("alerting.alertmanagers[].proxyUrl", "spec.alerting.alertmanagers[].proxyUrl"),
 		mapped("alerting.alertmanagers[].noProxy", "spec.alerting.alertmanagers[].noProxy"),
 		mapped("alerting.alertmanagers[].proxyFromEnvironment", "spec.alerting.alertmanagers[].proxyFromEnvironment"),
 		mapped("alerting.alertmanagers[].proxyConnectHeader", "spec.alerting.alertmanagers[].proxyConnectHeader"),
 		mapped("alerting.alertmanagers[].apiVersion", "spec.alerting.alertmanagers[].apiVersion (v2 only: v1 is refused, InvalidSpec)"),
 		mapped("alerting.alertmanagers[].timeout", "spec.alerting.alertmanagers[].timeout"),
-		mapped("alerting.alertmanagers[].enableHttp2", "spec.alerting.alertmanagers[].enableHttp2"),
+		mapped("alerting.alertmanagers[].enableHttp2", "spec.alerting.alertmanagers[].enableHttp2 (from Prometheus 2.35)"),
 		mapped("alerting.alertmanagers[].relabelings", "spec.alerting.alertmanagers[].relabelings: after the controller's"),
-		mapped("alerting.alertmanagers[].alertRelabelings", "spec.alerting.alertmanagers[].alertRelabelings"),
+		mapped("alerting.alertmanagers[].alertRelabelings", "spec.alerting.alertmanagers[].alertRelabelings (from Prometheus 2.51)"),
 		mapped("additionalAlertRelabelConfigs", "spec.additionalAlertRelabelConfigs: after the replica label's labeldrop"),
 		mapped("additionalAlertManagerConfigs", "spec.additionalAlertManagerConfigs: after the Alertmanagers of alerting"),
-		refuse("remoteRead", "remote read is not rendered yet"),
+		mapped("remoteRead", "the remote_read section, each key from the Prometheus version that has it, as prometheus-operator (a Prometheus field only, not a PrometheusServer one)"),
 		refuse("thanos", "the Thanos sidecar is out of scope"),
-		refuse("queryLogFile", global),
+		mapped("queryLogFile", "global.query_log_file from Prometheus 2.16; a name without a directory is in /var/log/prometheus, the emptyDir log-file, as prometheus-operator mounts it (not when scrapeFailureLogFile is set)"),
 		refuseBut("allowOverlappingBlocks", flag+" (deprecated; a flag for Prometheus 2.11 to 2.39 only); accepted: false", takeover.OnlyBool(false)),
 		mapped("exemplars", "spec.exemplars: storage.exemplars.max_exemplars"),
 		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),

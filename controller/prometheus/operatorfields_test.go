@@ -120,21 +120,24 @@ func TestConvertRefusedFields(t *testing.T) {
 func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
-remoteWrite:
-- {url: 'http://a', sigv4: {}}
-- {url: 'http://b', sigv4: {region: x}, messageVersion: V2.0}
-- {url: 'http://c', roundRobinDNS: false}
-alerting: {alertmanagers: [{name: am, port: web, sigv4: {}}]}
+retentionPercentage: 50
+serviceName: mine
+containers:
+- {name: config-reloader, args: [--a]}
+- {name: config-reloader, image: x}
+web: {tlsConfig: {keyFile: /k, certFile: /c}}
+remoteWrite: [{url: 'http://a', sigv4: {}, roundRobinDNS: false}]
 listenLocal: false
 secrets: []
 hostAliases: []
 disableCompaction: true
 `)
 	require.Equal(t, []string{
-		"alerting.alertmanagers[].sigv4",
-		"remoteWrite[].messageVersion",
-		"remoteWrite[].roundRobinDNS",
-		"remoteWrite[].sigv4",
+		"containers",
+		"retentionPercentage",
+		"serviceName",
 		"thanos",
+		"web.tlsConfig.certFile",
+		"web.tlsConfig.keyFile",
 	}, unsupported)
 }

@@ -103,6 +103,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("a pod gone ends the hand-back of a Prometheus", cp.testTakeoverPodHandBack)
 	t.Run("take over with two controllers of the same id", cp.testTakeoverLeader)
 	t.Run("a field of a newer prometheus-operator's CRD", cp.testTakeoverNewerCRD)
+	t.Run("Secrets of a Prometheus taken over", cp.testTakeoverSecrets)
 	t.Run("API server restart", cp.testRestart)
 }
 

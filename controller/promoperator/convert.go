@@ -96,6 +96,8 @@ func CommonSpec(in monitoringv1.CommonPrometheusFields, image string) v1alpha1.P
 			PodManagementPolicy: in.PodManagementPolicy, UpdateStrategy: in.UpdateStrategy, MinReadySeconds: in.MinReadySeconds,
 			PersistentVolumeClaimRetentionPolicy: in.PersistentVolumeClaimRetentionPolicy,
 			HostNetwork:                          in.HostNetwork, MaximumStartupDurationSeconds: in.MaximumStartupDurationSeconds,
+			TracingConfig: in.TracingConfig, Runtime: in.Runtime, OTLP: in.OTLP,
+			ScrapeFailureLogFile: in.ScrapeFailureLogFile, PodTargetLabels: in.PodTargetLabels, APIServerConfig: in.APIServerConfig,
 		},
 		Reloader: v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
 	}
@@ -137,10 +139,10 @@ func commonGeneration(in monitoringv1.CommonPrometheusFields, spec *v1alpha1.Pro
 
 // operatorTSDB carries the mapped fields of spec.tsdb.
 func operatorTSDB(t *monitoringv1.TSDBSpec) *v1alpha1.TSDBSpec {
-	if t == nil || t.OutOfOrderTimeWindow == nil {
+	if t == nil || t.OutOfOrderTimeWindow == nil && t.StaleSeriesCompactionThreshold == nil && t.ChunkEncoding == nil {
 		return nil
 	}
-	return &v1alpha1.TSDBSpec{OutOfOrderTimeWindow: t.OutOfOrderTimeWindow}
+	return &v1alpha1.TSDBSpec{OutOfOrderTimeWindow: t.OutOfOrderTimeWindow, StaleSeriesCompactionThreshold: t.StaleSeriesCompactionThreshold, ChunkEncoding: t.ChunkEncoding}
 }
 
 // operatorReloadMethod is the reloader's reloadMethod of a
@@ -180,6 +182,11 @@ func operatorRemoteWrite(rws []monitoringv1.RemoteWriteSpec) []v1alpha1.RemoteWr
 			QueueConfig:         rw.QueueConfig, MetadataConfig: rw.MetadataConfig,
 			OAuth2: rw.OAuth2, TLSConfig: rw.TLSConfig, ProxyConfig: rw.ProxyConfig,
 			FollowRedirects: rw.FollowRedirects, EnableHttp2: rw.EnableHttp2,
+			RemoteWriteTakenOver: v1alpha1.RemoteWriteTakenOver{
+				Sigv4: rw.Sigv4, AzureAD: rw.AzureAD,
+				BearerToken: rw.BearerToken, BearerTokenFile: rw.BearerTokenFile,
+				MessageVersion: rw.MessageVersion, RoundRobinDNS: rw.RoundRobinDNS,
+			},
 		})
 	}
 	return out

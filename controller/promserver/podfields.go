@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -26,15 +27,18 @@ const (
 	// where prometheus-operator mounts them.
 	secretsMountPath    = "/etc/prometheus/secrets"
 	configMapsMountPath = "/etc/prometheus/configmaps"
+	// logFileVolume holds the query and scrape failure log files named
+	// without a directory.
+	logFileVolume = "log-file"
 )
 
 // invalidLabelChars are the characters a DNS label cannot hold.
 var invalidLabelChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // podUserVolumes are the volumes of spec.volumes, spec.secrets and
-// spec.configMaps, and the Prometheus container's mounts of
-// spec.volumeMounts and of the secrets and configMaps, as
-// prometheus-operator renders them.
+// spec.configMaps and the log files', and the Prometheus container's
+// mounts of spec.volumeMounts, of the secrets and configMaps and of the
+// log files, as prometheus-operator renders them.
 func podUserVolumes(spec v1alpha1.PrometheusServerSpec) ([]corev1.Volume, []corev1.VolumeMount) {
 	volumes, mounts := slices.Clone(spec.Volumes), slices.Clone(spec.VolumeMounts)
 	for _, s := range spec.Secrets {
@@ -46,6 +50,13 @@ func podUserVolumes(spec v1alpha1.PrometheusServerSpec) ([]corev1.Volume, []core
 		name := userVolumeName("configmap", c)
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: configMapsMountPath + "/" + c})
+	}
+	// prometheus-operator's log-file emptyDir: for a scrape failure log
+	// file without a directory, or for such a query log file when no
+	// scrape failure log file is set (whatever its directory).
+	if f := spec.ScrapeFailureLogFile; f != nil && promcfg.UsesLogVolume(*f) || f == nil && promcfg.UsesLogVolume(spec.QueryLogFile) {
+		volumes = append(volumes, corev1.Volume{Name: logFileVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: logFileVolume, MountPath: promcfg.LogDirectory})
 	}
 	return volumes, mounts
 }
