@@ -20,7 +20,13 @@ func TestSweepRemovesWhatANodeLeft(t *testing.T) {
 	f, err := lock(t.Context())
 	require.NoError(t, err)
 	defer f.Close()
+	// A node killed before this test (an earlier run's, on this machine)
+	// left its own: Start sweeps it away first, and so does this test.
+	require.NoError(t, Clean(DefaultDir))
 	dir := filepath.Join(t.TempDir(), "node")
+	// A failed assertion below must not leave the namespace and the mount
+	// to the node tests that follow.
+	t.Cleanup(func() { _ = Clean(dir) })
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "mnt"), 0o755))
 	require.NoError(t, saveSysctls(dir))
 	panicBefore, err := os.ReadFile("/proc/sys/kernel/panic")
