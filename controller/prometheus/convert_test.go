@@ -352,6 +352,20 @@ func TestConvertUnmanagedConfiguration(t *testing.T) {
 	}
 }
 
+// TestOperatorMajorVersions: prometheus-operator renders Prometheus 2 and 3
+// (from v2.0.0, however old) and refuses the others by name.
+func TestOperatorMajorVersions(t *testing.T) {
+	for v, want := range map[string][]string{
+		"v2.0.0": nil, "v2.7.0": nil, "v2.22.2": nil, "v3.14.0": nil,
+		"v1.7.1": {"spec.version: Prometheus v1.7.1, and prometheus-operator renders Prometheus 2 and 3 only"},
+		"v4.0.0": {"spec.version: Prometheus v4.0.0, and prometheus-operator renders Prometheus 2 and 3 only"},
+		"0.9":    {"spec.version: Prometheus v0.9.0, and prometheus-operator renders Prometheus 2 and 3 only"},
+	} {
+		_, unsupported := convert(t, "version: '"+v+"'")
+		require.Equal(t, want, unsupported, v)
+	}
+}
+
 // TestOperatorImage: the image is composed as BuildImagePath does.
 func TestOperatorImage(t *testing.T) {
 	for _, c := range []struct {

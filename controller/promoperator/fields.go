@@ -44,7 +44,7 @@ func CommonFields() []takeover.Field {
 		mapped("probeNamespaceSelector", nsSel),
 		mapped("scrapeConfigSelector", selector),
 		mapped("scrapeConfigNamespaceSelector", nsSel),
-		mapped("version", "spec.version; with no image, the tag of the image composed from baseImage (default v3.13.1, prometheus-operator's, or the version the running StatefulSet runs when newer: a takeover never downgrades Prometheus); a version that is not one is listed as refused, for prometheus-operator fails on it"),
+		mapped("version", "spec.version; with no image, the tag of the image composed from baseImage (default v3.13.1, prometheus-operator's, or the version the running StatefulSet runs when newer: a takeover never downgrades Prometheus); a version that is not one, or of a Prometheus other than 2 and 3, is listed as refused, for prometheus-operator fails on it"),
 		mapped("paused", "spec.paused: nothing is written"),
 		mapped("image", "spec.image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
 		mapped("imagePullPolicy", "spec.imagePullPolicy, on Prometheus and on the config-reloader containers"),
