@@ -33,14 +33,16 @@ import (
 	"github.com/podreload/podreload/internal/testenv/testlog"
 )
 
-// argsVersions are the Prometheus versions TestOperatorArgs renders: the
+// argsVersions are the Prometheus versions testOperatorArgs renders: the
 // oldest v2, one on each side of every flag prometheus-operator gates on
 // the version, the first v3, and "" for its default.
-var argsVersions = []string{
-	"v2.0.0", "v2.3.0", "v2.4.0", "v2.5.0", "v2.6.0", "v2.7.0", "v2.10.0", "v2.11.0",
-	"v2.24.0", "v2.25.0", "v2.32.0", "v2.33.0", "v2.39.0", "v2.40.0", "v2.45.0", "v2.46.0",
-	"v2.47.0", "v2.53.0", "v2.54.0", "v2.55.0", "v3.0.0", "v3.3.0", "v3.4.0", "v3.10.0",
-	"v3.11.0", "v3.13.0", "",
+func argsVersions() []string {
+	return []string{
+		"v2.0.0", "v2.3.0", "v2.4.0", "v2.5.0", "v2.6.0", "v2.7.0", "v2.10.0", "v2.11.0",
+		"v2.24.0", "v2.25.0", "v2.32.0", "v2.33.0", "v2.39.0", "v2.40.0", "v2.45.0", "v2.46.0",
+		"v2.47.0", "v2.53.0", "v2.54.0", "v2.55.0", "v3.0.0", "v3.3.0", "v3.4.0", "v3.10.0",
+		"v3.11.0", "v3.13.0", "",
+	}
 }
 
 // argsSpec sets, on p, every field that adds a flag to Prometheus'
@@ -91,7 +93,7 @@ func testOperatorArgs(t *testing.T, c client.Client) {
 		set  func(*monitoringv1.Prometheus)
 	}
 	var cases []argsCase
-	for _, v := range argsVersions {
+	for _, v := range argsVersions() {
 		cases = append(cases, argsCase{"every flag " + cmp.Or(v, "default"), func(p *monitoringv1.Prometheus) {
 			argsSpec(p)
 			p.Spec.Version = v
@@ -103,6 +105,14 @@ func testOperatorArgs(t *testing.T, c client.Client) {
 			p.Spec.RemoteWrite = []monitoringv1.RemoteWriteSpec{{
 				URL: "https://write.example/", MessageVersion: ptr.To(monitoringv1.RemoteWriteMessageVersion2_0),
 			}}
+			// Flags a 2.0 message before 2.54 turns off in the operator.
+			p.Spec.LogFormat, p.Spec.EnableFeatures = "json", []monitoringv1.EnableFeature{"exemplar-storage"}
+		}})
+	}
+	for _, v := range []string{"v3.12.0", "v3.13.0"} {
+		cases = append(cases, argsCase{"xor2 chunks " + v, func(p *monitoringv1.Prometheus) {
+			p.Spec.Version = v
+			p.Spec.TSDB = &monitoringv1.TSDBSpec{ChunkEncoding: &monitoringv1.ChunkEncodingSpec{Floats: ptr.To(monitoringv1.ChunkEncodingFloatsXor2)}}
 		}})
 	}
 	objs := make([]*monitoringv1.Prometheus, len(cases))
