@@ -42,8 +42,10 @@ func agentClaimName(name string, replica int) string {
 	return "prom-agent-" + name + "-db-" + agentPod(name, replica)
 }
 
-// agentJob is the job of the PodMonitor name.
-func agentJob(name string) string { return "podMonitor/default/" + name + "/0" }
+// agentJob is the job label of the targets of the PodMonitor name of
+// default: its namespace and name (the scrape pool is
+// podMonitor/default/<name>/0).
+func agentJob(name string) string { return "default/" + name }
 
 // testAgentTakeover is the node acceptance of issue 39's StatefulSet mode:
 // prometheus-operator runs a PrometheusAgent of two replicas on persistent
