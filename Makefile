@@ -12,6 +12,9 @@ VERSION   := github.com/prometheus/common/version
 PROMETHEUS_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/prometheus | sed -E 's/^v0\.3([0-9]{2})\.([0-9]+)$$/3.\1.\2/')
 # Alertmanager has its own module (tools/alertmanager/go.mod, see there why).
 ALERTMANAGER_VERSION = $(shell cd tools/alertmanager && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/alertmanager | sed 's/^v//')
+# An Alertmanager older than v0.30, for the node's takeover of one
+# (tools/alertmanager-v0.25/go.mod, see there why v0.25).
+ALERTMANAGER_V025_VERSION = $(shell cd tools/alertmanager-v0.25 && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/alertmanager | sed 's/^v//')
 PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
 # The control plane has its own module (tools/controlplane/go.mod, see there why).
 KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -178,19 +181,22 @@ PODRELOAD_IMAGE  := ghcr.io/podreload/podreload:$(PODRELOAD_VERSION)
 COLLECTOR_IMAGE  := ghcr.io/podreload/collector:$(PODRELOAD_VERSION)
 PROMETHEUS_IMAGE  = quay.io/prometheus/prometheus:v$(PROMETHEUS_VERSION)
 ALERTMANAGER_IMAGE = quay.io/prometheus/alertmanager:v$(ALERTMANAGER_VERSION)
+ALERTMANAGER_V025_IMAGE = quay.io/prometheus/alertmanager:v$(ALERTMANAGER_V025_VERSION)
 PAUSE_IMAGE      := podreload.dev/pause:1
 IMAGEBUILD        = cd $(CURDIR)/tools/images && $(GO) run -mod=readonly . -platform linux/$*
 IMAGEBUILD_SOURCES := $(filter-out %_test.go,$(wildcard tools/images/*.go)) tools/images/go.mod tools/images/go.sum
 
 images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build the OCI image archives of every platform into bin/images/.
 
-# The node's images (internal/testenv/node imports them): ours, and for
-# prometheus-operator's operator (e2e/node's TestOperatorOnNode) the
-# prometheus-config-reloader image it names, a test image only.
-host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar
+# The node's images (internal/testenv/node imports them): ours, and test
+# images only: for prometheus-operator's operator (e2e/node's
+# TestOperatorOnNode) the prometheus-config-reloader image it names, and
+# Alertmanager v0.25.0 for the takeover of an Alertmanager older than v0.30
+# (e2e/node's TestAlertmanagerTakeoverOnNode).
+host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar bin/images/alertmanager-v0.25-$(HOST_ARCH).tar
 
 # Kept: they are what the images hold.
-.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager pause prometheus-config-reloader))
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager alertmanager-v0.25 pause prometheus-config-reloader))
 
 bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
@@ -236,13 +242,25 @@ bin/linux-%/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 # with a default configuration and /alertmanager owned by nobody, working
 # directory /alertmanager, the same entrypoint and default arguments.
 # prometheus-operator and the controller run it with their own arguments.
-bin/images/alertmanager-%.tar: bin/linux-%/alertmanager tools/images/alertmanager.yml $(IMAGEBUILD_SOURCES)
-	@mkdir -p $(@D)
-	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(ALERTMANAGER_IMAGE) -user 65534:65534 -workdir /alertmanager -entrypoint /bin/alertmanager \
+# $(call alertmanager-image,NAME) builds the image NAME of the binary $<.
+alertmanager-image = $(IMAGEBUILD) -out $(CURDIR)/$@ -name $(1) -user 65534:65534 -workdir /alertmanager -entrypoint /bin/alertmanager \
 		-cmd --config.file=/etc/alertmanager/alertmanager.yml -cmd --storage.path=/alertmanager \
 		-file /bin/alertmanager=$(CURDIR)/$< -file /etc/alertmanager/alertmanager.yml=$(CURDIR)/tools/images/alertmanager.yml \
 		-dir /alertmanager -chown /etc/alertmanager=65534:65534 -chown /alertmanager=65534:65534 \
 		-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+bin/images/alertmanager-%.tar: bin/linux-%/alertmanager tools/images/alertmanager.yml $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(call alertmanager-image,$(ALERTMANAGER_IMAGE))
+
+# Alertmanager v0.25.0, static, and its image, laid out as the one above.
+# (Its archive also matches bin/images/alertmanager-%.tar: GNU make takes
+# the rule of the shorter stem, this one.)
+bin/linux-%/alertmanager-v0.25: tools/alertmanager-v0.25/go.mod tools/alertmanager-v0.25/go.sum
+	cd $(CURDIR)/tools/alertmanager-v0.25 && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(ALERTMANAGER_V025_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
+
+bin/images/alertmanager-v0.25-%.tar: bin/linux-%/alertmanager-v0.25 tools/images/alertmanager.yml $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(call alertmanager-image,$(ALERTMANAGER_V025_IMAGE))
 
 # prometheus-operator's, at the pinned version, named as the operator names
 # it by default; as the upstream image: user nobody. (Its archive also
@@ -315,6 +333,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, files of at most 600 l
 	$(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
 	cd tools/alertmanager && $(GO) mod tidy -diff
+	cd tools/alertmanager-v0.25 && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff

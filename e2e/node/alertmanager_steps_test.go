@@ -91,8 +91,9 @@ func (cl *cluster) installAlertmanagerCRDs(t testing.TB) {
 // with persistent storage: a StorageClass operatorStorageClass and, bound
 // in advance to each replica's claim (alertmanagerClaimName), a hostPath
 // volume of that class (operatorVolumeName) with the sub-path the operator
-// mounts. The pods are not waited for: see waitAlertmanager.
-func (cl *cluster) operatorAlertmanager(t testing.TB, name string, replicas int) *monitoringv1.Alertmanager {
+// mounts; each of edit changes it before it is created. The pods are not
+// waited for: see waitAlertmanager.
+func (cl *cluster) operatorAlertmanager(t testing.TB, name string, replicas int, edit ...func(*monitoringv1.Alertmanager)) *monitoringv1.Alertmanager {
 	t.Helper()
 	ctx := t.Context()
 	cl.operatorVolumes(t, replicas, func(i int) string { return alertmanagerClaimName(name, i) }, alertmanagerSubPath)
@@ -117,6 +118,9 @@ func (cl *cluster) operatorAlertmanager(t testing.TB, name string, replicas int)
 			}},
 			AlertmanagerConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{alertmanagerConfigLabel: name}},
 		},
+	}
+	for _, e := range edit {
+		e(am)
 	}
 	require.NoError(t, cl.c.Create(ctx, am), "create Alertmanager %s", name)
 	return am

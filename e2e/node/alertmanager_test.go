@@ -36,6 +36,13 @@ import (
 // with its Event while the other route keeps delivering. The annotation
 // removed, the operator takes it back: the same claims, the silence still
 // in force on both, our Role gone, the operator never denied.
+//
+// Beside it, taken over and handed back at the same times (issue 38): an
+// Alertmanager of 3 replicas at v0.25.0 (older than v0.30, so rendered
+// with its version's flags), with a container of its own and mutual TLS
+// between the peers (spec.clusterTLS). Its cluster stays formed both ways:
+// the silences made before the takeover on every replica, 3 peers over the
+// TLS transport, the same claims, the container there.
 func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 	cl := startCluster(t, node.Options{})
 	cl.installAlertmanagerCRDs(t)
@@ -47,12 +54,15 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 		// receiver is the operator's (and amconfig's) name of route-a's
 		// receiver. Its URL is a secret, which the status does not show.
 		receiver = "default/route-a/webhook"
+		// older is the Alertmanager at v0.25.0 (createOlderAlertmanager).
+		older = "older"
 	)
 	hookA, hookB := cl.webhookReceiver(t, "webhook-a"), cl.webhookReceiver(t, "webhook-b")
 	// Before the Alertmanager: its first configuration routes to the
 	// receiver (a change would take the kubelet's projection, a minute).
 	cl.alertmanagerConfig(t, "route-a", name, firing, hookA.URL)
 	cl.operatorAlertmanager(t, name, 2)
+	old := cl.createOlderAlertmanager(t, older)
 	cl.alertmanagerImagePod(t, "alertmanager-image")
 	// While the operator's pods start: the controller and the example's
 	// Prometheus, which fires the alert once the Alertmanager is ours.
@@ -60,6 +70,7 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 	cl.deployExample(t)
 	pods := cl.waitAlertmanager(t, name, 2)
 	claims := cl.alertmanagerClaimUIDs(t, name, 2)
+	cl.waitOlder(t, old)
 
 	t.Run("our image runs with its own defaults", func(t *testing.T) {
 		eventually(t, startTimeout, "pod alertmanager-image ready", func() error {
@@ -78,8 +89,15 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 	})
 	require.NotEmpty(t, silence)
 
+	t.Run("v0.25.0: the operator's 3 replicas gossip over TLS, the silences made through one on all", func(t *testing.T) {
+		cl.makeOlderSilences(t, old)
+		cl.checkOlder(t, old, false, false)
+	})
+	require.Len(t, old.silences, 2)
+
 	taken := time.Now()
 	cl.annotateAlertmanager(t, name, takeoverID)
+	cl.annotateAlertmanager(t, older, takeoverID)
 	t.Run("taken over: the pods roll onto the same claims, the silence in force", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, true)
 		t.Logf("annotation to both replicas ready on our sidecar: %v", time.Since(taken).Round(time.Second))
@@ -101,6 +119,16 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 		eventually(t, 2*time.Minute, "ConfigApplied True", func() error {
 			return cl.alertmanagerCondition(t, name, "ConfigApplied", monitoringv1.ConditionTrue)
 		})
+	})
+	t.Run("v0.25.0 taken over: the same claims, the container and TLS kept, the cluster formed with the silences", func(t *testing.T) {
+		cl.waitPodsRunningOurs(t, older, old.pods, true)
+		t.Logf("annotation to the 3 replicas of v0.25.0 ready on our sidecar: %v", time.Since(taken).Round(time.Second))
+		cl.checkOlder(t, old, true, true)
+		for _, c := range []string{"Reconciled", "ConfigApplied", "Available"} {
+			eventually(t, 2*time.Minute, c+" True", func() error {
+				return cl.alertmanagerCondition(t, older, c, monitoringv1.ConditionTrue)
+			})
+		}
 	})
 
 	t.Run("the example's Prometheus fires an alert that reaches the webhook receiver", func(t *testing.T) {
@@ -177,6 +205,7 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 
 	back := time.Now()
 	cl.annotateAlertmanager(t, name, "")
+	cl.annotateAlertmanager(t, older, "")
 	t.Run("handed back: the operator's pods on the same claims, the silence in force", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, false)
 		t.Logf("annotation removed to both replicas ready on the operator's sidecar: %v", time.Since(back).Round(time.Second))
@@ -193,6 +222,17 @@ func TestAlertmanagerTakeoverOnNode(t *testing.T) {
 			}
 			return errors.New("the Role is still there")
 		})
+	})
+
+	t.Run("v0.25.0 handed back: the operator's pods on the same claims, the container and TLS kept, the cluster formed with the silences", func(t *testing.T) {
+		cl.waitPodsRunningOurs(t, older, old.pods, false)
+		t.Logf("annotation removed to the 3 replicas of v0.25.0 ready on the operator's sidecar: %v", time.Since(back).Round(time.Second))
+		cl.checkOlder(t, old, false, true)
+		for _, c := range []string{"Reconciled", "Available"} {
+			eventually(t, 2*time.Minute, c+" True", func() error {
+				return cl.alertmanagerCondition(t, older, c, monitoringv1.ConditionTrue)
+			})
+		}
 	})
 
 	t.Run("the operator was never denied", func(t *testing.T) {

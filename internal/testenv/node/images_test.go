@@ -225,23 +225,44 @@ func TestImageMatchesDockerfile(t *testing.T) {
 	}
 }
 
-// TestAlertmanagerImage checks that the Alertmanager image of `make
-// images` has the layout of the upstream image (its Dockerfile), which
-// prometheus-operator and the controller expect: /bin/alertmanager of the
-// image's version, run as nobody from /alertmanager with the upstream
-// default arguments, /etc/alertmanager and /alertmanager owned by nobody,
-// and a default configuration that Alertmanager loads.
+// TestAlertmanagerImage checks that the Alertmanager images of `make
+// host-images` (ours, and v0.25.0 of the node's takeover of an
+// Alertmanager older than v0.30) have the layout of the upstream image
+// (its Dockerfile), which prometheus-operator and the controller expect:
+// /bin/alertmanager of the image's version, run as nobody from
+// /alertmanager with the upstream default arguments, /etc/alertmanager and
+// /alertmanager owned by nobody, and a default configuration that
+// Alertmanager loads.
 func TestAlertmanagerImage(t *testing.T) {
-	archive, err := toolbin.Path(path.Join("images", "alertmanager-"+runtime.GOARCH+".tar"))
+	for _, tc := range []struct {
+		// image is the archive's name, binary the binary it holds
+		// (bin/linux-<arch>/<binary>), version its version, if fixed.
+		image, binary, version string
+	}{
+		{image: "alertmanager", binary: "alertmanager"},
+		// The version e2e/node's Alertmanager of 3 replicas names.
+		{image: "alertmanager-v0.25", binary: "alertmanager-v0.25", version: "v0.25.0"},
+	} {
+		t.Run(tc.image, func(t *testing.T) { checkAlertmanagerImage(t, tc.image, tc.binary, tc.version) })
+	}
+}
+
+// checkAlertmanagerImage checks the Alertmanager image of the archive
+// image of the binary bin/linux-<arch>/binary, of version if not empty.
+func checkAlertmanagerImage(t *testing.T, image, binary, version string) {
+	archive, err := toolbin.Path(path.Join("images", image+"-"+runtime.GOARCH+".tar"))
 	require.NoError(t, err, "run `make host-images`")
 	img, err := readImage(archive)
 	require.NoError(t, err)
-	bin, err := toolbin.Path(path.Join("linux-"+runtime.GOARCH, "alertmanager"))
+	bin, err := toolbin.Path(path.Join("linux-"+runtime.GOARCH, binary))
 	require.NoError(t, err)
 	bi, err := buildinfo.ReadFile(bin)
 	require.NoError(t, err)
 	// Built from the module's own command: the main module.
 	require.Equal(t, "github.com/prometheus/alertmanager", bi.Main.Path, bin)
+	if version != "" {
+		require.Equal(t, version, bi.Main.Version, bin)
+	}
 
 	require.Equal(t, "linux/"+runtime.GOARCH, img.platform)
 	require.Equal(t, "quay.io/prometheus/alertmanager:"+bi.Main.Version, img.name, "named for the version of its binary")
@@ -275,9 +296,18 @@ func TestAlertmanagerImage(t *testing.T) {
 // and the Go version its build information holds (read from the binary
 // the image was built from).
 func TestImageSBOMsAndDigests(t *testing.T) {
-	for _, name := range []string{"podreload", "prometheus", "alertmanager", "pause", "prometheus-config-reloader"} {
-		t.Run(name, func(t *testing.T) {
-			base := path.Join("images", name+"-"+runtime.GOARCH)
+	for _, tc := range []struct {
+		name string
+		// suffix follows, in the name of the binary the image was built
+		// from (bin/linux-<arch>/<binary><suffix>), the name of the
+		// image's binary.
+		suffix string
+	}{
+		{name: "podreload"}, {name: "prometheus"}, {name: "alertmanager"}, {name: "pause"}, {name: "prometheus-config-reloader"},
+		{name: "alertmanager-v0.25", suffix: "-v0.25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := path.Join("images", tc.name+"-"+runtime.GOARCH)
 			archive, err := toolbin.Path(base + ".tar")
 			require.NoError(t, err, "run `make images`")
 			img, err := readImage(archive)
@@ -329,7 +359,7 @@ func TestImageSBOMsAndDigests(t *testing.T) {
 			}
 			require.NotEmpty(t, binaries)
 			for _, p := range binaries {
-				host, err := toolbin.Path(path.Join("linux-"+runtime.GOARCH, path.Base(p)))
+				host, err := toolbin.Path(path.Join("linux-"+runtime.GOARCH, path.Base(p)+tc.suffix))
 				require.NoError(t, err)
 				bi, err := buildinfo.ReadFile(host)
 				require.NoError(t, err)

@@ -388,8 +388,10 @@ func (n *Node) ctr(args ...string) error {
 func (n *Node) importImages(_ context.Context, images, extra []string) error {
 	if len(images) == 0 {
 		// prometheus-config-reloader is prometheus-operator's, for its
-		// operator's pods (e2e/node's TestOperatorOnNode).
-		for _, name := range []string{"pause", "podreload", "prometheus", "alertmanager", "prometheus-config-reloader"} {
+		// operator's pods (e2e/node's TestOperatorOnNode); alertmanager-v0.25
+		// an Alertmanager older than v0.30, for the takeover of one
+		// (e2e/node's TestAlertmanagerTakeoverOnNode).
+		for _, name := range []string{"pause", "podreload", "prometheus", "alertmanager", "alertmanager-v0.25", "prometheus-config-reloader"} {
 			path, err := toolbin.Path(filepath.Join("images", name+"-"+runtime.GOARCH+".tar"))
 			if err != nil {
 				return fmt.Errorf("%w; `make host-images` builds it", err)

@@ -1,5 +1,6 @@
 // Package selfsigned is for tests only: a self-signed server certificate
-// and its key, PEM encoded, valid for a day.
+// (or one of a peer, for servers and clients) and its key, PEM encoded,
+// valid for a day.
 package selfsigned
 
 import (
@@ -20,6 +21,19 @@ import (
 // encoded.
 func Cert(t testing.TB, names ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return cert(t, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, names)
+}
+
+// PeerCert returns a self-signed certificate for names and its key, PEM
+// encoded, that serves and authenticates clients alike: mutual TLS
+// between peers that present it and trust it as their CA.
+func PeerCert(t testing.TB, names ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return cert(t, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, names)
+}
+
+func cert(t testing.TB, usages []x509.ExtKeyUsage, names []string) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
@@ -29,7 +43,7 @@ func Cert(t testing.TB, names ...string) (certPEM, keyPEM []byte) {
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  usages,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
