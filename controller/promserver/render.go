@@ -117,8 +117,12 @@ type Objects struct {
 	// StatefulSets run Prometheus and the config-reloader, one per shard,
 	// shard 0 first. Their pod templates' annotationInputHash covers
 	// neither the configuration nor the rules, which reach Prometheus
-	// through reloads.
+	// through reloads. None in DaemonSet mode.
 	StatefulSets []*appsv1.StatefulSet
+	// DaemonSet runs them instead, an agent per node, in
+	// prometheus-operator's layout of an agent in DaemonSet mode (then
+	// Service is nil); nil otherwise.
+	DaemonSet *appsv1.DaemonSet
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
 	Rejected []promcfg.Rejection
@@ -241,17 +245,30 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
 		pods.WebConfigHash = hex.EncodeToString(sum[:])
 	}
-	svc, sts := RenderWorkload(server, pods)
-	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
-	for shard := 1; shard < ShardCount(server); shard++ {
-		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
-	}
-	if err := validatePod(sts); err != nil {
-		return nil, err
+	var (
+		svc  *corev1.Service
+		sets []*appsv1.StatefulSet
+		ds   *appsv1.DaemonSet
+	)
+	if server.Layout.DaemonSet() {
+		ds = RenderDaemonSet(server, pods)
+		if err := validatePod(&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: ds.Spec.Template}}); err != nil {
+			return nil, err
+		}
+	} else {
+		var sts *appsv1.StatefulSet
+		svc, sts = RenderWorkload(server, pods)
+		sets = []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
+		for shard := 1; shard < ShardCount(server); shard++ {
+			sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
+		}
+		if err := validatePod(sts); err != nil {
+			return nil, err
+		}
 	}
 	role, binding := RenderAccess(server, len(cfg.ConfigParts))
 	cfg.Role, cfg.RoleBinding, cfg.StateSecrets = role, binding, renderStateSecrets(server)
-	cfg.RuleShards, cfg.RulesHeld, cfg.Service, cfg.StatefulSets = shards, held, svc, sets
+	cfg.RuleShards, cfg.RulesHeld, cfg.Service, cfg.StatefulSets, cfg.DaemonSet = shards, held, svc, sets, ds
 	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
 	cfg.Selected = map[string]int{}
 	for _, k := range SelectedKinds() {
@@ -372,6 +389,7 @@ func ConfigInput(server Target, sel Selected, lookup *store.Lookup, parts *confi
 		Parts:           parts,
 		Shards:          ShardCount(server),
 		Version:         server.Spec.Version,
+		DaemonSet:       server.Layout.DaemonSet(),
 	}
 	if server.Layout.Operator() {
 		in.Version = cmp.Or(server.Spec.Version, OperatorDefaultVersion)

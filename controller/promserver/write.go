@@ -92,6 +92,11 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 		// prometheus-operated: one per namespace, every Prometheus its owner.
 		writeService = kube.WriteShared[*corev1.Service]
 	}
+	if objs.DaemonSet != nil {
+		// No Service, no StatefulSet: the DaemonSet, then the
+		// StatefulSet mode's objects deleted (layout_daemonset.go).
+		return nil, r.writeDaemonSet(ctx, server, own, objs.DaemonSet)
+	}
 	if err := writeService(ctx, r.Writer, own, objs.Service, kube.SyncService); err != nil {
 		return nil, err
 	}
@@ -117,7 +122,12 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 			live = append(live, sts)
 		}
 	}
-	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets))
+	err = errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets))
+	if server.Layout.Agent() {
+		// The DaemonSet mode's DaemonSet, once the StatefulSets are written.
+		err = errors.Join(err, r.deleteDaemonSet(ctx, server))
+	}
+	return live, err
 }
 
 // writeAccess writes the Role and RoleBinding of the reloaders first:
