@@ -192,7 +192,11 @@ func (p Parts) Head(ruleFiles []string) ([]byte, error) {
 }
 
 func newRenderer(in Input) *renderer {
-	return &renderer{cred: credential.Reader{Lookup: in.Lookup}, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention, version: ParseVersion(in.Version), daemonSet: in.DaemonSet}
+	shards := max(in.Shards, 1)
+	if in.DaemonSet {
+		shards = 1 // No sharding in DaemonSet mode, as prometheus-operator's generator.
+	}
+	return &renderer{cred: credential.Reader{Lookup: in.Lookup}, srv: in.Server, shards: shards, retention: in.Retention, version: ParseVersion(in.Version), daemonSet: in.DaemonSet}
 }
 
 // renderer renders one configuration: it holds the inputs and what it
