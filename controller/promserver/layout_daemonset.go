@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,17 @@ func RenderDaemonSet(server Target, opts PodOptions) *appsv1.DaemonSet {
 	}
 	ds.Labels, ds.Annotations = operatorWorkloadMetadata(server, ds.Spec.Selector.MatchLabels)
 	return ds
+}
+
+// reloaderEnv is the environment of the reloaders of a shard's pods:
+// SHARD, which they expand in the configuration, and in DaemonSet mode
+// NODE_NAME before it, as prometheus-operator sets them.
+func reloaderEnv(server Target, shard int) []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(shard)}}
+	if server.Layout.DaemonSet() {
+		env = append([]corev1.EnvVar{nodeNameEnv()}, env...)
+	}
+	return env
 }
 
 // nodeNameEnv is the config-reloaders' NODE_NAME in DaemonSet mode.

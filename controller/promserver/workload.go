@@ -338,17 +338,6 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	return t, claims
 }
 
-// reloaderEnv is the environment of the reloaders of a shard's pods:
-// SHARD, which they expand in the configuration, and in DaemonSet mode
-// NODE_NAME before it, as prometheus-operator sets them.
-func reloaderEnv(server Target, shard int) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(shard)}}
-	if server.Layout.DaemonSet() {
-		env = append([]corev1.EnvVar{nodeNameEnv()}, env...)
-	}
-	return env
-}
-
 // podMetadata is the metadata of a shard's pods: spec.podMetadata's labels
 // and annotations, under the shard's selector labels (and the input hash
 // annotation) the controller sets.
