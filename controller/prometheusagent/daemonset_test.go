@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,11 +26,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podreload/podreload/contract"
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
@@ -235,8 +239,9 @@ func TestDaemonSetInvalidSpec(t *testing.T) {
 // TestDaemonSetModeSwitch: an agent taken over switched from StatefulSet
 // to DaemonSet mode gets its DaemonSet, and its StatefulSet and the
 // reloaders' state Secret are deleted; switched back, its StatefulSet, and
-// the DaemonSet is deleted. Its status counts the DaemonSet's pods in
-// DaemonSet mode (none here: no kubelet).
+// the DaemonSet is deleted. In DaemonSet mode, its status has one shard,
+// Available False without a pod (no kubelet), and ConfigApplied counts the
+// reports of the DaemonSet's pods, named as a DaemonSet names them.
 func TestDaemonSetModeSwitch(t *testing.T) {
 	env := controlplane.Start(t, filepath.Join("..", "..", "deploy", "crds"))
 	c := controlplane.NewClient(t, env.Config, promserver.AddToScheme)
@@ -280,6 +285,45 @@ func TestDaemonSetModeSwitch(t *testing.T) {
 		assert.Equal(ct, int32(1), got.Status.Shards)
 		assert.Equal(ct, []monitoringv1.ShardStatus{{ShardID: "0"}}, got.Status.ShardStatuses)
 	}, "the status of the DaemonSet mode")
+
+	// ConfigApplied counts the DaemonSet's pods: two, with generated
+	// names, one running the configuration, then both.
+	var secret corev1.Secret
+	require.NoError(t, c.Get(ctx, name, &secret))
+	want := promserver.ContentHash(secret.Data[promserver.ConfigSecretKey], nil)
+	var ds appsv1.DaemonSet
+	require.NoError(t, c.Get(ctx, name, &ds))
+	report := func(hash string) string {
+		b, err := json.Marshal(contract.Applied{Hash: hash, Time: "2026-01-01T00:00:00Z"})
+		require.NoError(t, err)
+		return string(b)
+	}
+	pods := map[string]string{"prom-agent-edge-x7k2p": want, "prom-agent-edge-m9q4d": "0000"}
+	for podName, hash := range pods {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName, Labels: ds.Spec.Template.Labels,
+				Annotations: map[string]string{contract.AppliedAnnotation: report(hash)}},
+			Spec: corev1.PodSpec{NodeName: "node-" + podName[len(podName)-5:], Containers: []corev1.Container{{Name: "prometheus", Image: "prometheus"}}},
+		}
+		require.NoError(t, c.Create(ctx, pod))
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		require.NoError(t, c.Status().Update(ctx, pod))
+	}
+	waitApplied := func(status monitoringv1.ConditionStatus, msg string) {
+		t.Helper()
+		eventually(t, func(ct *assert.CollectT) {
+			applied, _ := condition(ct, c, key, promserver.ConditionConfigApplied)
+			if applied != nil {
+				assert.Equal(ct, status, applied.Status, applied.Message)
+				assert.Contains(ct, applied.Message, msg)
+			}
+		}, "ConfigApplied %s", status)
+	}
+	waitApplied(monitoringv1.ConditionFalse, "prom-agent-edge-m9q4d")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prom-agent-edge-m9q4d"}}
+	require.NoError(t, c.Patch(ctx, pod, client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AppliedAnnotation, report(want)))))
+	waitApplied(monitoringv1.ConditionTrue, "every ready replica")
 
 	controlplane.Edit(t, c, a, func(a *monitoringv1alpha1.PrometheusAgent) {
 		a.Spec.Mode = ptr.To(monitoringv1alpha1.StatefulSetPrometheusAgentMode)
