@@ -89,8 +89,12 @@ func (r *Reconciler) writeDaemonSet(ctx context.Context, server Target, own kube
 }
 
 // deleteDaemonSet deletes the DaemonSet of server, an agent in StatefulSet
-// mode, when server controls it: the DaemonSet mode's.
+// mode, when server controls it: the DaemonSet mode's. A server that is no
+// agent has none.
 func (r *Reconciler) deleteDaemonSet(ctx context.Context, server Target) error {
+	if !server.Layout.Agent() {
+		return nil
+	}
 	ds, err := r.liveDaemonSet(ctx, types.NamespacedName{Namespace: server.Namespace, Name: ShardName(server, 0)}, false)
 	if err != nil || ds == nil || !metav1.IsControlledBy(ds, server) || ds.DeletionTimestamp != nil {
 		return err

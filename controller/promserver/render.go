@@ -168,7 +168,8 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
 // (renderAccess), and the Service and the StatefulSet of each shard
 // (renderWorkload and renderShard, with opts and what the other objects
-// decide for the pods, podOptions). The rules are rendered on
+// decide for the pods, podOptions), or an agent's DaemonSet in DaemonSet
+// mode (renderWorkloads). The rules are rendered on
 // other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
@@ -245,26 +246,9 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
 		pods.WebConfigHash = hex.EncodeToString(sum[:])
 	}
-	var (
-		svc  *corev1.Service
-		sets []*appsv1.StatefulSet
-		ds   *appsv1.DaemonSet
-	)
-	if server.Layout.DaemonSet() {
-		ds = RenderDaemonSet(server, pods)
-		if err := validatePod(&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: ds.Spec.Template}}); err != nil {
-			return nil, err
-		}
-	} else {
-		var sts *appsv1.StatefulSet
-		svc, sts = RenderWorkload(server, pods)
-		sets = []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
-		for shard := 1; shard < ShardCount(server); shard++ {
-			sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
-		}
-		if err := validatePod(sts); err != nil {
-			return nil, err
-		}
+	svc, sets, ds, err := renderWorkloads(in, server, pods)
+	if err != nil {
+		return nil, err
 	}
 	role, binding := RenderAccess(server, len(cfg.ConfigParts))
 	cfg.Role, cfg.RoleBinding, cfg.StateSecrets = role, binding, renderStateSecrets(server)
@@ -526,6 +510,23 @@ func configPart(server Target, i int, gz []byte) *corev1.Secret {
 	s.Name = configPartName(server, i)
 	s.Labels[LabelConfigPart] = strconv.Itoa(i)
 	return s
+}
+
+// renderWorkloads renders the Service and the StatefulSets of server's
+// shards (keepRunningReloader), or, for an agent in DaemonSet mode, its
+// DaemonSet alone, and refuses their pods when the API server would
+// (validatePod).
+func renderWorkloads(in Inputs, server Target, pods PodOptions) (*corev1.Service, []*appsv1.StatefulSet, *appsv1.DaemonSet, error) {
+	if server.Layout.DaemonSet() {
+		ds := RenderDaemonSet(server, pods)
+		return nil, nil, ds, validatePod(&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: ds.Spec.Template}})
+	}
+	svc, sts := RenderWorkload(server, pods)
+	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
+	for shard := 1; shard < ShardCount(server); shard++ {
+		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
+	}
+	return svc, sets, nil, validatePod(sts)
 }
 
 // keepRunningReloader returns sts, the StatefulSet of shard, or the one

@@ -35,8 +35,11 @@ import (
 // StatefulSets, so that their pods find them; the StatefulSets of shards
 // no longer wanted are deleted last, once the configuration with the new
 // shard count is written, and the state Secrets of pods no longer wanted
-// emptied after them. It returns the live StatefulSets, by shard, but
-// for those being created again: a *kube.RecreatingError says which.
+// emptied after them, and an agent's DaemonSet of the DaemonSet mode. An
+// agent in DaemonSet mode gets its DaemonSet instead of the Service and
+// StatefulSets (writeDaemonSet). It returns the live StatefulSets, by
+// shard, but for those being created again: a *kube.RecreatingError says
+// which.
 func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, objs *Objects) ([]*appsv1.StatefulSet, error) {
 	liveRules, extra, err := r.liveShards(ctx, server, objs.RuleShards)
 	if err != nil {
@@ -122,12 +125,8 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 			live = append(live, sts)
 		}
 	}
-	err = errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets))
-	if server.Layout.Agent() {
-		// The DaemonSet mode's DaemonSet, once the StatefulSets are written.
-		err = errors.Join(err, r.deleteDaemonSet(ctx, server))
-	}
-	return live, err
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets),
+		r.deleteDaemonSet(ctx, server))
 }
 
 // writeAccess writes the Role and RoleBinding of the reloaders first:
