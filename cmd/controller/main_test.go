@@ -186,7 +186,8 @@ func firstDifference(want, got []byte) string {
 // TestTakeoverCheck checks what `controller takeover-check` tells of
 // the objects in YAML files: a Prometheus, an Alertmanager and a
 // PrometheusAgent it can take over, one of each kind refused (exit status
-// 1), the other kinds skipped.
+// 1), an agent in DaemonSet mode taken over and one that sets what
+// prometheus-operator refuses in that mode, the other kinds skipped.
 func TestTakeoverCheck(t *testing.T) {
 	var stdout bytes.Buffer
 	var stderr testlog.Buffer
@@ -207,7 +208,10 @@ PrometheusAgent monitoring/kps-prometheus (controller-id ""):
   can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet prom-agent-kps-prometheus (1 replicas each); PVCs and data stay
 PrometheusAgent edge/per-node (controller-id ""):
-  refused, not supported yet: spec.mode; annotated, it stays untouched
+  can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  rolls once, node by node, to podreload's sidecar: DaemonSet prom-agent-per-node
+PrometheusAgent edge/per-node-old (controller-id ""):
+  invalid, refused by prometheus-operator's validation: spec.replicas: replicas cannot be set when mode is DaemonSet; spec.serviceMonitorSelector: serviceMonitorSelector cannot be set when mode is DaemonSet; annotated, it is taken over and nothing is written until they go
 `, stdout.String())
 
 	stdout.Reset()

@@ -60,7 +60,16 @@ func takeoverCheck(ctx context.Context, kubeconfig string, files []string, stdou
 			fmt.Fprintf(stdout, "  refused, not supported yet: %s; annotated, it stays untouched\n", takeover.UnsupportedMessage(c.Unsupported))
 			continue
 		}
+		if len(c.Invalid) > 0 {
+			code = 1
+			fmt.Fprintf(stdout, "  invalid, refused by prometheus-operator's validation: %s; annotated, it is taken over and nothing is written until they go\n", takeover.InvalidMessage(c.Invalid))
+			continue
+		}
 		fmt.Fprintf(stdout, "  can be taken over: annotate it with %s=<the controller's --controller-id>\n", takeover.AnnotationControllerID)
+		if c.DaemonSet != "" {
+			fmt.Fprintf(stdout, "  rolls once, node by node, to podreload's sidecar: DaemonSet %s\n", c.DaemonSet)
+			continue
+		}
 		fmt.Fprintf(stdout, "  rolls once, one pod at a time, to podreload's sidecar: StatefulSet %s (%d replicas each); PVCs and data stay\n",
 			strings.Join(c.StatefulSets, ", "), c.Replicas)
 	}

@@ -1,7 +1,7 @@
 // Package kube is what every managed kind needs from Kubernetes, whatever
 // the kind: the manager with its caches (manager.go) and the writes of the
-// objects a kind renders (write.go, statefulset.go). It knows no kind: the
-// kinds import it, never the other way round.
+// objects a kind renders (write.go, statefulset.go, daemonset.go). It
+// knows no kind: the kinds import it, never the other way round.
 package kube
 
 import (
@@ -151,8 +151,8 @@ func (m *Manager) ConfigMaps() cache.Cache { return m.configMaps }
 // how it elects a leader, and no servers of its own.
 func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) (manager.Options, error) {
 	namespaces := cacheNamespaces(opts)
-	// Only the ConfigMaps, Services, StatefulSets, Roles, RoleBindings and
-	// pods of the managed kinds are cached, not every one of the cluster.
+	// Only the ConfigMaps, Services, StatefulSets, DaemonSets, Roles,
+	// RoleBindings and pods of the managed kinds are cached, not every one of the cluster.
 	// Of Secrets, which hold the biggest objects of many clusters, only the
 	// metadata is cached (to know when one changes): the ones an object
 	// references, and its config Secret, are read from the API server when
@@ -183,6 +183,7 @@ func managerOptions(logger *slog.Logger, scheme *runtime.Scheme, opts Options) (
 				&corev1.ConfigMap{}:   ours,
 				&corev1.Service{}:     ours,
 				&appsv1.StatefulSet{}: ours,
+				&appsv1.DaemonSet{}:   ours,
 				&rbacv1.Role{}:        ours,
 				&rbacv1.RoleBinding{}: ours,
 				&corev1.Pod{}:         ours,

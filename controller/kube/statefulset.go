@@ -136,24 +136,29 @@ func (w *Writer) apply(ctx context.Context, desired *appsv1.StatefulSet) (*appsv
 // managed fields: the StatefulSet is read from the API server, only when
 // it is about to be applied.
 func (w *Writer) upgradeManagedFields(ctx context.Context, key types.NamespacedName, adopt []string) error {
-	var live appsv1.StatefulSet
-	err := w.reader.Get(ctx, key, &live)
+	return w.upgradeManagedFieldsOf(ctx, "StatefulSet", &appsv1.StatefulSet{}, key, adopt)
+}
+
+// upgradeManagedFieldsOf is upgradeManagedFields for the object key
+// names, of kind, read into live.
+func (w *Writer) upgradeManagedFieldsOf(ctx context.Context, kind string, live client.Object, key types.NamespacedName, adopt []string) error {
+	err := w.reader.Get(ctx, key, live)
 	if apierrors.IsNotFound(err) {
 		return nil // The apply creates it.
 	}
 	if err != nil {
-		return fmt.Errorf("get StatefulSet %s: %w", key, err)
+		return fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(&live, sets.New(append([]string{Name}, adopt...)...), Name)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(append([]string{Name}, adopt...)...), Name)
 	if err != nil {
-		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
+		return fmt.Errorf("upgrade managed fields of %s %s: %w", kind, key, err)
 	}
 	if patch == nil {
 		return nil
 	}
-	w.Count("StatefulSet", "patch")
-	if err := w.client.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return fmt.Errorf("upgrade managed fields of StatefulSet %s: %w", key, err)
+	w.Count(kind, "patch")
+	if err := w.client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("upgrade managed fields of %s %s: %w", kind, key, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/internal/testenv/promfixture"
@@ -80,4 +81,52 @@ func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &stdout, &stderr
 	require.NoError(t, cmd.Run(), "%s %v:\n%s", name, args, stderr.String())
 	return stdout.Bytes()
+}
+
+// TestAgentDaemonSet: with Input.DaemonSet, an agent's configuration has
+// the jobs of its PodMonitors alone, each discovering the pods of the
+// agent's node (the selector field prometheus-operator's generator
+// writes, after attach_metadata), unsharded whatever the shards; its
+// ServiceMonitors' jobs are not rendered. Without it, both are, and no
+// selector.
+func TestAgentDaemonSet(t *testing.T) {
+	node := true
+	in := testInput{Input: Input{
+		Server: &v1alpha1.PrometheusServer{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "nodes"}},
+		PodMonitors: []*monitoringv1.PodMonitor{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"},
+			Spec: monitoringv1.PodMonitorSpec{
+				AttachMetadata:      &monitoringv1.AttachMetadata{Node: &node},
+				PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{Port: ptr.To("metrics")}},
+			},
+		}},
+		ServiceMonitors: []*monitoringv1.ServiceMonitor{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "svc"},
+			Spec:       monitoringv1.ServiceMonitorSpec{Endpoints: []monitoringv1.Endpoint{{Port: "web"}}},
+		}},
+	}}
+	render := func(daemonSet bool) string {
+		i := in.input()
+		i.DaemonSet, i.Shards = daemonSet, 2
+		parts, rejected, err := Agent(i)
+		require.NoError(t, err)
+		require.Empty(t, rejected)
+		head, err := parts.Head(nil)
+		require.NoError(t, err)
+		return string(slices.Concat(append([][]byte{head}, parts.Body()...)...))
+	}
+	got := render(true)
+	require.Contains(t, got, "job_name: podMonitor/apps/web/0")
+	require.NotContains(t, got, "serviceMonitor/apps/svc/0")
+	require.NotContains(t, got, "hashmod")
+	require.Contains(t, got, `    attach_metadata:
+      node: true
+    selectors:
+    - role: pod
+      field: spec.nodeName=$(NODE_NAME)
+`)
+	got = render(false)
+	require.Contains(t, got, "serviceMonitor/apps/svc/0")
+	require.Contains(t, got, "hashmod")
+	require.NotContains(t, got, "selectors")
 }

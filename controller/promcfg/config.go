@@ -89,6 +89,9 @@ type Input struct {
 	// (ParseVersion: "" is the newest): what an older Prometheus lacks is
 	// left out, as prometheus-operator's generator does.
 	Version string
+	// DaemonSet renders the configuration of an agent of a DaemonSet, one
+	// per node (Agent): prometheus-operator's DaemonSet mode.
+	DaemonSet bool
 }
 
 // Lookup reads the value of a key of a Secret or a ConfigMap; its errors
@@ -189,7 +192,11 @@ func (p Parts) Head(ruleFiles []string) ([]byte, error) {
 }
 
 func newRenderer(in Input) *renderer {
-	return &renderer{cred: credential.Reader{Lookup: in.Lookup}, srv: in.Server, shards: max(in.Shards, 1), retention: in.Retention, version: ParseVersion(in.Version)}
+	shards := max(in.Shards, 1)
+	if in.DaemonSet {
+		shards = 1 // No sharding in DaemonSet mode, as prometheus-operator's generator.
+	}
+	return &renderer{cred: credential.Reader{Lookup: in.Lookup}, srv: in.Server, shards: shards, retention: in.Retention, version: ParseVersion(in.Version), daemonSet: in.DaemonSet}
 }
 
 // renderer renders one configuration: it holds the inputs and what it
@@ -218,6 +225,9 @@ type renderer struct {
 	// agent renders an agent's configuration (Agent): no rules, no
 	// alerting, the jobs in the agent's order.
 	agent bool
+	// daemonSet renders the configuration of an agent per node
+	// (Input.DaemonSet).
+	daemonSet bool
 	// apiServer is what spec.apiserverConfig adds to every Kubernetes
 	// service discovery of the monitors, Probes and Alertmanagers
 	// (apiServerSD), or nil.

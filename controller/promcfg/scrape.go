@@ -431,6 +431,9 @@ func (r *renderer) monitorParts(s *monitorSpec) (monitorParts, error) {
 		node := s.attachMetadata.Node != nil && *s.attachMetadata.Node
 		sd = append(sd, yaml.MapItem{Key: "attach_metadata", Value: yaml.MapSlice{{Key: "node", Value: node}}})
 	}
+	if r.daemonSet {
+		sd = append(sd, nodeSelector())
+	}
 
 	tail, err := r.monitorTail(s)
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 )
 
 // FromAgent converts a PrometheusAgent into the PrometheusServer it is
-// rendered as, in prometheus-operator's layout of an agent, with
+// rendered as, in prometheus-operator's layout of an agent (of an agent
+// in DaemonSet mode, with spec.mode DaemonSet), with
 // prometheus-operator's defaults where they differ from ours.
 // unsupported lists the set fields the conversion cannot carry (by JSON
 // path under spec, sorted), and "version" for a version
@@ -41,7 +42,11 @@ func FromAgent(a *monitoringv1alpha1.PrometheusAgent) (_ promserver.Target, unsu
 	for k, v := range a.Annotations {
 		server.Annotations[k] = v
 	}
-	return promserver.Target{PrometheusServer: server, Layout: promserver.OperatorsAgentLayout}, unsupported
+	layout := promserver.OperatorsAgentLayout
+	if daemonSet(in.Mode) {
+		layout = promserver.OperatorsAgentDaemonSetLayout
+	}
+	return promserver.Target{PrometheusServer: server, Layout: layout}, unsupported
 }
 
 // daemonSet reports whether mode is DaemonSet.

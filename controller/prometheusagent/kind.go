@@ -23,6 +23,7 @@ func kind() promoperator.Kind[*monitoringv1alpha1.PrometheusAgent] {
 		New:     func() *monitoringv1alpha1.PrometheusAgent { return &monitoringv1alpha1.PrometheusAgent{} },
 		NewList: func() client.ObjectList { return &monitoringv1alpha1.PrometheusAgentList{} },
 		Convert: FromAgent,
+		Invalid: invalidInDaemonSet,
 		Common: func(a *monitoringv1alpha1.PrometheusAgent) *monitoringv1.CommonPrometheusFields {
 			return &a.Spec.CommonPrometheusFields
 		},

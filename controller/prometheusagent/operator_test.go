@@ -43,8 +43,8 @@ func eventually(t *testing.T, check func(c *assert.CollectT), msgAndArgs ...any)
 }
 
 // start runs a controller of the PrometheusAgents handed to podreload
-// until the test ends.
-func start(t *testing.T, cfg *rest.Config) {
+// until the test ends, and returns its registry.
+func start(t *testing.T, cfg *rest.Config) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -59,6 +59,7 @@ func start(t *testing.T, cfg *rest.Config) {
 		require.NoError(t, <-done)
 	})
 	eventually(t, func(c *assert.CollectT) { assert.NoError(c, m.Ready()) }, "caches synced")
+	return reg
 }
 
 // container is sts' container name.

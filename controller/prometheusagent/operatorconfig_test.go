@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -28,7 +29,33 @@ import (
 // both as Prometheus parses them (bin/opconfig --parse): the same; and
 // the pod has the log-file volume.
 func TestOperatorConfig(t *testing.T) {
-	const path = "testdata/operator-config.yaml"
+	objs := operatorConfig(t, "testdata/operator-config.yaml")
+	// The scrape failure log file, without a directory, is on the
+	// log-file emptyDir, as prometheus-operator mounts it.
+	pod := objs.StatefulSets[0].Spec.Template.Spec
+	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "log-file" && v.EmptyDir != nil }))
+	prom := pod.Containers[slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == "prometheus" })]
+	require.Equal(t, "/var/log/prometheus", mount(t, prom, "log-file").MountPath)
+}
+
+// TestOperatorConfigDaemonSet is TestOperatorConfig for the agent in
+// DaemonSet mode of testdata/operator-config-daemonset.yaml: the
+// PodMonitors' jobs restricted to the node's pods, unsharded, no
+// ServiceMonitor's, as prometheus-operator's generator writes them in
+// that mode (opconfig --agent reads the mode from the object).
+func TestOperatorConfigDaemonSet(t *testing.T) {
+	objs := operatorConfig(t, "testdata/operator-config-daemonset.yaml")
+	require.NotNil(t, objs.DaemonSet)
+	cfg := string(promfixture.Gunzip(t, objs.ConfigSecret.Data[promserver.ConfigSecretKey]))
+	require.Equal(t, 3, strings.Count(cfg, "field: spec.nodeName=$(NODE_NAME)"), "each PodMonitor endpoint's job")
+}
+
+// operatorConfig renders the PrometheusAgent of the fixture path, with its
+// Secrets and monitors, through FromAgent, checks its configuration is
+// the one prometheus-operator's generator writes for it (bin/opconfig
+// --agent), both as Prometheus parses them, and returns the objects.
+func operatorConfig(t *testing.T, path string) *promserver.Objects {
+	t.Helper()
 	opconfig, err := toolbin.Path("opconfig")
 	require.NoError(t, err)
 	in := promserver.Inputs{Namespaces: map[string]labels.Set{"monitoring": {}}, Secrets: map[string]*corev1.Secret{}}
@@ -56,13 +83,7 @@ func TestOperatorConfig(t *testing.T) {
 
 	want := run(t, nil, opconfig, "--agent", path)
 	require.Equal(t, string(run(t, want, opconfig, "--parse")), string(run(t, got, opconfig, "--parse")))
-
-	// The scrape failure log file, without a directory, is on the
-	// log-file emptyDir, as prometheus-operator mounts it.
-	pod := objs.StatefulSets[0].Spec.Template.Spec
-	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "log-file" && v.EmptyDir != nil }))
-	prom := pod.Containers[slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == "prometheus" })]
-	require.Equal(t, "/var/log/prometheus", mount(t, prom, "log-file").MountPath)
+	return objs
 }
 
 // run runs name with args and stdin, and returns its output.

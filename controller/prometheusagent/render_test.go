@@ -13,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/controller/promserver"
+	"github.com/podreload/podreload/internal/testenv/promfixture"
 )
 
 // testAgent is an agent as people write one: PodMonitors of every
@@ -139,4 +141,93 @@ func TestRenderEphemeral(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	require.Equal(t, a.Spec.Storage.Ephemeral, vols[i].Ephemeral)
 	require.Equal(t, corev1.VolumeMount{Name: "prom-agent-edge-db", MountPath: "/prometheus", SubPath: "prometheus-db"}, mount(t, container(t, sts, "prometheus"), "prom-agent-edge-db"))
+}
+
+// daemonSetAgent is an agent in DaemonSet mode as people write one:
+// PodMonitors of every namespace, a remote write, none of the fields
+// prometheus-operator refuses in that mode.
+func daemonSetAgent(ns, name string) *monitoringv1alpha1.PrometheusAgent {
+	a := testAgent(ns, name)
+	a.Spec.Mode = ptr.To(monitoringv1alpha1.DaemonSetPrometheusAgentMode)
+	a.Spec.Shards, a.Spec.Storage = nil, nil
+	return a
+}
+
+// TestRenderDaemonSet: an agent in DaemonSet mode renders one DaemonSet
+// as prometheus-operator's DaemonSet builder names and labels it
+// (agent/daemonset.go): prom-agent-<name>, the agent's selector labels
+// without the shard's, on the pods too; no StatefulSet, no governing
+// Service, no claim template, no state Secret; its config-reloaders read
+// from the API source with NODE_NAME from spec.nodeName and keep their
+// state on the data volume, an emptyDir; its Role patches every pod of
+// the namespace; and the configuration's PodMonitor jobs discover the
+// pods of their node only, unsharded.
+func TestRenderDaemonSet(t *testing.T) {
+	a := daemonSetAgent("monitoring", "edge")
+	a.Labels = map[string]string{"team": "edge"}
+	a.Annotations = map[string]string{"note": "x", "kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	a.Spec.MinReadySeconds = ptr.To[int32](5)
+	server, unsupported := FromAgent(a)
+	require.Empty(t, unsupported)
+	require.Empty(t, invalidInDaemonSet(a))
+	objs, err := promserver.Render(promserver.Inputs{
+		Server: server.PrometheusServer, Layout: server.Layout,
+		PodMonitors: []*monitoringv1.PodMonitor{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"},
+			Spec:       monitoringv1.PodMonitorSpec{PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{Port: ptr.To("metrics")}}},
+		}},
+	}, promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, nil)
+	require.NoError(t, err)
+	require.Empty(t, objs.StatefulSets, "no StatefulSet")
+	require.Nil(t, objs.Service, "no governing Service")
+	require.Empty(t, objs.StateSecrets, "no state Secret: the pods' names are their own")
+	ds := objs.DaemonSet
+	require.NotNil(t, ds)
+	require.Equal(t, "prom-agent-edge", ds.Name)
+	selector := map[string]string{
+		"app.kubernetes.io/instance": "edge", "app.kubernetes.io/managed-by": "prometheus-operator",
+		"app.kubernetes.io/name": "prometheus-agent", "operator.prometheus.io/name": "edge",
+	}
+	require.Equal(t, selector, ds.Spec.Selector.MatchLabels, "prometheus-operator's agent selector (agent/operator.go makeSelectorLabels), no shard")
+	for k, v := range selector {
+		require.Equal(t, v, ds.Spec.Template.Labels[k], "pod label %s", k)
+		require.Equal(t, v, ds.Labels[k], "label %s", k)
+	}
+	require.NotContains(t, ds.Spec.Template.Labels, "operator.prometheus.io/shard")
+	require.Equal(t, "agent", ds.Labels["operator.prometheus.io/mode"])
+	require.Equal(t, "edge", ds.Labels["team"])
+	require.Equal(t, map[string]string{"note": "x"}, ds.Annotations, "kubectl's annotations left out")
+	require.Equal(t, int32(5), ds.Spec.MinReadySeconds)
+	pod := ds.Spec.Template.Spec
+	for _, v := range pod.Volumes {
+		require.Nil(t, v.PersistentVolumeClaim, "volume %s", v.Name)
+		require.Nil(t, v.Ephemeral, "volume %s", v.Name)
+	}
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "prom-agent-edge-db" })
+	require.GreaterOrEqual(t, i, 0, "the data volume")
+	require.NotNil(t, pod.Volumes[i].EmptyDir)
+
+	prom := pod.Containers[slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == "prometheus" })]
+	require.Contains(t, prom.Args, "--agent")
+	require.Contains(t, prom.Args, "--storage.agent.path=/prometheus")
+	nodeName := corev1.EnvVar{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}}
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		if c.Name != "config-reloader" && c.Name != "init-config-reloader" {
+			continue
+		}
+		require.Equal(t, "podreload:test", c.Image)
+		require.Contains(t, c.Env, nodeName, "%s: NODE_NAME from the downward API", c.Name)
+		require.Contains(t, c.Env, corev1.EnvVar{Name: "SHARD", Value: "0"}, c.Name)
+		require.Contains(t, c.Args, "--state-dir=/prometheus/.podreload-reloader", c.Name)
+		require.Contains(t, c.Args, "--config-secret=monitoring/prom-agent-edge", "%s: the API source", c.Name)
+		require.False(t, slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--state-secret") }), "%s: no state Secret", c.Name)
+	}
+
+	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}}},
+		slices.DeleteFunc(slices.Clone(objs.Role.Rules), func(r rbacv1.PolicyRule) bool { return r.Resources[0] != "pods" }), "patch on every pod: their names are their own")
+
+	cfg := string(promfixture.Gunzip(t, objs.ConfigSecret.Data[promserver.ConfigSecretKey]))
+	require.Contains(t, cfg, "job_name: podMonitor/apps/web/0")
+	require.Contains(t, cfg, "field: spec.nodeName=$(NODE_NAME)")
+	require.NotContains(t, cfg, "hashmod", "no sharding")
 }

@@ -18,6 +18,13 @@ func Checker[T client.Object](k Kind[T]) takeover.Checker {
 			ControllerID: p.GetAnnotations()[takeover.AnnotationControllerID],
 			Unsupported:  unsupported, Replicas: ptr.Deref(server.Spec.Replicas, 1),
 		}
+		if k.Invalid != nil {
+			c.Invalid = k.Invalid(p)
+		}
+		if server.Layout.DaemonSet() {
+			c.DaemonSet, c.Replicas = promserver.ShardName(server, 0), 0
+			return c
+		}
 		for shard := range promserver.ShardCount(server) {
 			c.StatefulSets = append(c.StatefulSets, promserver.ShardName(server, shard))
 		}

@@ -15,4 +15,5 @@
 //	check.go    Checker: what `controller takeover-check` says of an object
 //	convert.go  CommonSpec: the common fields as a PrometheusServer spec
 //	fields.go   CommonFields: each common field, mapped, ignored or refused
+//	version.go  RefusedVersion: the Prometheus versions prometheus-operator refuses
 package promoperator

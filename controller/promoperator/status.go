@@ -31,7 +31,14 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 	r := t.r
 	key := client.ObjectKeyFromObject(p)
 	sets := res.Sets
-	if res.Objs == nil {
+	var ds *appsv1.DaemonSet
+	switch {
+	case server.Layout.DaemonSet():
+		var err error
+		if ds, err = t.r.LiveDaemonSet(ctx, server); err != nil {
+			return err
+		}
+	case res.Objs == nil:
 		var err error
 		if sets, err = t.sets(ctx, server); err != nil {
 			return err
@@ -58,9 +65,13 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 	r.Metrics.ConfigApplied.WithLabelValues(p.GetNamespace(), p.GetName()).Set(promserver.BoolGauge(applied.Status == metav1.ConditionTrue))
 
 	status := operatorStatus(t.k.Common(p), server, sets)
+	available := availableCondition(p, server, sets)
+	if server.Layout.DaemonSet() {
+		status, available = daemonSetStatus(t.k.Common(p), server, ds), daemonSetAvailable(p, server, ds)
+	}
 	status.Conditions = t.conditionsOf(p, res, applied)
 	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
-	takeover.SetCondition(&status.Conditions, availableCondition(p, server, sets))
+	takeover.SetCondition(&status.Conditions, available)
 	before := r.Written[key].Hash
 	if !equality.Semantic.DeepEqual(status, *t.k.Status(p)) {
 		u, err := toMap(status)
@@ -152,5 +163,47 @@ func availableCondition(p client.Object, server promserver.Target, sets []*appsv
 		c.Reason += reason
 	}
 	c.Message = msg
+	return c
+}
+
+// daemonSetStatus is the status of an agent in DaemonSet mode, whose
+// common fields are cpf, from its DaemonSet ds (nil when there is none),
+// without conditions: one shard, whose replicas are the DaemonSet's pods
+// (prometheus-operator writes none in that mode yet: its
+// resource_reconciler.go leaves DaemonSets out).
+func daemonSetStatus(cpf *monitoringv1.CommonPrometheusFields, server promserver.Target, ds *appsv1.DaemonSet) monitoringv1.PrometheusStatus {
+	ss := monitoringv1.ShardStatus{ShardID: "0"}
+	if ds != nil {
+		st := ds.Status
+		ss.Replicas, ss.UpdatedReplicas, ss.AvailableReplicas = st.CurrentNumberScheduled, st.UpdatedNumberScheduled, st.NumberAvailable
+		ss.UnavailableReplicas = max(0, st.CurrentNumberScheduled-st.NumberAvailable)
+	}
+	return monitoringv1.PrometheusStatus{
+		Paused: cpf.Paused, Shards: 1,
+		Selector: labels.Set(promserver.SelectorLabels(server)).String(),
+		Replicas: ss.Replicas, UpdatedReplicas: ss.UpdatedReplicas, AvailableReplicas: ss.AvailableReplicas,
+		UnavailableReplicas: ss.UnavailableReplicas,
+		ShardStatuses:       []monitoringv1.ShardStatus{ss},
+	}
+}
+
+// daemonSetAvailable is the Available condition of an agent in DaemonSet
+// mode, as availableCondition's for its DaemonSet ds: True when every pod
+// the DaemonSet wants, at least one, is available, Degraded when some
+// are, False when none is or there is no DaemonSet.
+func daemonSetAvailable(p client.Object, server promserver.Target, ds *appsv1.DaemonSet) monitoringv1.Condition {
+	c := monitoringv1.Condition{Type: monitoringv1.Available, Status: monitoringv1.ConditionTrue, ObservedGeneration: p.GetGeneration(), LastTransitionTime: metav1.Now()}
+	name := promserver.ShardName(server, 0)
+	switch {
+	case ds == nil:
+		c.Status, c.Reason = monitoringv1.ConditionFalse, "DaemonSetNotFound"
+		c.Message = fmt.Sprintf("daemonset %s/%s not found", p.GetNamespace(), name)
+	case ds.Status.NumberAvailable == 0:
+		c.Status, c.Reason = monitoringv1.ConditionFalse, "NoPodReady"
+		c.Message = fmt.Sprintf("daemonset %s: 0 of %d pods available", name, ds.Status.DesiredNumberScheduled)
+	case ds.Status.NumberAvailable < ds.Status.DesiredNumberScheduled:
+		c.Status, c.Reason = monitoringv1.ConditionDegraded, "SomePodsNotReady"
+		c.Message = fmt.Sprintf("daemonset %s: %d of %d pods available", name, ds.Status.NumberAvailable, ds.Status.DesiredNumberScheduled)
+	}
 	return c
 }

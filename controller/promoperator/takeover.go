@@ -57,6 +57,12 @@ type Kind[T client.Object] struct {
 	// as, with the fields it cannot carry (sorted JSON paths under spec):
 	// an object with any is not taken over.
 	Convert func(T) (promserver.Target, []string)
+	// Invalid, when not nil, are what prometheus-operator's own
+	// validation refuses in an object ("<path>: <message>", the CRD's
+	// rules, which an API server with an older CRD lets through): an
+	// object with any is taken over, but its spec is invalid (Reconciled
+	// False, InvalidSpec, nothing written).
+	Invalid func(T) []string
 	// Common are the CommonPrometheusFields of an object, Status its
 	// status.
 	Common func(T) *monitoringv1.CommonPrometheusFields
@@ -102,10 +108,13 @@ func Setup[T client.Object](m *kube.Manager, logger *slog.Logger, reg prometheus
 		Client: r.Client, APIReader: m.GetAPIReader(), Writer: r.Writer, Recorder: r.Recorder, Logger: r.Logger,
 		Errors: r.Metrics.Errors, Work: &r.Work,
 	}, t)
-	if err := r.Setup(m, builder.ControllerManagedBy(m).
+	b := builder.ControllerManagedBy(m).
 		Named(k.Controller).
-		For(k.New(), builder.WithPredicates(takeover.Changed())),
-		nil); err != nil {
+		For(k.New(), builder.WithPredicates(takeover.Changed()))
+	if empty.Layout.Agent() {
+		b = b.Owns(&appsv1.DaemonSet{}) // An agent in DaemonSet mode.
+	}
+	if err := r.Setup(m, b, nil); err != nil {
 		return err
 	}
 	// As for PrometheusServers: the pods' reports update the status alone.
@@ -134,12 +143,38 @@ func (t *takingOver[T]) Paused(p T) bool { return t.k.Common(p).Paused }
 // Sync renders p, converted, as a PrometheusServer, into the objects
 // prometheus-operator wrote for it, adopted.
 func (t *takingOver[T]) Sync(ctx context.Context, p T, holdRules bool) (metav1.Condition, promserver.Synced, error) {
+	if invalid := t.invalid(p); len(invalid) > 0 {
+		return t.invalidSpec(p, invalid)
+	}
 	server, _ := t.k.Convert(p)
 	res, err := t.r.Sync(ctx, server, kube.Owner{Key: strings.ToLower(t.k.Kind), Object: p, Adopt: []string{takeover.OperatorFieldManager}, Orphan: true}, holdRules)
 	if err != nil {
 		return metav1.Condition{}, promserver.Synced{}, err
 	}
 	return res.Cond, res, res.Err
+}
+
+// invalid are the fields of p prometheus-operator's validation refuses
+// (Kind.Invalid).
+func (t *takingOver[T]) invalid(p T) []string {
+	if t.k.Invalid == nil {
+		return nil
+	}
+	return t.k.Invalid(p)
+}
+
+// invalidSpec is the outcome of a sync of p, whose fields invalid
+// prometheus-operator's validation refuses: nothing written, what was
+// written last stays; a Warning Event, a log line and a reconcile error
+// counted, as for a spec that cannot be rendered (promserver's Sync); the
+// Reconciled condition False, InvalidSpec.
+func (t *takingOver[T]) invalidSpec(p T, invalid []string) (metav1.Condition, promserver.Synced, error) {
+	msg := "refused by prometheus-operator's validation (its CRD's rules): " + takeover.InvalidMessage(invalid)
+	t.r.Metrics.Errors.Inc()
+	t.r.Logger.Error("render", strings.ToLower(t.k.Kind), client.ObjectKeyFromObject(p), "err", msg)
+	t.r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "InvalidSpec", "Reconcile", "%s", kube.Truncate(msg, kube.MaxEventNote))
+	cond := metav1.Condition{Type: promserver.ConditionReconciled, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: msg}
+	return cond, promserver.Synced{Cond: cond}, nil
 }
 
 func (t *takingOver[T]) WriteStatus(ctx context.Context, p T, cond metav1.Condition, state *promserver.Synced) error {

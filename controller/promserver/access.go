@@ -52,7 +52,9 @@ func RenderAccess(server Target, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) 
 		Name: AccessName(server), Namespace: server.Namespace, Labels: l,
 		ServiceAccount: server.Spec.ServiceAccountName,
 		Pods:           podNames(server),
-		StateSecrets:   stateSecretNames(server),
+		EveryPod:       server.Layout.DaemonSet(), // Its pods' names are their own.
+
+		StateSecrets: stateSecretNames(server),
 	}
 	if APISource(server) {
 		a.Secrets = append([]string{ConfigSecretOf(server)}, configsecret.PartNames(ConfigSecretOf(server), configsecret.PartSlots(parts, RuleVolumeStep))...)

@@ -20,7 +20,7 @@
 //	render.go        Render: every object of a server from one snapshot of inputs, the configuration's input
 //	rendercache.go   what renders keep from one to the next; the rule ConfigMaps' names
 //	web.go           the web config Secret (package webconfig renders it)
-//	workload.go      the Service and the StatefulSets
+//	workload.go      the Service and the StatefulSets (or an agent's DaemonSet)
 //	podfields.go     the pod fields prometheus-operator's Prometheus has too
 //	sidecar.go       the config-reloader's flags and sources, volume or API
 //	access.go        the Role and RoleBinding of the config-reloaders
@@ -29,6 +29,7 @@
 //	layout_workload.go its names, labels, Service, data volume and flags
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files
 //	layout_agent.go  prometheus-operator's layout of an agent: its names, labels and flags
+//	layout_daemonset.go an agent in DaemonSet mode: its DaemonSet, written in place of the StatefulSets
 //
 // The command line of Prometheus in prometheus-operator's layouts is its
 // sub-package promargs'. The pure pieces it renders with are packages of

@@ -28,13 +28,22 @@ const (
 	// PrometheusAgent (layout_agent.go): its names and labels, the agent's
 	// flags, no rules.
 	OperatorsAgentLayout
+	// OperatorsAgentDaemonSetLayout is prometheus-operator's layout of a
+	// PrometheusAgent in DaemonSet mode (layout_daemonset.go): an agent's,
+	// its pods those of one DaemonSet, an agent per node.
+	OperatorsAgentDaemonSetLayout
 )
 
 // Operator reports whether l is one of prometheus-operator's layouts.
 func (l layout) Operator() bool { return l != PodreloadLayout }
 
-// Agent reports whether l is prometheus-operator's layout of an agent.
-func (l layout) Agent() bool { return l == OperatorsAgentLayout }
+// Agent reports whether l is prometheus-operator's layout of an agent,
+// in either mode.
+func (l layout) Agent() bool { return l == OperatorsAgentLayout || l == OperatorsAgentDaemonSetLayout }
+
+// DaemonSet reports whether l is prometheus-operator's layout of an agent
+// in DaemonSet mode.
+func (l layout) DaemonSet() bool { return l == OperatorsAgentDaemonSetLayout }
 
 // Target is a PrometheusServer with the layout its objects are rendered
 // in. The embedded server is read as is: a target is never written, nor

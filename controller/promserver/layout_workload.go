@@ -125,29 +125,10 @@ func governingService(server Target) *corev1.Service {
 }
 
 // operatorStatefulSet sets on sts, the StatefulSet of a shard of server,
-// prometheus-operator's metadata and governing Service: the managed-by
-// labels, the server's labels, the mode, then the selector labels (later
-// ones win); the server's annotations but kubectl's and the layout's.
+// prometheus-operator's metadata (operatorWorkloadMetadata) and governing
+// Service.
 func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
-	l := map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager}
-	maps.Copy(l, server.Labels)
-	l[labelOperatorMode] = "server"
-	if server.Layout.Agent() {
-		l[labelOperatorMode] = "agent"
-	}
-	maps.Copy(l, sts.Spec.Selector.MatchLabels)
-	sts.Labels = l
-	var a map[string]string
-	for k, v := range server.Annotations {
-		if k == AnnotationLayout || strings.HasPrefix(k, kubectlAnnotations) {
-			continue
-		}
-		if a == nil {
-			a = map[string]string{}
-		}
-		a[k] = v
-	}
-	sts.Annotations = a
+	sts.Labels, sts.Annotations = operatorWorkloadMetadata(server, sts.Spec.Selector.MatchLabels)
 	sts.Spec.ServiceName = governingServiceOf(server)
 	// As prometheus-operator (pkg/operator/statefulset.go
 	// UpdateStrategyForStatefulSet, server/statefulset.go): unset, the API
@@ -162,6 +143,31 @@ func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
 	sts.Spec.PodManagementPolicy = appsv1.PodManagementPolicyType(ptr.Deref(server.Spec.PodManagementPolicy, monitoringv1.ParallelPodManagement))
 	sts.Spec.MinReadySeconds = ptr.Deref(server.Spec.MinReadySeconds, 0)
 	sts.Spec.PersistentVolumeClaimRetentionPolicy = server.Spec.PersistentVolumeClaimRetentionPolicy
+}
+
+// operatorWorkloadMetadata are the labels and annotations of a workload
+// (a StatefulSet, the DaemonSet of an agent) of server whose selector
+// labels are selector: the managed-by labels, the server's labels, the
+// mode, then the selector labels (later ones win); the server's
+// annotations but kubectl's and the layout's.
+func operatorWorkloadMetadata(server Target, selector map[string]string) (labels, annotations map[string]string) {
+	labels = map[string]string{labelManagedBy: operatorManager, labelAppManagedBy: operatorManager}
+	maps.Copy(labels, server.Labels)
+	labels[labelOperatorMode] = "server"
+	if server.Layout.Agent() {
+		labels[labelOperatorMode] = "agent"
+	}
+	maps.Copy(labels, selector)
+	for k, v := range server.Annotations {
+		if k == AnnotationLayout || strings.HasPrefix(k, kubectlAnnotations) {
+			continue
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[k] = v
+	}
+	return labels, annotations
 }
 
 // operatorPodMetadata is the metadata of a shard's pods: the version label

@@ -117,8 +117,12 @@ type Objects struct {
 	// StatefulSets run Prometheus and the config-reloader, one per shard,
 	// shard 0 first. Their pod templates' annotationInputHash covers
 	// neither the configuration nor the rules, which reach Prometheus
-	// through reloads.
+	// through reloads. None in DaemonSet mode.
 	StatefulSets []*appsv1.StatefulSet
+	// DaemonSet runs them instead, an agent per node, in
+	// prometheus-operator's layout of an agent in DaemonSet mode (then
+	// Service is nil); nil otherwise.
+	DaemonSet *appsv1.DaemonSet
 	// Rejected lists the selected objects left out, and why, sorted by
 	// kind, namespace and name.
 	Rejected []promcfg.Rejection
@@ -164,7 +168,8 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // ruleFilesGlobs), its Secret, the Role and RoleBinding of the API source
 // (renderAccess), and the Service and the StatefulSet of each shard
 // (renderWorkload and renderShard, with opts and what the other objects
-// decide for the pods, podOptions). The rules are rendered on
+// decide for the pods, podOptions), or an agent's DaemonSet in DaemonSet
+// mode (renderWorkloads). The rules are rendered on
 // other goroutines while this one renders the configuration; render
 // returns when they are done. The output is deterministic: the order of the
 // candidates does not matter.
@@ -241,17 +246,13 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		sum := sha256.Sum256(web.Secret.Data[WebConfigSecretKey])
 		pods.WebConfigHash = hex.EncodeToString(sum[:])
 	}
-	svc, sts := RenderWorkload(server, pods)
-	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
-	for shard := 1; shard < ShardCount(server); shard++ {
-		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
-	}
-	if err := validatePod(sts); err != nil {
+	svc, sets, ds, err := renderWorkloads(in, server, pods)
+	if err != nil {
 		return nil, err
 	}
 	role, binding := RenderAccess(server, len(cfg.ConfigParts))
 	cfg.Role, cfg.RoleBinding, cfg.StateSecrets = role, binding, renderStateSecrets(server)
-	cfg.RuleShards, cfg.RulesHeld, cfg.Service, cfg.StatefulSets = shards, held, svc, sets
+	cfg.RuleShards, cfg.RulesHeld, cfg.Service, cfg.StatefulSets, cfg.DaemonSet = shards, held, svc, sets, ds
 	cfg.Rejected = sortRejections(append(rejected, cfg.Rejected...))
 	cfg.Selected = map[string]int{}
 	for _, k := range SelectedKinds() {
@@ -372,6 +373,7 @@ func ConfigInput(server Target, sel Selected, lookup *store.Lookup, parts *confi
 		Parts:           parts,
 		Shards:          ShardCount(server),
 		Version:         server.Spec.Version,
+		DaemonSet:       server.Layout.DaemonSet(),
 	}
 	if server.Layout.Operator() {
 		in.Version = cmp.Or(server.Spec.Version, OperatorDefaultVersion)
@@ -508,6 +510,23 @@ func configPart(server Target, i int, gz []byte) *corev1.Secret {
 	s.Name = configPartName(server, i)
 	s.Labels[LabelConfigPart] = strconv.Itoa(i)
 	return s
+}
+
+// renderWorkloads renders the Service and the StatefulSets of server's
+// shards (keepRunningReloader), or, for an agent in DaemonSet mode, its
+// DaemonSet alone, and refuses their pods when the API server would
+// (validatePod).
+func renderWorkloads(in Inputs, server Target, pods PodOptions) (*corev1.Service, []*appsv1.StatefulSet, *appsv1.DaemonSet, error) {
+	if server.Layout.DaemonSet() {
+		ds := RenderDaemonSet(server, pods)
+		return nil, nil, ds, validatePod(&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: ds.Spec.Template}})
+	}
+	svc, sts := RenderWorkload(server, pods)
+	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
+	for shard := 1; shard < ShardCount(server); shard++ {
+		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
+	}
+	return svc, sets, nil, validatePod(sts)
 }
 
 // keepRunningReloader returns sts, the StatefulSet of shard, or the one

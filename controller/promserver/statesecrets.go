@@ -38,8 +38,12 @@ const (
 )
 
 // stateInSecrets reports whether the reloaders of server keep their state
-// in Secrets: its storage is not a claim.
+// in Secrets: its storage is not a claim, and its pods are a
+// StatefulSet's.
 func stateInSecrets(server Target) bool {
+	if server.Layout.DaemonSet() {
+		return false // The state is on the emptyDir (layout_daemonset.go).
+	}
 	_, _, claims := storageVolume(server.Spec.Storage)
 	if server.Layout.Operator() {
 		_, _, claims = operatorStorage(server)

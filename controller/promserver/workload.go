@@ -198,6 +198,9 @@ func ShardName(server Target, shard int) string {
 // other shards' pods too, but adopts no pod another StatefulSet controls.
 func shardLabels(server Target, shard int) map[string]string {
 	l := SelectorLabels(server)
+	if server.Layout.DaemonSet() {
+		return l // No shard: one DaemonSet (daemonset.go makeDaemonSetSpec).
+	}
 	if server.Layout.Operator() {
 		// On every shard, 0 included.
 		l[labelOperatorShard] = strconv.Itoa(shard)
@@ -265,7 +268,9 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	}
 	// The reloaders' state outlives the pod (statesecrets.go): a new pod
 	// starts Prometheus on what it last accepted, not on content it rejected.
-	if len(claims) > 0 {
+	if len(claims) > 0 || server.Layout.DaemonSet() {
+		// A DaemonSet's pods have names of their own, unknown before they
+		// are: no state Secret, the state on the emptyDir.
 		src.args = append(src.args, "--state-dir="+ReloaderStateDir)
 		src.reloaderMounts = append(src.reloaderMounts, storage)
 	} else {
@@ -287,7 +292,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	initReloader, reloader := sidecar.Containers(sidecar.Spec{
 		Image:           cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage),
 		Resources:       spec.Reloader.Resources,
-		Env:             []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(shard)}},
+		Env:             reloaderEnv(server, shard),
 		SourceArgs:      src.args,
 		ReloadArgs:      reloadArgs(spec, web),
 		Mounts:          src.reloaderMounts,

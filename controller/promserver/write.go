@@ -35,8 +35,11 @@ import (
 // StatefulSets, so that their pods find them; the StatefulSets of shards
 // no longer wanted are deleted last, once the configuration with the new
 // shard count is written, and the state Secrets of pods no longer wanted
-// emptied after them. It returns the live StatefulSets, by shard, but
-// for those being created again: a *kube.RecreatingError says which.
+// emptied after them, and an agent's DaemonSet of the DaemonSet mode. An
+// agent in DaemonSet mode gets its DaemonSet instead of the Service and
+// StatefulSets (writeDaemonSet). It returns the live StatefulSets, by
+// shard, but for those being created again: a *kube.RecreatingError says
+// which.
 func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, objs *Objects) ([]*appsv1.StatefulSet, error) {
 	liveRules, extra, err := r.liveShards(ctx, server, objs.RuleShards)
 	if err != nil {
@@ -92,6 +95,11 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 		// prometheus-operated: one per namespace, every Prometheus its owner.
 		writeService = kube.WriteShared[*corev1.Service]
 	}
+	if objs.DaemonSet != nil {
+		// No Service, no StatefulSet: the DaemonSet, then the
+		// StatefulSet mode's objects deleted (layout_daemonset.go).
+		return nil, r.writeDaemonSet(ctx, server, own, objs.DaemonSet)
+	}
 	if err := writeService(ctx, r.Writer, own, objs.Service, kube.SyncService); err != nil {
 		return nil, err
 	}
@@ -117,7 +125,8 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 			live = append(live, sts)
 		}
 	}
-	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets))
+	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets),
+		r.deleteDaemonSet(ctx, server))
 }
 
 // writeAccess writes the Role and RoleBinding of the reloaders first:

@@ -22,6 +22,10 @@ type Access struct {
 	ConfigMaps bool
 	// Pods are the names of the pods the reloaders report in.
 	Pods []string
+	// EveryPod lets the reloaders report in every pod of the namespace,
+	// instead of Pods: the pods of a DaemonSet have generated names, which
+	// a Role cannot list beforehand.
+	EveryPod bool
 	// StateSecrets are the names of the Secrets the reloaders keep their
 	// state in (config-reloader's --state-secret): they read and write
 	// them, and never create one (a Role cannot grant create by name).
@@ -39,7 +43,7 @@ type Access struct {
 // read one by name). The reloaders patch their own pod to report what the
 // server runs: the Role grants patch on the pods' names, and on no other
 // pod; with no pod it grants none (a rule without resourceNames would
-// grant every pod). The same holds for the state Secrets, which the
+// grant every pod), but with EveryPod, when it must. The same holds for the state Secrets, which the
 // reloaders get, update and patch.
 func Role(a Access) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	meta := metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: a.Labels}
@@ -57,7 +61,10 @@ func Role(a Access) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	if a.ConfigMaps {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}})
 	}
-	if len(a.Pods) > 0 {
+	switch {
+	case a.EveryPod:
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}})
+	case len(a.Pods) > 0:
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: a.Pods, Verbs: []string{"patch"}})
 	}
 	binding := &rbacv1.RoleBinding{

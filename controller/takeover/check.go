@@ -26,9 +26,16 @@ type Check struct {
 	// over (JSON paths, sorted, and reasons that are not a field's); none
 	// when it can be.
 	Unsupported []string
+	// Invalid are the fields it sets that prometheus-operator's own
+	// validation refuses ("<path>: <message>"): taken over, it is not
+	// rendered until they go.
+	Invalid []string
 	// StatefulSets are the StatefulSets whose pods roll once, to the
 	// podreload sidecar.
 	StatefulSets []string
+	// DaemonSet, when not empty, is the DaemonSet whose pods roll once
+	// instead (a PrometheusAgent in DaemonSet mode).
+	DaemonSet string
 	// Replicas is the number of pods of each StatefulSet.
 	Replicas int32
 	// Warnings are what the API server would warn of, reading the object

@@ -56,6 +56,17 @@ func UnsupportedMessage(unsupported []string) string {
 	return strings.Join(out, "; ")
 }
 
+// InvalidMessage says what of invalid (the "<path>: <message>" of the
+// fields prometheus-operator's own validation refuses, Check.Invalid) is
+// at fault: each under spec.
+func InvalidMessage(invalid []string) string {
+	out := make([]string, len(invalid))
+	for i, f := range invalid {
+		out[i] = "spec." + f
+	}
+	return strings.Join(out, "; ")
+}
+
 // RefusedMessage is the message of the UnsupportedFields condition and
 // Event of an object that sets unsupported fields.
 func RefusedMessage(unsupported []string, doc string) string {
