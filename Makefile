@@ -354,7 +354,7 @@ bench: build tools bin/prometheus-config-reloader bin/memfloor ## Measure the re
 	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench Collector -benchtime 1x -timeout 20m ./collect/
 	PODRELOAD_E2E_BIN=$(BIN) PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'Pipeline|APISource|AppliedStatus' -benchtime 1x ./e2e/
 	$(MAKE) host-images node-bins
-	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'NodeRuleEdit|Takeover|AlertmanagerConfigEdit' -benchtime 1x -timeout 90m ./e2e/node/
+	PODRELOAD_BENCH_DOCS=$(CURDIR)/docs/benchmarks.md $(GO) test -run NONE -bench 'NodeRuleEdit|Takeover|AlertmanagerConfigEdit|DaemonSetAgentEdit' -benchtime 1x -timeout 90m ./e2e/node/
 
 # The demo builds what it runs and nothing else, side by side (make -j3):
 # kube-apiserver then etcd (they share packages), Prometheus, and the

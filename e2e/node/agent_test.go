@@ -54,7 +54,8 @@ func agentJob(name string) string { return "default/" + name }
 // ConfigApplied True); the annotation removed, the operator takes it back.
 // Through both rolls the receiver's series of the scraped target, the two
 // replicas together, has no gap longer than a scrape interval plus the
-// remote write flush.
+// remote write flush. Then an agent in DaemonSet mode, on the same
+// receiver (testDaemonSetAgent).
 func (cl *cluster) testAgentTakeover(t *testing.T) {
 	const name = "agent"
 	ctx := t.Context()
@@ -126,6 +127,7 @@ func (cl *cluster) testAgentTakeover(t *testing.T) {
 		t.Logf("longest gap in the receiver's up samples across the takeover and the hand-back: %v at %s", gap, at.Format(time.RFC3339Nano))
 		require.LessOrEqual(t, gap, agentScrape+agentFlush, "the longest gap, at %s", at.Format(time.RFC3339Nano))
 	})
+	t.Run("an agent per node (DaemonSet mode)", func(t *testing.T) { cl.testDaemonSetAgent(t, writeURL) })
 }
 
 // receiver runs the Prometheus the agents remote-write to (receiverPod,
