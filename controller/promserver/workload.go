@@ -265,7 +265,8 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	}
 	// The reloaders' state outlives the pod (statesecrets.go): a new pod
 	// starts Prometheus on what it last accepted, not on content it rejected.
-	if len(claims) > 0 {
+	// Without a token, on the data volume all the same (stateInSecrets).
+	if !stateInSecrets(server) {
 		src.args = append(src.args, "--state-dir="+ReloaderStateDir)
 		src.reloaderMounts = append(src.reloaderMounts, storage)
 	} else {
@@ -296,6 +297,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		ListenHost:      reloaderListenHost(spec),
 		LogLevel:        spec.LogLevel,
 		LogFormat:       spec.LogFormat,
+		NoReport:        spec.NoServiceAccountToken,
 	})
 	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = spec.ImagePullPolicy, spec.ImagePullPolicy
 
@@ -303,7 +305,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
-			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
+			AutomountServiceAccountToken:  ptr.To(!spec.NoServiceAccountToken), // Whatever the service account says: the sidecar reports, and reads with the API source.
 			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(spec.TerminationGracePeriodSeconds, gracePeriod)),
 			SecurityContext:               security,
 			InitContainers:                []corev1.Container{initReloader},
