@@ -31,10 +31,10 @@ func (cp *controlPlane) testTakeoverServiceName(t *testing.T) {
 	p := operatorPrometheus(ns, "k8s", "podreload")
 	p.Spec.ServiceName = ptr.To("mine")
 	p.Spec.AutomountServiceAccountToken = ptr.To(false)
+	cp.create(t, p)
 	opSTS := operatorWrittenStatefulSet(p)
 	opSTS.Spec.ServiceName = "mine"
 	require.NoError(t, cp.c.Create(t.Context(), opSTS, client.FieldOwner(takeover.OperatorFieldManager)))
-	cp.create(t, p)
 	cp.startTakingOver(t, kube.Options{Namespaces: []string{ns}}, &takeover.Options{ControllerID: "podreload"})
 
 	reconciled := func(c *assert.CollectT) *monitoringv1.Condition {
