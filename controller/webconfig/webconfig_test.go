@@ -135,7 +135,9 @@ func TestRenderFiles(t *testing.T) {
 		require.Empty(t, pod.ReloaderArgs, "no CA file: the config-reloader verifies nothing at localhost")
 	})
 	t.Run("a certificate file, a key Secret", func(t *testing.T) {
-		web := tlsWeb("", func(c *monitoringv1.WebTLSConfig) { c.Cert, c.CertFile = monitoringv1.SecretOrConfigMap{}, ptr.To("/c/tls.crt") })
+		web := tlsWeb("", func(c *monitoringv1.WebTLSConfig) {
+			c.Cert, c.CertFile = monitoringv1.SecretOrConfigMap{}, ptr.To("/c/tls.crt")
+		})
 		out, err := Render(dirs(), "ns", "k8s", web, tlsSecret(t, "ns", "localhost"))
 		require.NoError(t, err)
 		require.Equal(t, "tls_server_config:\n  cert_file: /c/tls.crt\n  key_file: ../web-tls/key/tls.key\n", string(out.File))
@@ -146,7 +148,9 @@ func TestRenderFiles(t *testing.T) {
 		require.Empty(t, pod.ReloaderArgs)
 	})
 	t.Run("a certificate Secret, a key file", func(t *testing.T) {
-		web := tlsWeb("", func(c *monitoringv1.WebTLSConfig) { c.KeySecret, c.KeyFile = corev1.SecretKeySelector{}, ptr.To("/k/tls.key") })
+		web := tlsWeb("", func(c *monitoringv1.WebTLSConfig) {
+			c.KeySecret, c.KeyFile = corev1.SecretKeySelector{}, ptr.To("/k/tls.key")
+		})
 		out, err := Render(dirs(), "ns", "k8s", web, tlsSecret(t, "ns", "prometheus.example"))
 		require.NoError(t, err)
 		require.Equal(t, "tls_server_config:\n  cert_file: ../web-tls/cert/tls.crt\n  key_file: /k/tls.key\n", string(out.File))
