@@ -28,14 +28,15 @@ const unmanagedConfiguration = "serviceMonitorSelector, podMonitorSelector, prob
 // fromPrometheus): every field operatorFields maps, with
 // prometheus-operator's defaults where they differ from ours; and the
 // refused fields in sets to a value they do not accept (by JSON path under
-// spec, "[]" standing for any item of a list), "version" for a version
-// prometheus-operator cannot parse, and unmanagedConfiguration, sorted.
+// spec, "[]" standing for any item of a list), the version when
+// prometheus-operator cannot parse or render it (promoperator.RefusedVersion),
+// and unmanagedConfiguration, sorted.
 func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServerSpec, unsupported []string) {
 	in = *in.DeepCopy()
 	unsupported = takeover.RefusedFields(in, operatorFields())
-	image, ok := operatorImage(&in)
-	if !ok {
-		unsupported = append(unsupported, "version")
+	image, version, ok := operatorImage(&in)
+	if r := promoperator.RefusedVersion(version, ok); r != "" {
+		unsupported = append(unsupported, r)
 	}
 	if in.ServiceMonitorSelector == nil && in.PodMonitorSelector == nil && in.ProbeSelector == nil && in.ScrapeConfigSelector == nil {
 		unsupported = append(unsupported, unmanagedConfiguration)
@@ -83,14 +84,14 @@ func operatorExcluded(in monitoringv1.PrometheusSpec) []monitoringv1.ObjectRefer
 // operatorImage is the Prometheus image prometheus-operator runs for spec
 // (its BuildImagePath): spec.image; else baseImage as is when it carries
 // a tag or digest; else baseImage with sha, tag, or the version (default
-// operatorDefaultVersion), in that order of preference. ok is false for a
-// version that is not one, which prometheus-operator fails on.
-func operatorImage(spec *monitoringv1.PrometheusSpec) (image string, ok bool) {
-	image, _, ok = takeover.Image(takeover.ImageSpec{
+// operatorDefaultVersion), in that order of preference, and the version
+// (without its v). ok is false for a version that is not one, which
+// prometheus-operator fails on.
+func operatorImage(spec *monitoringv1.PrometheusSpec) (image, version string, ok bool) {
+	return takeover.Image(takeover.ImageSpec{
 		Image: spec.Image, BaseImage: spec.BaseImage, DefaultBaseImage: promoperator.BaseImage,
 		Version: spec.Version, DefaultVersion: promserver.OperatorDefaultVersion, Tag: spec.Tag, SHA: spec.SHA,
 	})
-	return image, ok
 }
 
 // operatorAlerting carries the mapped fields of spec.alerting.

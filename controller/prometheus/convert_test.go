@@ -277,9 +277,8 @@ func TestConvertMappedFields(t *testing.T) {
 			&monitoringv1.ChunkEncodingSpec{Floats: ptr.To(monitoringv1.ChunkEncodingFloatsXor2)}},
 		{"apiserverConfig", "apiserverConfig: {host: 'https://k8s:6443'}", func(s v1alpha1.PrometheusServerSpec) any { return s.APIServerConfig },
 			&monitoringv1.APIServerConfig{Host: "https://k8s:6443"}},
-		{"web.tlsConfig.certFile", "web: {tlsConfig: {certFile: /c, keyFile: /k}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.CertFile }, ptr.To("/c")},
-		{"web.tlsConfig.keyFile", "web: {tlsConfig: {certFile: /c, keyFile: /k}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.KeyFile }, ptr.To("/k")},
-		{"web.tlsConfig.clientCAFile", "web: {tlsConfig: {certFile: /c, keyFile: /k, clientCAFile: /ca}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.ClientCAFile }, ptr.To("/ca")},
+		{"web.tlsConfig.certFile", "web: {tlsConfig: {certFile: /c, keySecret: {name: tls, key: key}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.CertFile }, ptr.To("/c")},
+		{"web.tlsConfig.clientCAFile", "web: {tlsConfig: {certFile: /c, keySecret: {name: tls, key: key}, clientCAFile: /ca}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.ClientCAFile }, ptr.To("/ca")},
 		{"allowOverlappingBlocks", "allowOverlappingBlocks: true", func(s v1alpha1.PrometheusServerSpec) any { return s.AllowOverlappingBlocks }, true},
 		{"enableOTLPReceiver", "enableOTLPReceiver: false", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableOTLPReceiver }, ptr.To(false)},
 		{"automountServiceAccountToken", "automountServiceAccountToken: false", func(s v1alpha1.PrometheusServerSpec) any {
@@ -358,6 +357,20 @@ func TestConvertUnmanagedConfiguration(t *testing.T) {
 		set(&p.Spec)
 		_, unsupported := FromPrometheus(p)
 		require.Empty(t, unsupported)
+	}
+}
+
+// TestOperatorMajorVersions: prometheus-operator renders Prometheus 2 and 3
+// (from v2.0.0, however old) and refuses the others by name.
+func TestOperatorMajorVersions(t *testing.T) {
+	for v, want := range map[string][]string{
+		"v2.0.0": nil, "v2.7.0": nil, "v2.22.2": nil, "v3.14.0": nil,
+		"v1.7.1": {"spec.version: Prometheus v1.7.1, and prometheus-operator renders Prometheus 2 and 3 only"},
+		"v4.0.0": {"spec.version: Prometheus v4.0.0, and prometheus-operator renders Prometheus 2 and 3 only"},
+		"0.9":    {"spec.version: Prometheus v0.9.0, and prometheus-operator renders Prometheus 2 and 3 only"},
+	} {
+		_, unsupported := convert(t, "version: '"+v+"'")
+		require.Equal(t, want, unsupported, v)
 	}
 }
 

@@ -132,5 +132,6 @@ disableCompaction: true
 		"containers",
 		"retentionPercentage",
 		"thanos",
+		"web.tlsConfig.keyFile",
 	}, unsupported)
 }

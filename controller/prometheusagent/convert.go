@@ -22,12 +22,12 @@ import (
 func FromAgent(a *monitoringv1alpha1.PrometheusAgent) (_ promserver.Target, unsupported []string) {
 	in := a.Spec.DeepCopy()
 	unsupported = takeover.RefusedFields(*in, fields())
-	image, _, ok := takeover.Image(takeover.ImageSpec{
+	image, version, ok := takeover.Image(takeover.ImageSpec{
 		Image: in.Image, DefaultBaseImage: promoperator.BaseImage,
 		Version: in.Version, DefaultVersion: promserver.OperatorDefaultVersion,
 	})
-	if !ok {
-		unsupported = append(unsupported, "version")
+	if r := promoperator.RefusedVersion(version, ok); r != "" {
+		unsupported = append(unsupported, r)
 		slices.Sort(unsupported)
 	}
 	server := &v1alpha1.PrometheusServer{

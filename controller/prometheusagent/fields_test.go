@@ -76,3 +76,15 @@ func TestConvertRefused(t *testing.T) {
 		require.Equal(t, c.want, unsupported, "mode %q version %q", c.mode, c.version)
 	}
 }
+
+// TestConvertMajorVersion: an agent of a Prometheus other than 2 or 3 is
+// refused with its version, as prometheus-operator's generator refuses it.
+func TestConvertMajorVersion(t *testing.T) {
+	a := &monitoringv1alpha1.PrometheusAgent{}
+	a.Spec.Version = "v1.8.2"
+	_, unsupported := FromAgent(a)
+	require.Equal(t, []string{"spec.version: Prometheus v1.8.2, and prometheus-operator renders Prometheus 2 and 3 only"}, unsupported)
+	a.Spec.Version = "v2.32.0"
+	_, unsupported = FromAgent(a)
+	require.Empty(t, unsupported)
+}

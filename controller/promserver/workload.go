@@ -439,7 +439,8 @@ func prometheusArgs(spec v1alpha1.PrometheusServerSpec, configOut string) []moni
 	if spec.RoutePrefix != "" || spec.ExternalURL != "" {
 		args = append(args, monitoringv1.Argument{Name: "web.route-prefix", Value: cmp.Or(spec.RoutePrefix, "/")})
 	}
-	args = append(append(args, promargs.Query(spec)...), promargs.Receiver(spec, promcfg.ParseVersion(spec.Version))...)
+	v := promcfg.ParseVersion(spec.Version)
+	args = append(append(args, promargs.Query(spec, v)...), promargs.Receiver(spec, v)...)
 	if spec.LogLevel != "" {
 		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
 	}

@@ -69,7 +69,7 @@ func files(dirs Dirs, t *monitoringv1.WebTLSConfig, reload Reload) (server []fil
 	if t.ClientCA != (monitoringv1.SecretOrConfigMap{}) {
 		server = append(server, file{dirs: dirs, dir: "client_ca", ref: t.ClientCA})
 	}
-	if reload.Unverified {
+	if unverified(t, reload) {
 		return server, file{}
 	}
 	reloader = file{dirs: dirs, dir: "reload_ca", ref: t.Cert}
@@ -77,6 +77,13 @@ func files(dirs Dirs, t *monitoringv1.WebTLSConfig, reload Reload) (server []fil
 		reloader.ref = *reload.CA
 	}
 	return server, reloader
+}
+
+// unverified reports whether the config-reloader cannot verify the
+// certificate of t: it is a file of the pod's (whatever reload says,
+// Render's or not).
+func unverified(t *monitoringv1.WebTLSConfig, reload Reload) bool {
+	return reload.Unverified || ptr.Deref(t.CertFile, "") != ""
 }
 
 // Pod is what spec.web puts into the pods.
@@ -116,7 +123,7 @@ func PodParts(dirs Dirs, secretName string, web *monitoringv1.WebConfigFileField
 		w.ServerMounts = append(w.ServerMounts, f.mount())
 	}
 	w.Scheme, w.Host = "https", cmp.Or(reload.Host, "localhost")
-	if reload.Unverified {
+	if unverified(web.TLSConfig, reload) {
 		// The config-reloader verifies no certificate at a loopback
 		// host without a CA file.
 		return w

@@ -36,6 +36,9 @@ const takeoverID = "podreload"
 // current one in the middle (issue 41, item 2): it runs then a
 // PrometheusServer of each source and an Alertmanager taken over too, none
 // of whose pods the upgrade may restart or recreate.
+//
+// Last, on the same node, a PrometheusAgent is taken over and handed back
+// (testAgentTakeover, issue 39).
 func TestTakeoverOnNode(t *testing.T) {
 	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t)}})
 	cl.installAlertmanagerCRDs(t)
@@ -146,6 +149,8 @@ func TestTakeoverOnNode(t *testing.T) {
 		eventually(t, time.Minute, "the reloaders' Role deleted", func() error { return cl.reloaderRoleGone(t, name) })
 		require.NotContains(t, operator.Logs(), "forbidden")
 	})
+	// On the same node, operator and controller (issue 39).
+	t.Run("a PrometheusAgent remote-writing", cl.testAgentTakeover)
 }
 
 // annotateController sets the controller id of the Prometheus name.

@@ -10,6 +10,7 @@ package promargs
 
 import (
 	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,19 +56,14 @@ func Operator(spec v1alpha1.PrometheusServerSpec, isAgent bool) []monitoringv1.A
 	v := Version(spec)
 	args := common(spec, v)
 	if !RetentionInConfig(spec) {
-		if t := Retention(spec); t != "" {
-			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.time", Value: t})
-		}
-		if spec.RetentionSize != "" {
-			args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
-		}
+		args = append(args, retention(spec, v)...)
 	}
 	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: StorageDir})
-	args = append(args, Query(spec)...)
+	args = append(args, Query(spec, v)...)
 	if spec.AllowOverlappingBlocks && v.AtLeast(2, 11) && !v.AtLeast(2, 39) {
 		args = append(args, monitoringv1.Argument{Name: "storage.tsdb.allow-overlapping-blocks"})
 	}
-	if spec.WALCompression != nil {
+	if spec.WALCompression != nil && v.AtLeast(2, 11) {
 		name := "storage.tsdb.wal-compression"
 		if !*spec.WALCompression {
 			name = "no-" + name
@@ -78,6 +74,24 @@ func Operator(spec v1alpha1.PrometheusServerSpec, isAgent bool) []monitoringv1.A
 		args = append(args, monitoringv1.Argument{Name: "web.config.file", Value: WebConfigDir + "/" + webconfig.SecretKey})
 	}
 	return append(args, Compaction(spec, v)...)
+}
+
+// retention are the retention flags of Prometheus v before 3.11: before
+// 2.7, --storage.tsdb.retention, spec.retention or the default whatever
+// retentionSize says, and no size; from 2.7, the time (Retention) and the
+// size.
+func retention(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
+	if !v.AtLeast(2, 7) {
+		return []monitoringv1.Argument{{Name: "storage.tsdb.retention", Value: string(cmp.Or(spec.Retention, DefaultRetention))}}
+	}
+	var args []monitoringv1.Argument
+	if t := Retention(spec); t != "" {
+		args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.time", Value: t})
+	}
+	if spec.RetentionSize != "" {
+		args = append(args, monitoringv1.Argument{Name: "storage.tsdb.retention.size", Value: string(spec.RetentionSize)})
+	}
+	return args
 }
 
 // common are the flags prometheus-operator sets on a server
@@ -93,20 +107,38 @@ func common(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv
 	if spec.Reloader.ReloadMethod != "signal" {
 		args = append(args, monitoringv1.Argument{Name: "web.enable-lifecycle"})
 	}
-	if spec.Web != nil && spec.Web.PageTitle != nil {
+	if spec.Web != nil && spec.Web.PageTitle != nil && v.AtLeast(2, 6) {
 		args = append(args, monitoringv1.Argument{Name: "web.page-title", Value: *spec.Web.PageTitle})
 	}
 	if spec.Web != nil && spec.Web.MaxConnections != nil {
 		args = append(args, monitoringv1.Argument{Name: "web.max-connections", Value: strconv.Itoa(int(*spec.Web.MaxConnections))})
 	}
 	args = append(args, Receiver(spec, v)...)
-	args = append(args, otlpReceiver(spec, v)...)
-	if len(spec.EnableFeatures) > 0 {
+	// gated reports whether a flag of Prometheus major.minor on is
+	// passed. A remote write of the 2.0 message to a Prometheus before
+	// 2.54 turns every such flag after it off, as it does in
+	// prometheus-operator (BuildCommonPrometheusArgs goes on with the
+	// generator it gated on 2.54 for it).
+	v2Message := slices.ContainsFunc(spec.RemoteWrite, func(rw v1alpha1.RemoteWriteSpec) bool {
+		return ptr.Deref(rw.MessageVersion, monitoringv1.RemoteWriteMessageVersion1_0) == monitoringv1.RemoteWriteMessageVersion2_0
+	})
+	off := v2Message && !v.AtLeast(2, 54)
+	gated := func(major, minor int) bool { return !off && v.AtLeast(major, minor) }
+	if v2Message && gated(2, 54) && !v.AtLeast(3, 4) {
+		// Turned on by prometheus-operator for the 2.0 message (off by
+		// default from Prometheus 3.4).
+		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: "metadata-wal-records"})
+	}
+	args = append(args, otlpReceiver(spec, v, off)...)
+	if len(spec.EnableFeatures) > 0 && gated(2, 25) {
 		features := make([]string, len(spec.EnableFeatures))
 		for i, f := range spec.EnableFeatures {
 			features[i] = string(f)
 		}
 		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: strings.Join(features, ",")})
+	}
+	if xor2Floats(spec) && gated(3, 13) {
+		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: "xor2-encoding"})
 	}
 	if spec.ExternalURL != "" {
 		args = append(args, monitoringv1.Argument{Name: "web.external-url", Value: spec.ExternalURL})
@@ -115,13 +147,23 @@ func common(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv
 	if spec.LogLevel != "" && spec.LogLevel != "info" {
 		args = append(args, monitoringv1.Argument{Name: "log.level", Value: spec.LogLevel})
 	}
-	if spec.LogFormat != "" && spec.LogFormat != "logfmt" {
+	if spec.LogFormat != "" && spec.LogFormat != "logfmt" && gated(2, 6) {
 		args = append(args, monitoringv1.Argument{Name: "log.format", Value: spec.LogFormat})
 	}
 	if spec.ListenLocal {
 		args = append(args, monitoringv1.Argument{Name: "web.listen-address", Value: "127.0.0.1:" + strconv.Itoa(WebPort)})
 	}
 	return args
+}
+
+// xor2Floats reports whether spec's TSDB encodes floats as xor2 without
+// enabling the feature itself, which prometheus-operator then enables.
+func xor2Floats(spec v1alpha1.PrometheusServerSpec) bool {
+	if spec.TSDB == nil || spec.TSDB.ChunkEncoding == nil || spec.TSDB.ChunkEncoding.Floats == nil {
+		return false
+	}
+	return *spec.TSDB.ChunkEncoding.Floats == monitoringv1.ChunkEncodingFloatsXor2 &&
+		!slices.Contains(spec.EnableFeatures, "xor2-encoding")
 }
 
 // agent are the flags prometheus-operator sets on an agent, in
@@ -180,9 +222,10 @@ func VersionLabel(spec v1alpha1.PrometheusServerSpec) string {
 }
 
 // Query are the flags of spec.enableAdminAPI, spec.rules and
-// spec.query, as prometheus-operator renders them (a maxSamples or
+// spec.query for Prometheus v, as prometheus-operator renders them (the
+// rules' flags from 2.4, maxSamples from 2.5; a maxSamples or
 // maxConcurrency of 0 or less renders nothing).
-func Query(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
+func Query(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
 	var args []monitoringv1.Argument
 	if spec.EnableAdminAPI {
 		args = append(args, monitoringv1.Argument{Name: "web.enable-admin-api"})
@@ -192,7 +235,7 @@ func Query(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
 		{"rules.alert.for-grace-period", spec.Rules.Alert.ForGracePeriod},
 		{"rules.alert.resend-delay", spec.Rules.Alert.ResendDelay},
 	} {
-		if f.value != "" {
+		if f.value != "" && v.AtLeast(2, 4) {
 			args = append(args, monitoringv1.Argument{Name: f.name, Value: f.value})
 		}
 	}
@@ -203,7 +246,7 @@ func Query(spec v1alpha1.PrometheusServerSpec) []monitoringv1.Argument {
 	if q.LookbackDelta != nil {
 		args = append(args, monitoringv1.Argument{Name: "query.lookback-delta", Value: *q.LookbackDelta})
 	}
-	if n := ptr.Deref(q.MaxSamples, 0); n > 0 {
+	if n := ptr.Deref(q.MaxSamples, 0); n > 0 && v.AtLeast(2, 5) {
 		args = append(args, monitoringv1.Argument{Name: "query.max-samples", Value: strconv.Itoa(int(n))})
 	}
 	if n := ptr.Deref(q.MaxConcurrency, 0); n > 0 {
@@ -242,15 +285,15 @@ func Receiver(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitorin
 // enableOTLPReceiver true, or unset with an otlp section; from Prometheus
 // 3 --web.enable-otlp-receiver, before it the feature otlp-write-receiver
 // from 2.47 (a flag of its own beside enableFeatures', which Prometheus
-// adds up).
-func otlpReceiver(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
+// adds up), unless off (common's gated).
+func otlpReceiver(spec v1alpha1.PrometheusServerSpec, v promcfg.Version, off bool) []monitoringv1.Argument {
 	if !ptr.Deref(spec.EnableOTLPReceiver, spec.OTLP != nil) {
 		return nil
 	}
 	switch {
 	case v[0] >= 3:
 		return []monitoringv1.Argument{{Name: "web.enable-otlp-receiver"}}
-	case v.AtLeast(2, 47):
+	case !off && v.AtLeast(2, 47):
 		return []monitoringv1.Argument{{Name: "enable-feature", Value: "otlp-write-receiver"}}
 	}
 	return nil
