@@ -62,4 +62,21 @@ type TakenOver struct {
 	ScrapeFailureLogFile *string                       `json:"-"`
 	PodTargetLabels      []string                      `json:"-"`
 	APIServerConfig      *monitoringv1.APIServerConfig `json:"-"`
+	// EnableOTLPReceiver turns Prometheus' OTLP receiver on or off; unset,
+	// it is on with an otlp section (--web.enable-otlp-receiver from
+	// Prometheus 3, the feature otlp-write-receiver from 2.47).
+	// AllowOverlappingBlocks (a Prometheus's, deprecated) is
+	// --storage.tsdb.allow-overlapping-blocks, from Prometheus 2.11 to
+	// 2.38.
+	EnableOTLPReceiver     *bool `json:"-"`
+	AllowOverlappingBlocks bool  `json:"-"`
+	// ServiceName names the user's governing Service of the StatefulSets,
+	// which must select the pods: prometheus-operated (or
+	// prometheus-agent-operated) is then neither their governing Service
+	// nor written.
+	ServiceName *string `json:"-"`
+	// NoServiceAccountToken (automountServiceAccountToken false) mounts
+	// no service account token in the pods: the reloaders read their
+	// volumes (spec.reloader.source volume) and report nothing.
+	NoServiceAccountToken bool `json:"-"`
 }

@@ -96,7 +96,7 @@ func operatorFields() []takeover.Field {
 		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
 		mapped("hostAliases", asIs),
 		mapped("hostNetwork", asIs),
-		mapped("web.tlsConfig", "the web configuration file's TLS settings (its certificate, key and client CA checked), the files mounted under /etc/alertmanager/web_tls; the probes and the reloaders over HTTPS, the reloaders verifying the certificate"),
+		mapped("web.tlsConfig", "the web configuration file's TLS settings (its certificate, key and client CA checked), the files mounted under /etc/alertmanager/web_tls (certFile and clientCAFile, files of the pod's, written as they are, as prometheus-operator; keyFile refused, InvalidSpec: prometheus-operator writes no StatefulSet for it); the probes and the reloaders over HTTPS, the reloaders verifying the certificate (not a certFile, which the controller cannot read: as prometheus-operator's reloaders)"),
 		mapped("web.httpConfig", "the web configuration file's HTTP settings"),
 		mapped("web.getConcurrency", flag),
 		mapped("web.timeout", flag),

@@ -7,9 +7,11 @@ import (
 	"fmt"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/controller/webconfig"
 )
 
@@ -45,6 +47,9 @@ func webFields(am *monitoringv1.Alertmanager) *monitoringv1.WebConfigFileFields 
 // error too, so that their change renders am again.
 func renderWeb(ctx context.Context, reader client.Reader, am *monitoringv1.Alertmanager) (webconfig.Rendered, error) {
 	fields := webFields(am)
+	if fields != nil && fields.TLSConfig != nil && ptr.Deref(fields.TLSConfig.KeyFile, "") != "" {
+		return webconfig.Rendered{}, fmt.Errorf("alertmanager %s/%s: spec.web.tlsConfig.keyFile: %s", am.Namespace, am.Name, takeover.ReasonKeyFile)
+	}
 	// A first pass names what the second reads.
 	first, _ := webconfig.Render(webDirs(), am.Namespace, am.Name, fields, store.Objects{})
 	objs, err := store.Read(ctx, reader, first.Refs)

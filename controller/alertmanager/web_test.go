@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/kube"
@@ -158,4 +159,16 @@ func createPeerTLS(t *testing.T, c client.Client, ns string, secret bool) {
 		return
 	}
 	require.NoError(t, c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peer-ca"}, Data: map[string]string{"ca.crt": "ca"}}))
+}
+
+// TestRenderWebKeyFile: a keyFile is refused, by its field, as
+// prometheus-operator's StatefulSet for it would be (a volume of a Secret
+// without a name); nothing is read for it.
+func TestRenderWebKeyFile(t *testing.T) {
+	am := &monitoringv1.Alertmanager{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "main"}}
+	am.Spec.Web = &monitoringv1.AlertmanagerWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+		CertFile: ptr.To("/etc/alertmanager/secrets/tls/tls.crt"), KeyFile: ptr.To("/etc/alertmanager/secrets/tls/tls.key"),
+	}}}
+	_, err := renderWeb(t.Context(), nil, am)
+	require.EqualError(t, err, "alertmanager ns/main: spec.web.tlsConfig.keyFile: "+takeover.ReasonKeyFile)
 }

@@ -61,6 +61,7 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 	spec.Alerting = operatorAlerting(in.Alerting)
 	spec.AdditionalAlertManagerConfigs, spec.AdditionalAlertRelabelConfigs = in.AdditionalAlertManagerConfigs, in.AdditionalAlertRelabelConfigs
 	spec.DisableCompaction = in.DisableCompaction
+	spec.AllowOverlappingBlocks = in.AllowOverlappingBlocks
 	spec.RemoteRead, spec.QueryLogFile = in.RemoteRead, in.QueryLogFile
 	spec.ExcludedFromEnforcement = operatorExcluded(in)
 	return spec

@@ -277,6 +277,14 @@ func TestConvertMappedFields(t *testing.T) {
 			&monitoringv1.ChunkEncodingSpec{Floats: ptr.To(monitoringv1.ChunkEncodingFloatsXor2)}},
 		{"apiserverConfig", "apiserverConfig: {host: 'https://k8s:6443'}", func(s v1alpha1.PrometheusServerSpec) any { return s.APIServerConfig },
 			&monitoringv1.APIServerConfig{Host: "https://k8s:6443"}},
+		{"web.tlsConfig.certFile", "web: {tlsConfig: {certFile: /c, keySecret: {name: tls, key: key}}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.CertFile }, ptr.To("/c")},
+		{"web.tlsConfig.clientCAFile", "web: {tlsConfig: {certFile: /c, keySecret: {name: tls, key: key}, clientCAFile: /ca}}", func(s v1alpha1.PrometheusServerSpec) any { return s.Web.TLSConfig.ClientCAFile }, ptr.To("/ca")},
+		{"allowOverlappingBlocks", "allowOverlappingBlocks: true", func(s v1alpha1.PrometheusServerSpec) any { return s.AllowOverlappingBlocks }, true},
+		{"enableOTLPReceiver", "enableOTLPReceiver: false", func(s v1alpha1.PrometheusServerSpec) any { return s.EnableOTLPReceiver }, ptr.To(false)},
+		{"automountServiceAccountToken", "automountServiceAccountToken: false", func(s v1alpha1.PrometheusServerSpec) any {
+			return []any{s.NoServiceAccountToken, s.Reloader.Source}
+		}, []any{true, v1alpha1.SourceVolume}},
+		{"serviceName", "serviceName: mine", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceName }, ptr.To("mine")},
 	}
 	tested := map[string]bool{}
 	for _, c := range cases {

@@ -66,6 +66,8 @@ func argsSpec(p *monitoringv1.Prometheus) {
 	s.LogLevel, s.LogFormat = "debug", "json"
 	s.ListenLocal = true
 	s.DisableCompaction = true
+	s.AllowOverlappingBlocks = true
+	s.EnableOTLPReceiver = ptr.To(true)
 }
 
 // TestOperator runs prometheus-operator's own operator (v0.93.1, default
@@ -107,8 +109,32 @@ func testOperatorArgs(t *testing.T, c client.Client) {
 			}}
 			// Flags a 2.0 message before 2.54 turns off in the operator.
 			p.Spec.LogFormat, p.Spec.EnableFeatures = "json", []monitoringv1.EnableFeature{"exemplar-storage"}
+			p.Spec.EnableOTLPReceiver = ptr.To(true)
 		}})
 	}
+	for _, v := range []string{"v2.55.0", "v3.0.0"} {
+		cases = append(cases, argsCase{"an otlp section " + v, func(p *monitoringv1.Prometheus) {
+			p.Spec.Version = v
+			p.Spec.OTLP = &monitoringv1.OTLPConfig{PromoteResourceAttributes: []string{"service.instance.id"}}
+		}})
+	}
+	// The user's governing Service, which the operator wants before it
+	// writes the StatefulSet; no token; the web configuration's files.
+	require.NoError(t, c.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "governing"},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app.kubernetes.io/name": "prometheus"}},
+	}))
+	// (keyFile is refused: the operator writes no StatefulSet for it.)
+	cases = append(cases, argsCase{"serviceName, no token, web files", func(p *monitoringv1.Prometheus) {
+		p.Spec.ServiceName = ptr.To("governing")
+		p.Spec.AutomountServiceAccountToken = ptr.To(false)
+		p.Spec.Secrets = []string{"web-tls"}
+		p.Spec.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+			CertFile:     ptr.To("/etc/prometheus/secrets/web-tls/tls.crt"),
+			KeySecret:    corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "web-tls"}, Key: "tls.key"},
+			ClientCAFile: ptr.To("/etc/prometheus/secrets/web-tls/ca.crt"), ClientAuthType: ptr.To(monitoringv1.ClientAuthType("VerifyClientCertIfGiven")),
+		}}}
+	}})
 	for _, v := range []string{"v3.12.0", "v3.13.0"} {
 		cases = append(cases, argsCase{"xor2 chunks " + v, func(p *monitoringv1.Prometheus) {
 			p.Spec.Version = v
@@ -135,8 +161,33 @@ func testOperatorArgs(t *testing.T, c client.Client) {
 			require.Empty(t, unsupported)
 			_, ours := promserver.RenderWorkload(server, testPodOptions())
 			require.Equal(t, containerArgs(t, &sts), containerArgs(t, ours), "the flags of Prometheus %s", p.Spec.Version)
+			require.Equal(t, sts.Spec.ServiceName, ours.Spec.ServiceName, "the governing Service")
+			require.Equal(t, sts.Spec.Template.Spec.AutomountServiceAccountToken, ours.Spec.Template.Spec.AutomountServiceAccountToken)
+			var web corev1.Secret
+			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: sts.Name + "-web-config"}, &web))
+			ourWeb, err := promserver.RenderWeb(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout, Secrets: map[string]*corev1.Secret{
+				ns + "/web-tls": {ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-tls"}, Data: map[string][]byte{"tls.key": []byte("a key")}},
+			}})
+			require.NoError(t, err)
+			require.Equal(t, webFiles(t, web.Data[promserver.WebConfigSecretKey]), webFiles(t, ourWeb.Secret.Data[promserver.WebConfigSecretKey]), "the web configuration")
 		})
 	}
+}
+
+// webFiles is the web configuration file but the paths of the files of
+// Secrets and ConfigMaps, which each side mounts where it does (podreload
+// under /etc/prometheus/web_tls): the paths of the pod's files, as the
+// object names them, are compared, and the settings.
+func webFiles(t *testing.T, file []byte) map[string]map[string]any {
+	t.Helper()
+	var cfg map[string]map[string]any
+	require.NoError(t, yaml.Unmarshal(file, &cfg))
+	for _, k := range []string{"cert_file", "key_file", "client_ca_file"} {
+		if p, ok := cfg["tls_server_config"][k].(string); ok && !strings.HasPrefix(p, "/etc/prometheus/secrets/") {
+			cfg["tls_server_config"][k] = "a Secret's or ConfigMap's"
+		}
+	}
+	return cfg
 }
 
 // containerArgs are the arguments of the container prometheus of sts.

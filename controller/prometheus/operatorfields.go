@@ -14,7 +14,6 @@ import (
 // docs/prometheus-operator.md is its rendering (TestOperatorFieldMatrix).
 func operatorFields() []takeover.Field {
 	const (
-		flag     = promoperator.ReasonFlag
 		selector = promoperator.MappedSelector
 		nsSel    = promoperator.MappedNamespaceSelector
 	)
@@ -61,7 +60,7 @@ func operatorFields() []takeover.Field {
 		mapped("remoteRead", "the remote_read section, each key from the Prometheus version that has it, as prometheus-operator (a Prometheus field only, not a PrometheusServer one)"),
 		refuse("thanos", "the Thanos sidecar is out of scope"),
 		mapped("queryLogFile", "global.query_log_file from Prometheus 2.16; a name without a directory is in /var/log/prometheus, the emptyDir log-file, as prometheus-operator mounts it (not when scrapeFailureLogFile is set)"),
-		refuseBut("allowOverlappingBlocks", flag+" (deprecated; a flag for Prometheus 2.11 to 2.39 only); accepted: false", takeover.OnlyBool(false)),
+		mapped("allowOverlappingBlocks", "--storage.tsdb.allow-overlapping-blocks from Prometheus 2.11 to 2.38, as prometheus-operator (deprecated)"),
 		mapped("exemplars", "spec.exemplars: storage.exemplars.max_exemplars"),
 		mapped("evaluationInterval", "spec.evaluationInterval; unset is 30s"),
 		mapped("ruleQueryOffset", "spec.ruleQueryOffset: global.rule_query_offset"),

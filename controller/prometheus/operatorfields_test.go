@@ -64,11 +64,8 @@ Two refusals are not of one field:
 func acceptedValues() map[string][]string {
 	return map[string][]string{
 		"shardingStrategy":             {`{}`, `{"mode": "Address"}`},
-		"enableOTLPReceiver":           {`false`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
-		"automountServiceAccountToken": {`true`},
 		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
-		"allowOverlappingBlocks":       {`false`},
 		"containers": {`[{"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.19.0"}]`,
 			`[{"name": "prometheus", "env": [{"name": "GOMEMLIMIT", "value": "1GiB"}]}]`,
 			`[{"name": "config-reloader", "resources": {"limits": {"memory": "50Mi"}}}]`},
@@ -80,10 +77,9 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
-		"automountServiceAccountToken": `false`,
-		"shardRetentionPolicy":         `{"whenScaled": "Retain"}`,
-		"containers":                   `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9090/-/reload"]}]`,
-		"initContainers":               `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1"}]`,
+		"shardRetentionPolicy": `{"whenScaled": "Retain"}`,
+		"containers":           `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9090/-/reload"]}]`,
+		"initContainers":       `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1"}]`,
 	}
 }
 
@@ -135,9 +131,7 @@ disableCompaction: true
 	require.Equal(t, []string{
 		"containers",
 		"retentionPercentage",
-		"serviceName",
 		"thanos",
-		"web.tlsConfig.certFile",
 		"web.tlsConfig.keyFile",
 	}, unsupported)
 }

@@ -180,3 +180,107 @@ query: {lookbackDelta: 2m, maxConcurrency: 10, maxSamples: 1000, timeout: 1m}
 	server, _ = convert(t, "{query: {timeout: 1m}, additionalArgs: [{name: query.timeout, value: 2m}]}")
 	require.EqualError(t, promserver.ValidateArgs(server), "spec.additionalArgs: query.timeout set by the controller itself")
 }
+
+// argsOf are the Prometheus flags rendered for a Prometheus with spec.
+func argsOf(t *testing.T, spec string) []string {
+	t.Helper()
+	server, unsupported := convert(t, spec)
+	require.Empty(t, unsupported)
+	_, sts := promserver.RenderWorkload(server, testPodOptions())
+	return sts.Spec.Template.Spec.Containers[0].Args
+}
+
+// TestOperatorFlagFields: allowOverlappingBlocks and enableOTLPReceiver
+// are the flags prometheus-operator renders for them, at the versions it
+// gates them on (buildServerArgs, BuildCommonPrometheusArgs), and nothing
+// outside them.
+func TestOperatorFlagFields(t *testing.T) {
+	const overlapping = "--storage.tsdb.allow-overlapping-blocks"
+	for version, want := range map[string]bool{"v2.10.0": false, "v2.11.0": true, "v2.38.0": true, "v2.39.0": false, "v3.13.1": false} {
+		require.Equal(t, want, slices.Contains(argsOf(t, "{allowOverlappingBlocks: true, version: "+version+"}"), overlapping), version)
+	}
+	require.NotContains(t, argsOf(t, "{allowOverlappingBlocks: false, version: v2.20.0}"), overlapping)
+
+	otlp := func(args []string) []string {
+		var out []string
+		for _, a := range args {
+			if a == "--web.enable-otlp-receiver" || strings.HasPrefix(a, "--enable-feature=") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		spec string
+		want []string
+	}{
+		{"{enableOTLPReceiver: true, version: v2.46.0}", nil},
+		{"{enableOTLPReceiver: true, version: v2.47.0}", []string{"--enable-feature=otlp-write-receiver"}},
+		{"{enableOTLPReceiver: true, version: v2.55.1, enableFeatures: [exemplar-storage]}", []string{"--enable-feature=otlp-write-receiver", "--enable-feature=exemplar-storage"}},
+		{"{enableOTLPReceiver: true, version: v3.0.0}", []string{"--web.enable-otlp-receiver"}},
+		{"{enableOTLPReceiver: true}", []string{"--web.enable-otlp-receiver"}},
+		{"{otlp: {promoteResourceAttributes: [a]}}", []string{"--web.enable-otlp-receiver"}},
+		{"{enableOTLPReceiver: false, otlp: {promoteResourceAttributes: [a]}}", nil},
+		{"{enableOTLPReceiver: false}", nil},
+		{"{}", nil},
+	} {
+		require.Equal(t, c.want, otlp(argsOf(t, c.spec)), c.spec)
+	}
+}
+
+// TestOperatorServiceName: with serviceName, the StatefulSets' governing
+// Service is the user's, and prometheus-operated is not rendered, as
+// prometheus-operator does.
+func TestOperatorServiceName(t *testing.T) {
+	server, unsupported := convert(t, "{serviceName: mine, shards: 2}")
+	require.Empty(t, unsupported)
+	svc, sts := promserver.RenderWorkload(server, testPodOptions())
+	require.Nil(t, svc)
+	require.Equal(t, "mine", sts.Spec.ServiceName)
+	require.Equal(t, "mine", promserver.RenderShard(server, testPodOptions(), 1).Spec.ServiceName)
+	objs, err := promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}, testOptions(), nil)
+	require.NoError(t, err)
+	require.Nil(t, objs.Service)
+
+	server, _ = convert(t, "{}")
+	svc, sts = promserver.RenderWorkload(server, testPodOptions())
+	require.Equal(t, "prometheus-operated", svc.Name)
+	require.Equal(t, "prometheus-operated", sts.Spec.ServiceName)
+}
+
+// TestOperatorNoServiceAccountToken: with automountServiceAccountToken
+// false the pods mount no token, as prometheus-operator's, and both
+// config-reloaders read the volumes, keep their state on the data volume
+// (no state Secret) and report nothing; unset, the token is mounted and
+// they read, keep and report through the API server.
+func TestOperatorNoServiceAccountToken(t *testing.T) {
+	render := func(spec string) (corev1.PodSpec, *promserver.Objects) {
+		server, unsupported := convert(t, spec)
+		require.Empty(t, unsupported)
+		objs, err := promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}, testOptions(), nil)
+		require.NoError(t, err)
+		return objs.StatefulSets[0].Spec.Template.Spec, objs
+	}
+	pod, objs := render("{automountServiceAccountToken: false, ruleSelector: {}}")
+	require.Equal(t, ptr.To(false), pod.AutomountServiceAccountToken)
+	require.Empty(t, objs.StateSecrets)
+	for _, c := range []corev1.Container{pod.InitContainers[0], pod.Containers[1]} {
+		require.Contains(t, c.Args, "--config-file=/etc/prometheus/config/prometheus.yaml.gz", c.Name)
+		require.Contains(t, c.Args, "--state-dir="+promserver.ReloaderStateDir, c.Name)
+		require.Contains(t, c.Args, "--rules-input-dir=/etc/prometheus/rule-configmaps/prometheus-k8s-rulefiles-0", c.Name)
+		for _, a := range c.Args {
+			require.False(t, strings.HasPrefix(a, "--config-secret=") || strings.HasPrefix(a, "--state-secret=") || strings.HasPrefix(a, "--report-pod="), "%s: %s", c.Name, a)
+		}
+	}
+	require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "prometheus-k8s"
+	}), "the configuration Secret's volume")
+
+	for _, spec := range []string{"{ruleSelector: {}}", "{automountServiceAccountToken: true, ruleSelector: {}}"} {
+		pod, objs = render(spec)
+		require.Equal(t, ptr.To(true), pod.AutomountServiceAccountToken, spec)
+		require.Len(t, objs.StateSecrets, 1, spec)
+		require.Contains(t, pod.Containers[1].Args, "--config-secret=monitoring/prometheus-k8s", spec)
+		require.Contains(t, pod.Containers[1].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)", spec)
+	}
+}

@@ -231,3 +231,33 @@ func TestRenderDaemonSet(t *testing.T) {
 	require.Contains(t, cfg, "field: spec.nodeName=$(NODE_NAME)")
 	require.NotContains(t, cfg, "hashmod", "no sharding")
 }
+
+// TestRenderAgentCommonFields: the common fields a takeover maps for a
+// Prometheus are the agent's too: serviceName (the user's governing
+// Service, no prometheus-agent-operated), automountServiceAccountToken
+// false (no token, the reloaders on the volumes) and enableOTLPReceiver,
+// with prometheus-operator's version gate.
+func TestRenderAgentCommonFields(t *testing.T) {
+	a := testAgent("monitoring", "edge")
+	a.Spec.ServiceName = ptr.To("edge-agents")
+	a.Spec.AutomountServiceAccountToken = ptr.To(false)
+	a.Spec.EnableOTLPReceiver = ptr.To(true)
+	server, unsupported := FromAgent(a)
+	require.Empty(t, unsupported)
+	objs, err := promserver.Render(promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}, promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, nil)
+	require.NoError(t, err)
+	require.Nil(t, objs.Service)
+	for _, sts := range objs.StatefulSets {
+		require.Equal(t, "edge-agents", sts.Spec.ServiceName, sts.Name)
+		pod := sts.Spec.Template.Spec
+		require.Equal(t, ptr.To(false), pod.AutomountServiceAccountToken, sts.Name)
+		require.Contains(t, pod.Containers[0].Args, "--web.enable-otlp-receiver", sts.Name)
+		require.Contains(t, pod.Containers[1].Args, "--config-file=/etc/prometheus/config/prometheus.yaml.gz", sts.Name)
+		require.NotContains(t, pod.Containers[1].Args, "--report-pod=$(POD_NAMESPACE)/$(POD_NAME)", sts.Name)
+	}
+
+	a.Spec.Version = "v2.47.0"
+	server, _ = FromAgent(a)
+	_, sts := promserver.RenderWorkload(server, promserver.PodOptions{WorkloadOptions: promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, RuleShards: 1})
+	require.Contains(t, sts.Spec.Template.Spec.Containers[0].Args, "--enable-feature=otlp-write-receiver")
+}

@@ -83,6 +83,7 @@ func TestConvertKubePrometheusStack(t *testing.T) {
 		ScrapeInterval:     "30s",
 		EvaluationInterval: "30s",
 		Reloader:           v1alpha1.ReloaderSpec{ReloadMethod: "http"},
+		TakenOver:          v1alpha1.TakenOver{EnableOTLPReceiver: ptr.To(false)},
 	}
 	require.Equal(t, want, server.Spec)
 

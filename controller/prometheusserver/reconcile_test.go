@@ -104,6 +104,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("take over with two controllers of the same id", cp.testTakeoverLeader)
 	t.Run("a field of a newer prometheus-operator's CRD", cp.testTakeoverNewerCRD)
 	t.Run("Secrets of a Prometheus taken over", cp.testTakeoverSecrets)
+	t.Run("a Prometheus with its own governing Service and no token", cp.testTakeoverServiceName)
 	t.Run("API server restart", cp.testRestart)
 }
 

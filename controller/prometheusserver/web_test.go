@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podreload/podreload/controller/promserver"
@@ -142,10 +143,15 @@ func checkWeb(t *testing.T, promtool string, in promserver.Inputs, out *promserv
 	for _, m := range sidecar.VolumeMounts {
 		require.NotEqual(t, "web-tls-key", m.Name, "the config-reloader never mounts Prometheus' key")
 	}
-	// The files it names are relative to its directory.
+	writeServerSecrets(t, in, pod, prometheus, local)
+	// The files it names are relative to its directory, or files of the
+	// pod's (certFile, keyFile, clientCAFile), absolute: those are
+	// mapped too.
 	path := local(configFile)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, out.WebConfigSecret.Data[promserver.WebConfigSecretKey], 0o644))
+	file := out.WebConfigSecret.Data[promserver.WebConfigSecretKey]
+	file = bytes.ReplaceAll(file, []byte(" /etc/prometheus/"), []byte(" "+local("/etc/prometheus/")))
+	require.NoError(t, os.WriteFile(path, file, 0o644))
 	got, err := exec.CommandContext(t.Context(), promtool, "check", "web-config", path).CombinedOutput()
 	require.NoError(t, err, "promtool check web-config:\n%s", got)
 
@@ -155,21 +161,51 @@ func checkWeb(t *testing.T, promtool string, in promserver.Inputs, out *promserv
 	}
 	require.Equal(t, corev1.URISchemeHTTPS, prometheus.ReadinessProbe.HTTPGet.Scheme)
 	require.Equal(t, corev1.URISchemeHTTPS, prometheus.LivenessProbe.HTTPGet.Scheme)
-	checkReloadVerifies(t, sidecar.Args, local)
+	var cfg struct {
+		TLS struct {
+			Cert string `yaml:"cert_file"`
+			Key  string `yaml:"key_file"`
+		} `yaml:"tls_server_config"`
+	}
+	require.NoError(t, yaml.Unmarshal(file, &cfg))
+	abs := func(f string) string {
+		if filepath.IsAbs(f) {
+			return f
+		}
+		return filepath.Join(filepath.Dir(path), f)
+	}
+	checkReloadVerifies(t, sidecar.Args, local, abs(cfg.TLS.Cert), abs(cfg.TLS.Key))
+}
+
+// writeServerSecrets writes the keys of the spec.secrets Secrets of the
+// pod where prometheus mounts them (under local), for the files of the
+// pod's that the web configuration names.
+func writeServerSecrets(t *testing.T, in promserver.Inputs, pod corev1.PodSpec, prometheus corev1.Container, local func(string) string) {
+	t.Helper()
+	for _, v := range pod.Volumes {
+		if v.Secret == nil || !strings.HasPrefix(v.Name, "secret-") {
+			continue
+		}
+		for _, m := range prometheus.VolumeMounts {
+			if m.Name != v.Name {
+				continue
+			}
+			s := in.Secrets[in.Server.Namespace+"/"+v.Secret.SecretName]
+			require.NotNil(t, s, v.Secret.SecretName)
+			require.NoError(t, os.MkdirAll(local(m.MountPath), 0o755))
+			for k, data := range s.Data {
+				require.NoError(t, os.WriteFile(local(m.MountPath+"/"+k), data, 0o600))
+			}
+		}
+	}
 }
 
 // checkReloadVerifies serves HTTPS with the certificate and key under
 // dir, and has the client the config-reloader's flags make, whose files
 // local maps, reload through it, verifying the certificate.
-func checkReloadVerifies(t *testing.T, args []string, local func(string) string) {
+func checkReloadVerifies(t *testing.T, args []string, local func(string) string, certFile, keyFile string) {
 	t.Helper()
-	certs, err := filepath.Glob(local(promserver.WebTLSMountPath + "/cert/*"))
-	require.NoError(t, err)
-	keys, err := filepath.Glob(local(promserver.WebTLSMountPath + "/key/*"))
-	require.NoError(t, err)
-	require.Len(t, certs, 1)
-	require.Len(t, keys, 1)
-	pair, err := tls.LoadX509KeyPair(certs[0], keys[0])
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	require.NoError(t, err)
 	reloads := 0
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -192,11 +228,20 @@ func checkReloadVerifies(t *testing.T, args []string, local func(string) string)
 	u.Host = net.JoinHostPort(u.Hostname(), port)
 
 	ca, ok := flagValue(args, "reload-tls-ca-file")
-	require.True(t, ok, "--reload-tls-ca-file")
 	name, _ := flagValue(args, "reload-tls-server-name")
-	client, mode, err := reloader.TLS{CAFile: local(ca), ServerName: name}.Client(u)
+	want := "server certificate verified with CA file " + local(ca)
+	if !ok {
+		// A certificate file of the pod's, which the controller cannot
+		// read: not verified, as prometheus-operator's reloader.
+		require.Equal(t, "localhost", u.Hostname())
+		require.Empty(t, name)
+		want = "server certificate not verified: loopback host and no CA file"
+	} else {
+		ca = local(ca)
+	}
+	client, mode, err := reloader.TLS{CAFile: ca, ServerName: name}.Client(u)
 	require.NoError(t, err)
-	require.Equal(t, "server certificate verified with CA file "+local(ca), mode)
+	require.Equal(t, want, mode)
 	resp, err := client.Post(u.String(), "", nil)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())

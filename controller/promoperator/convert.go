@@ -98,8 +98,15 @@ func CommonSpec(in monitoringv1.CommonPrometheusFields, image string) v1alpha1.P
 			HostNetwork:                          in.HostNetwork, MaximumStartupDurationSeconds: in.MaximumStartupDurationSeconds,
 			TracingConfig: in.TracingConfig, Runtime: in.Runtime, OTLP: in.OTLP,
 			ScrapeFailureLogFile: in.ScrapeFailureLogFile, PodTargetLabels: in.PodTargetLabels, APIServerConfig: in.APIServerConfig,
+			EnableOTLPReceiver: in.EnableOTLPReceiver, ServiceName: in.ServiceName,
+			NoServiceAccountToken: !ptr.Deref(in.AutomountServiceAccountToken, true),
 		},
 		Reloader: v1alpha1.ReloaderSpec{ReloadMethod: operatorReloadMethod(in.ReloadStrategy)},
+	}
+	if spec.NoServiceAccountToken {
+		// No token to read the API server with: the reloaders read the
+		// kubelet's volumes, as prometheus-operator's do.
+		spec.Reloader.Source = v1alpha1.SourceVolume
 	}
 	if in.Storage != nil {
 		spec.Ephemeral, spec.DisableMountSubPath = in.Storage.Ephemeral, in.Storage.DisableMountSubPath

@@ -9,8 +9,6 @@ import (
 
 // Reasons and descriptions the field tables of the kinds share.
 const (
-	// ReasonFlag refuses a Prometheus flag not rendered.
-	ReasonFlag = "a Prometheus flag podreload does not render yet"
 	// ReasonGlobal refuses a global setting of the configuration not
 	// rendered.
 	ReasonGlobal = "a global setting of the configuration podreload does not render yet"
@@ -28,7 +26,6 @@ const (
 //nolint:funlen // A table, one row per field of the upstream spec: its length is the spec's, not logic.
 func CommonFields() []takeover.Field {
 	const (
-		flag     = ReasonFlag
 		pod      = "a pod setting podreload does not render yet"
 		selector = MappedSelector
 		nsSel    = MappedNamespaceSelector
@@ -64,7 +61,7 @@ func CommonFields() []takeover.Field {
 		mapped("scrapeProtocols", "spec.scrapeProtocols: global.scrape_protocols from Prometheus 2.49, PrometheusText1.0.0 from 3.0, as prometheus-operator"),
 		mapped("externalLabels", "spec.externalLabels; prometheus and prometheus_replica win"),
 		mapped("enableRemoteWriteReceiver", "spec.enableRemoteWriteReceiver: --web.enable-remote-write-receiver from Prometheus 2.33"),
-		refuseBut("enableOTLPReceiver", flag+"; accepted: false", takeover.OnlyBool(false)),
+		mapped("enableOTLPReceiver", "--web.enable-otlp-receiver from Prometheus 3, the feature otlp-write-receiver (a flag of its own) from 2.47; unset, on with an otlp section, as prometheus-operator"),
 		mapped("remoteWriteReceiverMessageVersions", "spec.remoteWriteReceiverMessageVersions: --web.remote-write-receiver.accepted-protobuf-messages from Prometheus 2.54, with enableRemoteWriteReceiver"),
 		mapped("enableFeatures", "spec.enableFeatures"),
 		mapped("externalUrl", "spec.externalUrl"),
@@ -80,9 +77,9 @@ func CommonFields() []takeover.Field {
 		mapped("volumes", "spec.volumes; a name the controller uses is refused (InvalidSpec)"),
 		mapped("volumeMounts", "spec.volumeMounts, on the Prometheus container after the data volume's"),
 		mapped("persistentVolumeClaimRetentionPolicy", "the StatefulSets', as prometheus-operator sets it"),
-		refuse("web.tlsConfig.certFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
-		refuse("web.tlsConfig.keyFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
-		refuse("web.tlsConfig.clientCAFile", "podreload renders the web configuration's certificates from Secrets and ConfigMaps (cert, keySecret, client_ca), not files yet"),
+		mapped("web.tlsConfig.certFile", "cert_file, the path as it is (a file the pod mounts: secrets, configMaps, volumes), as prometheus-operator writes it; the config-reloader then reloads at https://localhost without verifying the certificate, as prometheus-operator's does"),
+		refuse("web.tlsConfig.keyFile", takeover.ReasonKeyFile),
+		mapped("web.tlsConfig.clientCAFile", "client_ca_file, the path as it is, as prometheus-operator writes it (with a clientAuthType that asks for client certificates, as client_ca)"),
 		limit("web.tlsConfig.clientAuthType", "a type that requires a client certificate leaves the pods never ready (the kubelet's probes present none); accepted: NoClientCert, RequestClientCert, VerifyClientCertIfGiven",
 			takeover.OnlyStrings("NoClientCert", "RequestClientCert", "VerifyClientCertIfGiven")),
 		mapped("web.tlsConfig.cert", "spec.web.tlsConfig.cert"),
@@ -100,7 +97,7 @@ func CommonFields() []takeover.Field {
 		mapped("nodeSelector", "spec.nodeSelector"),
 		mapped("schedulerName", "spec.schedulerName"),
 		mapped("serviceAccountName", "spec.serviceAccountName"),
-		refuseBut("automountServiceAccountToken", "the config-reloader reads the API server and reports what Prometheus runs with the pod's token; accepted: true", takeover.OnlyBool(true)),
+		mapped("automountServiceAccountToken", "unset or true, the pods mount the token and the config-reloaders read the configuration and the rule files through the API server and report what Prometheus runs (ConfigApplied); false, the pods mount none, as prometheus-operator's (Prometheus' Kubernetes service discovery then needs apiserverConfig's credentials, as there), the config-reloaders read the volumes (a change 60 to 90 s later, when the kubelet syncs it), keep their state on the data volume and report nothing: ConfigApplied Unknown, NotReported"),
 		mapped("secrets", "spec.secrets: volumes secret-<name> at /etc/prometheus/secrets/<name>, as prometheus-operator"),
 		mapped("configMaps", "spec.configMaps: volumes configmap-<name> at /etc/prometheus/configmaps/<name>, as prometheus-operator"),
 		mapped("affinity", "spec.affinity"),
@@ -188,7 +185,7 @@ func CommonFields() []takeover.Field {
 		mapped("tsdb.staleSeriesCompactionThreshold", "storage.tsdb.stale_series_compaction_threshold from Prometheus 3.10 (between 0 and 1)"),
 		mapped("tsdb.chunkEncoding", "storage.tsdb.chunk_encoding.floats, lower-cased, from Prometheus 3.13 (Xor refused with the st-storage feature, as prometheus-operator); an agent's with no other TSDB setting (prometheus-operator writes a storage section for each, which Prometheus refuses)"),
 		mapped("scrapeFailureLogFile", "global.scrape_failure_log_file from Prometheus 2.55; a name without a directory is in /var/log/prometheus, the emptyDir log-file, as prometheus-operator mounts it"),
-		refuse("serviceName", "a governing Service of the user's is not rendered yet"),
+		mapped("serviceName", "the StatefulSets' governing Service, which must exist and select the pods (else nothing more is written, and the reconcile is retried), prometheus-operated left as it is, as prometheus-operator; an existing StatefulSet's is kept (it cannot change)"),
 		mapped("runtime", "runtime.gogc from Prometheus 2.53"),
 		mapped("terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds; unset is 600 in both"),
 		mapped("hostUsers", "spec.hostUsers"),

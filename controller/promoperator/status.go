@@ -55,6 +55,12 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 		want = res.Objs.ContentHash
 	}
 	_, applied := sidecar.Applied(want, pods.Items)
+	if server.Spec.NoServiceAccountToken {
+		applied = metav1.Condition{
+			Type: sidecar.ConditionConfigApplied, Status: metav1.ConditionUnknown, Reason: "NotReported",
+			Message: "automountServiceAccountToken is false: the config-reloaders read the configuration from its volume and cannot report what Prometheus runs",
+		}
+	}
 	applied.ObservedGeneration = p.GetGeneration()
 	if res.Cond.Type != "" && res.Cond.Status != metav1.ConditionTrue {
 		applied.ObservedGeneration = 0 // As for a PrometheusServer (writeStatus).

@@ -37,10 +37,9 @@ func operatorRuleFilesGlobs(server Target, shards int) []string {
 	if server.Spec.RuleSelector == nil {
 		return nil
 	}
+	// With the volume source too (automountServiceAccountToken false):
+	// the pods mount RuleVolumes(shards) of them, at least as many.
 	n := max(operatorRuleVolumes, shards)
-	if !APISource(server) {
-		n = RuleVolumes(shards) // The volumes the pods mount.
-	}
 	globs := make([]string, n)
 	for i := range globs {
 		globs[i] = ruleDir(server, i) + "/*.yaml"

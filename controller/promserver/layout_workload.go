@@ -108,8 +108,13 @@ func operatorObjectLabels(server Target) map[string]string {
 
 // governingService is prometheus-operated (prometheus-agent-operated for
 // agents), shared by every Prometheus of the namespace: it selects all of
-// their pods.
+// their pods. With spec.serviceName it is nil: the governing Service is
+// the user's, and prometheus-operated is left as it is, as
+// prometheus-operator does (server/operator.go sync).
 func governingService(server Target) *corev1.Service {
+	if server.Spec.ServiceName != nil {
+		return nil
+	}
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -129,7 +134,7 @@ func governingService(server Target) *corev1.Service {
 // Service.
 func operatorStatefulSet(server Target, sts *appsv1.StatefulSet) {
 	sts.Labels, sts.Annotations = operatorWorkloadMetadata(server, sts.Spec.Selector.MatchLabels)
-	sts.Spec.ServiceName = governingServiceOf(server)
+	sts.Spec.ServiceName = ptr.Deref(server.Spec.ServiceName, governingServiceOf(server))
 	// As prometheus-operator (pkg/operator/statefulset.go
 	// UpdateStrategyForStatefulSet, server/statefulset.go): unset, the API
 	// server's default.

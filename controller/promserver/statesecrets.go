@@ -38,11 +38,17 @@ const (
 )
 
 // stateInSecrets reports whether the reloaders of server keep their state
-// in Secrets: its storage is not a claim, and its pods are a
-// StatefulSet's.
+// in Secrets: its storage is not a claim, its pods are a StatefulSet's,
+// and they have a token to write them with. Without a token (a server
+// taken over with automountServiceAccountToken false) the state is on the
+// data volume whatever it is: with an emptyDir, it outlives a restart of
+// the containers, not the pod.
 func stateInSecrets(server Target) bool {
 	if server.Layout.DaemonSet() {
 		return false // The state is on the emptyDir (layout_daemonset.go).
+	}
+	if server.Spec.NoServiceAccountToken {
+		return false
 	}
 	_, _, claims := storageVolume(server.Spec.Storage)
 	if server.Layout.Operator() {

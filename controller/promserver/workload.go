@@ -268,9 +268,10 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	}
 	// The reloaders' state outlives the pod (statesecrets.go): a new pod
 	// starts Prometheus on what it last accepted, not on content it rejected.
-	if len(claims) > 0 || server.Layout.DaemonSet() {
-		// A DaemonSet's pods have names of their own, unknown before they
-		// are: no state Secret, the state on the emptyDir.
+	// On a claim, in a DaemonSet's pods (names of their own, unknown
+	// before they are) and without a token: on the data volume
+	// (stateInSecrets).
+	if !stateInSecrets(server) {
 		src.args = append(src.args, "--state-dir="+ReloaderStateDir)
 		src.reloaderMounts = append(src.reloaderMounts, storage)
 	} else {
@@ -301,6 +302,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		ListenHost:      reloaderListenHost(spec),
 		LogLevel:        spec.LogLevel,
 		LogFormat:       spec.LogFormat,
+		NoReport:        spec.NoServiceAccountToken,
 	})
 	initReloader.ImagePullPolicy, reloader.ImagePullPolicy = spec.ImagePullPolicy, spec.ImagePullPolicy
 
@@ -308,7 +310,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            spec.ServiceAccountName,
-			AutomountServiceAccountToken:  ptr.To(true), // Whatever the service account says: the sidecar reports, and reads with the API source.
+			AutomountServiceAccountToken:  ptr.To(!spec.NoServiceAccountToken), // Whatever the service account says: the sidecar reports, and reads with the API source.
 			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(spec.TerminationGracePeriodSeconds, gracePeriod)),
 			SecurityContext:               security,
 			InitContainers:                []corev1.Container{initReloader},

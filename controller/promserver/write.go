@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/configsecret"
@@ -100,7 +101,11 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 		// StatefulSet mode's objects deleted (layout_daemonset.go).
 		return nil, r.writeDaemonSet(ctx, server, own, objs.DaemonSet)
 	}
-	if err := writeService(ctx, r.Writer, own, objs.Service, kube.SyncService); err != nil {
+	if objs.Service != nil {
+		if err := writeService(ctx, r.Writer, own, objs.Service, kube.SyncService); err != nil {
+			return nil, err
+		}
+	} else if err := r.checkGoverningService(ctx, server); err != nil {
 		return nil, err
 	}
 	var (
@@ -292,4 +297,27 @@ func writeAll[T any](objs []T, write func(T) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// checkGoverningService checks, for a server whose governing Service is
+// the user's (spec.serviceName), that the Service exists and selects the
+// pods, as prometheus-operator does before it writes the StatefulSets
+// (pkg/k8s EnsureCustomGoverningService): when it does not, nothing more
+// is written, and the reconcile is retried.
+func (r *Reconciler) checkGoverningService(ctx context.Context, server Target) error {
+	if server.Spec.ServiceName == nil {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: server.Namespace, Name: *server.Spec.ServiceName}
+	var svc corev1.Service
+	if err := r.reader.Get(ctx, key, &svc); err != nil {
+		return fmt.Errorf("spec.serviceName: get the governing Service %s: %w", key, err)
+	}
+	pods := labels.Set(operatorSelectorLabels(server))
+	// An empty selector selects every pod, as prometheus-operator reads it.
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(pods) {
+		return fmt.Errorf("spec.serviceName: the governing Service %s with selector %q does not select the pods, labelled %q",
+			key, labels.Set(svc.Spec.Selector).String(), pods.String())
+	}
+	return nil
 }

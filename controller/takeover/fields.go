@@ -292,6 +292,12 @@ func Uncovered(typ reflect.Type, table []Field) (missing, unknown []string) {
 	return missing, unknown
 }
 
+// ReasonKeyFile is why a web.tlsConfig.keyFile of prometheus-operator's
+// kinds is refused in a takeover: prometheus-operator's pkg/webconfig
+// mounts keySecret whatever keyFile says, so with keyFile alone it writes
+// a volume of a Secret without a name, which the API server refuses.
+const ReasonKeyFile = "prometheus-operator v0.93.1 writes no StatefulSet for it (it mounts keySecret's volume all the same, a Secret without a name, which the API server refuses), so a takeover could not hand it back: keySecret works in both"
+
 // Legend explains the classes of Matrix's rows, for the docs.
 const Legend = `- **mapped**: carried into the PrometheusServer the object is rendered as,
   with prometheus-operator's meaning and defaults;

@@ -7,6 +7,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // file is a file of spec.web.tlsConfig in the pods: a key of a Secret or
@@ -53,21 +54,36 @@ func (f file) mount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: f.volumeName(), MountPath: f.dirs.TLS + "/" + f.dir, ReadOnly: true}
 }
 
-// files are the files of tlsConfig t the server reads, and the CA file
-// the config-reloader verifies the server's certificate with.
+// files are the files of tlsConfig t the server reads from Secrets and
+// ConfigMaps (not those of the pod's, certFile, keyFile and
+// clientCAFile), and the CA file the config-reloader verifies the
+// server's certificate with (none, its dir empty, when reload is
+// Unverified).
 func files(dirs Dirs, t *monitoringv1.WebTLSConfig, reload Reload) (server []file, reloader file) {
-	server = []file{
-		{dirs: dirs, dir: "cert", ref: t.Cert},
-		{dirs: dirs, dir: "key", ref: monitoringv1.SecretOrConfigMap{Secret: &t.KeySecret}},
+	if ptr.Deref(t.CertFile, "") == "" {
+		server = append(server, file{dirs: dirs, dir: "cert", ref: t.Cert})
+	}
+	if ptr.Deref(t.KeyFile, "") == "" {
+		server = append(server, file{dirs: dirs, dir: "key", ref: monitoringv1.SecretOrConfigMap{Secret: &t.KeySecret}})
 	}
 	if t.ClientCA != (monitoringv1.SecretOrConfigMap{}) {
 		server = append(server, file{dirs: dirs, dir: "client_ca", ref: t.ClientCA})
+	}
+	if unverified(t, reload) {
+		return server, file{}
 	}
 	reloader = file{dirs: dirs, dir: "reload_ca", ref: t.Cert}
 	if reload.CA != nil {
 		reloader.ref = *reload.CA
 	}
 	return server, reloader
+}
+
+// unverified reports whether the config-reloader cannot verify the
+// certificate of t: it is a file of the pod's (whatever reload says,
+// Render's or not).
+func unverified(t *monitoringv1.WebTLSConfig, reload Reload) bool {
+	return reload.Unverified || ptr.Deref(t.CertFile, "") != ""
 }
 
 // Pod is what spec.web puts into the pods.
@@ -87,9 +103,10 @@ type Pod struct {
 // PodParts renders what web, spec.web, puts into the pods: with
 // tlsConfig or httpConfig, the web config Secret secretName mounted in the
 // server's container; with tlsConfig, the certificate, its key and the
-// client CA mounted there, and the CA that verifies the certificate
-// (reload) mounted in the config-reloader's, which reloads over HTTPS,
-// verifying the certificate.
+// client CA that Secrets and ConfigMaps hold mounted there (files of the
+// pod's are its own), and the CA that verifies the certificate (reload)
+// mounted in the config-reloader's, which reloads over HTTPS, verifying
+// the certificate unless reload is Unverified.
 func PodParts(dirs Dirs, secretName string, web *monitoringv1.WebConfigFileFields, reload Reload) Pod {
 	w := Pod{Scheme: "http", Host: "127.0.0.1"}
 	if !Enabled(web) {
@@ -105,9 +122,14 @@ func PodParts(dirs Dirs, secretName string, web *monitoringv1.WebConfigFileField
 		w.Volumes = append(w.Volumes, f.volume())
 		w.ServerMounts = append(w.ServerMounts, f.mount())
 	}
+	w.Scheme, w.Host = "https", cmp.Or(reload.Host, "localhost")
+	if unverified(web.TLSConfig, reload) {
+		// The config-reloader verifies no certificate at a loopback
+		// host without a CA file.
+		return w
+	}
 	w.Volumes = append(w.Volumes, ca.volume())
 	w.ReloaderMounts = []corev1.VolumeMount{ca.mount()}
-	w.Scheme, w.Host = "https", cmp.Or(reload.Host, "localhost")
 	w.ReloaderArgs = []string{"--reload-tls-ca-file=" + ca.path()}
 	if reload.ServerName != "" {
 		w.ReloaderArgs = append(w.ReloaderArgs, "--reload-tls-server-name="+reload.ServerName)

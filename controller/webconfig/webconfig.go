@@ -52,6 +52,11 @@ type Dirs struct {
 // The zero value verifies the certificate with itself, at
 // https://localhost.
 type Reload struct {
+	// Unverified is set when the certificate is a file of the pod's
+	// (certFile), which the controller cannot read: the config-reloader
+	// reloads at https://localhost without verifying it, as
+	// prometheus-operator's config-reloader does whatever the certificate.
+	Unverified bool
 	// CA is the Secret or ConfigMap key whose certificates verify
 	// the server's certificate; none means the certificate itself.
 	CA *monitoringv1.SecretOrConfigMap
@@ -191,11 +196,15 @@ func checkClientAuth(path string, t *monitoringv1.WebTLSConfig) error {
 		return fmt.Errorf("%s.clientAuthType: unknown type %q (one of %s, %s, %s, %s, %s)", path, auth,
 			noClientCert, requestClientCert, requireAnyClientCert, verifyClientCertIfGiven, requireAndVerifyClientCert)
 	}
-	hasCA := t.ClientCA != (monitoringv1.SecretOrConfigMap{})
+	hasCA := t.ClientCA != (monitoringv1.SecretOrConfigMap{}) || ptr.Deref(t.ClientCAFile, "") != ""
 	if hasCA && (auth == "" || auth == noClientCert) {
 		// exporter-toolkit refuses it at each connection: Prometheus
 		// would serve nothing.
-		return fmt.Errorf("%s.client_ca: set without a clientAuthType that asks for client certificates (%s or %s)", path, requestClientCert, verifyClientCertIfGiven)
+		field := "client_ca"
+		if ptr.Deref(t.ClientCAFile, "") != "" {
+			field = "clientCAFile"
+		}
+		return fmt.Errorf("%s.%s: set without a clientAuthType that asks for client certificates (%s or %s)", path, field, requestClientCert, verifyClientCertIfGiven)
 	}
 	return nil
 }
@@ -204,62 +213,139 @@ func checkClientAuth(path string, t *monitoringv1.WebTLSConfig) error {
 // config-reloader verifies the certificate.
 func (r *reader) tlsServerConfig(t *monitoringv1.WebTLSConfig) (yaml.MapItem, Reload, error) {
 	const path = "spec.web.tlsConfig"
-	for _, f := range []struct {
-		field, use string
-		file       *string
-	}{
-		{"certFile", "cert", t.CertFile}, {"keyFile", "keySecret", t.KeyFile}, {"clientCAFile", "client_ca", t.ClientCAFile},
-	} {
-		if ptr.Deref(f.file, "") != "" {
-			return yaml.MapItem{}, Reload{}, fmt.Errorf("%s.%s: files are not supported: the config-reloader verifies the server's certificate and reads it from a Secret or ConfigMap, use %s", path, f.field, f.use)
-		}
+	if err := checkSources(path, t); err != nil {
+		return yaml.MapItem{}, Reload{}, err
 	}
 	if err := checkClientAuth(path, t); err != nil {
 		return yaml.MapItem{}, Reload{}, err
 	}
-	certPEM, err := r.read(path+".cert", t.Cert)
+	reload, err := r.certificate(path, t)
 	if err != nil {
 		return yaml.MapItem{}, Reload{}, err
-	}
-	keyPEM, err := r.secret(path+".keySecret", t.KeySecret)
-	if err != nil {
-		return yaml.MapItem{}, Reload{}, err
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		// Its errors tell what is wrong, never the key.
-		return yaml.MapItem{}, Reload{}, fmt.Errorf("%s: cert and keySecret are no certificate and key: %w", path, err)
-	}
-	var clientCA []byte
-	if t.ClientCA != (monitoringv1.SecretOrConfigMap{}) {
-		if clientCA, err = r.read(path+".client_ca", t.ClientCA); err != nil {
-			return yaml.MapItem{}, Reload{}, err
-		}
-		if !x509.NewCertPool().AppendCertsFromPEM(clientCA) {
-			return yaml.MapItem{}, Reload{}, fmt.Errorf("%s.client_ca: holds no PEM certificate", path)
-		}
-	}
-	reload, err := r.reloadVerification(t, pair, clientCA)
-	if err != nil {
-		return yaml.MapItem{}, Reload{}, fmt.Errorf("%s.cert: %w", path, err)
 	}
 	cfg, err := tlsSettings(r.dirs, path, t, reload)
 	return yaml.MapItem{Key: "tls_server_config", Value: cfg}, reload, err
 }
 
-// tlsSettings is tls_server_config: the files where the pods mount them,
-// then the settings, checked as exporter-toolkit reads them.
+// checkSources checks that each of the certificate, its key and the
+// client CA has one source at most, a file of the pod's or a Secret or
+// ConfigMap key, and the certificate and its key one at least, as
+// prometheus-operator checks them (WebTLSConfig.Validate).
+func checkSources(path string, t *monitoringv1.WebTLSConfig) error {
+	certFile, keyFile, caFile := ptr.Deref(t.CertFile, "") != "", ptr.Deref(t.KeyFile, "") != "", ptr.Deref(t.ClientCAFile, "") != ""
+	hasCert, hasKey, hasCA := t.Cert != (monitoringv1.SecretOrConfigMap{}), t.KeySecret != (corev1.SecretKeySelector{}), t.ClientCA != (monitoringv1.SecretOrConfigMap{})
+	switch {
+	case hasCA && caFile:
+		return fmt.Errorf("%s: client_ca and clientCAFile are mutually exclusive", path)
+	case hasCert && certFile:
+		return fmt.Errorf("%s: cert and certFile are mutually exclusive", path)
+	case hasKey && keyFile:
+		return fmt.Errorf("%s: keySecret and keyFile are mutually exclusive", path)
+	case !hasKey && !keyFile:
+		return fmt.Errorf("%s: keySecret or keyFile must be set", path)
+	case !hasCert && !certFile:
+		return fmt.Errorf("%s: cert or certFile must be set", path)
+	}
+	return nil
+}
+
+// certificate reads the certificate, its key and the client CA that
+// Secrets and ConfigMaps hold, checks them, and decides how the
+// config-reloader verifies the certificate: with a certificate that is a
+// file of the pod's (certFile), which the controller cannot read, it
+// does not (Reload.Unverified), as prometheus-operator's config-reloader
+// never does; with a key that is one (keyFile), the certificate alone is
+// checked.
+func (r *reader) certificate(path string, t *monitoringv1.WebTLSConfig) (Reload, error) {
+	var (
+		certPEM, keyPEM []byte
+		err             error
+	)
+	certFile, keyFile := ptr.Deref(t.CertFile, "") != "", ptr.Deref(t.KeyFile, "") != ""
+	if !certFile {
+		if certPEM, err = r.read(path+".cert", t.Cert); err != nil {
+			return Reload{}, err
+		}
+	}
+	if !keyFile {
+		if keyPEM, err = r.secret(path+".keySecret", t.KeySecret); err != nil {
+			return Reload{}, err
+		}
+	}
+	var pair tls.Certificate
+	switch {
+	case certFile:
+	case keyFile:
+		if pair, err = certificateChain(certPEM); err != nil {
+			return Reload{}, fmt.Errorf("%s.cert: %w", path, err)
+		}
+	default:
+		if pair, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			// Its errors tell what is wrong, never the key.
+			return Reload{}, fmt.Errorf("%s: cert and keySecret are no certificate and key: %w", path, err)
+		}
+	}
+	var clientCA []byte
+	if t.ClientCA != (monitoringv1.SecretOrConfigMap{}) {
+		if clientCA, err = r.read(path+".client_ca", t.ClientCA); err != nil {
+			return Reload{}, err
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(clientCA) {
+			return Reload{}, fmt.Errorf("%s.client_ca: holds no PEM certificate", path)
+		}
+	}
+	if certFile {
+		return Reload{Unverified: true}, nil
+	}
+	reload, err := r.reloadVerification(t, pair, clientCA)
+	if err != nil {
+		return Reload{}, fmt.Errorf("%s.cert: %w", path, err)
+	}
+	return reload, nil
+}
+
+// certificateChain parses the PEM certificates of certPEM, the first the
+// server's, without their key.
+func certificateChain(certPEM []byte) (tls.Certificate, error) {
+	var out tls.Certificate
+	for rest := certPEM; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type == "CERTIFICATE" {
+			out.Certificate = append(out.Certificate, block.Bytes)
+		}
+	}
+	if len(out.Certificate) == 0 {
+		return tls.Certificate{}, errors.New("holds no PEM certificate")
+	}
+	leaf, err := x509.ParseCertificate(out.Certificate[0])
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("parse the certificate: %w", err)
+	}
+	out.Leaf = leaf
+	return out, nil
+}
+
+// tlsSettings is tls_server_config: the files where the pods mount them
+// (those of the pod's, as they are named, as prometheus-operator writes
+// them), then the settings, checked as exporter-toolkit reads them.
 func tlsSettings(dirs Dirs, path string, t *monitoringv1.WebTLSConfig, reload Reload) (yaml.MapSlice, error) {
-	files, _ := files(dirs, t, reload)
+	mounted, _ := files(dirs, t, reload)
+	paths := map[string]string{}
+	for _, f := range mounted {
+		paths[f.dir] = f.configPath()
+	}
 	cfg := yaml.MapSlice{
-		{Key: "cert_file", Value: files[0].configPath()},
-		{Key: "key_file", Value: files[1].configPath()},
+		{Key: "cert_file", Value: cmp.Or(ptr.Deref(t.CertFile, ""), paths["cert"])},
+		{Key: "key_file", Value: cmp.Or(ptr.Deref(t.KeyFile, ""), paths["key"])},
 	}
 	if t.ClientAuthType != nil && *t.ClientAuthType != "" {
 		cfg = append(cfg, yaml.MapItem{Key: "client_auth_type", Value: *t.ClientAuthType})
 	}
-	if len(files) > 2 {
-		cfg = append(cfg, yaml.MapItem{Key: "client_ca_file", Value: files[2].configPath()})
+	if ca := cmp.Or(ptr.Deref(t.ClientCAFile, ""), paths["client_ca"]); ca != "" {
+		cfg = append(cfg, yaml.MapItem{Key: "client_ca_file", Value: ca})
 	}
 	versions := map[string]int{"TLS10": 10, "TLS11": 11, "TLS12": 12, "TLS13": 13}
 	for _, v := range []struct {

@@ -94,6 +94,82 @@ func TestRender(t *testing.T) {
 	})
 }
 
+// fileWeb is a spec.web whose certificate and key are files of the pod's,
+// and its client CA when caFile is not empty.
+func fileWeb(auth, caFile string) *monitoringv1.WebConfigFileFields {
+	t := &monitoringv1.WebTLSConfig{CertFile: ptr.To("/etc/prometheus/secrets/tls/tls.crt"), KeyFile: ptr.To("/etc/prometheus/secrets/tls/tls.key")}
+	if auth != "" {
+		t.ClientAuthType = ptr.To(monitoringv1.ClientAuthType(auth))
+	}
+	if caFile != "" {
+		t.ClientCAFile = ptr.To(caFile)
+	}
+	return &monitoringv1.WebConfigFileFields{TLSConfig: t}
+}
+
+// TestRenderFiles: certFile, keyFile and clientCAFile are written as
+// they are, as prometheus-operator's pkg/webconfig writes them, and the
+// pods mount nothing for them (they are the pod's); with certFile the
+// config-reloader reloads at https://localhost without verifying the
+// certificate, which the controller cannot read; with keyFile and a cert
+// it verifies the cert as before.
+func TestRenderFiles(t *testing.T) {
+	t.Run("all files", func(t *testing.T) {
+		web := fileWeb("VerifyClientCertIfGiven", "/etc/prometheus/configmaps/ca/ca.crt")
+		out, err := Render(dirs(), "ns", "k8s", web, store.Objects{})
+		require.NoError(t, err)
+		require.Equal(t, `tls_server_config:
+  cert_file: /etc/prometheus/secrets/tls/tls.crt
+  key_file: /etc/prometheus/secrets/tls/tls.key
+  client_auth_type: VerifyClientCertIfGiven
+  client_ca_file: /etc/prometheus/configmaps/ca/ca.crt
+`, string(out.File))
+		require.Equal(t, Reload{Unverified: true}, out.Reload)
+		require.Empty(t, out.Refs)
+		pod := PodParts(dirs(), "web-secret", web, out.Reload)
+		require.Equal(t, "https", pod.Scheme)
+		require.Equal(t, "localhost", pod.Host)
+		require.Equal(t, []corev1.VolumeMount{{Name: "web-config", MountPath: "/etc/web", ReadOnly: true}}, pod.ServerMounts)
+		require.Len(t, pod.Volumes, 1)
+		require.Empty(t, pod.ReloaderMounts)
+		require.Empty(t, pod.ReloaderArgs, "no CA file: the config-reloader verifies nothing at localhost")
+	})
+	t.Run("a certificate file, a key Secret", func(t *testing.T) {
+		web := tlsWeb("", func(c *monitoringv1.WebTLSConfig) {
+			c.Cert, c.CertFile = monitoringv1.SecretOrConfigMap{}, ptr.To("/c/tls.crt")
+		})
+		out, err := Render(dirs(), "ns", "k8s", web, tlsSecret(t, "ns", "localhost"))
+		require.NoError(t, err)
+		require.Equal(t, "tls_server_config:\n  cert_file: /c/tls.crt\n  key_file: ../web-tls/key/tls.key\n", string(out.File))
+		require.Equal(t, Reload{Unverified: true}, out.Reload)
+		require.Equal(t, []store.Ref{{Kind: store.Secret, Namespace: "ns", Name: "tls"}}, out.Refs)
+		pod := PodParts(dirs(), "web-secret", web, out.Reload)
+		require.Equal(t, []string{"web-config", "web-tls-key"}, volumeNames(pod.Volumes))
+		require.Empty(t, pod.ReloaderArgs)
+	})
+	t.Run("a certificate Secret, a key file", func(t *testing.T) {
+		web := tlsWeb("", func(c *monitoringv1.WebTLSConfig) {
+			c.KeySecret, c.KeyFile = corev1.SecretKeySelector{}, ptr.To("/k/tls.key")
+		})
+		out, err := Render(dirs(), "ns", "k8s", web, tlsSecret(t, "ns", "prometheus.example"))
+		require.NoError(t, err)
+		require.Equal(t, "tls_server_config:\n  cert_file: ../web-tls/cert/tls.crt\n  key_file: /k/tls.key\n", string(out.File))
+		require.Equal(t, Reload{ServerName: "prometheus.example"}, out.Reload, "the certificate is checked, and verified")
+		pod := PodParts(dirs(), "web-secret", web, out.Reload)
+		require.Equal(t, []string{"web-config", "web-tls-cert", "web-tls-reload-ca"}, volumeNames(pod.Volumes))
+		require.Equal(t, []string{"--reload-tls-ca-file=/etc/web-tls/reload_ca/tls.crt", "--reload-tls-server-name=prometheus.example"}, pod.ReloaderArgs)
+	})
+}
+
+// volumeNames are the names of volumes, in order.
+func volumeNames(volumes []corev1.Volume) []string {
+	var names []string
+	for _, v := range volumes {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
 // TestRenderErrors: each spec.web the pods could not serve is refused,
 // naming the field; the references looked up come with the error.
 func TestRenderErrors(t *testing.T) {
@@ -110,9 +186,36 @@ func TestRenderErrors(t *testing.T) {
 			web: tlsWeb("RequireAndVerifyClientCert", nil),
 			err: "render web config: spec.web.tlsConfig.clientAuthType: RequireAndVerifyClientCert is not supported: the kubelet's probes and the config-reloader present no client certificate, so the pods would never be ready; use VerifyClientCertIfGiven to verify the certificates clients present",
 		},
-		"a file": {
+		"a certificate and a file": {
 			web: tlsWeb("", func(c *monitoringv1.WebTLSConfig) { c.CertFile = ptr.To("/x") }),
-			err: "render web config: spec.web.tlsConfig.certFile: files are not supported: the config-reloader verifies the server's certificate and reads it from a Secret or ConfigMap, use cert",
+			err: "render web config: spec.web.tlsConfig: cert and certFile are mutually exclusive",
+		},
+		"a key and a file": {
+			web: tlsWeb("", func(c *monitoringv1.WebTLSConfig) { c.KeyFile = ptr.To("/x") }),
+			err: "render web config: spec.web.tlsConfig: keySecret and keyFile are mutually exclusive",
+		},
+		"a client CA and a file": {
+			web: tlsWeb("VerifyClientCertIfGiven", func(c *monitoringv1.WebTLSConfig) {
+				c.ClientCA, c.ClientCAFile = c.Cert, ptr.To("/x")
+			}),
+			err: "render web config: spec.web.tlsConfig: client_ca and clientCAFile are mutually exclusive",
+		},
+		"no key": {
+			web: tlsWeb("", func(c *monitoringv1.WebTLSConfig) { c.KeySecret = corev1.SecretKeySelector{} }),
+			err: "render web config: spec.web.tlsConfig: keySecret or keyFile must be set",
+		},
+		"no certificate": {
+			web: &monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{KeyFile: ptr.To("/k")}},
+			err: "render web config: spec.web.tlsConfig: cert or certFile must be set",
+		},
+		"a client CA file without a client auth type": {
+			web: fileWeb("", "/ca.crt"),
+			err: "render web config: spec.web.tlsConfig.clientCAFile: set without a clientAuthType that asks for client certificates (RequestClientCert or VerifyClientCertIfGiven)",
+		},
+		"a certificate without its key": {
+			web:  tlsWeb("", func(c *monitoringv1.WebTLSConfig) { c.KeySecret, c.KeyFile = corev1.SecretKeySelector{}, ptr.To("/k") }),
+			objs: store.Objects{Secrets: map[string]*corev1.Secret{"ns/tls": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tls"}, Data: map[string][]byte{"tls.crt": []byte("x")}}}},
+			err:  "render web config: spec.web.tlsConfig.cert: holds no PEM certificate", refs: true,
 		},
 		"a key of another certificate": {
 			web: tlsWeb("", nil), objs: mismatched(t), refs: true,

@@ -60,6 +60,9 @@ func Operator(spec v1alpha1.PrometheusServerSpec, isAgent bool) []monitoringv1.A
 	}
 	args = append(args, monitoringv1.Argument{Name: "storage.tsdb.path", Value: StorageDir})
 	args = append(args, Query(spec, v)...)
+	if spec.AllowOverlappingBlocks && v.AtLeast(2, 11) && !v.AtLeast(2, 39) {
+		args = append(args, monitoringv1.Argument{Name: "storage.tsdb.allow-overlapping-blocks"})
+	}
 	if spec.WALCompression != nil && v.AtLeast(2, 11) {
 		name := "storage.tsdb.wal-compression"
 		if !*spec.WALCompression {
@@ -126,6 +129,7 @@ func common(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv
 		// default from Prometheus 3.4).
 		args = append(args, monitoringv1.Argument{Name: "enable-feature", Value: "metadata-wal-records"})
 	}
+	args = append(args, otlpReceiver(spec, v, off)...)
 	if len(spec.EnableFeatures) > 0 && gated(2, 25) {
 		features := make([]string, len(spec.EnableFeatures))
 		for i, f := range spec.EnableFeatures {
@@ -274,6 +278,25 @@ func Receiver(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitorin
 		args = append(args, monitoringv1.Argument{Name: "web.remote-write-receiver.accepted-protobuf-messages", Value: strings.Join(messages, ",")})
 	}
 	return args
+}
+
+// otlpReceiver is the flag of spec's OTLP receiver for Prometheus v, as
+// prometheus-operator renders it (BuildCommonPrometheusArgs): on with
+// enableOTLPReceiver true, or unset with an otlp section; from Prometheus
+// 3 --web.enable-otlp-receiver, before it the feature otlp-write-receiver
+// from 2.47 (a flag of its own beside enableFeatures', which Prometheus
+// adds up), unless off (common's gated).
+func otlpReceiver(spec v1alpha1.PrometheusServerSpec, v promcfg.Version, off bool) []monitoringv1.Argument {
+	if !ptr.Deref(spec.EnableOTLPReceiver, spec.OTLP != nil) {
+		return nil
+	}
+	switch {
+	case v[0] >= 3:
+		return []monitoringv1.Argument{{Name: "web.enable-otlp-receiver"}}
+	case !off && v.AtLeast(2, 47):
+		return []monitoringv1.Argument{{Name: "enable-feature", Value: "otlp-write-receiver"}}
+	}
+	return nil
 }
 
 // Compaction are the flags of spec.disableCompaction for Prometheus
