@@ -261,3 +261,51 @@ func TestRenderAgentCommonFields(t *testing.T) {
 	_, sts := promserver.RenderWorkload(server, promserver.PodOptions{WorkloadOptions: promserver.WorkloadOptions{DefaultReloaderImage: "podreload:test"}, RuleShards: 1})
 	require.Contains(t, sts.Spec.Template.Spec.Containers[0].Args, "--enable-feature=otlp-write-receiver")
 }
+
+// TestRenderDaemonSetKeepsWhatRuns: as a StatefulSet does, the DaemonSet of
+// an agent keeps the config-reloader image its pods run when that is the
+// only change (an upgrade of the controller rolls no agent), and a
+// takeover never downgrades the Prometheus it runs.
+func TestRenderDaemonSetKeepsWhatRuns(t *testing.T) {
+	a := daemonSetAgent("monitoring", "edge")
+	a.Spec.Version, a.Spec.Image = "", nil // prometheus-operator's default version.
+	server, unsupported := FromAgent(a)
+	require.Empty(t, unsupported)
+	render := func(reloader string, running *appsv1.DaemonSet) *appsv1.DaemonSet {
+		in := promserver.Inputs{Server: server.PrometheusServer, Layout: server.Layout}
+		if running != nil {
+			in.Running = map[string]*appsv1.StatefulSet{running.Name: {
+				ObjectMeta: running.ObjectMeta, Spec: appsv1.StatefulSetSpec{Template: running.Spec.Template},
+			}}
+		}
+		objs, err := promserver.Render(in, promserver.WorkloadOptions{DefaultReloaderImage: reloader}, nil)
+		require.NoError(t, err)
+		return objs.DaemonSet
+	}
+	old := render("podreload:old", nil)
+	require.Equal(t, "podreload:old", dsContainer(t, old, "config-reloader").Image)
+	require.Equal(t, "podreload:old", dsContainer(t, render("podreload:new", old), "config-reloader").Image, "the running image kept")
+
+	changed := server.DeepCopy()
+	changed.Spec.PodMetadata = &monitoringv1.EmbeddedObjectMetadata{Labels: map[string]string{"team": "b"}}
+	server.PrometheusServer = changed
+	require.Equal(t, "podreload:new", dsContainer(t, render("podreload:new", old), "config-reloader").Image, "a change of the pods rolls them onto the new image")
+
+	newer := old.DeepCopy()
+	for i, c := range newer.Spec.Template.Spec.Containers {
+		if c.Name == "prometheus" {
+			newer.Spec.Template.Spec.Containers[i].Image = "quay.io/prometheus/prometheus:v3.99.0"
+		}
+	}
+	require.Equal(t, "quay.io/prometheus/prometheus:v3.99.0", dsContainer(t, render("podreload:new", newer), "prometheus").Image, "never older than what runs")
+}
+
+// dsContainer is ds' container name.
+func dsContainer(t *testing.T, ds *appsv1.DaemonSet, name string) corev1.Container {
+	t.Helper()
+	require.NotNil(t, ds)
+	cs := ds.Spec.Template.Spec.Containers
+	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name })
+	require.GreaterOrEqual(t, i, 0, "no container %s", name)
+	return cs[i]
+}

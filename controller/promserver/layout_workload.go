@@ -342,10 +342,10 @@ func operatorReloaderSecurity(spec v1alpha1.PrometheusServerSpec) *corev1.Securi
 
 // notOlder is in.Server, or, for a server taken over whose image is
 // composed at prometheus-operator's default version (spec.DefaultBase),
-// a copy of it at the version its running StatefulSet's Prometheus runs
-// when that is newer (takeover.NotOlder): a takeover never downgrades
-// Prometheus, whatever the default of the prometheus-operator it comes
-// from.
+// a copy of it at the version its running StatefulSet's (or DaemonSet's)
+// Prometheus runs when that is newer (takeover.NotOlder): a takeover never
+// downgrades Prometheus, whatever the default of the prometheus-operator
+// it comes from.
 func notOlder(in Inputs) *v1alpha1.PrometheusServer {
 	server := Target{PrometheusServer: in.Server, Layout: in.Layout}
 	if !server.Layout.Operator() || server.Spec.DefaultBase == "" {

@@ -236,6 +236,15 @@ func (r *Reconciler) inputs(ctx context.Context, server Target) (Inputs, error) 
 			in.Running[sts.Name] = &sts
 		}
 	}
+	if server.Layout.DaemonSet() {
+		ds, err := r.liveDaemonSet(ctx, types.NamespacedName{Namespace: server.Namespace, Name: ShardName(server, 0)}, true)
+		if err != nil {
+			return in, err
+		}
+		if ds != nil {
+			in.Running[ds.Name] = templateOf(ds)
+		}
+	}
 	return in, nil
 }
 

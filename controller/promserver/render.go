@@ -63,10 +63,12 @@ type Inputs struct {
 	// ConfigMaps holds the ConfigMaps that Server references (in
 	// spec.web.tlsConfig), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
-	// Running holds the live StatefulSets of Server, by name: a shard
-	// whose pods run the config-reloader at another image than the
-	// controller's default, and would be rendered the same but for that
-	// image, keeps it (keepRunningReloader).
+	// Running holds the live StatefulSets of Server, by name, or for an
+	// agent in DaemonSet mode its live DaemonSet's pod template
+	// (templateOf): a shard whose pods run the config-reloader at another
+	// image than the controller's default, and would be rendered the same
+	// but for that image, keeps it (keepRunningReloader); and their
+	// Prometheus version is never downgraded (notOlder).
 	Running map[string]*appsv1.StatefulSet
 	// HoldRules keeps the rule ConfigMaps as they were last written
 	// (ruleCache.writtenRules), when the cache knows them, instead of
@@ -518,8 +520,8 @@ func configPart(server Target, i int, gz []byte) *corev1.Secret {
 // (validatePod).
 func renderWorkloads(in Inputs, server Target, pods PodOptions) (*corev1.Service, []*appsv1.StatefulSet, *appsv1.DaemonSet, error) {
 	if server.Layout.DaemonSet() {
-		ds := RenderDaemonSet(server, pods)
-		return nil, nil, ds, validatePod(&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: ds.Spec.Template}})
+		ds := keepRunningDaemonSet(in, server, pods)
+		return nil, nil, ds, validatePod(templateOf(ds))
 	}
 	svc, sts := RenderWorkload(server, pods)
 	sets := []*appsv1.StatefulSet{keepRunningReloader(in, server, pods, 0, sts)}
@@ -527,6 +529,32 @@ func renderWorkloads(in Inputs, server Target, pods PodOptions) (*corev1.Service
 		sets = append(sets, keepRunningReloader(in, server, pods, shard, RenderShard(server, pods, shard)))
 	}
 	return svc, sets, nil, validatePod(sts)
+}
+
+// keepRunningDaemonSet is keepRunningReloader for the DaemonSet of an
+// agent in DaemonSet mode, whose live DaemonSet in.Running holds as a
+// StatefulSet of its pod template (runningDaemonSet).
+func keepRunningDaemonSet(in Inputs, server Target, pods PodOptions) *appsv1.DaemonSet {
+	ds := RenderDaemonSet(server, pods)
+	if server.Spec.Reloader.Image != "" {
+		return ds
+	}
+	desired, kept := templateOf(ds), ds
+	got := sidecar.KeepRunningImage(in.Running[ds.Name], desired, pods.DefaultReloaderImage, AnnotationInputHash, func(image string) *appsv1.StatefulSet {
+		pods.DefaultReloaderImage = image
+		kept = RenderDaemonSet(server, pods)
+		return templateOf(kept)
+	})
+	if got == desired {
+		return ds
+	}
+	return kept
+}
+
+// templateOf is a StatefulSet of ds' pod template alone, for what reads a
+// workload's pods only (KeepRunningImage, notOlder, validatePod).
+func templateOf(ds *appsv1.DaemonSet) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{ObjectMeta: ds.ObjectMeta, Spec: appsv1.StatefulSetSpec{Template: ds.Spec.Template}}
 }
 
 // keepRunningReloader returns sts, the StatefulSet of shard, or the one
