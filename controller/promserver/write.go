@@ -91,21 +91,12 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 			return nil, err
 		}
 	}
-	writeService := kube.Write[*corev1.Service]
-	if server.Layout.Operator() {
-		// prometheus-operated: one per namespace, every Prometheus its owner.
-		writeService = kube.WriteShared[*corev1.Service]
-	}
 	if objs.DaemonSet != nil {
 		// No Service, no StatefulSet: the DaemonSet, then the
 		// StatefulSet mode's objects deleted (layout_daemonset.go).
 		return nil, r.writeDaemonSet(ctx, server, own, objs.DaemonSet)
 	}
-	if objs.Service != nil {
-		if err := writeService(ctx, r.Writer, own, objs.Service, kube.SyncService); err != nil {
-			return nil, err
-		}
-	} else if err := r.checkGoverningService(ctx, server); err != nil {
+	if err := r.writeGoverningService(ctx, server, own, objs.Service); err != nil {
 		return nil, err
 	}
 	var (
@@ -132,6 +123,20 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 	}
 	return live, errors.Join(recreating, r.deleteExtraShards(ctx, server, objs.StatefulSets), r.RetireStateSecrets(ctx, server, objs.StateSecrets),
 		r.deleteDaemonSet(ctx, server))
+}
+
+// writeGoverningService writes svc, the governing Service of server's
+// StatefulSets, or, when server names one of the user's (svc nil), checks
+// that it is there.
+func (r *Reconciler) writeGoverningService(ctx context.Context, server Target, own kube.Owner, svc *corev1.Service) error {
+	if svc == nil {
+		return r.checkGoverningService(ctx, server)
+	}
+	if server.Layout.Operator() {
+		// prometheus-operated: one per namespace, every Prometheus its owner.
+		return kube.WriteShared(ctx, r.Writer, own, svc, kube.SyncService)
+	}
+	return kube.Write(ctx, r.Writer, own, svc, kube.SyncService)
 }
 
 // writeAccess writes the Role and RoleBinding of the reloaders first:
