@@ -39,22 +39,8 @@ func (cl *cluster) daemonSetAgent(t testing.TB, name, writeURL string) *monitori
 			Annotations: map[string]string{"operator.prometheus.io/controller-id": takeoverID},
 		},
 		Spec: monitoringv1alpha1.PrometheusAgentSpec{
-			Mode: ptr.To(monitoringv1alpha1.DaemonSetPrometheusAgentMode),
-			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
-				Image:              ptr.To(operatorPrometheusImage),
-				Version:            operatorPrometheusVersion,
-				ServiceAccountName: "prometheus",
-				PodMonitorSelector: selector,
-				ScrapeInterval:     monitoringv1.Duration(agentScrape.String()),
-				RemoteWrite: []monitoringv1.RemoteWriteSpec{{
-					URL:         monitoringv1.URL(writeURL),
-					QueueConfig: &monitoringv1.QueueConfig{BatchSendDeadline: ptr.To(monitoringv1.Duration(agentFlush.String()))},
-				}},
-				SecurityContext: &corev1.PodSecurityContext{
-					RunAsUser: ptr.To[int64](operatorUID), RunAsGroup: ptr.To[int64](operatorGID),
-					FSGroup: ptr.To[int64](operatorGID), RunAsNonRoot: ptr.To(true),
-				},
-			},
+			Mode:                   ptr.To(monitoringv1alpha1.DaemonSetPrometheusAgentMode),
+			CommonPrometheusFields: agentFields(selector, writeURL),
 		},
 	}
 	for _, obj := range []client.Object{pm, agent} {

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -71,32 +70,18 @@ func (cl *cluster) testAgentTakeover(t *testing.T) {
 	}
 	agent := &monitoringv1alpha1.PrometheusAgent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: monitoringv1alpha1.PrometheusAgentSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
-			Replicas:           ptr.To[int32](2),
-			Image:              ptr.To(operatorPrometheusImage),
-			Version:            operatorPrometheusVersion,
-			ServiceAccountName: "prometheus",
-			PodMonitorSelector: selector,
-			ScrapeInterval:     monitoringv1.Duration(agentScrape.String()),
-			RemoteWrite: []monitoringv1.RemoteWriteSpec{{
-				URL:         monitoringv1.URL(writeURL),
-				QueueConfig: &monitoringv1.QueueConfig{BatchSendDeadline: ptr.To(monitoringv1.Duration(agentFlush.String()))},
-			}},
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsUser: ptr.To[int64](operatorUID), RunAsGroup: ptr.To[int64](operatorGID),
-				FSGroup: ptr.To[int64](operatorGID), RunAsNonRoot: ptr.To(true),
-			},
-			Storage: &monitoringv1.StorageSpec{VolumeClaimTemplate: monitoringv1.EmbeddedPersistentVolumeClaim{
-				Spec: corev1.PersistentVolumeClaimSpec{
-					StorageClassName: ptr.To(operatorStorageClass),
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: resource.MustParse("1Gi"),
-					}},
-				},
-			}},
-		}},
+		Spec:       monitoringv1alpha1.PrometheusAgentSpec{CommonPrometheusFields: agentFields(selector, writeURL)},
 	}
+	agent.Spec.Replicas = ptr.To[int32](2)
+	agent.Spec.Storage = &monitoringv1.StorageSpec{VolumeClaimTemplate: monitoringv1.EmbeddedPersistentVolumeClaim{
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(operatorStorageClass),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi"),
+			}},
+		},
+	}}
 	for _, obj := range []client.Object{pm, agent} {
 		require.NoError(t, cl.c.Create(ctx, obj), "create %T %s", obj, name)
 	}
@@ -128,6 +113,27 @@ func (cl *cluster) testAgentTakeover(t *testing.T) {
 		require.LessOrEqual(t, gap, agentScrape+agentFlush, "the longest gap, at %s", at.Format(time.RFC3339Nano))
 	})
 	t.Run("an agent per node (DaemonSet mode)", func(t *testing.T) { cl.testDaemonSetAgent(t, writeURL) })
+}
+
+// agentFields are the fields of the test's agents: our Prometheus image,
+// the PodMonitors selector selects, a scrape every agentScrape, a remote
+// write to writeURL flushed every agentFlush, run as operatorUID.
+func agentFields(selector *metav1.LabelSelector, writeURL string) monitoringv1.CommonPrometheusFields {
+	return monitoringv1.CommonPrometheusFields{
+		Image:              ptr.To(operatorPrometheusImage),
+		Version:            operatorPrometheusVersion,
+		ServiceAccountName: "prometheus",
+		PodMonitorSelector: selector,
+		ScrapeInterval:     monitoringv1.Duration(agentScrape.String()),
+		RemoteWrite: []monitoringv1.RemoteWriteSpec{{
+			URL:         monitoringv1.URL(writeURL),
+			QueueConfig: &monitoringv1.QueueConfig{BatchSendDeadline: ptr.To(monitoringv1.Duration(agentFlush.String()))},
+		}},
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsUser: ptr.To[int64](operatorUID), RunAsGroup: ptr.To[int64](operatorGID),
+			FSGroup: ptr.To[int64](operatorGID), RunAsNonRoot: ptr.To(true),
+		},
+	}
 }
 
 // receiver runs the Prometheus the agents remote-write to (receiverPod,
@@ -245,13 +251,5 @@ func (cl *cluster) agentCondition(t testing.TB, name, typ string, status monitor
 	if err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &a); err != nil {
 		return err
 	}
-	for _, c := range a.Status.Conditions {
-		if string(c.Type) == typ {
-			if c.Status != status {
-				return fmt.Errorf("%s is %s: %s: %s", typ, c.Status, c.Reason, c.Message)
-			}
-			return nil
-		}
-	}
-	return errors.New("no condition " + typ)
+	return hasCondition(a.Status.Conditions, typ, status)
 }

@@ -274,15 +274,7 @@ func (cl *cluster) alertmanagerCondition(t testing.TB, name, typ string, status 
 	if err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &am); err != nil {
 		return err
 	}
-	for _, c := range am.Status.Conditions {
-		if string(c.Type) == typ {
-			if c.Status != status {
-				return fmt.Errorf("%s is %s: %s: %s", typ, c.Status, c.Reason, c.Message)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("no condition %s in %+v", typ, am.Status.Conditions)
+	return hasCondition(am.Status.Conditions, typ, status)
 }
 
 // fireAlert makes the example's Prometheus send its alerts to the

@@ -222,7 +222,12 @@ func (cl *cluster) prometheusCondition(t testing.TB, name, typ string, status mo
 	if err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &p); err != nil {
 		return err
 	}
-	for _, c := range p.Status.Conditions {
+	return hasCondition(p.Status.Conditions, typ, status)
+}
+
+// hasCondition returns nil when conditions hold typ with status.
+func hasCondition(conditions []monitoringv1.Condition, typ string, status monitoringv1.ConditionStatus) error {
+	for _, c := range conditions {
 		if string(c.Type) == typ {
 			if c.Status != status {
 				return fmt.Errorf("%s is %s: %s: %s", typ, c.Status, c.Reason, c.Message)
@@ -230,7 +235,7 @@ func (cl *cluster) prometheusCondition(t testing.TB, name, typ string, status mo
 			return nil
 		}
 	}
-	return fmt.Errorf("no condition %s in %+v", typ, p.Status.Conditions)
+	return fmt.Errorf("no condition %s in %+v", typ, conditions)
 }
 
 // addOperatorRule adds the recording rule record to the PrometheusRule of
