@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,9 +30,36 @@ import (
 func TestAlertmanagerLoads(t *testing.T) {
 	bin, err := toolbin.Path("alertmanager")
 	require.NoError(t, err)
-	version, err := exec.CommandContext(t.Context(), bin, "--version").CombinedOutput()
+	runsCases(t, bin, Version, func(string) bool { return true })
+}
+
+// TestAlertmanagerV025Loads checks that Alertmanager 0.25
+// (bin/linux-<arch>/alertmanager-v0.25, the image of the node tests) runs
+// the configuration Generate builds for the cases at Alertmanager 0.25 or
+// older: the keys 0.25 does not know are dropped or their
+// AlertmanagerConfig left out, as prometheus-operator does.
+func TestAlertmanagerV025Loads(t *testing.T) {
+	bin, err := toolbin.Path(filepath.Join("linux-"+runtime.GOARCH, "alertmanager-v0.25"))
 	require.NoError(t, err)
-	require.Contains(t, string(version), "version "+Version+" ", "bin/alertmanager is not of Version")
+	n := 0
+	runsCases(t, bin, "0.25.0", func(v string) bool {
+		m, ok := minor(v)
+		if ok && m <= 25 {
+			n++
+		}
+		return ok && m <= 25
+	})
+	require.GreaterOrEqual(t, n, 4, "the cases at Alertmanager 0.25 or older")
+}
+
+// runsCases starts bin (Alertmanager of version) and reloads it with the
+// configuration Generate builds for each case whose spec.version keep
+// accepts.
+func runsCases(t *testing.T, bin, version string, keep func(string) bool) {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), bin, "--version").CombinedOutput()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "version "+version+" ", "%s is not of %s", bin, version)
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "alertmanager.yml")
@@ -73,7 +101,11 @@ func TestAlertmanagerLoads(t *testing.T) {
 	cases, err := filepath.Glob(filepath.Join("testdata", "operator", "*.yaml"))
 	require.NoError(t, err)
 	for _, c := range cases {
-		res, err := Generate(t.Context(), caseInput(t, c))
+		in := caseInput(t, c)
+		if !keep(in.Alertmanager.Spec.Version) {
+			continue
+		}
+		res, err := Generate(t.Context(), in)
 		require.NoError(t, err)
 		tmp := path + ".tmp"
 		require.NoError(t, os.WriteFile(tmp, res.Config, 0o600))

@@ -7,7 +7,11 @@
 // time intervals, and the Secrets and ConfigMaps they reference resolved.
 // The result is loaded with Alertmanager's own configuration package before
 // it is returned: an AlertmanagerConfig that makes it fail is left out on
-// its own, a base that fails is an error.
+// its own, a base that fails is an error. The Alertmanager's
+// spec.version gates the receivers' keys as prometheus-operator v0.93.1
+// gates them (versions.go): an AlertmanagerConfig with an integration or
+// a key that version does not know is left out, and the keys
+// prometheus-operator drops for it are dropped.
 //
 // It is pure: the objects in, the configuration out; what the
 // configuration references is read through a Resolver.
@@ -133,11 +137,16 @@ func Generate(ctx context.Context, in Input) (Result, error) {
 		res.LeftOut = append(res.LeftOut, LeftOut{Config: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Reason: reason})
 	}
 	for _, c := range configs {
+		if err := checkVersion(c, am.Spec.Version); err != nil {
+			leaveOut(c, err.Error())
+			continue
+		}
 		p, err := convertConfig(refs{ctx: ctx, resolver: in.Resolver, namespace: c.Namespace}, c, s)
 		if err != nil {
 			leaveOut(c, err.Error())
 			continue
 		}
+		dropUnknown(p.receivers, am.Spec.Version)
 		if _, err := load(doc, []*part{p}); err != nil {
 			leaveOut(c, err.Error())
 			continue
