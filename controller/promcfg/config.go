@@ -50,6 +50,7 @@ import (
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg/credential"
 	"github.com/podreload/podreload/controller/promcfg/relabeling"
+	"github.com/podreload/podreload/controller/promcfg/remote"
 	"github.com/podreload/podreload/controller/promyaml"
 )
 
@@ -418,4 +419,10 @@ func sortedUnique(s []string) []string {
 	s = slices.Clone(s)
 	sort.Strings(s)
 	return slices.Compact(s)
+}
+
+// remote renders with r's credentials, namespace, version and relabeling
+// checker the sections package remote renders.
+func (r *renderer) remote() *remote.Renderer {
+	return &remote.Renderer{Cred: r.cred, Namespace: r.srv.Namespace, AtLeast: r.version.AtLeast, Relabel: r.relabel}
 }

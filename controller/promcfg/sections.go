@@ -12,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 
 	"github.com/podreload/podreload/controller/promcfg/credential"
+	"github.com/podreload/podreload/controller/promcfg/remote"
 	"github.com/podreload/podreload/controller/promyaml"
 )
 
@@ -39,7 +40,7 @@ func logFilePath(file string) string {
 func (r *renderer) laterSections() (yaml.MapSlice, error) {
 	var write yaml.MapSlice
 	if rws := r.srv.Spec.RemoteWrite; len(rws) > 0 {
-		out, err := r.remoteWrites(rws)
+		out, err := r.remote().RemoteWrites(rws)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +181,7 @@ func (r *renderer) tracingSection() (yaml.MapSlice, error) {
 		tracing = append(tracing, yaml.MapItem{Key: "compression", Value: c})
 	}
 	if t.Timeout != nil {
-		if _, err := positiveDuration(string(*t.Timeout)); err != nil {
+		if _, err := remote.PositiveDuration(string(*t.Timeout)); err != nil {
 			return nil, fmt.Errorf("%s.timeout: %w", path, err)
 		}
 		tracing = append(tracing, yaml.MapItem{Key: "timeout", Value: string(*t.Timeout)})
@@ -214,7 +215,7 @@ func (r *renderer) apiServerSD() (yaml.MapSlice, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("%s.host: %q is not a URL with a host", path, credential.ShownURL(u))
 	}
-	if err := exclusiveAuth(path, []string{"basicAuth", "authorization", "bearerToken", "bearerTokenFile"},
+	if err := remote.ExclusiveAuth(path, []string{"basicAuth", "authorization", "bearerToken", "bearerTokenFile"},
 		a.BasicAuth != nil, a.Authorization != nil, a.BearerToken != "", a.BearerTokenFile != ""); err != nil {
 		return nil, err
 	}
@@ -226,9 +227,9 @@ func (r *renderer) apiServerSD() (yaml.MapSlice, error) {
 		}
 		sd = append(sd, ba)
 	}
-	sd = append(sd, bearerToken(a.BearerToken, a.BearerTokenFile)...)
+	sd = append(sd, remote.BearerToken(a.BearerToken, a.BearerTokenFile)...)
 	if a.Authorization != nil {
-		auth, err := r.authorization(path+".authorization", a.Authorization)
+		auth, err := r.remote().Authorization(path+".authorization", a.Authorization)
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +309,7 @@ func (r *renderer) remoteReads() (yaml.MapSlice, error) {
 // follow_redirects (from 2.26), filter_external_labels (from 2.34).
 func (r *renderer) remoteReadClient(path string, rr *monitoringv1.RemoteReadSpec) (yaml.MapSlice, error) {
 	ns := r.srv.Namespace
-	if err := exclusiveAuth(path, []string{"basicAuth", "oauth2", "authorization", "bearerToken", "bearerTokenFile"},
+	if err := remote.ExclusiveAuth(path, []string{"basicAuth", "oauth2", "authorization", "bearerToken", "bearerTokenFile"},
 		rr.BasicAuth != nil, rr.OAuth2 != nil, rr.Authorization != nil, rr.BearerToken != "", rr.BearerTokenFile != ""); err != nil {
 		return nil, err
 	}
@@ -320,9 +321,9 @@ func (r *renderer) remoteReadClient(path string, rr *monitoringv1.RemoteReadSpec
 		}
 		cfg = append(cfg, ba)
 	}
-	cfg = append(cfg, bearerToken(rr.BearerToken, rr.BearerTokenFile)...)
+	cfg = append(cfg, remote.BearerToken(rr.BearerToken, rr.BearerTokenFile)...)
 	if rr.OAuth2 != nil {
-		o, err := r.oauth2(path+".oauth2", rr.OAuth2)
+		o, err := r.remote().OAuth2(path+".oauth2", rr.OAuth2)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +337,7 @@ func (r *renderer) remoteReadClient(path string, rr *monitoringv1.RemoteReadSpec
 		cfg = append(cfg, tls)
 	}
 	if rr.Authorization != nil {
-		auth, err := r.authorization(path+".authorization", rr.Authorization)
+		auth, err := r.remote().Authorization(path+".authorization", rr.Authorization)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promcfg/relabeling"
+	"github.com/podreload/podreload/controller/promcfg/remote"
 	"github.com/podreload/podreload/controller/promyaml"
 )
 
@@ -24,8 +25,6 @@ const (
 	// DefaultInterval is the scrape and evaluation interval of a
 	// PrometheusServer that sets none (the CRD default).
 	DefaultInterval = "30s"
-	// defaultRemoteTimeout is prometheus-operator's remote_timeout.
-	defaultRemoteTimeout = "30s"
 	// replicaLabel is the external label that tells replicas apart; its
 	// value is left for the config-reloader sidecar to expand.
 	replicaLabel = "prometheus_replica"
@@ -49,7 +48,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	if scrape == "" {
 		scrape = DefaultInterval
 	}
-	d, err := positiveDuration(scrape)
+	d, err := remote.PositiveDuration(scrape)
 	if err != nil {
 		return serverConfig{}, fmt.Errorf("spec.scrapeInterval: %w", err)
 	}
@@ -64,7 +63,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 	if eval == "" {
 		eval = DefaultInterval
 	}
-	if _, err := positiveDuration(eval); err != nil {
+	if _, err := remote.PositiveDuration(eval); err != nil {
 		return serverConfig{}, fmt.Errorf("spec.evaluationInterval: %w", err)
 	}
 
@@ -77,7 +76,7 @@ func (r *renderer) renderServer() (serverConfig, error) {
 		globals = globals[1:] // An agent evaluates no rules.
 	}
 	if timeout := string(spec.ScrapeTimeout); timeout != "" {
-		t, err := positiveDuration(timeout)
+		t, err := remote.PositiveDuration(timeout)
 		if err != nil {
 			return serverConfig{}, fmt.Errorf("spec.scrapeTimeout: %w", err)
 		}
@@ -273,17 +272,6 @@ func (r *renderer) alerting(replica string) (yaml.MapSlice, error) {
 	return append(alerting, yaml.MapItem{Key: "alertmanagers", Value: ams}), nil
 }
 
-func positiveDuration(s string) (model.Duration, error) {
-	d, err := model.ParseDuration(s)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q is not positive", s)
-	}
-	return d, nil
-}
-
 func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.MapSlice, error) {
 	out := make([]yaml.MapSlice, 0, len(ams))
 	role, meta := r.endpointRole(r.srv.Spec.ServiceDiscoveryRole)
@@ -326,7 +314,7 @@ func (r *renderer) alertmanagers(ams []v1alpha1.AlertmanagerEndpoint) ([]yaml.Ma
 		case am.Port.Type == intstr.Int && am.Port.IntVal != 0:
 			relabelings = append(relabelings, relabeling.Keep([]string{"__meta_kubernetes_pod_container_port_number"}, am.Port.String()))
 		}
-		client, auth, err := r.alertmanagerClient(path, &am)
+		client, auth, err := r.remote().AlertmanagerClient(path, &am)
 		if err != nil {
 			return nil, err
 		}

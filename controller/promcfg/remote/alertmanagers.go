@@ -1,4 +1,4 @@
-package promcfg
+package remote
 
 import (
 	"fmt"
@@ -8,38 +8,38 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
-// alertmanagerClient renders the HTTP client settings of the Alertmanager
+// AlertmanagerClient renders the HTTP client settings of the Alertmanager
 // endpoint am at path, as prometheus-operator renders them, with the
 // Secrets of the server's namespace, each key for the Prometheus versions
 // that have it: client goes before the service discovery (timeout,
 // enable_http2 from 2.35, tls_config, the proxy), auth after it
 // (bearer_token_file, basic_auth and authorization from 2.26, sigv4 from
 // 2.48).
-func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndpoint) (client, auth yaml.MapSlice, err error) {
-	ns := r.srv.Namespace
+func (r *Renderer) AlertmanagerClient(path string, am *v1alpha1.AlertmanagerEndpoint) (client, auth yaml.MapSlice, err error) {
+	ns := r.Namespace
 	if am.Timeout != nil {
-		if _, err := positiveDuration(string(*am.Timeout)); err != nil {
+		if _, err := PositiveDuration(string(*am.Timeout)); err != nil {
 			return nil, nil, fmt.Errorf("%s.timeout: %w", path, err)
 		}
 		client = append(client, yaml.MapItem{Key: "timeout", Value: string(*am.Timeout)})
 	}
-	if am.EnableHttp2 != nil && r.version.AtLeast(2, 35) {
+	if am.EnableHttp2 != nil && r.AtLeast(2, 35) {
 		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *am.EnableHttp2})
 	}
 	if am.TLSConfig != nil {
-		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", am.TLSConfig)
+		tls, err := r.Cred.TLSConfig(ns, path+".tlsConfig", am.TLSConfig)
 		if err != nil {
 			return nil, nil, err
 		}
 		client = append(client, tls)
 	}
-	proxy, err := r.cred.Proxy(ns, path, &am.ProxyConfig)
+	proxy, err := r.Cred.Proxy(ns, path, &am.ProxyConfig)
 	if err != nil {
 		return nil, nil, err
 	}
 	client = append(client, proxy...)
 
-	if err := exclusiveAuth(path, []string{"basicAuth", "authorization", "bearerTokenFile", "sigv4"},
+	if err := ExclusiveAuth(path, []string{"basicAuth", "authorization", "bearerTokenFile", "sigv4"},
 		am.BasicAuth != nil, am.Authorization != nil, am.BearerTokenFile != "", am.Sigv4 != nil); err != nil {
 		return nil, nil, err
 	}
@@ -47,20 +47,20 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 		auth = append(auth, yaml.MapItem{Key: "bearer_token_file", Value: am.BearerTokenFile})
 	}
 	if am.BasicAuth != nil {
-		ba, err := r.cred.BasicAuth(ns, path+".basicAuth", am.BasicAuth)
+		ba, err := r.Cred.BasicAuth(ns, path+".basicAuth", am.BasicAuth)
 		if err != nil {
 			return nil, nil, err
 		}
-		if r.version.AtLeast(2, 26) {
+		if r.AtLeast(2, 26) {
 			auth = append(auth, ba)
 		}
 	}
 	if am.Authorization != nil {
-		a, err := r.cred.Authorization(ns, path+".authorization", am.Authorization, false)
+		a, err := r.Cred.Authorization(ns, path+".authorization", am.Authorization, false)
 		if err != nil {
 			return nil, nil, err
 		}
-		if r.version.AtLeast(2, 26) {
+		if r.AtLeast(2, 26) {
 			auth = append(auth, a)
 		}
 	}
@@ -69,7 +69,7 @@ func (r *renderer) alertmanagerClient(path string, am *v1alpha1.AlertmanagerEndp
 		if err != nil {
 			return nil, nil, err
 		}
-		if r.version.AtLeast(2, 48) {
+		if r.AtLeast(2, 48) {
 			auth = append(auth, sigv4)
 		}
 	}

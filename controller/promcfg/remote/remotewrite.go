@@ -1,4 +1,4 @@
-package promcfg
+package remote
 
 import (
 	"fmt"
@@ -14,12 +14,12 @@ import (
 	"github.com/podreload/podreload/controller/promyaml"
 )
 
-// remoteWrites renders the remote_write section of rws, as
+// RemoteWrites renders the remote_write section of rws, as
 // prometheus-operator's generator (GenerateRemoteWriteConfig) renders it.
-func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
+func (r *Renderer) RemoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice, error) {
 	out := make([]yaml.MapSlice, 0, len(rws))
 	names := map[string]bool{}
-	ns := r.srv.Namespace
+	ns := r.Namespace
 	for i, rw := range rws {
 		path := fmt.Sprintf("spec.remoteWrite[%d]", i)
 		u, err := credential.ParseURL(rw.URL)
@@ -42,7 +42,7 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 				return nil, fmt.Errorf("%s.name: %q is used twice", path, rw.Name)
 			}
 			names[rw.Name] = true
-			if r.version.AtLeast(2, 15) {
+			if r.AtLeast(2, 15) {
 				cfg = append(cfg, yaml.MapItem{Key: "name", Value: rw.Name})
 			}
 		}
@@ -56,20 +56,20 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 			return nil, err
 		}
 		cfg = append(cfg, tuning...)
-		if err := exclusiveAuth(path, []string{"basicAuth", "oauth2", "authorization", "sigv4", "azureAd"},
+		if err := ExclusiveAuth(path, []string{"basicAuth", "oauth2", "authorization", "sigv4", "azureAd"},
 			rw.BasicAuth != nil, rw.OAuth2 != nil, rw.Authorization != nil, rw.Sigv4 != nil, rw.AzureAD != nil); err != nil {
 			return nil, err
 		}
 		if rw.BasicAuth != nil {
-			ba, err := r.cred.BasicAuth(ns, path+".basicAuth", rw.BasicAuth)
+			ba, err := r.Cred.BasicAuth(ns, path+".basicAuth", rw.BasicAuth)
 			if err != nil {
 				return nil, err
 			}
 			cfg = append(cfg, ba)
 		}
-		cfg = append(cfg, bearerToken(rw.BearerToken, rw.BearerTokenFile)...)
+		cfg = append(cfg, BearerToken(rw.BearerToken, rw.BearerTokenFile)...)
 		if a := rw.Authorization; a != nil {
-			auth, err := r.authorization(path+".authorization", a)
+			auth, err := r.Authorization(path+".authorization", a)
 			if err != nil {
 				return nil, err
 			}
@@ -90,14 +90,14 @@ func (r *renderer) remoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 // spec.apiserverConfig. Before Prometheus 2.26, which has none,
 // prometheus-operator's generator fails on it (addAuthorizationToYaml
 // panics): it is refused.
-func (r *renderer) authorization(path string, a *monitoringv1.Authorization) (yaml.MapItem, error) {
-	if !r.version.AtLeast(2, 26) {
+func (r *Renderer) Authorization(path string, a *monitoringv1.Authorization) (yaml.MapItem, error) {
+	if !r.AtLeast(2, 26) {
 		return yaml.MapItem{}, fmt.Errorf("%s: requires Prometheus 2.26 or later", path)
 	}
 	if a.Credentials != nil && a.CredentialsFile != "" {
 		return yaml.MapItem{}, fmt.Errorf("%s: credentials and credentialsFile are mutually exclusive", path)
 	}
-	auth, err := r.cred.Authorization(r.srv.Namespace, path, &a.SafeAuthorization, a.CredentialsFile != "")
+	auth, err := r.Cred.Authorization(r.Namespace, path, &a.SafeAuthorization, a.CredentialsFile != "")
 	if err != nil {
 		return yaml.MapItem{}, err
 	}
@@ -107,9 +107,9 @@ func (r *renderer) authorization(path string, a *monitoringv1.Authorization) (ya
 	return auth, nil
 }
 
-// exclusiveAuth refuses, at path, more than one of the ways to
+// ExclusiveAuth refuses, at path, more than one of the ways to
 // authenticate fields set (set[i] for fields[i]), naming those set.
-func exclusiveAuth(path string, fields []string, set ...bool) error {
+func ExclusiveAuth(path string, fields []string, set ...bool) error {
 	var names []string
 	for i, ok := range set {
 		if ok {
@@ -124,7 +124,7 @@ func exclusiveAuth(path string, fields []string, set ...bool) error {
 
 // bearerToken renders the deprecated bearer_token and bearer_token_file,
 // those that are set.
-func bearerToken(token, file string) yaml.MapSlice {
+func BearerToken(token, file string) yaml.MapSlice {
 	var cfg yaml.MapSlice
 	if token != "" {
 		cfg = append(cfg, yaml.MapItem{Key: "bearer_token", Value: token})
@@ -142,19 +142,19 @@ func bearerToken(token, file string) yaml.MapSlice {
 // send_native_histograms from 2.40, write_relabel_configs), queue after
 // the credentials (queue_config, metadata_config from 2.23,
 // round_robin_dns from 3.1).
-func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (tuning, queue yaml.MapSlice, err error) {
-	if len(rw.Headers) > 0 && r.version.AtLeast(2, 15) {
+func (r *Renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (tuning, queue yaml.MapSlice, err error) {
+	if len(rw.Headers) > 0 && r.AtLeast(2, 15) {
 		tuning = append(tuning, yaml.MapItem{Key: "headers", Value: promyaml.SortedMap(rw.Headers)})
 	}
-	if rw.SendExemplars != nil && r.version.AtLeast(2, 27) {
+	if rw.SendExemplars != nil && r.AtLeast(2, 27) {
 		tuning = append(tuning, yaml.MapItem{Key: "send_exemplars", Value: *rw.SendExemplars})
 	}
-	if rw.SendNativeHistograms != nil && r.version.AtLeast(2, 40) {
+	if rw.SendNativeHistograms != nil && r.AtLeast(2, 40) {
 		tuning = append(tuning, yaml.MapItem{Key: "send_native_histograms", Value: *rw.SendNativeHistograms})
 	}
 	var relabelings []yaml.MapSlice
 	for i := range rw.WriteRelabelConfigs {
-		rc, err := r.relabel.Rule(fmt.Sprintf("%s.writeRelabelConfigs[%d]", path, i), &rw.WriteRelabelConfigs[i])
+		rc, err := r.Relabel.Rule(fmt.Sprintf("%s.writeRelabelConfigs[%d]", path, i), &rw.WriteRelabelConfigs[i])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -181,14 +181,14 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 			}
 			mc = append(mc, yaml.MapItem{Key: "send_interval", Value: string(m.SendInterval)})
 		}
-		if m.MaxSamplesPerSend != nil && r.version.AtLeast(2, 29) {
+		if m.MaxSamplesPerSend != nil && r.AtLeast(2, 29) {
 			mc = append(mc, yaml.MapItem{Key: "max_samples_per_send", Value: int64(*m.MaxSamplesPerSend)})
 		}
-		if r.version.AtLeast(2, 23) {
+		if r.AtLeast(2, 23) {
 			queue = append(queue, yaml.MapItem{Key: "metadata_config", Value: mc})
 		}
 	}
-	if rw.RoundRobinDNS != nil && r.version.AtLeast(3, 1) {
+	if rw.RoundRobinDNS != nil && r.AtLeast(3, 1) {
 		queue = append(queue, yaml.MapItem{Key: "round_robin_dns", Value: *rw.RoundRobinDNS})
 	}
 	return tuning, queue, nil
@@ -198,15 +198,15 @@ func (r *renderer) remoteWriteTuning(path string, rw v1alpha1.RemoteWriteSpec) (
 // Prometheus versions that have it, as prometheus-operator: min_shards
 // from 2.6, max_retries before 2.11 (which later ones ignore),
 // retry_on_http_429 from 2.26, sample_age_limit from 2.50.
-func (r *renderer) queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error) {
+func (r *Renderer) queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.MapSlice, error) {
 	qc := yaml.MapSlice{}
 	for _, n := range []struct {
 		key string
 		v   int
 		ok  bool
 	}{
-		{"capacity", q.Capacity, true}, {"min_shards", q.MinShards, r.version.AtLeast(2, 6)}, {"max_shards", q.MaxShards, true},
-		{"max_samples_per_send", q.MaxSamplesPerSend, true}, {"max_retries", q.MaxRetries, !r.version.AtLeast(2, 11)},
+		{"capacity", q.Capacity, true}, {"min_shards", q.MinShards, r.AtLeast(2, 6)}, {"max_shards", q.MaxShards, true},
+		{"max_samples_per_send", q.MaxSamplesPerSend, true}, {"max_retries", q.MaxRetries, !r.AtLeast(2, 11)},
 	} {
 		if n.v != 0 && n.ok {
 			qc = append(qc, yaml.MapItem{Key: n.key, Value: int64(n.v)})
@@ -228,14 +228,14 @@ func (r *renderer) queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.M
 		}
 		qc = append(qc, yaml.MapItem{Key: d.key, Value: string(*d.v)})
 	}
-	if q.RetryOnRateLimit && r.version.AtLeast(2, 26) {
+	if q.RetryOnRateLimit && r.AtLeast(2, 26) {
 		qc = append(qc, yaml.MapItem{Key: "retry_on_http_429", Value: true})
 	}
 	if q.SampleAgeLimit != nil {
 		if _, err := model.ParseDuration(string(*q.SampleAgeLimit)); err != nil {
 			return nil, fmt.Errorf("%s.sampleAgeLimit: %w", path, err)
 		}
-		if r.version.AtLeast(2, 50) {
+		if r.AtLeast(2, 50) {
 			qc = append(qc, yaml.MapItem{Key: "sample_age_limit", Value: string(*q.SampleAgeLimit)})
 		}
 	}
@@ -247,24 +247,24 @@ func (r *renderer) queueConfig(path string, q *monitoringv1.QueueConfig) (yaml.M
 // prometheus-operator renders them: oauth2 (r.oauth2), tls_config, the
 // proxy, sigv4 (from Prometheus 2.26), azuread, follow_redirects (from
 // 2.26), enable_http2 (from 2.35).
-func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (yaml.MapSlice, error) {
-	ns := r.srv.Namespace
+func (r *Renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (yaml.MapSlice, error) {
+	ns := r.Namespace
 	var client yaml.MapSlice
 	if rw.OAuth2 != nil {
-		o, err := r.oauth2(path+".oauth2", rw.OAuth2)
+		o, err := r.OAuth2(path+".oauth2", rw.OAuth2)
 		if err != nil {
 			return nil, err
 		}
 		client = append(client, o...)
 	}
 	if rw.TLSConfig != nil {
-		tls, err := r.cred.TLSConfig(ns, path+".tlsConfig", rw.TLSConfig)
+		tls, err := r.Cred.TLSConfig(ns, path+".tlsConfig", rw.TLSConfig)
 		if err != nil {
 			return nil, err
 		}
 		client = append(client, tls)
 	}
-	proxy, err := r.cred.Proxy(ns, path, &rw.ProxyConfig)
+	proxy, err := r.Cred.Proxy(ns, path, &rw.ProxyConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (
 		if err != nil {
 			return nil, err
 		}
-		if r.version.AtLeast(2, 26) {
+		if r.AtLeast(2, 26) {
 			client = append(client, sigv4)
 		}
 	}
@@ -285,10 +285,10 @@ func (r *renderer) remoteWriteClient(path string, rw v1alpha1.RemoteWriteSpec) (
 		}
 		client = append(client, azure...)
 	}
-	if rw.FollowRedirects != nil && r.version.AtLeast(2, 26) {
+	if rw.FollowRedirects != nil && r.AtLeast(2, 26) {
 		client = append(client, yaml.MapItem{Key: "follow_redirects", Value: *rw.FollowRedirects})
 	}
-	if rw.EnableHttp2 != nil && r.version.AtLeast(2, 35) {
+	if rw.EnableHttp2 != nil && r.AtLeast(2, 35) {
 		client = append(client, yaml.MapItem{Key: "enable_http2", Value: *rw.EnableHttp2})
 	}
 	return client, nil

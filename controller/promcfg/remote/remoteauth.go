@@ -1,4 +1,4 @@
-package promcfg
+package remote
 
 import (
 	"errors"
@@ -14,14 +14,14 @@ import (
 // sigv4 renders the sigv4 s at path (credential.Reader.Sigv4) with the
 // keys the server's Prometheus version has, as prometheus-operator's
 // generator: external_id from 3.11, use_fips_sts_endpoint from 2.54.
-func (r *renderer) sigv4(path string, s *monitoringv1.Sigv4) (yaml.MapItem, error) {
-	item, err := r.cred.Sigv4(r.srv.Namespace, path, s)
+func (r *Renderer) sigv4(path string, s *monitoringv1.Sigv4) (yaml.MapItem, error) {
+	item, err := r.Cred.Sigv4(r.Namespace, path, s)
 	if err != nil {
 		return yaml.MapItem{}, err
 	}
 	item.Value = slices.DeleteFunc(item.Value.(yaml.MapSlice), func(k yaml.MapItem) bool {
-		return k.Key == "external_id" && !r.version.AtLeast(3, 11) ||
-			k.Key == "use_fips_sts_endpoint" && !r.version.AtLeast(2, 54)
+		return k.Key == "external_id" && !r.AtLeast(3, 11) ||
+			k.Key == "use_fips_sts_endpoint" && !r.AtLeast(2, 54)
 	})
 	return item, nil
 }
@@ -30,15 +30,15 @@ func (r *renderer) sigv4(path string, s *monitoringv1.Sigv4) (yaml.MapItem, erro
 // (credential.Reader.OAuth2) for the Prometheus versions that have it, as
 // prometheus-operator's generator: from 2.27, its proxy and TLS settings
 // from 2.43; none before.
-func (r *renderer) oauth2(path string, o *monitoringv1.OAuth2) (yaml.MapSlice, error) {
-	item, err := r.cred.OAuth2(r.srv.Namespace, path, o)
+func (r *Renderer) OAuth2(path string, o *monitoringv1.OAuth2) (yaml.MapSlice, error) {
+	item, err := r.Cred.OAuth2(r.Namespace, path, o)
 	if err != nil {
 		return nil, err
 	}
-	if !r.version.AtLeast(2, 27) {
+	if !r.AtLeast(2, 27) {
 		return nil, nil
 	}
-	if !r.version.AtLeast(2, 43) {
+	if !r.AtLeast(2, 43) {
 		item.Value = slices.DeleteFunc(item.Value.(yaml.MapSlice), func(k yaml.MapItem) bool {
 			switch k.Key {
 			case "proxy_url", "no_proxy", "proxy_from_environment", "proxy_connect_header", "tls_config":
@@ -52,7 +52,7 @@ func (r *renderer) oauth2(path string, o *monitoringv1.OAuth2) (yaml.MapSlice, e
 
 // protobufMessage renders the protobuf_message of a remote write's
 // messageVersion v at path (from Prometheus 2.54); none when v is nil.
-func (r *renderer) protobufMessage(path string, v *monitoringv1.RemoteWriteMessageVersion) (yaml.MapSlice, error) {
+func (r *Renderer) protobufMessage(path string, v *monitoringv1.RemoteWriteMessageVersion) (yaml.MapSlice, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -63,7 +63,7 @@ func (r *renderer) protobufMessage(path string, v *monitoringv1.RemoteWriteMessa
 	if !ok {
 		return nil, fmt.Errorf("%s.messageVersion: %q is not V1.0 or V2.0", path, *v)
 	}
-	if !r.version.AtLeast(2, 54) {
+	if !r.AtLeast(2, 54) {
 		return nil, nil
 	}
 	return yaml.MapSlice{{Key: "protobuf_message", Value: message}}, nil
@@ -76,7 +76,7 @@ func (r *renderer) protobufMessage(path string, v *monitoringv1.RemoteWriteMessa
 // 2.48, sdk from 2.52, workloadIdentity from 3.7, a managedIdentity
 // without clientId from 3.5), UUIDs where Azure wants them. The section
 // is rendered from Prometheus 2.45, scope from 3.9.
-func (r *renderer) azureAD(path string, a *monitoringv1.AzureAD) (yaml.MapSlice, error) {
+func (r *Renderer) azureAD(path string, a *monitoringv1.AzureAD) (yaml.MapSlice, error) {
 	if err := r.checkAzureAD(a); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -89,7 +89,7 @@ func (r *renderer) azureAD(path string, a *monitoringv1.AzureAD) (yaml.MapSlice,
 		cfg = append(cfg, yaml.MapItem{Key: "managed_identity", Value: identity})
 	}
 	if o := a.OAuth; o != nil {
-		secret, err := r.cred.Secret(r.srv.Namespace, o.ClientSecret)
+		secret, err := r.Cred.Secret(r.Namespace, o.ClientSecret)
 		if err != nil {
 			return nil, fmt.Errorf("%s.oauth.clientSecret: %w", path, err)
 		}
@@ -111,10 +111,10 @@ func (r *renderer) azureAD(path string, a *monitoringv1.AzureAD) (yaml.MapSlice,
 	if a.Cloud != nil {
 		cfg = append(cfg, yaml.MapItem{Key: "cloud", Value: *a.Cloud})
 	}
-	if scope := ptr.Deref(a.Scope, ""); scope != "" && r.version.AtLeast(3, 9) {
+	if scope := ptr.Deref(a.Scope, ""); scope != "" && r.AtLeast(3, 9) {
 		cfg = append(cfg, yaml.MapItem{Key: "scope", Value: scope})
 	}
-	if !r.version.AtLeast(2, 45) {
+	if !r.AtLeast(2, 45) {
 		return nil, nil
 	}
 	return yaml.MapSlice{{Key: "azuread", Value: cfg}}, nil
@@ -122,7 +122,7 @@ func (r *renderer) azureAD(path string, a *monitoringv1.AzureAD) (yaml.MapSlice,
 
 // checkAzureAD checks the Azure AD settings a as prometheus-operator
 // does.
-func (r *renderer) checkAzureAD(a *monitoringv1.AzureAD) error {
+func (r *Renderer) checkAzureAD(a *monitoringv1.AzureAD) error {
 	var set []string
 	for _, m := range []struct {
 		name string
@@ -142,15 +142,15 @@ func (r *renderer) checkAzureAD(a *monitoringv1.AzureAD) error {
 		return fmt.Errorf("%s and %s are mutually exclusive", set[0], set[1])
 	}
 	switch {
-	case a.ManagedIdentity != nil && ptr.Deref(a.ManagedIdentity.ClientID, "") == "" && !r.version.AtLeast(3, 5):
+	case a.ManagedIdentity != nil && ptr.Deref(a.ManagedIdentity.ClientID, "") == "" && !r.AtLeast(3, 5):
 		return errors.New("managedIdentity.clientId: must be set before Prometheus 3.5")
-	case a.OAuth != nil && !r.version.AtLeast(2, 48):
+	case a.OAuth != nil && !r.AtLeast(2, 48):
 		return errors.New("oauth: requires Prometheus 2.48 or later")
 	case a.OAuth != nil && uuid.Validate(a.OAuth.ClientID) != nil:
 		return fmt.Errorf("oauth.clientId: %q is not a UUID", a.OAuth.ClientID)
-	case a.SDK != nil && !r.version.AtLeast(2, 52):
+	case a.SDK != nil && !r.AtLeast(2, 52):
 		return errors.New("sdk: requires Prometheus 2.52 or later")
-	case a.WorkloadIdentity != nil && !r.version.AtLeast(3, 7):
+	case a.WorkloadIdentity != nil && !r.AtLeast(3, 7):
 		return errors.New("workloadIdentity: requires Prometheus 3.7 or later")
 	case a.WorkloadIdentity != nil && uuid.Validate(a.WorkloadIdentity.ClientID) != nil:
 		return fmt.Errorf("workloadIdentity.clientId: %q is not a UUID", a.WorkloadIdentity.ClientID)
