@@ -17,29 +17,20 @@ import (
 	"github.com/podreload/podreload/controller/takeover"
 )
 
-// unmanagedConfiguration is listed as unsupported for a Prometheus whose
-// four monitor selectors are all unset: prometheus-operator (without
-// --disable-unmanaged-prometheus-configuration) then leaves the
-// configuration Secret to the user and never writes it
-// (unmanagedPrometheusConfiguration); a takeover would overwrite it.
-const unmanagedConfiguration = "serviceMonitorSelector, podMonitorSelector, probeSelector, scrapeConfigSelector: all unset (the configuration Secret is the user's)"
-
 // convertSpec is the PrometheusServer spec of a Prometheus spec in (for
 // fromPrometheus): every field operatorFields maps, with
 // prometheus-operator's defaults where they differ from ours; and the
 // refused fields in sets to a value they do not accept (by JSON path under
 // spec, "[]" standing for any item of a list), the version when
 // prometheus-operator cannot parse or render it (promoperator.RefusedVersion),
-// and unmanagedConfiguration, sorted.
+// sorted. With its four monitor selectors unset, the configuration Secret
+// is the user's (promserver.UserConfigured): read, never written.
 func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServerSpec, unsupported []string) {
 	in = *in.DeepCopy()
 	unsupported = takeover.RefusedFields(in, operatorFields())
 	image, version, ok := operatorImage(&in)
 	if r := promoperator.RefusedVersion(version, ok); r != "" {
 		unsupported = append(unsupported, r)
-	}
-	if in.ServiceMonitorSelector == nil && in.PodMonitorSelector == nil && in.ProbeSelector == nil && in.ScrapeConfigSelector == nil {
-		unsupported = append(unsupported, unmanagedConfiguration)
 	}
 	slices.Sort(unsupported)
 	return operatorSpec(in, image), unsupported

@@ -333,18 +333,15 @@ func TestConvertDefaults(t *testing.T) {
 }
 
 // TestConvertUnmanagedConfiguration: a Prometheus whose four monitor
-// selectors are unset has a configuration prometheus-operator never
-// writes: it is not taken over; any one selector set is enough.
+// selectors are unset is taken over, its configuration Secret the user's
+// (promserver.UserConfigured); any one selector set makes it ours.
 func TestConvertUnmanagedConfiguration(t *testing.T) {
 	p := testPrometheus()
 	p.Spec.ServiceMonitorSelector = nil
 	p.Spec.RuleSelector = &metav1.LabelSelector{}
-	_, unsupported := FromPrometheus(p)
-	require.Equal(t, []string{unmanagedConfiguration}, unsupported)
-
-	p.Spec.Thanos = &monitoringv1.ThanosSpec{}
-	_, unsupported = FromPrometheus(p)
-	require.Equal(t, []string{unmanagedConfiguration, "thanos"}, unsupported, "sorted")
+	target, unsupported := FromPrometheus(p)
+	require.Empty(t, unsupported)
+	require.True(t, promserver.UserConfigured(target))
 
 	for _, set := range []func(s *monitoringv1.PrometheusSpec){
 		func(s *monitoringv1.PrometheusSpec) { s.ServiceMonitorSelector = &metav1.LabelSelector{} },
@@ -355,8 +352,9 @@ func TestConvertUnmanagedConfiguration(t *testing.T) {
 		p := testPrometheus()
 		p.Spec.ServiceMonitorSelector = nil
 		set(&p.Spec)
-		_, unsupported := FromPrometheus(p)
+		target, unsupported := FromPrometheus(p)
 		require.Empty(t, unsupported)
+		require.False(t, promserver.UserConfigured(target))
 	}
 }
 

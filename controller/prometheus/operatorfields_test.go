@@ -46,14 +46,16 @@ covers the field and everything under it. A test walks the Go types and
 fails when a field has no row, so a new field of the next version cannot
 be dropped unnoticed.
 
-Two refusals are not of one field:
+One refusal is not of one field: a ` + "`version`" + ` that is not a version
+(prometheus-operator parses it tolerantly, as ` + "`v3.5`" + ` for ` + "`v3.5.0`" + `, and
+fails on anything else).
 
-- a ` + "`version`" + ` that is not a version (prometheus-operator parses it
-  tolerantly, as ` + "`v3.5`" + ` for ` + "`v3.5.0`" + `, and fails on anything else);
-- an object whose ` + "`serviceMonitorSelector`, `podMonitorSelector`, `probeSelector`" + `
-  and ` + "`scrapeConfigSelector`" + ` are all unset: prometheus-operator then
-  leaves the configuration Secret to the user and never writes it; a
-  takeover would overwrite it.
+An object whose ` + "`serviceMonitorSelector`, `podMonitorSelector`, `probeSelector`" + `
+and ` + "`scrapeConfigSelector`" + ` are all unset is taken over with its configuration
+Secret left to the user, as prometheus-operator leaves it: the controller
+never writes ` + "`prometheus-<name>`" + `, renders the rest, and the config-reloader
+reads the user's ` + "`prometheus.yaml.gz`" + ` from it; a missing Secret or key is an
+` + "`InvalidSpec`" + ` naming it, with what was written last kept.
 
 `)
 	b.WriteString(takeover.Matrix(operatorFields()))

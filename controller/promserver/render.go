@@ -238,7 +238,15 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	}
 	rejected = sortRejections(append(rejected, rejectedRules...))
 
-	cfg, err := RenderConfigSecrets(server, head, parts, shards, cache)
+	var cfg *Objects
+	if UserConfigured(server) {
+		cfg, err = userConfig(server, lookup, shards)
+		if err != nil {
+			return nil, &SpecError{Err: err, SecretRefs: store.Union(refs, lookup.Refs())}
+		}
+	} else {
+		cfg, err = RenderConfigSecrets(server, head, parts, shards, cache)
+	}
 	cache.parts.Rotate()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package promserver
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,6 +22,7 @@ import (
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/rulefiles"
+	"github.com/podreload/podreload/controller/store"
 )
 
 // write makes the live objects of server match objs, with own as their
@@ -325,4 +328,30 @@ func (r *Reconciler) checkGoverningService(ctx context.Context, server Target) e
 			key, labels.Set(svc.Spec.Selector).String(), pods.String())
 	}
 	return nil
+}
+
+// UserConfigured tells whether server's configuration Secret is the
+// user's: a Prometheus object taken over (prometheus-operator's layout, not
+// an agent) whose four monitor selectors are all unset, whose Secret
+// prometheus-operator leaves to the user (its
+// unmanagedPrometheusConfiguration). It is then read, never written.
+func UserConfigured(server Target) bool {
+	s := server.Spec
+	return server.Layout.Operator() && !server.Layout.Agent() &&
+		s.ServiceMonitorSelector == nil && s.PodMonitorSelector == nil && s.ProbeSelector == nil && s.ScrapeConfigSelector == nil
+}
+
+// userConfig is the configuration objects of a server whose config Secret
+// is the user's (UserConfigured): no ConfigSecret, and the hashes of the
+// user's one, read through lookup, which the config-reloaders report once
+// Prometheus runs it. A missing Secret or key is an error naming it.
+func userConfig(server Target, lookup *store.Lookup, shards []*corev1.ConfigMap) (*Objects, error) {
+	gz, err := lookup.Secret(server.Namespace, corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ConfigSecretOf(server)}, Key: ConfigSecretKey,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the user's configuration Secret (all four monitor selectors unset): %w", err)
+	}
+	sum := sha256.Sum256(gz)
+	return &Objects{ConfigHash: hex.EncodeToString(sum[:]), ContentHash: ContentHash(gz, shards)}, nil
 }
