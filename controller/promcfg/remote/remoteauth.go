@@ -26,7 +26,7 @@ func (r *Renderer) sigv4(path string, s *monitoringv1.Sigv4) (yaml.MapItem, erro
 	return item, nil
 }
 
-// oauth2 renders the oauth2 o at path of a remote write or a remote read
+// OAuth2 renders the oauth2 o at path of a remote write or a remote read
 // (credential.Reader.OAuth2) for the Prometheus versions that have it, as
 // prometheus-operator's generator: from 2.27, its proxy and TLS settings
 // from 2.43; none before.

@@ -85,7 +85,7 @@ func (r *Renderer) RemoteWrites(rws []v1alpha1.RemoteWriteSpec) ([]yaml.MapSlice
 	return out, nil
 }
 
-// authorization renders the authorization a at path, whose credentials
+// Authorization renders the authorization a at path, whose credentials
 // come from a Secret or a file, of a remote write, a remote read or
 // spec.apiserverConfig. Before Prometheus 2.26, which has none,
 // prometheus-operator's generator fails on it (addAuthorizationToYaml
@@ -122,7 +122,7 @@ func ExclusiveAuth(path string, fields []string, set ...bool) error {
 	return fmt.Errorf("%s: %s and %s are mutually exclusive", path, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
-// bearerToken renders the deprecated bearer_token and bearer_token_file,
+// BearerToken renders the deprecated bearer_token and bearer_token_file,
 // those that are set.
 func BearerToken(token, file string) yaml.MapSlice {
 	var cfg yaml.MapSlice
