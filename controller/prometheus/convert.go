@@ -126,5 +126,7 @@ func FromPrometheus(p *monitoringv1.Prometheus) (_ promserver.Target, unsupporte
 		server.Annotations[k] = v
 	}
 	server.Spec, unsupported = convertSpec(p.Spec)
-	return promserver.Target{PrometheusServer: server, Layout: promserver.OperatorsLayout}, unsupported
+	s := p.Spec
+	user := s.ServiceMonitorSelector == nil && s.PodMonitorSelector == nil && s.ProbeSelector == nil && s.ScrapeConfigSelector == nil
+	return promserver.Target{PrometheusServer: server, Layout: promserver.OperatorsLayout, UserConfig: user}, unsupported
 }

@@ -51,6 +51,9 @@ func (l layout) DaemonSet() bool { return l == OperatorsAgentDaemonSetLayout }
 type Target struct {
 	*v1alpha1.PrometheusServer
 	Layout layout
+	// UserConfig tells that the configuration Secret is the user's
+	// (UserConfigured), decided where the server comes from.
+	UserConfig bool
 }
 
 // OwnTarget is server, a PrometheusServer object, in podreload's layout.

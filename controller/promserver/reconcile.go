@@ -212,7 +212,7 @@ func (r *Reconciler) Sync(ctx context.Context, server Target, own kube.Owner, ho
 // inputs reads from the cache what server's objects are rendered from, but
 // for the Secrets.
 func (r *Reconciler) inputs(ctx context.Context, server Target) (Inputs, error) {
-	in := Inputs{Server: server.PrometheusServer, Layout: server.Layout, Namespaces: map[string]labels.Set{}}
+	in := Inputs{Server: server.PrometheusServer, Layout: server.Layout, UserConfig: server.UserConfig, Namespaces: map[string]labels.Set{}}
 	var nss corev1.NamespaceList
 	if err := r.Client.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list namespaces: %w", err)

@@ -43,6 +43,9 @@ type Inputs struct {
 	// comes from (layout.go): the zero value for a PrometheusServer,
 	// prometheus-operator's for a Prometheus object converted.
 	Layout layout
+	// UserConfig tells that Server's configuration Secret is the user's
+	// (Target.UserConfig): read, never written.
+	UserConfig bool
 	// Namespaces holds the labels of the namespaces, by name, for the
 	// namespace selectors of Server.
 	Namespaces map[string]labels.Set
@@ -190,7 +193,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 		return nil, errors.New("render: no PrometheusServer")
 	}
 	in.Server = notOlder(in)
-	server := Target{PrometheusServer: in.Server, Layout: in.Layout}
+	server := Target{PrometheusServer: in.Server, Layout: in.Layout, UserConfig: in.UserConfig}
 	if err := ValidateArgs(server); err != nil {
 		return nil, err
 	}

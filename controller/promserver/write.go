@@ -331,14 +331,12 @@ func (r *Reconciler) checkGoverningService(ctx context.Context, server Target) e
 }
 
 // UserConfigured tells whether server's configuration Secret is the
-// user's: a Prometheus object taken over (prometheus-operator's layout, not
-// an agent) whose four monitor selectors are all unset, whose Secret
-// prometheus-operator leaves to the user (its
+// user's: a Prometheus object taken over whose four monitor selectors are
+// all unset (the Prometheus kind's conversion sets Target.UserConfig), whose
+// Secret prometheus-operator leaves to the user (its
 // unmanagedPrometheusConfiguration). It is then read, never written.
 func UserConfigured(server Target) bool {
-	s := server.Spec
-	return server.Layout.Operator() && !server.Layout.Agent() &&
-		s.ServiceMonitorSelector == nil && s.PodMonitorSelector == nil && s.ProbeSelector == nil && s.ScrapeConfigSelector == nil
+	return server.UserConfig && server.Layout.Operator() && !server.Layout.Agent()
 }
 
 // userConfig is the configuration objects of a server whose config Secret
