@@ -54,7 +54,7 @@ func RenderAccess(server Target, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) 
 		Pods:           podNames(server),
 		EveryPod:       server.Layout.DaemonSet(), // Its pods' names are their own.
 
-		StateSecrets: stateSecretNames(server),
+		StateSecrets: sidecar.StateSecretNames(statePods(server)),
 	}
 	if APISource(server) {
 		a.Secrets = append([]string{ConfigSecretOf(server)}, configsecret.PartNames(ConfigSecretOf(server), configsecret.PartSlots(parts, RuleVolumeStep))...)

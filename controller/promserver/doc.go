@@ -24,7 +24,7 @@
 //	podfields.go     the pod fields prometheus-operator's Prometheus has too
 //	sidecar.go       the config-reloader's flags and sources, volume or API
 //	access.go        the Role and RoleBinding of the config-reloaders
-//	statesecrets.go  the Secrets that keep the config-reloaders' state without a claim
+//	statesecrets.go  where the config-reloaders keep their state: on the data volume, or in Secrets (sidecar.StateSecrets)
 //	layout.go        the layout, a value decided where a server comes from: podreload's, or prometheus-operator's for a Prometheus taken over
 //	layout_workload.go its names, labels, Service, data volume and flags
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files

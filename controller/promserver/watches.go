@@ -84,7 +84,7 @@ func (r *Reconciler) Setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Re
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers), builder.WithPredicates(notStateWrites())).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers), builder.WithPredicates(sidecar.NotStateWrites())).
 		WatchesRawSource(source.Kind(m.ConfigMaps(), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
 			handler.TypedEnqueueRequestsFromMapFunc(r.configMapServers)))
 	for _, k := range SelectedKinds() {

@@ -275,7 +275,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		src.args = append(src.args, "--state-dir="+ReloaderStateDir)
 		src.reloaderMounts = append(src.reloaderMounts, storage)
 	} else {
-		src.args = append(src.args, stateSecretArg)
+		src.args = append(src.args, sidecar.StateSecretArg)
 	}
 	web := webPod(server, opts.Reload)
 	userVolumes, userMounts := podUserVolumes(spec)
