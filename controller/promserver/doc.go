@@ -22,7 +22,7 @@
 //	web.go           the web config Secret (package webconfig renders it)
 //	workload.go      the Service and the StatefulSets (or an agent's DaemonSet)
 //	podfields.go     the pod fields prometheus-operator's Prometheus has too
-//	sidecar.go       the config-reloader's flags and sources, volume or API
+//	sidecar.go       the config-reloader's reload flags; its source, volume or API (sidecar.Source)
 //	access.go        the Role and RoleBinding of the config-reloaders
 //	statesecrets.go  where the config-reloaders keep their state: on the data volume, or in Secrets (sidecar.StateSecrets)
 //	layout.go        the layout, a value decided where a server comes from: podreload's, or prometheus-operator's for a Prometheus taken over
