@@ -18,7 +18,7 @@
 //	metrics.go       the metrics the kinds that run Prometheus share
 //	selected.go      the table of the kinds a server selects (ServiceMonitor...)
 //	render.go        Render: every object of a server from one snapshot of inputs, the configuration's input
-//	rendercache.go   what renders keep from one to the next; the rule ConfigMaps' names
+//	rendercache.go   what renders keep from one to the next (rulefiles', configsecret's caches); the rule ConfigMaps' names
 //	web.go           the web config Secret (package webconfig renders it)
 //	workload.go      the Service and the StatefulSets (or an agent's DaemonSet)
 //	podfields.go     the pod fields prometheus-operator's Prometheus has too

@@ -22,6 +22,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/rulefiles"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -120,7 +121,7 @@ type Synced struct {
 // Kubernetes object (the PrometheusServer, or the Prometheus it was
 // converted from), which the Events are about. With holdRules, the rule
 // ConfigMaps stay as this controller last wrote them, when it knows
-// (ruleCache.writtenRules): the configuration and the status describe
+// (rulefiles.Written): the configuration and the status describe
 // them, not the rules' changes, which a later render writes. It returns an
 // error only when the inputs cannot be read; what the render and the
 // writes gave is in synced.
@@ -176,13 +177,12 @@ func (r *Reconciler) Sync(ctx context.Context, server Target, own kube.Owner, ho
 	r.refs.Remember(key, objs.SecretRefs)
 	r.warn(own, in, objs.Rejected)
 
-	rules := cloneConfigMaps(objs.RuleShards) // As rendered: the writes set their metadata.
+	rules := rulefiles.Clone(objs.RuleShards) // As rendered: the writes set their metadata.
 	sets, err := r.write(ctx, server, own, objs)
-	if err == nil {
-		cache.wroteRules(server, rules)
-	} else {
-		cache.wroteRules(server, nil) // Unknown: the next render writes them.
+	if err != nil {
+		rules = nil // Unknown: the next render writes them.
 	}
+	cache.written.Wrote(writtenFor(server), rules)
 	cond := metav1.Condition{Type: ConditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
 		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
 	if objs.RulesHeld {
