@@ -14,7 +14,6 @@
 //	watches.go       AddToScheme, NewReconciler, the watches and what each triggers
 //	reconcile.go     the reconciler and its Front; Sync: read the inputs, render, write
 //	write.go         the order of the writes; the objects no longer wanted deleted
-//	applied.go       the apply timing: from a write to every replica running it
 //	metrics.go       the metrics the kinds that run Prometheus share
 //	selected.go      the table of the kinds a server selects (ServiceMonitor...)
 //	render.go        Render: every object of a server from one snapshot of inputs, the configuration's input

@@ -23,6 +23,7 @@ import (
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/rulefiles"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -33,6 +34,9 @@ const (
 	// ConditionAvailable is True when every replica of a PrometheusServer
 	// is ready.
 	ConditionAvailable = "Available"
+	// ConditionConfigApplied is the condition of what the replicas run
+	// (sidecar.Applied).
+	ConditionConfigApplied = sidecar.ConditionConfigApplied
 )
 
 // Reconciler is the Reconciler of PrometheusServers.
@@ -62,8 +66,9 @@ type Reconciler struct {
 	refs *store.Tracker
 	// warned are the rejections of each server already told in an Event.
 	warned map[types.NamespacedName]map[promcfg.Rejection]struct{}
-	// written is the content each server's status last showed written.
-	Written map[types.NamespacedName]written
+	// Applied times the content each server's status shows written, to
+	// every replica running it, and keeps it.
+	Applied *sidecar.ApplyTimes
 	// front is the kind whose servers the reconciler renders.
 	front Front
 	// own is the kind of the objects the servers come from, as the
@@ -279,7 +284,7 @@ func (r *Reconciler) Forget(key types.NamespacedName) {
 	r.Mu.Lock()
 	delete(r.caches, key)
 	delete(r.warned, key)
-	delete(r.Written, key)
+	r.Applied.Forget(key)
 	r.Mu.Unlock()
 	r.Coalescer.Forget(key)
 	r.refs.Forget(key)

@@ -64,7 +64,7 @@ func NewReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Register
 		caches:    map[types.NamespacedName]*RuleCache{},
 		refs:      store.NewTracker(),
 		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
-		Written:   map[types.NamespacedName]written{},
+		Applied:   sidecar.NewApplyTimes(metrics.applySeconds, time.Now),
 		Coalescer: kube.NewCoalescer(time.Now),
 		front:     front,
 		own:       own,
