@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +32,7 @@ import (
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, a file moving between shards is written where it goes
 // before it is removed from where it was (rulefiles.Writes: the shards of one
-// phase are written at once), and the configuration, whose rule_files name the
+// phase are written at once, kube.WriteAll), and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
 // The Role and RoleBinding of the reloaders are written before the
 // StatefulSets, so that their pods find them; the StatefulSets of shards
@@ -58,7 +57,7 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 		}
 		// The parts first, in any order: the config Secret names them,
 		// and the reloaders wait for every part it names.
-		if err := writeAll(objs.ConfigParts, func(s *corev1.Secret) error {
+		if err := kube.WriteAll(objs.ConfigParts, func(s *corev1.Secret) error {
 			return kube.Write(ctx, r.Writer, own, s, kube.SyncSecret)
 		}); err != nil {
 			return err
@@ -160,7 +159,7 @@ func (r *Reconciler) writeAccess(ctx context.Context, server Target, own kube.Ow
 // in the phases of rulefiles.Writes, the ConfigMaps of a phase at once.
 func (r *Reconciler) writeRuleShards(ctx context.Context, own kube.Owner, live, shards []*corev1.ConfigMap) error {
 	for _, phase := range rulefiles.Writes(live, shards) {
-		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
+		if err := kube.WriteAll(phase, func(cm *corev1.ConfigMap) error {
 			return kube.Write(ctx, r.Writer, own, cm, kube.SyncConfigMap)
 		}); err != nil {
 			return err
@@ -274,37 +273,6 @@ func (r *Reconciler) keepImmutable(ctx context.Context, own kube.Owner, desired 
 	}
 	desired.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
 	return nil
-}
-
-// maxParallelWrites bounds the rule ConfigMaps, or the part Secrets of a
-// split configuration, written at once: one after the other, each is a
-// round trip (12 rule ConfigMaps for 1,000 PrometheusRules, 22 parts for
-// the 20,000 endpoints of BenchmarkScale, some 150 for jobs that compress
-// like real ones).
-const maxParallelWrites = 8
-
-// writeAll writes objs at once, maxParallelWrites at most at a time, with
-// write, and returns when all are written, the errors joined.
-func writeAll[T any](objs []T, write func(T) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	sem := make(chan struct{}, maxParallelWrites)
-	for _, o := range objs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := write(o); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // checkGoverningService checks, for a server whose governing Service is
