@@ -3,6 +3,8 @@ package promserver
 import (
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/sidecar"
@@ -34,12 +36,18 @@ func reloadArgs(spec v1alpha1.PrometheusServerSpec, web webconfig.Pod) []string 
 // (RuleVolumes) and of the part Secrets of a split configuration, parts
 // of them. The volume source reserves configsecret.PartSlots of the
 // parts, so that the pods change only when the count of parts crosses a
-// multiple of RuleVolumeStep (the first split included).
-func podSource(server Target, shards, parts int, configOut string) sidecar.Pod {
+// multiple of RuleVolumeStep (the first split included). The reloaders'
+// state outlives the pod: on a claim, in a DaemonSet's pods (names of
+// their own, unknown before they are) and without a token, on the data
+// volume, storage (stateInSecrets); else in Secrets.
+func podSource(server Target, shards, parts int, configOut string, storage corev1.VolumeMount) sidecar.Pod {
 	src := sidecar.Source{
 		API: APISource(server), Namespace: server.Namespace, ConfigSecret: ConfigSecretOf(server), ConfigKey: ConfigSecretKey,
 		ConfigDir: ConfigMountPath, ConfigOutDir: ConfigOutMountPath, ConfigOut: configOut, RulesDir: RulesMountPath,
 		RuleLabels: ruleFilesLabels(server), RuleConfigMapsDir: RuleConfigMapsMountPath, PartsDir: configPartsMountPath,
+	}
+	if !stateInSecrets(server) {
+		src.StateDir, src.StateMount = ReloaderStateDir, storage
 	}
 	if !src.API {
 		for i := range RuleVolumes(shards) {

@@ -255,23 +255,12 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	signal := spec.Reloader.ReloadMethod == "signal"
 
 	configOut := ConfigOutMountPath + "/" + ConfigEnvsubstFile
-	src := podSource(server, opts.RuleShards, opts.ConfigParts, configOut)
 	operator := server.Layout.Operator()
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
 	if operator {
 		storage, storageVolumes, claims = operatorStorage(server)
 	}
-	// The reloaders' state outlives the pod (statesecrets.go): a new pod
-	// starts Prometheus on what it last accepted, not on content it rejected.
-	// On a claim, in a DaemonSet's pods (names of their own, unknown
-	// before they are) and without a token: on the data volume
-	// (stateInSecrets).
-	if !stateInSecrets(server) {
-		src.Args = append(src.Args, "--state-dir="+ReloaderStateDir)
-		src.ReloaderMounts = append(src.ReloaderMounts, storage)
-	} else {
-		src.Args = append(src.Args, sidecar.StateSecretArg)
-	}
+	src := podSource(server, opts.RuleShards, opts.ConfigParts, configOut, storage)
 	web := webPod(server, opts.Reload)
 	userVolumes, userMounts := podUserVolumes(spec)
 	volumes := slices.Concat(src.Volumes, storageVolumes, src.RuleVolumes, web.Volumes, userVolumes)

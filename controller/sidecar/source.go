@@ -42,6 +42,13 @@ type Source struct {
 	// without a split.
 	Parts    []string
 	PartsDir string
+	// StateDir, when set, is where on StateMount, the server's data
+	// volume, the reloaders keep their state (--state-dir); unset, they
+	// keep it in their pod's state Secret (StateSecretArg), so that it
+	// outlives the pod: a new pod starts the server on what it last
+	// accepted, not on content it rejected.
+	StateDir   string
+	StateMount corev1.VolumeMount
 }
 
 // Pod is what a Source puts into the pod.
@@ -62,6 +69,18 @@ type Pod struct {
 // name in RulesDir. The volume source renders the rule ConfigMaps' files
 // (--rules-input-dir), gunzipped, into RulesDir as the API source does.
 func (s Source) Pod() Pod {
+	p := s.pod()
+	if s.StateDir != "" {
+		p.Args = append(p.Args, "--state-dir="+s.StateDir)
+		p.ReloaderMounts = append(p.ReloaderMounts, s.StateMount)
+	} else {
+		p.Args = append(p.Args, StateSecretArg)
+	}
+	return p
+}
+
+// pod is what s puts into the pod, but for the state.
+func (s Source) pod() Pod {
 	if s.API {
 		return Pod{
 			Volumes:        []corev1.Volume{emptyDir("config-out")},

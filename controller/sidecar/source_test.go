@@ -31,7 +31,7 @@ func volumeNames(vs []corev1.Volume) []string {
 func TestSourceAPI(t *testing.T) {
 	p := testSource(true, "main-1").Pod()
 	require.Equal(t, []string{"--config-secret=ns/main", "--config-secret-key=c.gz", "--rules-configmap-selector=rules=main",
-		"--rules-dir=/rules", "--config-envsubst-file=/out/c.yaml"}, p.Args)
+		"--rules-dir=/rules", "--config-envsubst-file=/out/c.yaml", StateSecretArg}, p.Args)
 	require.Equal(t, []string{"config-out"}, volumeNames(p.Volumes))
 	require.Equal(t, []string{"rules"}, volumeNames(p.RuleVolumes))
 	require.Equal(t, []corev1.VolumeMount{{Name: "config-out", MountPath: "/out"}, {Name: "rules", MountPath: "/rules"}}, p.ReloaderMounts)
@@ -44,7 +44,7 @@ func TestSourceAPI(t *testing.T) {
 func TestSourceVolumes(t *testing.T) {
 	p := testSource(false).Pod()
 	require.Equal(t, []string{"--config-file=/config/c.gz", "--config-envsubst-file=/out/c.yaml", "--rules-dir=/rules",
-		"--rules-input-dir=/rulecms/main-r-0", "--rules-input-dir=/rulecms/main-r-1"}, p.Args)
+		"--rules-input-dir=/rulecms/main-r-0", "--rules-input-dir=/rulecms/main-r-1", StateSecretArg}, p.Args)
 	require.Equal(t, []string{"config", "config-out"}, volumeNames(p.Volumes))
 	require.Equal(t, "main", p.Volumes[0].Secret.SecretName)
 	require.Equal(t, []string{"rulefiles-0", "rulefiles-1", "rules"}, volumeNames(p.RuleVolumes))
@@ -53,10 +53,13 @@ func TestSourceVolumes(t *testing.T) {
 	require.Equal(t, corev1.VolumeMount{Name: "rulefiles-1", MountPath: "/rulecms/main-r-1", ReadOnly: true}, p.ReloaderMounts[4])
 	require.Len(t, p.ReloaderMounts, 5)
 
-	p = testSource(false, "main-1", "main-2").Pod()
-	require.Equal(t, "--config-parts-dir=/parts", p.Args[len(p.Args)-1])
+	src := testSource(false, "main-1", "main-2")
+	src.StateDir, src.StateMount = "/data/.state", corev1.VolumeMount{Name: "data", MountPath: "/data"}
+	p = src.Pod()
+	require.Equal(t, []string{"--config-parts-dir=/parts", "--state-dir=/data/.state"}, p.Args[len(p.Args)-2:])
+	require.Equal(t, src.StateMount, p.ReloaderMounts[len(p.ReloaderMounts)-1], "the state on the data volume")
 	require.Equal(t, []string{"config", "config-out", "config-parts"}, volumeNames(p.Volumes))
-	require.Equal(t, corev1.VolumeMount{Name: "config-parts", MountPath: "/parts", ReadOnly: true}, p.ReloaderMounts[len(p.ReloaderMounts)-1])
+	require.Equal(t, corev1.VolumeMount{Name: "config-parts", MountPath: "/parts", ReadOnly: true}, p.ReloaderMounts[len(p.ReloaderMounts)-2])
 	sources := p.Volumes[2].Projected.Sources
 	require.Len(t, sources, 2)
 	require.Equal(t, "main-2", sources[1].Secret.Name)
