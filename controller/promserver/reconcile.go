@@ -65,7 +65,7 @@ type Reconciler struct {
 	// referenced.
 	refs *store.Tracker
 	// warned are the rejections of each server already told in an Event.
-	warned map[types.NamespacedName]map[promcfg.Rejection]struct{}
+	warned kube.Told[promcfg.Rejection]
 	// Applied times the content each server's status shows written, to
 	// every replica running it, and keeps it.
 	Applied *sidecar.ApplyTimes
@@ -283,7 +283,7 @@ func (r *Reconciler) ruleCache(key types.NamespacedName) *RuleCache {
 func (r *Reconciler) Forget(key types.NamespacedName) {
 	r.Mu.Lock()
 	delete(r.caches, key)
-	delete(r.warned, key)
+	r.warned.Forget(key)
 	r.Applied.Forget(key)
 	r.Mu.Unlock()
 	r.Coalescer.Forget(key)
@@ -307,18 +307,7 @@ func BoolGauge(b bool) float64 {
 // and reason for a server (own), and logs it.
 func (r *Reconciler) warn(own kube.Owner, in Inputs, rejected []promcfg.Rejection) {
 	key := client.ObjectKeyFromObject(own.Object)
-	r.Mu.Lock()
-	old := r.warned[key]
-	now := make(map[promcfg.Rejection]struct{}, len(rejected))
-	for _, rej := range rejected {
-		now[rej] = struct{}{}
-	}
-	r.warned[key] = now
-	r.Mu.Unlock()
-	for _, rej := range rejected {
-		if _, ok := old[rej]; ok {
-			continue
-		}
+	for _, rej := range r.warned.New(key, rejected) {
 		r.Logger.Warn("rejected", own.Key, key, "kind", rej.Kind, "namespace", rej.Namespace, "name", rej.Name, "reason", rej.Reason)
 		if obj := rejectedObject(in, rej); obj != nil {
 			r.event(obj, own.Object, "Rejected", fmt.Sprintf("left out of %s %s: %s", ownerKind(own.Object), key, rej.Reason))
@@ -326,9 +315,9 @@ func (r *Reconciler) warn(own kube.Owner, in Inputs, rejected []promcfg.Rejectio
 	}
 }
 
-// event emits a Warning Event about regarding.
+// event emits a Warning Event about regarding (kube.Warn).
 func (r *Reconciler) event(regarding, related runtime.Object, reason, note string) {
-	r.Recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
+	kube.Warn(r.Recorder, regarding, related, reason, note)
 }
 
 // rejectedObject returns the candidate of in that rej names.

@@ -25,7 +25,6 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
-	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
@@ -63,7 +62,6 @@ func NewReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Register
 		Writer:    m.Writer(),
 		caches:    map[types.NamespacedName]*RuleCache{},
 		refs:      store.NewTracker(),
-		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
 		Applied:   sidecar.NewApplyTimes(metrics.applySeconds, time.Now),
 		Coalescer: kube.NewCoalescer(time.Now),
 		front:     front,
