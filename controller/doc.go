@@ -28,13 +28,15 @@
 //	                      reconcile metrics by kind, the coalescing of an
 //	                      object's events into renders; writing
 //	                      objects (create or update, server-side apply of
-//	                      StatefulSets with recreate, delete), owner any object
+//	                      StatefulSets with recreate, delete, several at
+//	                      once), owner any object; Warning Events
 //	controller/store      kind-neutral: the referenced Secrets and ConfigMaps,
 //	                      typed references, one resolver, who references what
 //	controller/webconfig  kind-neutral: the web configuration file of spec.web
-//	                      (exporter-toolkit's), its checks and pod parts
-//	controller/sidecar    kind-neutral: the config-reloader's containers,
-//	                      the Role and RoleBinding of its pods, their reports
+//	                      (exporter-toolkit's), its checks, Secret and pod parts
+//	controller/sidecar    kind-neutral: the config-reloader's containers, its
+//	                      source, the Role and RoleBinding of its pods, its
+//	                      state Secrets, their reports and their timing
 //	controller/promcfg    pure: a PrometheusServer and its monitors into
 //	                      prometheus.yaml (a server's or an agent's), with
 //	                      credential/ (HTTP clients' credentials from Secrets)

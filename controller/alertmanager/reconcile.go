@@ -367,7 +367,7 @@ func (r *reconciler) tell(regarding client.Object, related runtime.Object, reaso
 	if told || note == "" {
 		return false
 	}
-	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
+	kube.Warn(r.recorder, regarding, related, reason, note)
 	return true
 }
 

@@ -79,16 +79,7 @@ func webPod(am *monitoringv1.Alertmanager, reload webconfig.Reload, version stri
 	if !since(version, sinceWebConfig) {
 		return webconfig.PodParts(webDirs(), webConfigName(am.Name), nil, reload)
 	}
-	fields := webFields(am)
-	if !webconfig.Enabled(fields) {
-		// The file is always there, empty: an empty httpConfig mounts
-		// its Secret and nothing else.
-		fields = &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{}}
-	}
-	pod := webconfig.PodParts(webDirs(), webConfigName(am.Name), fields, reload)
-	pod.ServerMounts[0].MountPath += "/" + webconfig.SecretKey
-	pod.ServerMounts[0].SubPath = webconfig.SecretKey
-	return pod
+	return webconfig.OperatorPodParts(webDirs(), webConfigName(am.Name), webFields(am), reload)
 }
 
 // fileHash is the hash of the web configuration file, for

@@ -22,25 +22,29 @@ type Cache struct {
 	lastEst, nextEst map[estimateKey]int
 }
 
-// gzip returns the content made of parts gzipped (Gzip, within
-// limit), as last compressed when it was.
-func (c *Cache) gzip(limit int, parts [][]byte) ([]byte, error) {
-	if c == nil {
-		return Gzip(limit, parts...)
-	}
+// Gzip returns the content made of parts gzipped (the package's Gzip,
+// within limit), as last compressed when it was, and the SHA-256 of the
+// content, by which it is kept: the parts of a split configuration, or a
+// whole configuration, which a render of the same configuration does not
+// compress again.
+func (c *Cache) Gzip(limit int, parts ...[]byte) ([]byte, [sha256.Size]byte, error) {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write(p)
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
+	if c == nil {
+		gz, err := Gzip(limit, parts...)
+		return gz, sum, err
+	}
 	c.mu.Lock()
 	gz, ok := c.last[sum]
 	c.mu.Unlock()
 	if !ok || len(gz) > limit {
 		var err error
 		if gz, err = Gzip(limit, parts...); err != nil {
-			return nil, err
+			return nil, sum, err
 		}
 	}
 	c.mu.Lock()
@@ -49,7 +53,7 @@ func (c *Cache) gzip(limit int, parts [][]byte) ([]byte, error) {
 		c.next = map[[sha256.Size]byte][]byte{}
 	}
 	c.next[sum] = gz
-	return gz, nil
+	return gz, sum, nil
 }
 
 // estimate returns the chunker's estimate for key, if the last render or

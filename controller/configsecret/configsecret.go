@@ -21,7 +21,7 @@
 //	configsecret.go  the limits, Job, Gzip, the names of the parts and their slots
 //	stream.go        Stream: the jobs as they are rendered; Split
 //	chunks.go        chunker: where the chunks of jobs end
-//	cache.go         Cache: the gzipped parts and the estimates of the last render
+//	cache.go         Cache: the gzipped parts (or whole configuration) and the estimates of the last render
 package configsecret
 
 import (

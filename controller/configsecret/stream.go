@@ -203,7 +203,7 @@ func gzipChunks(cache *Cache, c []Job) ([][]byte, error) {
 		if len(c) == 1 {
 			limit = maxPartGzip
 		}
-		gz, err := cache.gzip(limit, parts)
+		gz, _, err := cache.Gzip(limit, parts...)
 		var sizeErr *SizeError
 		switch {
 		case err == nil:

@@ -1,7 +1,9 @@
 // Package kube is what every managed kind needs from Kubernetes, whatever
 // the kind: the manager with its caches (manager.go) and the writes of the
-// objects a kind renders (write.go, statefulset.go, daemonset.go). It
-// knows no kind: the kinds import it, never the other way round.
+// objects a kind renders (write.go, statefulset.go, daemonset.go; several
+// at once, parallel.go), and the Warning Events of their reconciles, each
+// told once (event.go). It knows no kind: the kinds import it, never the
+// other way round.
 package kube
 
 import (

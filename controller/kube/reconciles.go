@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,4 +57,25 @@ func (m *Manager) Reconciles(kind string) Reconciles {
 		Errors:   m.reconciles.errors.WithLabelValues(kind),
 		Duration: m.reconciles.duration.WithLabelValues(kind),
 	}
+}
+
+// Registered registers c with reg, or returns the collector of the same
+// description registered before it: the metrics several kinds'
+// reconcilers share (those of the kinds that run Prometheus), which the
+// second to ask gets from the first. A nil reg registers nothing.
+func Registered[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if reg == nil {
+		return c, nil
+	}
+	err := reg.Register(c)
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		var zero C
+		return zero, fmt.Errorf("register the metrics the kinds share: %w", err)
+	}
+	return c, nil
 }

@@ -476,8 +476,14 @@ func (cp *controlPlane) renderFromAPI(t *testing.T, s *v1alpha1.PrometheusServer
 // TestPartSlotsVolume: the volume source mounts configsecret.PartSlots
 // of the part Secrets, each optional.
 func TestPartSlotsVolume(t *testing.T) {
-	srv := server("monitoring", "main", nil)
-	v := promserver.ConfigPartsVolume(promserver.OwnTarget(srv), configsecret.PartSlots(60, promserver.RuleVolumeStep))
+	srv := server("monitoring", "main", func(s *v1alpha1.PrometheusServerSpec) { s.Reloader.Source = v1alpha1.SourceVolume })
+	opts := testPodOptions()
+	opts.ConfigParts = 60
+	sts := promserver.RenderShard(promserver.OwnTarget(srv), opts, 0)
+	i := slices.IndexFunc(sts.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "config-parts" })
+	require.NotEqual(t, -1, i, "the parts' volume")
+	v := sts.Spec.Template.Spec.Volumes[i]
+	require.Len(t, v.Projected.Sources, configsecret.PartSlots(60, promserver.RuleVolumeStep))
 	require.Len(t, v.Projected.Sources, 64)
 	for i, s := range v.Projected.Sources {
 		name := promserver.ConfigPartName(srv, i+1)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
-	"github.com/podreload/podreload/controller/promserver"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -38,7 +38,7 @@ func (cp *controlPlane) testStateSecrets(t *testing.T) {
 		t.Helper()
 		eventually(t, func(c *assert.CollectT) {
 			var list corev1.SecretList
-			if !assert.NoError(c, cp.c.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{promserver.LabelReloaderState: "main"})) {
+			if !assert.NoError(c, cp.c.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{sidecar.LabelState: "main"})) {
 				return
 			}
 			names := []string{}
@@ -122,7 +122,7 @@ func (cp *controlPlane) testStateSecretsTakeover(t *testing.T) {
 			var s corev1.Secret
 			if assert.NoError(c, cp.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s)) {
 				assert.True(c, metav1.IsControlledBy(&s, p), "%s controlled by the Prometheus", name)
-				assert.Equal(c, "k8s", s.Labels[promserver.LabelReloaderState])
+				assert.Equal(c, "k8s", s.Labels[sidecar.LabelState])
 			}
 		}
 	})

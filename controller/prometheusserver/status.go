@@ -68,7 +68,7 @@ func (k *serverKind) writeStatus(ctx context.Context, server *v1alpha1.Prometheu
 	k.mu.Lock()
 	k.statuses[key] = server.Status
 	k.mu.Unlock()
-	r.ObserveApplied(key, before, server.Status)
+	r.Applied.Observe(key, before, server.Status.ContentHash, meta.IsStatusConditionTrue(server.Status.Conditions, promserver.ConditionConfigApplied))
 	return nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/takeover"
@@ -48,9 +47,7 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 	if err := r.Client.List(ctx, &pods, client.InNamespace(p.GetNamespace()), t.podLabels(p)); err != nil {
 		return fmt.Errorf("list pods of %s %s: %w", t.k.Kind, key, err)
 	}
-	r.Mu.Lock()
-	want := r.Written[key].Hash
-	r.Mu.Unlock()
+	want := r.Applied.Written(key)
 	if res.Objs != nil && res.Objs.ConfigSecret != nil {
 		want = res.Objs.ContentHash
 	}
@@ -78,7 +75,7 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 	status.Conditions = t.conditionsOf(p, res, applied)
 	status.Conditions = append(status.Conditions[:0:0], status.Conditions...)
 	takeover.SetCondition(&status.Conditions, available)
-	before := r.Written[key].Hash
+	before := r.Applied.Written(key)
 	if !equality.Semantic.DeepEqual(status, *t.k.Status(p)) {
 		u, err := toMap(status)
 		if err != nil {
@@ -88,7 +85,7 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 			return err
 		}
 	}
-	r.ObserveApplied(key, before, v1alpha1.PrometheusServerStatus{ContentHash: want, Conditions: []metav1.Condition{applied}})
+	r.Applied.Observe(key, before, want, applied.Status == metav1.ConditionTrue)
 	return nil
 }
 

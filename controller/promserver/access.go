@@ -22,26 +22,15 @@ func AccessName(server Target) string {
 	return server.Name + "-config-reloader"
 }
 
-// RenderAccess renders what the reloaders of server need (sidecar.Role): a
-// Role, in the server's namespace, and its RoleBinding to the pods'
-// service account. Owner references are not set.
-//
-// With either source, the reloaders patch their own pod to report what
-// Prometheus runs (the podreload.dev/applied annotation): the Role grants
-// patch on the names of the StatefulSets' pods, <name>-0 to
-// <name>-(replicas-1) and the same for every other shard, and on no other pod; with no replica it grants none (a rule without
-// resourceNames would grant every pod). Without a claim for Prometheus'
-// storage, they get, update and patch their pods' state Secrets
-// (statesecrets.go), by name.
-//
-// With the API source, the Secret is granted by name, and so are the part
-// Secrets of a split configuration (configsecret.PartSlots of them, so that the Role
-// changes less often than the count of parts): Kubernetes checks a
-// list or watch that selects the field metadata.name=<name> against
-// resourceNames, so the reloaders can watch it and nothing else. A list or
-// watch by label selector cannot be limited that way: the ConfigMaps rule
-// grants list and watch on every ConfigMap of the namespace (not get: the
-// reloaders never read one by name).
+// RenderAccess renders what the reloaders of server need (sidecar.Role,
+// which says why each grant is by name): a Role, in the server's
+// namespace, and its RoleBinding to the pods' service account. It grants
+// patch on the StatefulSets' pods, <name>-0 to <name>-(replicas-1) for
+// every shard (on every pod in DaemonSet mode), the state Secrets of those
+// pods without a claim (statesecrets.go) and, with the API source, the
+// config Secret and configsecret.PartSlots of its part Secrets (so that
+// the Role changes less often than the count of parts) and the
+// namespace's ConfigMaps. Owner references are not set.
 func RenderAccess(server Target, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	l := SelectorLabels(server)
 	if server.Layout.Operator() {
@@ -54,7 +43,7 @@ func RenderAccess(server Target, parts int) (*rbacv1.Role, *rbacv1.RoleBinding) 
 		Pods:           podNames(server),
 		EveryPod:       server.Layout.DaemonSet(), // Its pods' names are their own.
 
-		StateSecrets: stateSecretNames(server),
+		StateSecrets: sidecar.StateSecretNames(statePods(server)),
 	}
 	if APISource(server) {
 		a.Secrets = append([]string{ConfigSecretOf(server)}, configsecret.PartNames(ConfigSecretOf(server), configsecret.PartSlots(parts, RuleVolumeStep))...)

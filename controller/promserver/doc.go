@@ -13,18 +13,17 @@
 //
 //	watches.go       AddToScheme, NewReconciler, the watches and what each triggers
 //	reconcile.go     the reconciler and its Front; Sync: read the inputs, render, write
-//	write.go         the order of the writes; the objects no longer wanted deleted
-//	applied.go       the apply timing: from a write to every replica running it
+//	write.go         the order of the writes (kube's, takeover's StatefulSet pieces); the objects no longer wanted deleted
 //	metrics.go       the metrics the kinds that run Prometheus share
 //	selected.go      the table of the kinds a server selects (ServiceMonitor...)
 //	render.go        Render: every object of a server from one snapshot of inputs, the configuration's input
-//	rendercache.go   what renders keep from one to the next; the rule ConfigMaps' names
-//	web.go           the web config Secret (package webconfig renders it)
+//	rendercache.go   what renders keep from one to the next (rulefiles', configsecret's caches); the rule ConfigMaps' names
+//	web.go           the web config Secret: its name and labels (package webconfig renders it, and its pod parts)
 //	workload.go      the Service and the StatefulSets (or an agent's DaemonSet)
 //	podfields.go     the pod fields prometheus-operator's Prometheus has too
-//	sidecar.go       the config-reloader's flags and sources, volume or API
+//	sidecar.go       the config-reloader's reload flags; its source, volume or API (sidecar.Source)
 //	access.go        the Role and RoleBinding of the config-reloaders
-//	statesecrets.go  the Secrets that keep the config-reloaders' state without a claim
+//	statesecrets.go  where the config-reloaders keep their state: on the data volume, or in Secrets (sidecar.StateSecrets)
 //	layout.go        the layout, a value decided where a server comes from: podreload's, or prometheus-operator's for a Prometheus taken over
 //	layout_workload.go its names, labels, Service, data volume and flags
 //	layout_rules.go  the labels of its rule ConfigMaps and its absolute rule_files

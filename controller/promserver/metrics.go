@@ -1,8 +1,6 @@
 package promserver
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +29,8 @@ func (m *metrics) forKind(mgr *kube.Manager, kind string) *metrics {
 }
 
 // newMetrics returns the metrics registered with reg; the kinds that run
-// Prometheus share them, and the second to ask gets the first's.
+// Prometheus share them, and the second to ask gets the first's
+// (kube.Registered).
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -60,39 +59,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"namespace", "name", "kind"}),
 	}
 	var err error
-	if m.triggers, err = registered(reg, m.triggers); err != nil {
+	if m.triggers, err = kube.Registered(reg, m.triggers); err != nil {
 		return nil, err
 	}
-	if m.Selected, err = registered(reg, m.Selected); err != nil {
+	if m.Selected, err = kube.Registered(reg, m.Selected); err != nil {
 		return nil, err
 	}
-	if m.Rejected, err = registered(reg, m.Rejected); err != nil {
+	if m.Rejected, err = kube.Registered(reg, m.Rejected); err != nil {
 		return nil, err
 	}
-	if m.ConfigApplied, err = registered(reg, m.ConfigApplied); err != nil {
+	if m.ConfigApplied, err = kube.Registered(reg, m.ConfigApplied); err != nil {
 		return nil, err
 	}
-	if m.applySeconds, err = registered(reg, m.applySeconds); err != nil {
+	if m.applySeconds, err = kube.Registered(reg, m.applySeconds); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// registered registers c with reg, or returns the collector of the same
-// description registered before it (by another kind's reconciler).
-func registered[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	err := reg.Register(c)
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	if err != nil {
-		var zero C
-		return zero, fmt.Errorf("register the metrics of the Prometheus-running kinds: %w", err)
-	}
-	return c, nil
 }

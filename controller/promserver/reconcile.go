@@ -22,6 +22,8 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/rulefiles"
+	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
 )
 
@@ -32,6 +34,9 @@ const (
 	// ConditionAvailable is True when every replica of a PrometheusServer
 	// is ready.
 	ConditionAvailable = "Available"
+	// ConditionConfigApplied is the condition of what the replicas run
+	// (sidecar.Applied).
+	ConditionConfigApplied = sidecar.ConditionConfigApplied
 )
 
 // Reconciler is the Reconciler of PrometheusServers.
@@ -60,9 +65,10 @@ type Reconciler struct {
 	// referenced.
 	refs *store.Tracker
 	// warned are the rejections of each server already told in an Event.
-	warned map[types.NamespacedName]map[promcfg.Rejection]struct{}
-	// written is the content each server's status last showed written.
-	Written map[types.NamespacedName]written
+	warned kube.Told[promcfg.Rejection]
+	// Applied times the content each server's status shows written, to
+	// every replica running it, and keeps it.
+	Applied *sidecar.ApplyTimes
 	// front is the kind whose servers the reconciler renders.
 	front Front
 	// own is the kind of the objects the servers come from, as the
@@ -120,7 +126,7 @@ type Synced struct {
 // Kubernetes object (the PrometheusServer, or the Prometheus it was
 // converted from), which the Events are about. With holdRules, the rule
 // ConfigMaps stay as this controller last wrote them, when it knows
-// (ruleCache.writtenRules): the configuration and the status describe
+// (rulefiles.Written): the configuration and the status describe
 // them, not the rules' changes, which a later render writes. It returns an
 // error only when the inputs cannot be read; what the render and the
 // writes gave is in synced.
@@ -176,13 +182,12 @@ func (r *Reconciler) Sync(ctx context.Context, server Target, own kube.Owner, ho
 	r.refs.Remember(key, objs.SecretRefs)
 	r.warn(own, in, objs.Rejected)
 
-	rules := cloneConfigMaps(objs.RuleShards) // As rendered: the writes set their metadata.
+	rules := rulefiles.Clone(objs.RuleShards) // As rendered: the writes set their metadata.
 	sets, err := r.write(ctx, server, own, objs)
-	if err == nil {
-		cache.wroteRules(server, rules)
-	} else {
-		cache.wroteRules(server, nil) // Unknown: the next render writes them.
+	if err != nil {
+		rules = nil // Unknown: the next render writes them.
 	}
+	cache.written.Wrote(writtenFor(server), rules)
 	cond := metav1.Condition{Type: ConditionReconciled, Status: metav1.ConditionTrue, Reason: "Reconciled",
 		Message: fmt.Sprintf("configuration %.12s and %d rule file ConfigMaps written", objs.ConfigHash, len(objs.RuleShards))}
 	if objs.RulesHeld {
@@ -278,8 +283,8 @@ func (r *Reconciler) ruleCache(key types.NamespacedName) *RuleCache {
 func (r *Reconciler) Forget(key types.NamespacedName) {
 	r.Mu.Lock()
 	delete(r.caches, key)
-	delete(r.warned, key)
-	delete(r.Written, key)
+	r.warned.Forget(key)
+	r.Applied.Forget(key)
 	r.Mu.Unlock()
 	r.Coalescer.Forget(key)
 	r.refs.Forget(key)
@@ -302,18 +307,7 @@ func BoolGauge(b bool) float64 {
 // and reason for a server (own), and logs it.
 func (r *Reconciler) warn(own kube.Owner, in Inputs, rejected []promcfg.Rejection) {
 	key := client.ObjectKeyFromObject(own.Object)
-	r.Mu.Lock()
-	old := r.warned[key]
-	now := make(map[promcfg.Rejection]struct{}, len(rejected))
-	for _, rej := range rejected {
-		now[rej] = struct{}{}
-	}
-	r.warned[key] = now
-	r.Mu.Unlock()
-	for _, rej := range rejected {
-		if _, ok := old[rej]; ok {
-			continue
-		}
+	for _, rej := range r.warned.New(key, rejected) {
 		r.Logger.Warn("rejected", own.Key, key, "kind", rej.Kind, "namespace", rej.Namespace, "name", rej.Name, "reason", rej.Reason)
 		if obj := rejectedObject(in, rej); obj != nil {
 			r.event(obj, own.Object, "Rejected", fmt.Sprintf("left out of %s %s: %s", ownerKind(own.Object), key, rej.Reason))
@@ -321,9 +315,9 @@ func (r *Reconciler) warn(own kube.Owner, in Inputs, rejected []promcfg.Rejectio
 	}
 }
 
-// event emits a Warning Event about regarding.
+// event emits a Warning Event about regarding (kube.Warn).
 func (r *Reconciler) event(regarding, related runtime.Object, reason, note string) {
-	r.Recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, "Reconcile", "%s", kube.Truncate(note, kube.MaxEventNote))
+	kube.Warn(r.Recorder, regarding, related, reason, note)
 }
 
 // rejectedObject returns the candidate of in that rej names.

@@ -74,7 +74,7 @@ type Inputs struct {
 	// Prometheus version is never downgraded (notOlder).
 	Running map[string]*appsv1.StatefulSet
 	// HoldRules keeps the rule ConfigMaps as they were last written
-	// (ruleCache.writtenRules), when the cache knows them, instead of
+	// (rulefiles.Written), when the cache knows them, instead of
 	// those rendered from Rules: a render while a burst of changes goes
 	// on holds the rules' changes back (coalesce.go). The rest, the
 	// configuration's rule_files and the content hash included, follows
@@ -230,7 +230,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	}
 	parts, rejected, err := generate(ConfigInput(server, sel, lookup, &cache.parts))
 	wg.Wait()
-	shards, held := cache.hold(server, shards, in.HoldRules)
+	shards, held := cache.written.Hold(writtenFor(server), shards, in.HoldRules)
 	refs := store.Union(lookup.Refs(), web.Refs)
 	if err != nil {
 		return nil, &SpecError{Err: err, SecretRefs: refs}
@@ -293,17 +293,7 @@ func RenderConfigSecrets(server Target, head []byte, parts promcfg.Parts, shards
 	)
 	fits := !parts.Jobs.Splitting() && size <= configsecret.MaxConfigBytes
 	if fits {
-		h := sha256.New()
-		for _, b := range whole {
-			h.Write(b)
-		}
-		h.Sum(sum[:0])
-		var ok bool
-		if gz, ok = cache.gzipped(sum); !ok {
-			if gz, err = configsecret.Gzip(corev1.MaxSecretSize, whole...); err == nil {
-				cache.keepGzipped(sum, gz)
-			}
-		}
+		gz, sum, err = cache.parts.Gzip(corev1.MaxSecretSize, whole...)
 	}
 	var tooLarge *configsecret.SizeError
 	switch {

@@ -25,7 +25,6 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
-	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
@@ -63,8 +62,7 @@ func NewReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Register
 		Writer:    m.Writer(),
 		caches:    map[types.NamespacedName]*RuleCache{},
 		refs:      store.NewTracker(),
-		warned:    map[types.NamespacedName]map[promcfg.Rejection]struct{}{},
-		Written:   map[types.NamespacedName]written{},
+		Applied:   sidecar.NewApplyTimes(metrics.applySeconds, time.Now),
 		Coalescer: kube.NewCoalescer(time.Now),
 		front:     front,
 		own:       own,
@@ -84,7 +82,7 @@ func (r *Reconciler) Setup(m *kube.Manager, b *builder.TypedBuilder[reconcile.Re
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers), builder.WithPredicates(notStateWrites())).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretServers), builder.WithPredicates(sidecar.NotStateWrites())).
 		WatchesRawSource(source.Kind(m.ConfigMaps(), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
 			handler.TypedEnqueueRequestsFromMapFunc(r.configMapServers)))
 	for _, k := range SelectedKinds() {

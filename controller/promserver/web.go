@@ -3,7 +3,6 @@ package promserver
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promserver/promargs"
@@ -92,33 +91,17 @@ func RenderWeb(in Inputs) (webRender, error) {
 	if err != nil || r.File == nil {
 		return out, err
 	}
-	out.Secret = &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: webConfigSecretName(server), Namespace: server.Namespace, Labels: l},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{WebConfigSecretKey: r.File},
-	}
+	out.Secret = webconfig.Secret(server.Namespace, webConfigSecretName(server), l, r.File)
 	return out, nil
 }
 
-// webPod is what spec.web puts into the pods of server.
+// webPod is what spec.web puts into the pods of server; in
+// prometheus-operator's layout, as it mounts the file
+// (webconfig.OperatorPodParts), a change of which rolls the pods
+// (annotationWebConfig).
 func webPod(server Target, reload webconfig.Reload) webconfig.Pod {
-	fields := webFields(server.Spec)
-	if !server.Layout.Operator() {
-		return webconfig.PodParts(webDirs(), webConfigSecretName(server), fields, reload)
+	if server.Layout.Operator() {
+		return webconfig.OperatorPodParts(webDirs(), webConfigSecretName(server), webFields(server.Spec), reload)
 	}
-	if !webconfig.Enabled(fields) {
-		// The file is always there, empty (renderWeb): an empty
-		// httpConfig mounts its Secret and nothing else.
-		fields = &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{}}
-	}
-	pod := webconfig.PodParts(webDirs(), webConfigSecretName(server), fields, reload)
-	// With a sub-path, as prometheus-operator mounts it: each generation
-	// of pods keeps the file it started with while the other side writes
-	// the Secret with its own (its paths to the TLS files differ), during
-	// a takeover and after a hand-back. A change rolls the pods
-	// (annotationWebConfig).
-	pod.ServerMounts[0].MountPath += "/" + WebConfigSecretKey
-	pod.ServerMounts[0].SubPath = WebConfigSecretKey
-	return pod
+	return webconfig.PodParts(webDirs(), webConfigSecretName(server), webFields(server.Spec), reload)
 }

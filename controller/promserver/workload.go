@@ -255,38 +255,22 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 	signal := spec.Reloader.ReloadMethod == "signal"
 
 	configOut := ConfigOutMountPath + "/" + ConfigEnvsubstFile
-	var src podSource
-	if APISource(server) {
-		src = apiPodSource(server, configOut)
-	} else {
-		src = volumePodSource(server, opts.RuleShards, opts.ConfigParts, configOut)
-	}
 	operator := server.Layout.Operator()
 	storage, storageVolumes, claims := storageVolume(spec.Storage)
 	if operator {
 		storage, storageVolumes, claims = operatorStorage(server)
 	}
-	// The reloaders' state outlives the pod (statesecrets.go): a new pod
-	// starts Prometheus on what it last accepted, not on content it rejected.
-	// On a claim, in a DaemonSet's pods (names of their own, unknown
-	// before they are) and without a token: on the data volume
-	// (stateInSecrets).
-	if !stateInSecrets(server) {
-		src.args = append(src.args, "--state-dir="+ReloaderStateDir)
-		src.reloaderMounts = append(src.reloaderMounts, storage)
-	} else {
-		src.args = append(src.args, stateSecretArg)
-	}
+	src := podSource(server, opts.RuleShards, opts.ConfigParts, configOut, storage)
 	web := webPod(server, opts.Reload)
 	userVolumes, userMounts := podUserVolumes(spec)
-	volumes := slices.Concat(src.volumes, storageVolumes, src.ruleVolumes, web.Volumes, userVolumes)
+	volumes := slices.Concat(src.Volumes, storageVolumes, src.RuleVolumes, web.Volumes, userVolumes)
 
-	prometheus := prometheusContainer(spec, opts.WorkloadOptions, configOut, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
+	prometheus := prometheusContainer(spec, opts.WorkloadOptions, configOut, storage, slices.Concat(userMounts, src.ServerMounts, web.ServerMounts))
 	meta, security, spread := podMetadata(server, shard), cmp.Or(spec.SecurityContext, PodSecurity()), topologySpread(server, shard)
 	reloaderSecurity := containerSecurity()
 	if operator {
 		reloaderSecurity = operatorReloaderSecurity(spec)
-		prometheus = operatorPrometheusContainer(server, opts.WorkloadOptions, storage, slices.Concat(userMounts, src.prometheusMounts, web.ServerMounts))
+		prometheus = operatorPrometheusContainer(server, opts.WorkloadOptions, storage, slices.Concat(userMounts, src.ServerMounts, web.ServerMounts))
 		// prometheus-operator leaves an unset securityContext unset.
 		meta, security, spread = operatorPodMetadata(server, shard, opts.WebConfigHash), spec.SecurityContext, operatorTopologySpread(server, shard)
 	}
@@ -294,9 +278,9 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 		Image:           cmp.Or(spec.Reloader.Image, opts.DefaultReloaderImage),
 		Resources:       spec.Reloader.Resources,
 		Env:             reloaderEnv(server, shard),
-		SourceArgs:      src.args,
+		SourceArgs:      src.Args,
 		ReloadArgs:      reloadArgs(spec, web),
-		Mounts:          src.reloaderMounts,
+		Mounts:          src.ReloaderMounts,
 		SidecarMounts:   web.ReloaderMounts,
 		SecurityContext: reloaderSecurity,
 		ListenHost:      reloaderListenHost(spec),

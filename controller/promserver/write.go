@@ -7,22 +7,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/rulefiles"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // write makes the live objects of server match objs, with own as their
@@ -33,7 +30,7 @@ import (
 // between two states: rule shards are created or updated before the extra
 // ones are deleted, a file moving between shards is written where it goes
 // before it is removed from where it was (rulefiles.Writes: the shards of one
-// phase are written at once), and the configuration, whose rule_files name the
+// phase are written at once, kube.WriteAll), and the configuration, whose rule_files name the
 // shards, is written before them, or after the deletions when shards go.
 // The Role and RoleBinding of the reloaders are written before the
 // StatefulSets, so that their pods find them; the StatefulSets of shards
@@ -58,7 +55,7 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 		}
 		// The parts first, in any order: the config Secret names them,
 		// and the reloaders wait for every part it names.
-		if err := writeAll(objs.ConfigParts, func(s *corev1.Secret) error {
+		if err := kube.WriteAll(objs.ConfigParts, func(s *corev1.Secret) error {
 			return kube.Write(ctx, r.Writer, own, s, kube.SyncSecret)
 		}); err != nil {
 			return err
@@ -130,10 +127,13 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 
 // writeGoverningService writes svc, the governing Service of server's
 // StatefulSets, or, when server names one of the user's (svc nil), checks
-// that it is there.
+// that it is there and selects the pods (takeover.CheckGoverningService).
 func (r *Reconciler) writeGoverningService(ctx context.Context, server Target, own kube.Owner, svc *corev1.Service) error {
+	if svc == nil && server.Spec.ServiceName != nil {
+		return takeover.CheckGoverningService(ctx, r.reader, server.Namespace, *server.Spec.ServiceName, operatorSelectorLabels(server))
+	}
 	if svc == nil {
-		return r.checkGoverningService(ctx, server)
+		return nil
 	}
 	if server.Layout.Operator() {
 		// prometheus-operated: one per namespace, every Prometheus its owner.
@@ -160,7 +160,7 @@ func (r *Reconciler) writeAccess(ctx context.Context, server Target, own kube.Ow
 // in the phases of rulefiles.Writes, the ConfigMaps of a phase at once.
 func (r *Reconciler) writeRuleShards(ctx context.Context, own kube.Owner, live, shards []*corev1.ConfigMap) error {
 	for _, phase := range rulefiles.Writes(live, shards) {
-		if err := writeAll(phase, func(cm *corev1.ConfigMap) error {
+		if err := kube.WriteAll(phase, func(cm *corev1.ConfigMap) error {
 			return kube.Write(ctx, r.Writer, own, cm, kube.SyncConfigMap)
 		}); err != nil {
 			return err
@@ -236,12 +236,9 @@ func (r *Reconciler) liveShards(ctx context.Context, server Target, shards []*co
 }
 
 // keepImmutable copies into desired, the StatefulSet of a Prometheus taken
-// over, the fields of the live one that the API server does not let
-// change: its selector (which holds the labels of prometheus-operator's
-// --labels flag, unknown here; the pod template gets them too), Service
-// name, claim templates and pod management policy. The StatefulSet
-// prometheus-operator created is then updated in place, and so is ours
-// when it takes it back, and the pods keep their PVCs.
+// over, the fields of the live one that cannot change
+// (takeover.KeepImmutable): an Event tells when its claim templates are
+// kept, not spec.storage's.
 func (r *Reconciler) keepImmutable(ctx context.Context, own kube.Owner, desired *appsv1.StatefulSet) error {
 	var live appsv1.StatefulSet
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
@@ -255,77 +252,11 @@ func (r *Reconciler) keepImmutable(ctx context.Context, own kube.Owner, desired 
 	if err != nil {
 		return fmt.Errorf("get StatefulSet %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
-	if live.Spec.Selector != nil {
-		desired.Spec.Selector = live.Spec.Selector.DeepCopy()
-		if desired.Spec.Template.Labels == nil {
-			desired.Spec.Template.Labels = map[string]string{}
-		}
-		maps.Copy(desired.Spec.Template.Labels, live.Spec.Selector.MatchLabels)
-	}
-	desired.Spec.ServiceName = live.Spec.ServiceName
-	desired.Spec.PodManagementPolicy = live.Spec.PodManagementPolicy
-	if !equality.Semantic.DeepDerivative(desired.Spec.VolumeClaimTemplates, live.Spec.VolumeClaimTemplates) {
-		// prometheus-operator deletes the StatefulSet, pods first, to
-		// apply such a change; the pods and their claims stay here.
+	if takeover.KeepImmutable(&live, desired) {
 		msg := fmt.Sprintf("spec.storage differs from the claim templates of StatefulSet %s/%s, which cannot change: its claims are kept, and so are the PVCs and the data", live.Namespace, live.Name)
 		r.Metrics.Errors.Inc()
 		r.Logger.Warn("claim templates kept", own.Key, client.ObjectKeyFromObject(own.Object), "err", msg)
 		r.event(own.Object, nil, "ClaimTemplatesKept", msg)
-	}
-	desired.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
-	return nil
-}
-
-// maxParallelWrites bounds the rule ConfigMaps, or the part Secrets of a
-// split configuration, written at once: one after the other, each is a
-// round trip (12 rule ConfigMaps for 1,000 PrometheusRules, 22 parts for
-// the 20,000 endpoints of BenchmarkScale, some 150 for jobs that compress
-// like real ones).
-const maxParallelWrites = 8
-
-// writeAll writes objs at once, maxParallelWrites at most at a time, with
-// write, and returns when all are written, the errors joined.
-func writeAll[T any](objs []T, write func(T) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	sem := make(chan struct{}, maxParallelWrites)
-	for _, o := range objs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := write(o); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// checkGoverningService checks, for a server whose governing Service is
-// the user's (spec.serviceName), that the Service exists and selects the
-// pods, as prometheus-operator does before it writes the StatefulSets
-// (pkg/k8s EnsureCustomGoverningService): when it does not, nothing more
-// is written, and the reconcile is retried.
-func (r *Reconciler) checkGoverningService(ctx context.Context, server Target) error {
-	if server.Spec.ServiceName == nil {
-		return nil
-	}
-	key := client.ObjectKey{Namespace: server.Namespace, Name: *server.Spec.ServiceName}
-	var svc corev1.Service
-	if err := r.reader.Get(ctx, key, &svc); err != nil {
-		return fmt.Errorf("spec.serviceName: get the governing Service %s: %w", key, err)
-	}
-	pods := labels.Set(operatorSelectorLabels(server))
-	// An empty selector selects every pod, as prometheus-operator reads it.
-	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(pods) {
-		return fmt.Errorf("spec.serviceName: the governing Service %s with selector %q does not select the pods, labelled %q",
-			key, labels.Set(svc.Spec.Selector).String(), pods.String())
 	}
 	return nil
 }

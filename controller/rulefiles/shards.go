@@ -12,6 +12,7 @@
 //	check.go    the rule checker: rule files checked with rulefmt, each expression once
 //	enforce.go  spec.enforcedNamespaceLabel on the rules
 //	writes.go   Writes: the order of the writes, so that no file goes missing in between
+//	written.go  Written: the ConfigMaps last written, which a render holding the rules' changes back writes again
 package rulefiles
 
 import (

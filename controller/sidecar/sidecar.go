@@ -1,10 +1,12 @@
 // Package sidecar is the config-reloader in the pods of a kind: its two
 // containers (the init container that renders once before the server
 // starts, and the sidecar that keeps the server converged), the flags
-// every kind gives it, the Role and RoleBinding its pods need, and what
-// they report in their pods (Applied). It
-// knows no kind: the kind says where the reloader reads and writes, and
-// how it reloads the server.
+// every kind gives it, where it reads and writes (Source: the API server
+// or the kubelet's volumes), the Role and RoleBinding its pods need, the
+// Secrets they keep their state in without a claim (StateSecrets), what
+// they report in their pods (Applied) and the time from a write to that
+// report (ApplyTimes). It knows no kind: the kind says where the reloader
+// reads and writes, and how it reloads the server.
 package sidecar
 
 import (

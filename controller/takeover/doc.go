@@ -21,6 +21,8 @@
 //	image.go      the image prometheus-operator composes, its version gates,
 //	              the default version never older than the one running
 //	pod.go        the pod settings every kind renders alike
+//	statefulset.go the live StatefulSet's immutable fields kept (KeepImmutable),
+//	              the user's governing Service checked (CheckGoverningService)
 //	containers.go a spec's containers merged into the rendered ones, as
 //	              prometheus-operator merges them (MergeContainers)
 //	decode.go     an object decoded as the API server decodes it: duplicate

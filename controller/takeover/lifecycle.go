@@ -256,7 +256,7 @@ func (l *Lifecycle[O, S, V]) refuse(obj O, msg string) {
 	}
 	l.cfg.Errors.Inc()
 	l.cfg.Logger.Warn("unsupported fields", l.logKey, key, "err", msg)
-	l.cfg.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ConditionUnsupportedFields, "Reconcile", "%s", kube.Truncate(msg, kube.MaxEventNote))
+	kube.Warn(l.cfg.Recorder, obj, nil, ConditionUnsupportedFields, msg)
 }
 
 // writeRefused applies the Reconciled and UnsupportedFields conditions of

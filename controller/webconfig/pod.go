@@ -7,6 +7,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -135,4 +136,34 @@ func PodParts(dirs Dirs, secretName string, web *monitoringv1.WebConfigFileField
 		w.ReloaderArgs = append(w.ReloaderArgs, "--reload-tls-server-name="+reload.ServerName)
 	}
 	return w
+}
+
+// OperatorPodParts renders what web puts into the pods in
+// prometheus-operator's layout (PodParts), where the web config Secret is
+// always there, its file empty without spec.web (an empty httpConfig
+// mounts the Secret and nothing else), and mounted with a sub-path, as
+// prometheus-operator mounts it: each generation of pods keeps the file
+// it started with while the other side writes the Secret with its own
+// (its paths to the TLS files differ), during a takeover and after a
+// hand-back.
+func OperatorPodParts(dirs Dirs, secretName string, web *monitoringv1.WebConfigFileFields, reload Reload) Pod {
+	if !Enabled(web) {
+		web = &monitoringv1.WebConfigFileFields{HTTPConfig: &monitoringv1.WebHTTPConfig{}}
+	}
+	pod := PodParts(dirs, secretName, web, reload)
+	pod.ServerMounts[0].MountPath += "/" + SecretKey
+	pod.ServerMounts[0].SubPath = SecretKey
+	return pod
+}
+
+// Secret is the web config Secret name, in namespace, labelled labels,
+// that holds file, the web configuration file, at SecretKey. Owner
+// references are not set.
+func Secret(namespace, name string, labels map[string]string, file []byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{SecretKey: file},
+	}
 }
