@@ -213,6 +213,20 @@ func testThanos(t *testing.T, cfg *rest.Config, c client.Client) {
 	same("taken over", operatorSTS(t, "a", true))
 	reconciled(t, c, client.ObjectKeyFromObject(&p), monitoringv1.ConditionTrue, "")
 
+	// A Prometheus the operator never had: the controller writes the
+	// HTTP client Secret its pods mount.
+	fresh := testPrometheus()
+	fresh.Namespace, fresh.Name = ns, "fresh"
+	fresh.Annotations = map[string]string{takeover.AnnotationControllerID: "podreload"}
+	fresh.Spec.Thanos = &monitoringv1.ThanosSpec{}
+	require.NoError(t, c.Create(ctx, fresh))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var s corev1.Secret
+		if assert.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prometheus-fresh-" + thanos.HTTPClientVolume}, &s)) {
+			assert.Equal(ct, opSecret.Data, s.Data)
+		}
+	}, time.Minute, 20*time.Millisecond, "the HTTP client Secret of a Prometheus the operator never had")
+
 	controlplane.Edit(t, c, &p, func(p *monitoringv1.Prometheus) { p.Annotations = nil })
 	same("handed back", operatorSTS(t, "a", false))
 }
