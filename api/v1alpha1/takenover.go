@@ -79,4 +79,9 @@ type TakenOver struct {
 	// no service account token in the pods: the reloaders read their
 	// volumes (spec.reloader.source volume) and report nothing.
 	NoServiceAccountToken bool `json:"-"`
+	// Thanos (a Prometheus's) runs the Thanos sidecar beside Prometheus,
+	// as prometheus-operator renders it (package promserver/thanos): its
+	// container, volume and Secret, Prometheus' compaction flags, the
+	// governing Service's grpc port.
+	Thanos *monitoringv1.ThanosSpec `json:"-"`
 }

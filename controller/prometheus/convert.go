@@ -54,6 +54,7 @@ func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.Prometh
 	spec.DisableCompaction = in.DisableCompaction
 	spec.AllowOverlappingBlocks = in.AllowOverlappingBlocks
 	spec.RemoteRead, spec.QueryLogFile = in.RemoteRead, in.QueryLogFile
+	spec.Thanos = in.Thanos
 	spec.ExcludedFromEnforcement = operatorExcluded(in)
 	return spec
 }

@@ -285,6 +285,41 @@ func TestConvertMappedFields(t *testing.T) {
 			return []any{s.NoServiceAccountToken, s.Reloader.Source}
 		}, []any{true, v1alpha1.SourceVolume}},
 		{"serviceName", "serviceName: mine", func(s v1alpha1.PrometheusServerSpec) any { return s.ServiceName }, ptr.To("mine")},
+		// The Thanos sidecar, as rendered (thanos_test.go).
+		{"thanos.image", "thanos: {image: reg.example/thanos:x}", sidecarOf(func(c corev1.Container) any { return c.Image }), "reg.example/thanos:x"},
+		{"thanos.version", "thanos: {version: v0.30.0}", sidecarOf(func(c corev1.Container) any { return c.Image }), "quay.io/thanos/thanos:v0.30.0"},
+		{"thanos.baseImage", "thanos: {baseImage: reg.example/t, version: '0.40.0'}", sidecarOf(func(c corev1.Container) any { return c.Image }), "reg.example/t:0.40.0"},
+		{"thanos.tag", "thanos: {baseImage: thanos, tag: x}", sidecarOf(func(c corev1.Container) any { return c.Image }), "docker.io/library/thanos:x"},
+		{"thanos.sha", "thanos: {tag: x, sha: abc}", sidecarOf(func(c corev1.Container) any { return c.Image }), "quay.io/thanos/thanos@sha256:abc"},
+		{"thanos.resources", "thanos: {resources: {limits: {cpu: '1'}}}", sidecarOf(func(c corev1.Container) any { return c.Resources.Limits.Cpu().String() }), "1"},
+		{"thanos.objectStorageConfig", "thanos: {objectStorageConfig: {name: s, key: k}}", sidecarOf(func(c corev1.Container) any {
+			return []any{withPrefix(c.Args, []string{"objstore", "tsdb"}), c.Env[0].ValueFrom.SecretKeyRef.Name, c.VolumeMounts[0].Name}
+		}), []any{[]string{"--objstore.config=$(OBJSTORE_CONFIG)", "--tsdb.path=/prometheus"}, "s", "prometheus-k8s-db"}},
+		{"thanos.objectStorageConfigFile", "thanos: {objectStorageConfigFile: /f}", sidecarArgs("objstore"), []string{"--objstore.config-file=/f"}},
+		{"thanos.listenLocal", "thanos: {listenLocal: true}", sidecarArgs("grpc-address", "http-address"), []string{"--grpc-address=127.0.0.1:10901", "--http-address=127.0.0.1:10902"}},
+		{"thanos.grpcListenLocal", "thanos: {grpcListenLocal: true}", sidecarArgs("grpc-address", "http-address"), []string{"--grpc-address=127.0.0.1:10901", "--http-address=:10902"}},
+		{"thanos.httpListenLocal", "thanos: {httpListenLocal: true}", sidecarArgs("grpc-address", "http-address"), []string{"--grpc-address=:10901", "--http-address=127.0.0.1:10902"}},
+		{"thanos.tracingConfig", "thanos: {tracingConfig: {name: t, key: k}}", sidecarArgs("tracing"), []string{"--tracing.config=$(TRACING_CONFIG)"}},
+		{"thanos.tracingConfigFile", "thanos: {tracingConfigFile: /t, tracingConfig: {name: t, key: k}}", sidecarArgs("tracing"), []string{"--tracing.config-file=/t"}},
+		{"thanos.grpcServerTlsConfig.certFile", "thanos: {grpcServerTlsConfig: {certFile: /c}}", sidecarArgs("grpc-server"), []string{"--grpc-server-tls-cert=/c"}},
+		{"thanos.grpcServerTlsConfig.keyFile", "thanos: {grpcServerTlsConfig: {keyFile: /k}}", sidecarArgs("grpc-server"), []string{"--grpc-server-tls-key=/k"}},
+		{"thanos.grpcServerTlsConfig.caFile", "thanos: {grpcServerTlsConfig: {caFile: /ca}}", sidecarArgs("grpc-server"), []string{"--grpc-server-tls-client-ca=/ca"}},
+		{"thanos.grpcServerTlsConfig.minVersion", "thanos: {grpcServerTlsConfig: {minVersion: TLS13}}", sidecarArgs("grpc-server"), []string{"--grpc-server-tls-min-version=1.3"}},
+		{"thanos.grpcServerTlsConfig.cipherSuites", "thanos: {grpcServerTlsConfig: {cipherSuites: [a, b]}}", sidecarArgs("grpc-server"), []string{"--grpc-server-tls-ciphers=a", "--grpc-server-tls-ciphers=b"}},
+		{"thanos.grpcServerTlsConfig.curves", "thanos: {grpcServerTlsConfig: {curves: [X25519]}}", sidecarArgs("grpc-server"), []string{"--grpc-server-tls-curves=X25519"}},
+		{"thanos.logLevel", "{logLevel: warn, thanos: {logLevel: debug}}", sidecarArgs("log.level"), []string{"--log.level=debug"}},
+		{"thanos.logFormat", "{thanos: {logFormat: json}}", sidecarArgs("log.format"), []string{"--log.format=json"}},
+		{"thanos.minTime", "thanos: {minTime: -2h}", sidecarArgs("min-time"), []string{"--min-time=-2h"}},
+		{"thanos.blockSize", "{version: v3.8.0, thanos: {blockSize: 4h, objectStorageConfig: {name: s, key: k}}}", func(s v1alpha1.PrometheusServerSpec) any {
+			_, p := sidecar(s)
+			return withPrefix(p.Args, []string{"storage.tsdb.m"})
+		}, []string{"--storage.tsdb.max-block-duration=4h", "--storage.tsdb.min-block-duration=4h"}},
+		{"thanos.readyTimeout", "thanos: {readyTimeout: 5m}", sidecarArgs("prometheus.ready"), []string{"--prometheus.ready_timeout=5m"}},
+		{"thanos.getConfigInterval", "thanos: {getConfigInterval: 1m}", sidecarArgs("prometheus.get_config"), []string{"--prometheus.get_config_interval=1m"}},
+		{"thanos.getConfigTimeout", "thanos: {getConfigTimeout: 10s}", sidecarArgs("prometheus.get_config"), []string{"--prometheus.get_config_timeout=10s"}},
+		{"thanos.volumeMounts", "thanos: {volumeMounts: [{name: v, mountPath: /v, readOnly: true}]}", sidecarOf(func(c corev1.Container) any { return c.VolumeMounts[0] }),
+			corev1.VolumeMount{Name: "v", MountPath: "/v"}},
+		{"thanos.additionalArgs", "thanos: {additionalArgs: [{name: a, value: b}]}", sidecarArgs("a"), []string{"--a=b"}},
 	}
 	tested := map[string]bool{}
 	for _, c := range cases {

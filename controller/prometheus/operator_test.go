@@ -81,6 +81,7 @@ func TestOperator(t *testing.T) {
 	t.Run("the flags at every version", func(t *testing.T) { testOperatorArgs(t, c) })
 	t.Run("kube-prometheus' Prometheus taken over and handed back", func(t *testing.T) { testKubePrometheus(t, env.Config, c) })
 	t.Run("the user's configuration Secret kept", func(t *testing.T) { testUnmanagedConfiguration(t, env.Config, c) })
+	t.Run("the Thanos sidecar taken over and handed back", func(t *testing.T) { testThanos(t, env.Config, c) })
 }
 
 // testOperatorArgs compares the flags prometheus-operator gives

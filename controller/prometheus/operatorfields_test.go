@@ -118,6 +118,7 @@ func TestConvertRefusedFields(t *testing.T) {
 func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
+shardRetentionPolicy: {whenScaled: Retain}
 retentionPercentage: 50
 serviceName: mine
 containers:
@@ -133,7 +134,7 @@ disableCompaction: true
 	require.Equal(t, []string{
 		"containers",
 		"retentionPercentage",
-		"thanos",
+		"shardRetentionPolicy",
 		"web.tlsConfig.keyFile",
 	}, unsupported)
 }

@@ -31,7 +31,8 @@
 //	layout_daemonset.go an agent in DaemonSet mode: its DaemonSet, written in place of the StatefulSets
 //
 // The command line of Prometheus in prometheus-operator's layouts is its
-// sub-package promargs'. The pure pieces it renders with are packages of
+// sub-package promargs', the Thanos sidecar of a Prometheus taken over its
+// sub-package thanos'. The pure pieces it renders with are packages of
 // their own: selector
 // (which objects a pair of selectors selects), promcfg (the
 // configuration), promyaml (the YAML writer), configsecret (the

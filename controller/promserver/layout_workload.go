@@ -17,6 +17,7 @@ import (
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promserver/promargs"
+	"github.com/podreload/podreload/controller/promserver/thanos"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -124,8 +125,34 @@ func governingService(server Target) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  map[string]string{kube.LabelName: AppOf(server)},
-			Ports:     []corev1.ServicePort{{Name: portName(server.Spec), Port: WebPort, TargetPort: intstr.FromString(portName(server.Spec))}},
+			Ports: append([]corev1.ServicePort{{Name: portName(server.Spec), Port: WebPort, TargetPort: intstr.FromString(portName(server.Spec))}},
+				thanos.ServicePorts(server.Spec.Thanos)...),
 		},
+	}
+}
+
+// operatorThanos is what the Thanos sidecar of server reads of it, its
+// data volume mounted as storage (package thanos).
+func operatorThanos(server Target, storage corev1.VolumeMount) thanos.Inputs {
+	spec := server.Spec
+	return thanos.Inputs{
+		Spec: spec.Thanos, Prometheus: promargs.Version(spec), DisableCompaction: spec.DisableCompaction,
+		TLS: WebTLS(spec), RoutePrefix: spec.RoutePrefix, LogLevel: spec.LogLevel, LogFormat: spec.LogFormat,
+		ImagePullPolicy: spec.ImagePullPolicy, Storage: storage, HTTPClientSecret: thanos.HTTPClientSecretName(operatorName(server)),
+	}
+}
+
+// operatorThanosSecret is the HTTP client Secret of server's Thanos
+// sidecar, nil without one (thanos.HTTPClientSecret).
+func operatorThanosSecret(server Target) *corev1.Secret {
+	return thanos.HTTPClientSecret(server.Spec.Thanos, thanos.HTTPClientSecretName(operatorName(server)), server.Namespace, operatorObjectLabels(server))
+}
+
+// addThanos adds to pod, of server, the Thanos sidecar after the other
+// containers, and its volume, in prometheus-operator's layout.
+func addThanos(pod *corev1.PodSpec, server Target, storage corev1.VolumeMount) {
+	if c, volumes := thanos.Container(operatorThanos(server, storage)); c != nil && server.Layout.Operator() {
+		pod.Containers, pod.Volumes = append(pod.Containers, *c), append(pod.Volumes, volumes...)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/promserver/promargs"
+	"github.com/podreload/podreload/controller/promserver/thanos"
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
@@ -113,6 +114,9 @@ type Objects struct {
 	// ConfigMaps (renderAccess).
 	Role        *rbacv1.Role
 	RoleBinding *rbacv1.RoleBinding
+	// ThanosSecret is the HTTP client configuration the Thanos sidecar's
+	// pods mount (thanos.HTTPClientSecret); nil without one.
+	ThanosSecret *corev1.Secret
 	// StateSecrets, one per pod named <pod>-reloader-state, empty, hold
 	// the reloaders' state when Prometheus' storage is not a claim
 	// (renderStateSecrets); created when missing, never updated.
@@ -194,10 +198,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	}
 	in.Server = notOlder(in)
 	server := Target{PrometheusServer: in.Server, Layout: in.Layout, UserConfig: in.UserConfig}
-	if err := ValidateArgs(server); err != nil {
-		return nil, err
-	}
-	if err := validateContainers(server); err != nil {
+	if err := cmp.Or(ValidateArgs(server), validateContainers(server), thanos.Validate(operatorThanos(server, corev1.VolumeMount{}))); err != nil {
 		return nil, err
 	}
 	web, err := RenderWeb(in)
@@ -271,7 +272,7 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	for _, k := range SelectedKinds() {
 		cfg.Selected[k.Kind] = k.count(sel)
 	}
-	cfg.WebConfigSecret, cfg.SecretRefs = web.Secret, refs
+	cfg.WebConfigSecret, cfg.SecretRefs, cfg.ThanosSecret = web.Secret, refs, operatorThanosSecret(server)
 	return cfg, nil
 }
 

@@ -314,6 +314,7 @@ func podTemplate(server Target, opts PodOptions, shard int) (corev1.PodTemplateS
 			HostUsers:                     spec.HostUsers,
 		},
 	}
+	addThanos(&t.Spec, server, storage)
 	mergeContainers(&t.Spec, spec)
 	if signal {
 		// The reloader signals Prometheus, which runs as the same user.

@@ -91,6 +91,11 @@ func (r *Reconciler) write(ctx context.Context, server Target, own kube.Owner, o
 			return nil, err
 		}
 	}
+	if s := objs.ThanosSecret; s != nil {
+		if err := kube.Write(ctx, r.Writer, own, s, kube.SyncSecret); err != nil {
+			return nil, err
+		}
+	}
 	if objs.DaemonSet != nil {
 		// No Service, no StatefulSet: the DaemonSet, then the
 		// StatefulSet mode's objects deleted (layout_daemonset.go).

@@ -15,10 +15,12 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/controller/promcfg"
+	"github.com/podreload/podreload/controller/promserver/thanos"
 	"github.com/podreload/podreload/controller/webconfig"
 )
 
@@ -299,22 +301,18 @@ func otlpReceiver(spec v1alpha1.PrometheusServerSpec, v promcfg.Version, off boo
 	return nil
 }
 
-// Compaction are the flags of spec.disableCompaction for Prometheus
-// v, as prometheus-operator renders them without a Thanos sidecar
-// (server/statefulset.go): blocks of 2h, never compacted; with an
-// out-of-order window, no overlapping compaction either (from 2.55).
+// Compaction are the flags of spec.disableCompaction and of the Thanos
+// sidecar's uploads (spec.thanos) for Prometheus v, as
+// prometheus-operator renders them (server/statefulset.go,
+// thanos.PrometheusArgs): blocks never compacted (of 2h without a
+// sidecar), or compacted once uploaded; with an out-of-order window, no
+// overlapping compaction either (from 2.55).
 func Compaction(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitoringv1.Argument {
-	if !spec.DisableCompaction {
-		return nil
-	}
-	args := []monitoringv1.Argument{
-		{Name: "storage.tsdb.max-block-duration", Value: "2h"},
-		{Name: "storage.tsdb.min-block-duration", Value: "2h"},
-	}
-	if spec.TSDB != nil && spec.TSDB.OutOfOrderTimeWindow != nil && v.AtLeast(2, 55) {
-		args = append(args, monitoringv1.Argument{Name: "no-storage.tsdb.allow-overlapping-compaction"})
-	}
-	return args
+	return thanos.PrometheusArgs(thanos.Inputs{
+		Spec: spec.Thanos, Prometheus: v, DisableCompaction: spec.DisableCompaction,
+		OutOfOrder: spec.TSDB != nil && spec.TSDB.OutOfOrderTimeWindow != nil,
+		Storage:    corev1.VolumeMount{MountPath: StorageDir},
+	})
 }
 
 // CommandLine renders arguments as flags: --name=value, or --name alone.
