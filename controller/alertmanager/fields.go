@@ -32,7 +32,7 @@ func operatorFields() []takeover.Field {
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
 	)
-	refuseBut, limit, mapped := takeover.RefuseBut, takeover.Limit, takeover.Mapped
+	limit, mapped := takeover.Limit, takeover.Mapped
 	return []takeover.Field{
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
@@ -90,8 +90,7 @@ func operatorFields() []takeover.Field {
 		mapped("forceEnableClusterMode", "clustering with one replica"),
 		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
 		mapped("alertmanagerConfigNamespaceSelector", "the namespaces of the AlertmanagerConfigs: nil the Alertmanager's, {} every one"),
-		refuseBut("alertmanagerConfigFileSystemMode", "prometheus-operator v0.95's: DenyAll and FromAlertmanagerConfigMatcherStrategy reject the AlertmanagerConfigs that reference the container's files, which package amconfig renders as prometheus-operator v0.94 does (every one); accepted: AllowAll, and unset (rendered as v0.94 renders it, where v0.95's default rejects the file references of the AlertmanagerConfigs other than the main one)",
-			takeover.OnlyStrings(string(monitoringv1.AllowAllAlertmanagerConfigFileSystemMode))),
+		mapped("alertmanagerConfigFileSystemMode", "prometheus-operator v0.95's (package amconfig): an AlertmanagerConfig that references a file of the Alertmanager container (Telegram's botTokenFile, Pushover's userKeyFile and tokenFile) is left out where the mode forbids it, with the reason in its status binding, a Warning Event and the rejected count: AllowAll forbids none; DenyAll every one, and the AlertmanagerConfig alertmanagerConfiguration names too (InvalidConfiguration, the last good configuration kept); FromAlertmanagerConfigMatcherStrategy, the default when unset, follows alertmanagerConfigMatcherStrategy: None forbids none, OnNamespaceExceptForAlertmanagerNamespace those outside the Alertmanager's namespace, OnNamespace (the default) every one but alertmanagerConfiguration's. The secure default is v0.95's: unset, a tenant's file reference that prometheus-operator before v0.95 rendered is left out"),
 		mapped("alertmanagerConfigMatcherStrategy", "the namespace matcher of each AlertmanagerConfig's route (package amconfig)"),
 		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
 		mapped("hostAliases", asIs),

@@ -173,6 +173,9 @@ func fromConfiguration(r refs, am *monitoringv1.Alertmanager, amc *monitoringv1a
 		return nil, fmt.Errorf("spec.alertmanagerConfiguration: AlertmanagerConfig %s/%s not found", am.Namespace, spec.Name)
 	}
 	key := types.NamespacedName{Namespace: amc.Namespace, Name: amc.Name}
+	if err := checkFiles(am, amc, true); err != nil {
+		return nil, fmt.Errorf("AlertmanagerConfig %s: %w", key, err)
+	}
 	doc := document{}
 	var err error
 	if doc.Global, err = r.convertGlobal(spec.Global); err != nil {
