@@ -26,10 +26,10 @@ func testFileSystemMode(t *testing.T, env *controlplane.ControlPlane) {
 	ctx := t.Context()
 	ns, team := "am-fs", "am-fs-team"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team, Labels: map[string]string{"team": "a"}}}))
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team, Labels: map[string]string{"am-fs": "tenant"}}}))
 	am := testAlertmanager(ns, "main", "podreload")
 	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
-	am.Spec.AlertmanagerConfigNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	am.Spec.AlertmanagerConfigNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"am-fs": "tenant"}}
 	require.NoError(t, c.Create(ctx, am))
 	tenant := &monitoringv1alpha1.AlertmanagerConfig{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "tg", Labels: map[string]string{"team": "a"}}}
 	tenant.Spec.Route = &monitoringv1alpha1.Route{Receiver: "ops"}
