@@ -32,7 +32,7 @@ func operatorFields() []takeover.Field {
 		flag     = "Alertmanager's flag, as prometheus-operator renders it"
 		selector = "the AlertmanagerConfigs selected: nil selects none, {} every one"
 	)
-	refuseBut, limit, mapped := takeover.RefuseBut, takeover.Limit, takeover.Mapped
+	limit, mapped := takeover.Limit, takeover.Mapped
 	return []takeover.Field{
 		mapped("podMetadata", "the pods' labels and annotations; the selector labels win"),
 		mapped("image", "the image as is; unset, the image prometheus-operator composes from baseImage, sha, tag and version"),
@@ -90,8 +90,7 @@ func operatorFields() []takeover.Field {
 		mapped("forceEnableClusterMode", "clustering with one replica"),
 		mapped("alertmanagerConfigSelector", selector+" (package amconfig)"),
 		mapped("alertmanagerConfigNamespaceSelector", "the namespaces of the AlertmanagerConfigs: nil the Alertmanager's, {} every one"),
-		refuseBut("alertmanagerConfigFileSystemMode", "prometheus-operator v0.95's: DenyAll and FromAlertmanagerConfigMatcherStrategy reject the AlertmanagerConfigs that reference the container's files, which package amconfig renders as prometheus-operator v0.94 does (every one); accepted: AllowAll, and unset (rendered as v0.94 renders it, where v0.95's default rejects the file references of the AlertmanagerConfigs other than the main one)",
-			takeover.OnlyStrings(string(monitoringv1.AllowAllAlertmanagerConfigFileSystemMode))),
+		mapped("alertmanagerConfigFileSystemMode", "prometheus-operator v0.95's (package amconfig): an AlertmanagerConfig that references a file of the Alertmanager container (Telegram's botTokenFile, Pushover's userKeyFile and tokenFile) is left out where the mode forbids it, with the reason in its status binding, a Warning Event and the rejected count: AllowAll forbids none; DenyAll every one, and the AlertmanagerConfig alertmanagerConfiguration names too (InvalidConfiguration, the last good configuration kept); FromAlertmanagerConfigMatcherStrategy, the default when unset, follows alertmanagerConfigMatcherStrategy: None forbids none, OnNamespaceExceptForAlertmanagerNamespace those outside the Alertmanager's namespace, OnNamespace (the default) every one but alertmanagerConfiguration's. The secure default is v0.95's: unset, a tenant's file reference that prometheus-operator before v0.95 rendered is left out"),
 		mapped("alertmanagerConfigMatcherStrategy", "the namespace matcher of each AlertmanagerConfig's route (package amconfig)"),
 		mapped("minReadySeconds", "the StatefulSet's, and --dispatch.start-delay unless additionalArgs sets it"),
 		mapped("hostAliases", asIs),
@@ -102,7 +101,7 @@ func operatorFields() []takeover.Field {
 		mapped("web.timeout", flag),
 		mapped("limits", "--silences.max-silences and --silences.max-per-silence-bytes"),
 		mapped("clusterTLS", "mutual TLS between the peers as prometheus-operator renders it: the file (server and client TLS settings) in the Secret alertmanager-<name>-cluster-tls-config, mounted with a sub-path at /etc/alertmanager/cluster_tls_config and named by --cluster.tls-config from Alertmanager 0.24, each certificate, key and CA from a Secret or ConfigMap mounted whole under it (server_tls/, client_tls/); a change of the file rolls the pods (Alertmanager reads it once); what prometheus-operator refuses in it (a server key missing, a client certificate missing, a file and a reference both), and a Secret, ConfigMap or key it names that is missing (which prometheus-operator does not check), is Reconciled False, InvalidClusterTLS, nothing written"),
-		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders; global.telegram's botToken and botTokenFile (prometheus-operator v0.95's, whose rendering cannot be checked: its generator is not served) are InvalidConfiguration too, not dropped"),
+		mapped("alertmanagerConfiguration", "the base configuration from the AlertmanagerConfig it names in the Alertmanager's namespace (package amconfig; the configSecret is not read), with its global settings; one that does not exist keeps the last good configuration (Reconciled False, InvalidConfiguration); its templates projected in the volume notification-templates at /etc/alertmanager/templates, watched by the reloaders; global.telegram's botToken and botTokenFile (prometheus-operator v0.95's) are Alertmanager 0.31's telegram_bot_token and telegram_bot_token_file, which the Telegram receivers without a token inherit: InvalidConfiguration before 0.31 (what v0.95 renders cannot be checked: its generator is not served)"),
 		mapped("automountServiceAccountToken", "unset or true, the pods mount the token and the config-reloaders read the generated Secret through the API server and report what Alertmanager runs (ConfigApplied); false, the pods mount no token and the config-reloaders read the Secret's volume, as prometheus-operator's do (a change 60 to 90 s later, when the kubelet syncs it), and report nothing: ConfigApplied Unknown, NotReported"),
 		mapped("enableFeatures", "--enable-feature"),
 		mapped("additionalArgs", "after the rendered flags; one the controller renders is refused, as prometheus-operator fails on it"),

@@ -11,7 +11,11 @@
 // spec.version gates the receivers' keys as prometheus-operator v0.93.1
 // gates them (versions.go): an AlertmanagerConfig with an integration or
 // a key that version does not know is left out, and the keys
-// prometheus-operator drops for it are dropped.
+// prometheus-operator drops for it are dropped. An AlertmanagerConfig
+// that references a file of the container where
+// spec.alertmanagerConfigFileSystemMode forbids it is left out, as
+// prometheus-operator v0.95 rejects it (filesystem.go; unset is v0.95's
+// default, FromAlertmanagerConfigMatcherStrategy).
 //
 // It is pure: the objects in, the configuration out; what the
 // configuration references is read through a Resolver.
@@ -137,6 +141,10 @@ func Generate(ctx context.Context, in Input) (Result, error) {
 		res.LeftOut = append(res.LeftOut, LeftOut{Config: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Reason: reason})
 	}
 	for _, c := range configs {
+		if err := checkFiles(am, c, false); err != nil {
+			leaveOut(c, err.Error())
+			continue
+		}
 		if err := checkVersion(c, am.Spec.Version); err != nil {
 			leaveOut(c, err.Error())
 			continue

@@ -51,6 +51,8 @@ type globalConfig struct {
 	VictorOpsAPIURL      string      `yaml:"victorops_api_url,omitempty"`
 	VictorOpsAPIKey      string      `yaml:"victorops_api_key,omitempty"`
 	TelegramAPIURL       string      `yaml:"telegram_api_url,omitempty"`
+	TelegramBotToken     string      `yaml:"telegram_bot_token,omitempty"`
+	TelegramBotTokenFile string      `yaml:"telegram_bot_token_file,omitempty"`
 	WebexAPIURL          string      `yaml:"webex_api_url,omitempty"`
 	JiraAPIURL           string      `yaml:"jira_api_url,omitempty"`
 	RocketChatAPIURL     string      `yaml:"rocketchat_api_url,omitempty"`
@@ -58,10 +60,12 @@ type globalConfig struct {
 	RocketChatTokenID    string      `yaml:"rocketchat_token_id,omitempty"`
 }
 
-// convertGlobal converts spec.alertmanagerConfiguration.global; its
-// references are read in the Alertmanager's namespace. Mattermost needs
-// Alertmanager 0.32: refused, as prometheus-operator refuses it for 0.31.
-func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig) (*globalConfig, error) {
+// convertGlobal converts spec.alertmanagerConfiguration.global for an
+// Alertmanager of version; its references are read in the Alertmanager's
+// namespace. Mattermost needs Alertmanager 0.32: refused, as
+// prometheus-operator refuses it for 0.31. Telegram's botToken and
+// botTokenFile (prometheus-operator v0.95) need 0.31: refused before.
+func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig, version string) (*globalConfig, error) {
 	if in == nil {
 		return nil, nil
 	}
@@ -97,10 +101,9 @@ func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig) (*globalC
 		return nil, fmt.Errorf("opsGenieApiKey: %w", err)
 	}
 	if t := in.TelegramConfig; t != nil {
-		if t.BotToken != nil || t.BotTokenFile != nil {
-			return nil, errors.New("telegram: botToken and botTokenFile: not rendered: fields of prometheus-operator v0.95, whose rendering cannot be checked yet")
+		if err := r.convertGlobalTelegram(out, t, version); err != nil {
+			return nil, err
 		}
-		out.TelegramAPIURL = string(ptr.Deref(t.APIURL, ""))
 	}
 	if j := in.JiraConfig; j != nil {
 		out.JiraAPIURL = string(ptr.Deref(j.APIURL, ""))
@@ -173,9 +176,12 @@ func fromConfiguration(r refs, am *monitoringv1.Alertmanager, amc *monitoringv1a
 		return nil, fmt.Errorf("spec.alertmanagerConfiguration: AlertmanagerConfig %s/%s not found", am.Namespace, spec.Name)
 	}
 	key := types.NamespacedName{Namespace: amc.Namespace, Name: amc.Name}
+	if err := checkFiles(am, amc, true); err != nil {
+		return nil, fmt.Errorf("AlertmanagerConfig %s: %w", key, err)
+	}
 	doc := document{}
 	var err error
-	if doc.Global, err = r.convertGlobal(spec.Global); err != nil {
+	if doc.Global, err = r.convertGlobal(spec.Global, am.Spec.Version); err != nil {
 		return nil, fmt.Errorf("spec.alertmanagerConfiguration.global: %w", err)
 	}
 	if amc.Spec.Route == nil {
@@ -201,6 +207,37 @@ func fromConfiguration(r refs, am *monitoringv1.Alertmanager, amc *monitoringv1a
 		}
 	}
 	return yaml.Marshal(doc)
+}
+
+// convertGlobalTelegram converts the global Telegram settings: the API
+// URL, and the bot token the receivers without one inherit (from a
+// Secret, or a file of the container: the Alertmanager owner's, which
+// spec.alertmanagerConfigFileSystemMode does not govern), mutually
+// exclusive, both needing Alertmanager 0.31 (telegram_bot_token and
+// telegram_bot_token_file of its global section).
+func (r refs) convertGlobalTelegram(out *globalConfig, t *monitoringv1.GlobalTelegramConfig, version string) error {
+	out.TelegramAPIURL = string(ptr.Deref(t.APIURL, ""))
+	if t.BotToken == nil && t.BotTokenFile == nil {
+		return nil
+	}
+	if t.BotToken != nil && t.BotTokenFile != nil {
+		return errors.New("telegram: botToken and botTokenFile are mutually exclusive")
+	}
+	if m, ok := minor(version); ok && m < 31 {
+		return fmt.Errorf("telegram: botToken and botTokenFile need Alertmanager 0.31 or later, the Alertmanager runs %s", version)
+	}
+	out.TelegramBotTokenFile = ptr.Deref(t.BotTokenFile, "")
+	if t.BotToken != nil {
+		token, err := r.secret(*t.BotToken)
+		if err != nil {
+			return fmt.Errorf("telegram botToken: %w", err)
+		}
+		if token == "" {
+			return fmt.Errorf("telegram botToken: key %q of secret %s/%s is empty", t.BotToken.Key, r.namespace, t.BotToken.Name)
+		}
+		out.TelegramBotToken = token
+	}
+	return nil
 }
 
 // checkRootRoute refuses what a root route cannot have.

@@ -1,7 +1,6 @@
 package amconfig
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -102,7 +101,10 @@ func nonZero(d *monitoringv1.NonEmptyDuration) (string, error) {
 // route converts in and its children, names prefixed.
 func convertRoute(in *monitoringv1alpha1.Route, key types.NamespacedName) (*route, error) {
 	if len(in.Labels) > 0 {
-		return nil, errors.New("labels: not rendered: a field of prometheus-operator v0.95, whose rendering cannot be checked yet")
+		// Route labels came with Alertmanager 0.34 (prometheus-operator
+		// v0.95's route labels say so): the parser of the version the
+		// configuration is built and checked for refuses them.
+		return nil, tooNew("labels", "0.34")
 	}
 	out := &route{
 		Receiver:            prefixed(key, in.Receiver),
