@@ -19,18 +19,14 @@ import (
 
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/takeover"
+	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/goldenfile"
 )
 
 func TestMain(m *testing.M) {
 	// Read through flag.Lookup by golden, so that no package variable holds it.
 	flag.Bool("update", false, "rewrite the golden files in testdata/ and the matrix in docs/")
-	goleak.VerifyTestMain(m,
-		// controller-runtime's metadata informers (Secrets' metadata are
-		// watched) wrap their watches with apimachinery's watch.Filter,
-		// whose goroutine can stay blocked sending an event nobody reads
-		// once the informer stopped.
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+	goleak.VerifyTestMain(m, controlplane.InformerLeaks()...)
 }
 
 // golden compares got with the file path, or rewrites the file with -update.

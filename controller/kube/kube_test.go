@@ -22,11 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// controller-runtime's metadata informers wrap their watches with
-		// apimachinery's watch.Filter, whose goroutine can stay blocked
-		// sending an event nobody reads once the informer stopped.
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+	goleak.VerifyTestMain(m, controlplane.InformerLeaks()...)
 }
 
 func TestTruncate(t *testing.T) {

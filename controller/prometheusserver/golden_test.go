@@ -6,18 +6,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/podreload/podreload/internal/testenv/controlplane"
 	"github.com/podreload/podreload/internal/testenv/goldenfile"
 )
 
 func TestMain(m *testing.M) {
 	// Read through flag.Lookup by golden, so that no package variable holds it.
 	flag.Bool("update", false, "rewrite the golden files in testdata/")
-	goleak.VerifyTestMain(m,
-		// controller-runtime's metadata informers (the controller watches
-		// Secrets' metadata) wrap their watches with apimachinery's
-		// watch.Filter, whose goroutine can stay blocked sending an event
-		// nobody reads once the informer stopped.
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+	goleak.VerifyTestMain(m, controlplane.InformerLeaks()...)
 }
 
 // golden compares got with the file path, or rewrites the file with -update.

@@ -74,18 +74,13 @@ const (
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
+	goleak.VerifyTestMain(m, append(controlplane.InformerLeaks(), goleak.IgnoreCurrent(),
 		// client-go's and klog's background goroutines outlive the clients.
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-		// controller-runtime's metadata informers (the controller watches
-		// Secrets' metadata) wrap their watches with apimachinery's
-		// watch.Filter, whose goroutine can stay blocked sending an event
-		// nobody reads once the informer stopped (as cmd/controller's).
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))...)
 }
 
 // auditPolicy records every write, without its body, once answered.
