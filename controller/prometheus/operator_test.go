@@ -268,8 +268,8 @@ func testKubePrometheus(t *testing.T, cfg *rest.Config, c client.Client) {
 }
 
 // startController runs a controller of the Prometheus objects handed to
-// podreload until the test ends.
-func startController(t *testing.T, cfg *rest.Config) {
+// podreload until the test ends, and returns the registry of its metrics.
+func startController(t *testing.T, cfg *rest.Config) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(testlog.Output(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -284,6 +284,7 @@ func startController(t *testing.T, cfg *rest.Config) {
 		require.NoError(t, <-done)
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, m.Ready()) }, time.Minute, 20*time.Millisecond, "caches synced")
+	return reg
 }
 
 // container is sts' container name.

@@ -47,8 +47,11 @@ func (t *takingOver[T]) writeStatus(ctx context.Context, p T, server promserver.
 	if err := r.Client.List(ctx, &pods, client.InNamespace(p.GetNamespace()), t.podLabels(p)); err != nil {
 		return fmt.Errorf("list pods of %s %s: %w", t.k.Kind, key, err)
 	}
+	// What the pods should run: what this render wrote, or the user's
+	// configuration it read (promserver.UserConfigured), else what the
+	// status showed last.
 	want := r.Applied.Written(key)
-	if res.Objs != nil && res.Objs.ConfigSecret != nil {
+	if res.Objs != nil && (res.Objs.ConfigSecret != nil || promserver.UserConfigured(server)) {
 		want = res.Objs.ContentHash
 	}
 	_, applied := sidecar.Applied(want, pods.Items)
