@@ -17,7 +17,7 @@ func TestPureDeps(t *testing.T) {
 	// The controller's packages that import no client: what they render
 	// from their inputs can be tested, and reused by any kind, without a
 	// cluster.
-	pure := []string{"./selector", "./promyaml", "./configsecret", "./rulefiles", "./promcfg", "./promcfg/credential", "./promcfg/relabeling", "./promcfg/remote", "./promserver/thanos"}
+	pure := []string{"./selector", "./compat", "./promyaml", "./configsecret", "./rulefiles", "./promcfg", "./promcfg/credential", "./promcfg/relabeling", "./promcfg/remote", "./promserver/thanos"}
 	args := append([]string{"list", "-deps"}, pure...)
 	out, err := exec.CommandContext(t.Context(), "go", args...).Output()
 	require.NoError(t, err, "go list -deps")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/podreload/podreload/api/v1alpha1"
 	"github.com/podreload/podreload/contract"
+	"github.com/podreload/podreload/controller/compat"
 	"github.com/podreload/podreload/controller/configsecret"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/promserver"
@@ -506,7 +507,7 @@ func TestOperatorVersion(t *testing.T) {
 		t.Run(tc.version, func(t *testing.T) {
 			spec := v1alpha1.PrometheusServerSpec{Version: tc.version}
 			require.Equal(t, tc.inConfig, promargs.RetentionInConfig(spec), "retention in the configuration")
-			args := promargs.CommandLine(promserver.OperatorPrometheusArgs(promserver.Target{PrometheusServer: &v1alpha1.PrometheusServer{Spec: spec}, Layout: promserver.OperatorsLayout}))
+			args := compat.CommandLine(promserver.OperatorPrometheusArgs(promserver.Target{PrometheusServer: &v1alpha1.PrometheusServer{Spec: spec}, Layout: promserver.OperatorsLayout}))
 			require.Equal(t, tc.console, slices.Contains(args, "--web.console.templates=/etc/prometheus/consoles"), "console flags")
 			require.Equal(t, tc.web, slices.Contains(args, "--web.config.file=/etc/prometheus/web_config/web-config.yaml"), "web config file")
 			require.Equal(t, !tc.inConfig, slices.Contains(args, "--storage.tsdb.retention.time=24h"), "retention flag")

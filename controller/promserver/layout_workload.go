@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/compat"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promserver/promargs"
 	"github.com/podreload/podreload/controller/promserver/thanos"
@@ -279,7 +280,7 @@ func operatorPrometheusContainer(server Target, opts WorkloadOptions, storage co
 		Name:                     "prometheus",
 		Image:                    prometheusImage(versioned, opts.DefaultPrometheusImage),
 		ImagePullPolicy:          spec.ImagePullPolicy,
-		Args:                     promargs.CommandLine(args),
+		Args:                     compat.CommandLine(args),
 		Ports:                    ports,
 		StartupProbe:             &startup,
 		ReadinessProbe:           ready,

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podreload/podreload/api/v1alpha1"
+	"github.com/podreload/podreload/controller/compat"
 	"github.com/podreload/podreload/controller/kube"
 	"github.com/podreload/podreload/controller/promcfg"
 	"github.com/podreload/podreload/controller/promserver/promargs"
@@ -384,7 +385,7 @@ func prometheusContainer(spec v1alpha1.PrometheusServerSpec, opts WorkloadOption
 	return corev1.Container{
 		Name:            "prometheus",
 		Image:           prometheusImage(spec, opts.DefaultPrometheusImage),
-		Args:            promargs.CommandLine(args),
+		Args:            compat.CommandLine(args),
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Ports:           []corev1.ContainerPort{{Name: portName(spec), ContainerPort: WebPort, Protocol: corev1.ProtocolTCP}},
 		ReadinessProbe:  httpProbe(spec, WebPath(spec, "/-/ready"), 5, 3),

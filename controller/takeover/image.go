@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/controller/compat"
 )
 
 // ImageSpec is what prometheus-operator composes a server's image from.
@@ -21,10 +23,10 @@ type ImageSpec struct {
 
 // Image is the image prometheus-operator composes from s
 // (pkg/operator/image.go BuildImagePath), and the version it parses, as
-// SemverTolerant returns it; ok is false when the version is not one
+// compat.SemverTolerant returns it; ok is false when the version is not one
 // (prometheus-operator fails on it, whatever the image).
 func Image(s ImageSpec) (image, version string, ok bool) {
-	version, ok = SemverTolerant(cmp.Or(s.Version, s.DefaultVersion))
+	version, ok = compat.SemverTolerant(cmp.Or(s.Version, s.DefaultVersion))
 	if strings.TrimSpace(ptr.Deref(s.Image, "")) != "" {
 		return ptr.Deref(s.Image, ""), version, ok
 	}
@@ -41,35 +43,7 @@ func Image(s ImageSpec) (image, version string, ok bool) {
 	return base + ":v" + version, version, ok
 }
 
-// SemverTolerant reads a version as prometheus-operator does (blang's
-// semver.ParseTolerant: spaces and a leading v trimmed, leading zeros
-// dropped, a missing minor or patch is 0) and returns it without the v;
-// ok is false when it is not a version.
-func SemverTolerant(v string) (string, bool) {
-	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 3 && strings.ContainsAny(parts[len(parts)-1], "+-") {
-		return v, false
-	}
-	for len(parts) < 3 {
-		parts = append(parts, "0")
-	}
-	core, suffix := parts[2], ""
-	if i := strings.IndexAny(core, "+-"); i >= 0 {
-		core, suffix = core[:i], core[i:]
-	}
-	nums := []string{parts[0], parts[1], core}
-	for i, n := range nums {
-		u, err := strconv.ParseUint(n, 10, 64)
-		if err != nil {
-			return v, false
-		}
-		nums[i] = strconv.FormatUint(u, 10)
-	}
-	return strings.Join(nums, ".") + suffix, true
-}
-
-// AtLeast reports whether version, as SemverTolerant returns it, is
+// AtLeast reports whether version, as compat.SemverTolerant returns it, is
 // major.minor or later (a pre-release of major.minor.0 is not).
 func AtLeast(version string, major, minor uint64) bool {
 	core, pre, _ := strings.Cut(strings.SplitN(version, "+", 2)[0], "-")
@@ -89,7 +63,7 @@ func AtLeast(version string, major, minor uint64) bool {
 	return patch > 0 || pre == ""
 }
 
-// Compare orders two versions as SemverTolerant returns them, as semver
+// Compare orders two versions as compat.SemverTolerant returns them, as semver
 // does (the numbers, then a pre-release before its release, its
 // identifiers numerically or lexically); a build suffix is ignored. It
 // returns -1, 0 or +1.
@@ -146,7 +120,7 @@ func ImageVersion(image string) (version string, ok bool) {
 	if i < 0 {
 		return "", false
 	}
-	return SemverTolerant(name[i+1:])
+	return compat.SemverTolerant(name[i+1:])
 }
 
 // NotOlder is the default version of a server whose spec sets none:
@@ -154,7 +128,7 @@ func ImageVersion(image string) (version string, ok bool) {
 // newer, so that a takeover never downgrades what runs. running is the
 // live container's image, "" without one.
 func NotOlder(defaultVersion, running string) string {
-	d, ok := SemverTolerant(defaultVersion)
+	d, ok := compat.SemverTolerant(defaultVersion)
 	if !ok {
 		return defaultVersion
 	}

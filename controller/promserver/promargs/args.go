@@ -314,15 +314,3 @@ func Compaction(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitor
 		Storage:    corev1.VolumeMount{MountPath: StorageDir},
 	})
 }
-
-// CommandLine renders arguments as flags: --name=value, or --name alone.
-func CommandLine(args []monitoringv1.Argument) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = "--" + a.Name
-		if a.Value != "" {
-			out[i] += "=" + a.Value
-		}
-	}
-	return out
-}

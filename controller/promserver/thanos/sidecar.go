@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/podreload/podreload/controller/compat"
 	"github.com/podreload/podreload/controller/promcfg"
 )
 
@@ -271,18 +272,6 @@ func Container(in Inputs) (*corev1.Container, []corev1.Volume) {
 			Secret: &corev1.SecretVolumeSource{SecretName: in.HTTPClientSecret},
 		}})
 	}
-	c.Args = append([]string{"sidecar"}, commandLine(append(args(in), t.AdditionalArgs...))...)
+	c.Args = append([]string{"sidecar"}, compat.CommandLine(append(args(in), t.AdditionalArgs...))...)
 	return c, volumes
-}
-
-// commandLine renders arguments as flags: --name=value, or --name alone.
-func commandLine(args []monitoringv1.Argument) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = "--" + a.Name
-		if a.Value != "" {
-			out[i] += "=" + a.Value
-		}
-	}
-	return out
 }

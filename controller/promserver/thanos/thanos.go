@@ -10,7 +10,6 @@ package thanos
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/podreload/podreload/controller/compat"
 	"github.com/podreload/podreload/controller/promcfg"
 )
 
@@ -99,24 +99,11 @@ func objectStorage(t *monitoringv1.ThanosSpec) bool {
 // or patch is 0); ok is false when it is not a version, which
 // prometheus-operator fails on.
 func Version(t *monitoringv1.ThanosSpec) (v promcfg.Version, ok bool) {
-	s := strings.TrimPrefix(strings.TrimSpace(ptr.Deref(t.Version, DefaultVersion)), "v")
-	parts := strings.SplitN(s, ".", 3)
-	if len(parts) < 3 && strings.ContainsAny(parts[len(parts)-1], "+-") {
+	s, ok := compat.SemverTolerant(ptr.Deref(t.Version, DefaultVersion))
+	if !ok {
 		return v, false
 	}
-	for len(parts) < 3 {
-		parts = append(parts, "0")
-	}
-	core, suffix := parts[2], ""
-	if i := strings.IndexAny(core, "+-"); i >= 0 {
-		core, suffix = core[:i], core[i:]
-	}
-	for _, n := range []string{parts[0], parts[1], core} {
-		if _, err := strconv.ParseUint(n, 10, 64); err != nil {
-			return v, false
-		}
-	}
-	return promcfg.ParseVersion(parts[0] + "." + parts[1] + "." + core + suffix), true
+	return promcfg.ParseVersion(s), true
 }
 
 // Image is the sidecar's image, composed as prometheus-operator's

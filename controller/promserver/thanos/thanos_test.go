@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/podreload/podreload/controller/compat"
 	"github.com/podreload/podreload/controller/promcfg"
 )
 
@@ -104,7 +105,7 @@ func TestPrometheusArgs(t *testing.T) {
 				require.Nil(t, got)
 				return
 			}
-			require.Equal(t, tc.want, commandLine(got))
+			require.Equal(t, tc.want, compat.CommandLine(got))
 		})
 	}
 }
