@@ -192,8 +192,8 @@ func TestTakeoverCheck(t *testing.T) {
 	require.Equal(t, `Prometheus monitoring/k8s (controller-id "podreload"):
   can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet prometheus-k8s (2 replicas each); PVCs and data stay
-Prometheus team-a/retain-shards (controller-id ""):
-  refused, not supported yet: spec.shardRetentionPolicy; annotated, it stays untouched
+Prometheus team-a/topology-shards (controller-id ""):
+  refused, not supported yet: spec.shardingStrategy; annotated, it stays untouched
 Alertmanager monitoring/main (controller-id ""):
   can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-main (3 replicas each); PVCs and data stay

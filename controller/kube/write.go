@@ -96,6 +96,24 @@ func (w *Writer) Delete(ctx context.Context, kind string, obj client.Object) err
 	return nil
 }
 
+// Annotate sets the annotation key of obj, of kind, to value, with a merge
+// patch that keeps everything else, as the controller (field manager
+// Name).
+func (w *Writer) Annotate(ctx context.Context, kind string, obj client.Object, key, value string) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	obj.SetAnnotations(annotations)
+	w.Count(kind, "patch")
+	if err := w.client.Patch(ctx, obj, patch, client.FieldOwner(Name)); err != nil {
+		return fmt.Errorf("annotate %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
 // Write creates desired, or updates the live object when it lacks the
 // labels of desired, owner as its controller, or the fields sync copies
 // from desired into it (sync reports whether it changed any), with retries

@@ -129,5 +129,5 @@ func FromPrometheus(p *monitoringv1.Prometheus) (_ promserver.Target, unsupporte
 	server.Spec, unsupported = convertSpec(p.Spec)
 	s := p.Spec
 	user := s.ServiceMonitorSelector == nil && s.PodMonitorSelector == nil && s.ProbeSelector == nil && s.ScrapeConfigSelector == nil
-	return promserver.Target{PrometheusServer: server, Layout: promserver.OperatorsLayout, UserConfig: user}, unsupported
+	return promserver.Target{PrometheusServer: server, Layout: promserver.OperatorsLayout, UserConfig: user, ShardRetention: s.ShardRetentionPolicy}, unsupported
 }

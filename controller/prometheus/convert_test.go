@@ -330,6 +330,16 @@ func TestConvertMappedFields(t *testing.T) {
 			require.Equal(t, c.want, c.got(server.Spec))
 		})
 	}
+	// Carried beside the spec: the StatefulSets' retention is not the
+	// render's (promserver's retain.go).
+	t.Run("shardRetentionPolicy", func(t *testing.T) {
+		tested["shardRetentionPolicy"] = true
+		server, unsupported := convert(t, "shardRetentionPolicy: {whenScaled: Retain, retain: {retentionPeriod: 3d}}")
+		require.Empty(t, unsupported)
+		require.Equal(t, &monitoringv1.ShardRetentionPolicy{
+			WhenScaled: ptr.To(monitoringv1.RetainWhenScaledRetentionType), Retain: &monitoringv1.RetainConfig{RetentionPeriod: "3d"},
+		}, server.ShardRetention)
+	})
 	for _, f := range operatorFields() {
 		if f.Class == takeover.ClassMapped {
 			require.True(t, tested[f.Path], "%s: a mapped field without a case", f.Path)

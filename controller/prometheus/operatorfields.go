@@ -1,8 +1,6 @@
 package prometheus
 
 import (
-	"reflect"
-
 	"github.com/podreload/podreload/controller/promoperator"
 	"github.com/podreload/podreload/controller/takeover"
 )
@@ -21,7 +19,7 @@ func operatorFields() []takeover.Field {
 		selector = promoperator.MappedSelector
 		nsSel    = promoperator.MappedNamespaceSelector
 	)
-	refuse, refuseBut, mapped := takeover.Refuse, takeover.RefuseBut, takeover.Mapped
+	refuse, mapped := takeover.Refuse, takeover.Mapped
 	return append(append(promoperator.CommonFields(),
 		// PrometheusSpec's own fields.
 		mapped("baseImage", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
@@ -30,10 +28,7 @@ func operatorFields() []takeover.Field {
 		mapped("retention", "spec.retention; unset, with no retentionSize, 24h (prometheus-operator's default, not podreload's 15d)"),
 		mapped("retentionSize", "spec.retentionSize"),
 		refuse("retentionPercentage", "not rendered yet, and unknown to the v0.93.1 operator the takeover hands back to"),
-		refuseBut("shardRetentionPolicy", "retaining scaled-down shards is not rendered yet (podreload deletes them); accepted: whenScaled Delete without retain",
-			func(v reflect.Value) bool {
-				return takeover.StringIn(v.Elem().FieldByName("WhenScaled"), "", "Delete") && v.Elem().FieldByName("Retain").IsNil()
-			}),
+		mapped("shardRetentionPolicy", "the StatefulSets of the shards scaled away: deleted, or with whenScaled Retain annotated with prometheus-operator's deletion deadline (now plus retain.retentionPeriod, else the retention; never with a size-based retention alone) and deleted once it is past, as prometheus-operator does with its PrometheusShardRetentionPolicy feature gate on"),
 		mapped("disableCompaction", "spec.disableCompaction: --storage.tsdb.max-block-duration and min-block-duration 2h; with tsdb.outOfOrderTimeWindow, --no-storage.tsdb.allow-overlapping-compaction from Prometheus 2.55"),
 		mapped("rules", "spec.rules: the rules.alert.* flags"),
 		mapped("prometheusRulesExcludedFromEnforce", "appended to spec.excludedFromEnforcement as PrometheusRule references, as prometheus-operator (deprecated)"),

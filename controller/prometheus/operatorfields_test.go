@@ -67,7 +67,6 @@ func acceptedValues() map[string][]string {
 	return map[string][]string{
 		"shardingStrategy":             {`{}`, `{"mode": "Address"}`},
 		"web.tlsConfig.clientAuthType": {`"NoClientCert"`, `"RequestClientCert"`, `"VerifyClientCertIfGiven"`},
-		"shardRetentionPolicy":         {`{}`, `{"whenScaled": "Delete"}`},
 		"containers": {`[{"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.19.0"}]`,
 			`[{"name": "prometheus", "env": [{"name": "GOMEMLIMIT", "value": "1GiB"}]}]`,
 			`[{"name": "config-reloader", "resources": {"limits": {"memory": "50Mi"}}}]`},
@@ -79,9 +78,8 @@ func acceptedValues() map[string][]string {
 // would be accepted.
 func refusedValues() map[string]string {
 	return map[string]string{
-		"shardRetentionPolicy": `{"whenScaled": "Retain"}`,
-		"containers":           `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9090/-/reload"]}]`,
-		"initContainers":       `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1"}]`,
+		"containers":     `[{"name": "config-reloader", "args": ["--reload-url=http://127.0.0.1:9090/-/reload"]}]`,
+		"initContainers": `[{"name": "init-config-reloader", "image": "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1"}]`,
 	}
 }
 
@@ -118,7 +116,7 @@ func TestConvertRefusedFields(t *testing.T) {
 func TestConvertUnsupportedSorted(t *testing.T) {
 	_, unsupported := convert(t, `
 thanos: {}
-shardRetentionPolicy: {whenScaled: Retain}
+shardingStrategy: {mode: Topology}
 retentionPercentage: 50
 serviceName: mine
 containers:
@@ -134,7 +132,7 @@ disableCompaction: true
 	require.Equal(t, []string{
 		"containers",
 		"retentionPercentage",
-		"shardRetentionPolicy",
+		"shardingStrategy",
 		"web.tlsConfig.keyFile",
 	}, unsupported)
 }

@@ -102,6 +102,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("take over a Prometheus and hand it back", cp.testTakeover)
 	t.Run("a pod gone ends the hand-back of a Prometheus", cp.testTakeoverPodHandBack)
 	t.Run("take over with two controllers of the same id", cp.testTakeoverLeader)
+	t.Run("shards scaled away, retained", cp.testShardRetention)
 	t.Run("a field of a newer prometheus-operator's CRD", cp.testTakeoverNewerCRD)
 	t.Run("Secrets of a Prometheus taken over", cp.testTakeoverSecrets)
 	t.Run("a Prometheus with its own governing Service and no token", cp.testTakeoverServiceName)

@@ -222,7 +222,7 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 
 	// A refused field: the condition, the Event, nothing written.
 	refused := operatorPrometheus(ns, "refused", "podreload")
-	refused.Spec.ShardRetentionPolicy = &monitoringv1.ShardRetentionPolicy{WhenScaled: ptr.To(monitoringv1.RetainWhenScaledRetentionType)}
+	refused.Spec.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
 	cp.create(t, refused)
 	eventually(t, func(c *assert.CollectT) {
 		var live monitoringv1.Prometheus
@@ -232,12 +232,12 @@ func (cp *controlPlane) testTakeover(t *testing.T) {
 		cond := takeover.FindCondition(live.Status.Conditions, takeover.ConditionUnsupportedFields)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, monitoringv1.ConditionTrue, cond.Status)
-			assert.Contains(c, cond.Message, "shardRetentionPolicy")
+			assert.Contains(c, cond.Message, "shardingStrategy")
 		}
 		var events eventsv1.EventList
 		if assert.NoError(c, cp.c.List(t.Context(), &events, client.InNamespace(ns))) {
 			assert.True(c, slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-				return e.Reason == takeover.ConditionUnsupportedFields && e.Regarding.Name == "refused" && strings.Contains(e.Note, "shardRetentionPolicy")
+				return e.Reason == takeover.ConditionUnsupportedFields && e.Regarding.Name == "refused" && strings.Contains(e.Note, "shardingStrategy")
 			}), "an UnsupportedFields Event")
 		}
 	})

@@ -1,6 +1,8 @@
 package promserver
 
 import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+
 	"github.com/podreload/podreload/api/v1alpha1"
 )
 
@@ -54,6 +56,10 @@ type Target struct {
 	// UserConfig tells that the configuration Secret is the user's
 	// (UserConfigured), decided where the server comes from.
 	UserConfig bool
+	// ShardRetention is what becomes of the StatefulSets of the shards
+	// scaled away (retain.go): a Prometheus object's
+	// spec.shardRetentionPolicy; nil deletes them.
+	ShardRetention *monitoringv1.ShardRetentionPolicy
 }
 
 // OwnTarget is server, a PrometheusServer object, in podreload's layout.

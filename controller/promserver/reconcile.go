@@ -69,6 +69,11 @@ type Reconciler struct {
 	// Applied times the content each server's status shows written, to
 	// every replica running it, and keeps it.
 	Applied *sidecar.ApplyTimes
+	// now is the clock of the shards' retention deadlines.
+	now func() time.Time
+	// retained are the nearest deadlines of the shards each server
+	// retains (retain.go), when it is reconciled again.
+	retained *deadlines
 	// front is the kind whose servers the reconciler renders.
 	front Front
 	// own is the kind of the objects the servers come from, as the
@@ -106,8 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.Metrics.Errors.Inc() // controller-runtime logs it, and retries.
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, err
+	// A shard retained is deleted at its deadline.
+	after, _ := r.retained.Due(req.NamespacedName, r.now())
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // Synced is what sync rendered and wrote.

@@ -64,6 +64,8 @@ func NewReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Register
 		refs:      store.NewTracker(),
 		Applied:   sidecar.NewApplyTimes(metrics.applySeconds, time.Now),
 		Coalescer: kube.NewCoalescer(time.Now),
+		now:       time.Now,
+		retained:  &deadlines{at: map[types.NamespacedName]time.Time{}},
 		front:     front,
 		own:       own,
 	}, nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -200,24 +201,73 @@ func (r *Reconciler) deleteExtraParts(ctx context.Context, server Target, parts 
 
 // deleteExtraShards deletes the StatefulSets server controls that are not
 // among sets: those of the shards it no longer has. Their pods go with
-// them; their volume claims stay, as a StatefulSet's always do.
+// them; their volume claims stay, as a StatefulSet's always do. When
+// server retains them (retainShards), each is kept until its deadline,
+// which it is annotated with first, as prometheus-operator does; the
+// server is reconciled again at the nearest one (Retained).
 func (r *Reconciler) deleteExtraShards(ctx context.Context, server Target, sets []*appsv1.StatefulSet) error {
 	var list appsv1.StatefulSetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(server.Namespace), client.MatchingLabels(SelectorLabels(server))); err != nil {
 		return fmt.Errorf("list StatefulSets: %w", err)
 	}
+	key := client.ObjectKeyFromObject(server)
+	r.retained.Forget(key)
 	for i := range list.Items {
 		sts := &list.Items[i]
 		if !metav1.IsControlledBy(sts, server) || sts.DeletionTimestamp != nil ||
 			slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return s.Name == sts.Name }) {
 			continue
 		}
+		if retainShards(server) {
+			keep, err := r.retainShard(ctx, server, sts)
+			if err != nil {
+				return err
+			}
+			if keep {
+				continue
+			}
+		}
 		if err := r.Writer.Delete(ctx, "StatefulSet", sts); err != nil {
 			return err
 		}
-		r.Logger.Info("deleted the StatefulSet of a shard no longer wanted", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name)
+		r.Logger.Info("deleted the StatefulSet of a shard no longer wanted", "server", key, "statefulset", sts.Name)
 	}
 	return nil
+}
+
+// retainShard annotates sts, the StatefulSet of a shard server scaled
+// away, with its deletion deadline when it has none, and tells whether it
+// is kept: until the deadline, which the server is then reconciled at.
+func (r *Reconciler) retainShard(ctx context.Context, server Target, sts *appsv1.StatefulSet) (keep bool, err error) {
+	deadline, set, err := shardDeadline(sts)
+	if err != nil {
+		// Kept, as prometheus-operator keeps it, until the annotation is
+		// fixed or removed.
+		r.Logger.Warn("shard retention: the StatefulSet is kept", "server", client.ObjectKeyFromObject(server), "err", err)
+		return true, nil
+	}
+	now := r.now()
+	if !set {
+		grace, err := retentionGrace(server)
+		if err != nil {
+			return true, err
+		}
+		if grace > 0 {
+			deadline = now.Add(grace).UTC().Truncate(time.Second)
+		}
+		if err := r.Writer.Annotate(ctx, "StatefulSet", sts, AnnotationDeletionDeadline, deadline.Format(time.RFC3339)); err != nil {
+			return true, err
+		}
+		r.Logger.Info("retained the StatefulSet of a shard scaled away", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name, "until", deadline)
+	}
+	if deadline.IsZero() {
+		return true, nil
+	}
+	if now.Before(deadline) {
+		r.retained.At(client.ObjectKeyFromObject(server), deadline)
+		return true, nil
+	}
+	return false, nil
 }
 
 // liveShards returns the rule file ConfigMaps server controls, and those

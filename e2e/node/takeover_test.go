@@ -114,8 +114,8 @@ func TestTakeoverOnNode(t *testing.T) {
 		refused := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{
 			Namespace: "default", Name: "refused", Annotations: map[string]string{"operator.prometheus.io/controller-id": takeoverID},
 		}}
-		retain := monitoringv1.RetainWhenScaledRetentionType
-		refused.Spec.ShardRetentionPolicy = &monitoringv1.ShardRetentionPolicy{WhenScaled: &retain}
+		topology := monitoringv1.TopologyShardingStrategyMode
+		refused.Spec.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: &topology}
 		refused.Spec.ServiceMonitorSelector = &metav1.LabelSelector{}
 		require.NoError(t, cl.c.Create(t.Context(), refused))
 		eventually(t, time.Minute, "UnsupportedFields and its Event", func() error {
@@ -127,7 +127,7 @@ func TestTakeoverOnNode(t *testing.T) {
 				return err
 			}
 			for _, e := range events.Items {
-				if e.Reason == "UnsupportedFields" && e.Regarding.Name == "refused" && strings.Contains(e.Note, "shardRetentionPolicy") {
+				if e.Reason == "UnsupportedFields" && e.Regarding.Name == "refused" && strings.Contains(e.Note, "shardingStrategy") {
 					return nil
 				}
 			}
