@@ -42,7 +42,6 @@ func operatorConfigKnown() map[string]configdiff.Known {
 		"global-smtp":         {Sections: []string{"global", "receiver monitoring/global/mail"}, Reason: tlsFiles + " (the receiver inherits the global SMTP TLS configuration)"},
 		"http-tls":            {Sections: []string{"receiver team-a/tls/ops"}, Reason: tlsFiles},
 		"pushover-sound":      {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops a Pushover receiver's sound; Generate writes it"},
-		"sns-external-id":     {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops sigv4's externalId before Alertmanager 0.33; Alertmanager 0.31 knows external_id, Generate writes it"},
 		"http-oauth2-tls":     {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops the TLS configuration of an OAuth2 token endpoint; Generate writes it (inline)"},
 		"invalid-regex":       {Sections: []string{"left out", "refused"}, Reason: badRegexp},
 		"invalid-route-regex": {Sections: []string{"left out", "refused"}, Reason: badRegexp},

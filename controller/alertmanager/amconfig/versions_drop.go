@@ -92,7 +92,8 @@ func dropRoute(r *route, older func(uint64) bool) {
 // before 0.27, monospace before 0.29; MS Teams' summary before 0.27;
 // Telegram's message_thread_id before 0.26; Discord's content, username
 // and avatar_url before 0.28; Slack's timeout before 0.30; a webhook's
-// timeout before 0.28; and the HTTP clients' (dropHTTP).
+// timeout before 0.28; SNS's sigv4 external_id before 0.33; and the HTTP
+// clients' (dropHTTP).
 func dropReceiver(r *receiver, older func(uint64) bool) {
 	for _, c := range r.OpsgenieConfigs {
 		if older(24) {
@@ -137,6 +138,13 @@ func dropReceiver(r *receiver, older func(uint64) bool) {
 	for _, c := range r.SlackConfigs {
 		if older(30) {
 			c.Timeout = ""
+		}
+	}
+	for _, c := range r.SNSConfigs {
+		// Alertmanager knows it from 0.31 at least (its sigv4 v0.4.0);
+		// prometheus-operator v0.93.1 writes it from 0.33 only.
+		if older(33) && c.Sigv4 != nil {
+			c.Sigv4.ExternalID = ""
 		}
 	}
 	for _, c := range r.WebhookConfigs {
