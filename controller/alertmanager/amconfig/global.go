@@ -65,6 +65,8 @@ type globalConfig struct {
 // namespace. Mattermost needs Alertmanager 0.32: refused, as
 // prometheus-operator refuses it for 0.31. Telegram's botToken and
 // botTokenFile (prometheus-operator v0.95) need 0.31: refused before.
+// The other settings are refused or dropped for the version as
+// prometheus-operator v0.93.1 does (checkGlobalVersion, dropGlobal).
 func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig, version string) (*globalConfig, error) {
 	if in == nil {
 		return nil, nil
