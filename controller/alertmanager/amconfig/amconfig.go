@@ -8,11 +8,14 @@
 // The result is loaded with Alertmanager's own configuration package before
 // it is returned: an AlertmanagerConfig that makes it fail is left out on
 // its own, a base that fails is an error. The Alertmanager's
-// spec.version gates the receivers' keys as prometheus-operator v0.93.1
-// gates them (versions.go): an AlertmanagerConfig with an integration or
-// a key that version does not know is left out, and the keys
-// prometheus-operator drops for it are dropped. An AlertmanagerConfig
-// that references a file of the container where
+// spec.version gates what the AlertmanagerConfigs and
+// spec.alertmanagerConfiguration's global section add as
+// prometheus-operator v0.93.1 gates it (versions.go, versions_drop.go,
+// versions_global.go): an AlertmanagerConfig with an integration or a key
+// that version does not know is left out (the one
+// spec.alertmanagerConfiguration names, or a global setting, is an
+// error), and the keys prometheus-operator drops for it are dropped. An
+// AlertmanagerConfig that references a file of the container where
 // spec.alertmanagerConfigFileSystemMode forbids it is left out, as
 // prometheus-operator v0.95 rejects it (filesystem.go; unset is v0.95's
 // default, FromAlertmanagerConfigMatcherStrategy).
@@ -154,7 +157,7 @@ func Generate(ctx context.Context, in Input) (Result, error) {
 			leaveOut(c, err.Error())
 			continue
 		}
-		dropUnknown(p.receivers, am.Spec.Version)
+		dropUnknown(p, am.Spec.Version)
 		if _, err := load(doc, []*part{p}); err != nil {
 			leaveOut(c, err.Error())
 			continue

@@ -65,12 +65,17 @@ type globalConfig struct {
 // namespace. Mattermost needs Alertmanager 0.32: refused, as
 // prometheus-operator refuses it for 0.31. Telegram's botToken and
 // botTokenFile (prometheus-operator v0.95) need 0.31: refused before.
+// The other settings are refused or dropped for the version as
+// prometheus-operator v0.93.1 does (checkGlobalVersion, dropGlobal).
 func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig, version string) (*globalConfig, error) {
 	if in == nil {
 		return nil, nil
 	}
 	if in.MattermostConfig != nil {
 		return nil, tooNew("mattermost", "0.32")
+	}
+	if err := checkGlobalVersion(in, version); err != nil {
+		return nil, err
 	}
 	out := &globalConfig{ResolveTimeout: string(in.ResolveTimeout), PagerdutyURL: string(ptr.Deref(in.PagerdutyURL, ""))}
 	if err := r.convertSMTP(out, in.SMTPConfig); err != nil {
@@ -133,6 +138,7 @@ func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig, version s
 			return nil, fmt.Errorf("victorops apiKey: %w", err)
 		}
 	}
+	dropGlobal(out, version)
 	return out, nil
 }
 
@@ -179,6 +185,9 @@ func fromConfiguration(r refs, am *monitoringv1.Alertmanager, amc *monitoringv1a
 	if err := checkFiles(am, amc, true); err != nil {
 		return nil, fmt.Errorf("AlertmanagerConfig %s: %w", key, err)
 	}
+	if err := checkVersion(amc, am.Spec.Version); err != nil {
+		return nil, fmt.Errorf("AlertmanagerConfig %s: %w", key, err)
+	}
 	doc := document{}
 	var err error
 	if doc.Global, err = r.convertGlobal(spec.Global, am.Spec.Version); err != nil {
@@ -197,6 +206,8 @@ func fromConfiguration(r refs, am *monitoringv1.Alertmanager, amc *monitoringv1a
 	if err != nil {
 		return nil, fmt.Errorf("AlertmanagerConfig %s: %w", key, err)
 	}
+	dropUnknown(part, am.Spec.Version)
+	dropRoute(doc.Route, before(am.Spec.Version))
 	doc.Receivers, doc.InhibitRules, doc.MuteTimeIntervals = part.receivers, part.inhibitRules, part.timeIntervals
 	for _, t := range spec.Templates {
 		if t.ConfigMap != nil {

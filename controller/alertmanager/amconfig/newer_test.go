@@ -25,12 +25,18 @@ func TestGlobalTelegram(t *testing.T) {
 		token     *corev1.SecretKeySelector
 		tokenFile *string
 		global    string // The global section's bot token key, as written.
-		err       string
+		// receiverToken gives the receiver a token of its own.
+		receiverToken bool
+		err           string
 	}{
 		{name: "bot-token", version: "v0.31.1", token: token, global: "telegram_bot_token: 123:abc"},
 		{name: "bot-token-file", version: "v0.31.0", tokenFile: ptr.To("/etc/alertmanager/secrets/telegram/token"), global: "telegram_bot_token_file: /etc/alertmanager/secrets/telegram/token"},
-		{name: "before-0.31", version: "v0.30.0", token: token,
+		{name: "before-0.31", version: "v0.30.0", token: token, receiverToken: true,
 			err: "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: telegram: botToken and botTokenFile need Alertmanager 0.31 or later, the Alertmanager runs v0.30.0"},
+		// Before 0.31 a receiver needs a token of its own, as
+		// prometheus-operator's sanitize says.
+		{name: "receiver-without-token-before-0.31", version: "v0.30.0",
+			err: "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: receiver tg: a telegramConfig without botToken or botTokenFile needs Alertmanager 0.31 or later, the Alertmanager runs v0.30.0"},
 		{name: "both", version: "v0.31.1", token: token, tokenFile: ptr.To("/x"),
 			err: "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: telegram: botToken and botTokenFile are mutually exclusive"},
 		{name: "missing-secret", version: "v0.31.1", token: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "token"},
@@ -44,6 +50,9 @@ func TestGlobalTelegram(t *testing.T) {
 			in.Alertmanager.Spec.Version = c.version
 			tg := in.Alertmanager.Spec.AlertmanagerConfiguration.Global.TelegramConfig
 			tg.BotToken, tg.BotTokenFile = c.token, c.tokenFile
+			if c.receiverToken {
+				in.Configuration.Spec.Receivers[0].TelegramConfigs[0].BotToken = token
+			}
 			res, err := Generate(t.Context(), in)
 			if c.err != "" {
 				require.EqualError(t, err, c.err)

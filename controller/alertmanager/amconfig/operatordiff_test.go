@@ -42,7 +42,6 @@ func operatorConfigKnown() map[string]configdiff.Known {
 		"global-smtp":         {Sections: []string{"global", "receiver monitoring/global/mail"}, Reason: tlsFiles + " (the receiver inherits the global SMTP TLS configuration)"},
 		"http-tls":            {Sections: []string{"receiver team-a/tls/ops"}, Reason: tlsFiles},
 		"pushover-sound":      {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops a Pushover receiver's sound; Generate writes it"},
-		"sns-external-id":     {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops sigv4's externalId before Alertmanager 0.33; Alertmanager 0.31 knows external_id, Generate writes it"},
 		"http-oauth2-tls":     {Sections: []string{"receiver team-a/r/ops"}, Reason: "prometheus-operator v0.93.1 drops the TLS configuration of an OAuth2 token endpoint; Generate writes it (inline)"},
 		"invalid-regex":       {Sections: []string{"left out", "refused"}, Reason: badRegexp},
 		"invalid-route-regex": {Sections: []string{"left out", "refused"}, Reason: badRegexp},
@@ -292,12 +291,18 @@ func TestOperatorBaseErrors(t *testing.T) {
 	opconfig, err := toolbin.Path("opconfig")
 	require.NoError(t, err)
 	want := map[string]string{
-		"broken-secret":         `alertmanager monitoring/main: base configuration: undefined receiver "nowhere" used in route`,
-		"global-mattermost":     "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost needs Alertmanager 0.32 or later, the configuration is built for 0.31.1",
-		"global-missing":        "alertmanager monitoring/main: spec.alertmanagerConfiguration: AlertmanagerConfig monitoring/global not found",
-		"global-missing-secret": `alertmanager monitoring/main: spec.alertmanagerConfiguration.global: slackApiUrl: key "url" of secret monitoring/missing: not found`,
-		"global-root-continue":  "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot continue",
-		"global-root-matchers":  "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot have matchers",
+		"broken-secret":                  `alertmanager monitoring/main: base configuration: undefined receiver "nowhere" used in route`,
+		"global-mattermost":              "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost needs Alertmanager 0.32 or later, the configuration is built for 0.31.1",
+		"global-missing":                 "alertmanager monitoring/main: spec.alertmanagerConfiguration: AlertmanagerConfig monitoring/global not found",
+		"global-missing-secret":          `alertmanager monitoring/main: spec.alertmanagerConfiguration.global: slackApiUrl: key "url" of secret monitoring/missing: not found`,
+		"global-root-continue":           "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot continue",
+		"global-root-matchers":           "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot have matchers",
+		"global-discord-v0.24":           "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: receiver slack: discordConfigs needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
+		"global-jira-v0.27":              "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: jira needs Alertmanager 0.28 or later, the Alertmanager runs v0.27.0",
+		"global-rocketchat-v0.27":        "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: rocketChat needs Alertmanager 0.28 or later, the Alertmanager runs v0.27.0",
+		"global-smtp-implicit-tls-v0.30": "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: smtp: forceImplicitTLS needs Alertmanager 0.31 or later, the Alertmanager runs v0.30.0",
+		"global-telegram-v0.23":          "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: telegram needs Alertmanager 0.24 or later, the Alertmanager runs v0.23.0",
+		"global-webex-v0.24":             "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: webex needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
 	}
 	cases, err := filepath.Glob(filepath.Join("testdata", "base-errors", "*.yaml"))
 	require.NoError(t, err)

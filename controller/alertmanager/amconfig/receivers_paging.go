@@ -330,8 +330,8 @@ type sigv4 struct {
 
 // sns converts an SNS configuration. useAWSHTTPClient needs Alertmanager
 // 0.33: refused, as prometheus-operator refuses it for 0.31. The role's
-// external id is written (Alertmanager 0.31 knows it), where
-// prometheus-operator drops it before 0.33.
+// external id is dropped before 0.33, as prometheus-operator drops it
+// (dropReceiver).
 func (r refs) sns(in monitoringv1alpha1.SNSConfig) (*snsConfig, error) {
 	if in.UseAWSHTTPClient != nil {
 		return nil, tooNew("useAWSHTTPClient", "0.33")

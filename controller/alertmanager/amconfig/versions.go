@@ -8,6 +8,16 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 )
 
+// The Alertmanager's spec.version gates what the configuration holds as
+// prometheus-operator v0.93.1 gates it: a key that version does not know
+// either makes prometheus-operator refuse the object that sets it
+// (checkAlertmanagerConfigResource and checkAlertmanagerGlobalConfigResource,
+// operator.go and amcfg.go), or is dropped from the configuration (the
+// sanitize methods of amcfg.go). Refusals are here and in
+// versions_global.go, drops in versions_drop.go and versions_global.go.
+// Before 0.22 the controller renders no generated configuration (its
+// matchers need 0.22), so the gates of 0.22 and before are not repeated.
+
 // minor is the minor version of an Alertmanager version of 0 ("v0.25.0",
 // "0.25"), and whether it is one: a version that does not parse gates
 // nothing (the controller refuses it before it gets here).
@@ -21,6 +31,13 @@ func minor(version string) (uint64, bool) {
 	return n, err == nil
 }
 
+// before returns whether the Alertmanager of version is older than 0.m,
+// for each m: a version that does not parse is older than none.
+func before(version string) func(m uint64) bool {
+	v, ok := minor(version)
+	return func(m uint64) bool { return ok && v < m }
+}
+
 // gate is a key of an AlertmanagerConfig's receivers that needs
 // Alertmanager 0.since or later.
 type gate struct {
@@ -29,19 +46,29 @@ type gate struct {
 	set   func(monitoringv1alpha1.Receiver) bool
 }
 
+// some reports whether one of cs satisfies f.
+func some[T any](cs []T, f func(T) bool) bool {
+	for _, c := range cs {
+		if f(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // receiverGates are the receiver keys prometheus-operator v0.93.1
 // refuses an AlertmanagerConfig for before the Alertmanager version that
-// knows them (checkReceivers, operator.go).
+// knows them (checkReceivers and checkHTTPConfig, operator.go), and the
+// Telegram receiver without a token, which its sanitize refuses before
+// 0.31 (where the global bot token came).
 func receiverGates() []gate {
 	return []gate{
 		{"telegramConfigs", 24, func(r monitoringv1alpha1.Receiver) bool { return len(r.TelegramConfigs) > 0 }},
 		{"telegramConfigs: botTokenFile", 26, func(r monitoringv1alpha1.Receiver) bool {
-			for _, c := range r.TelegramConfigs {
-				if c.BotTokenFile != nil {
-					return true
-				}
-			}
-			return false
+			return some(r.TelegramConfigs, func(c monitoringv1alpha1.TelegramConfig) bool { return c.BotTokenFile != nil })
+		}},
+		{"a telegramConfig without botToken or botTokenFile", 31, func(r monitoringv1alpha1.Receiver) bool {
+			return some(r.TelegramConfigs, func(c monitoringv1alpha1.TelegramConfig) bool { return c.BotToken == nil && c.BotTokenFile == nil })
 		}},
 		{"discordConfigs", 25, func(r monitoringv1alpha1.Receiver) bool { return len(r.DiscordConfigs) > 0 }},
 		{"webexConfigs", 25, func(r monitoringv1alpha1.Receiver) bool { return len(r.WebexConfigs) > 0 }},
@@ -49,30 +76,25 @@ func receiverGates() []gate {
 		{"msteamsv2Configs", 28, func(r monitoringv1alpha1.Receiver) bool { return len(r.MSTeamsV2Configs) > 0 }},
 		{"rocketchatConfigs", 28, func(r monitoringv1alpha1.Receiver) bool { return len(r.RocketChatConfigs) > 0 }},
 		{"opsgenieConfigs: responders: type teams", 24, func(r monitoringv1alpha1.Receiver) bool {
-			for _, c := range r.OpsGenieConfigs {
-				for _, resp := range c.Responders {
-					if resp.Type == "teams" {
-						return true
-					}
-				}
-			}
-			return false
+			return some(r.OpsGenieConfigs, func(c monitoringv1alpha1.OpsGenieConfig) bool {
+				return some(c.Responders, func(resp monitoringv1alpha1.OpsGenieConfigResponder) bool { return resp.Type == "teams" })
+			})
+		}},
+		{"slackConfigs: messageText", 31, func(r monitoringv1alpha1.Receiver) bool {
+			return some(r.SlackConfigs, func(c monitoringv1alpha1.SlackConfig) bool { return c.MessageText != nil })
 		}},
 		{"emailConfigs: threading", 30, func(r monitoringv1alpha1.Receiver) bool {
-			for _, c := range r.EmailConfigs {
-				if c.Threading != nil {
-					return true
-				}
-			}
-			return false
+			return some(r.EmailConfigs, func(c monitoringv1alpha1.EmailConfig) bool { return c.Threading != nil })
 		}},
 		{"emailConfigs: forceImplicitTLS", 31, func(r monitoringv1alpha1.Receiver) bool {
-			for _, c := range r.EmailConfigs {
-				if c.ForceImplicitTLS != nil {
-					return true
-				}
-			}
-			return false
+			return some(r.EmailConfigs, func(c monitoringv1alpha1.EmailConfig) bool { return c.ForceImplicitTLS != nil })
+		}},
+		// Set, whatever the value (false, an empty map), as
+		// prometheus-operator tests it.
+		{"httpConfig: noProxy, proxyFromEnvironment or proxyConnectHeader", 25, func(r monitoringv1alpha1.Receiver) bool {
+			return some(receiverHTTPConfigs(r), func(h *monitoringv1alpha1.HTTPConfig) bool {
+				return h.NoProxy != nil || h.ProxyFromEnvironment != nil || h.ProxyConnectHeader != nil
+			})
 		}},
 	}
 }
@@ -81,13 +103,10 @@ func receiverGates() []gate {
 // Alertmanager of version does not know, as prometheus-operator refuses
 // it (the AlertmanagerConfig is then left out).
 func checkVersion(c *monitoringv1alpha1.AlertmanagerConfig, version string) error {
-	m, ok := minor(version)
-	if !ok {
-		return nil
-	}
+	older := before(version)
 	for _, r := range c.Spec.Receivers {
 		for _, g := range receiverGates() {
-			if m < g.since && g.set(r) {
+			if older(g.since) && g.set(r) {
 				return fmt.Errorf("receiver %s: %s needs Alertmanager 0.%d or later, the Alertmanager runs %s", r.Name, g.field, g.since, version)
 			}
 		}
@@ -95,86 +114,33 @@ func checkVersion(c *monitoringv1alpha1.AlertmanagerConfig, version string) erro
 	return nil
 }
 
-// httpConfigs returns the HTTP client configurations of r's integrations
-// (e-mail has none).
-func httpConfigs(r *receiver) []*httpConfig {
-	var out []*httpConfig
-	add := func(h *httpConfig) {
-		if h != nil {
-			out = append(out, h)
+// appendHTTP appends to out the HTTP client configurations of cs that are
+// set.
+func appendHTTP[T any](out []*monitoringv1alpha1.HTTPConfig, cs []T, h func(*T) *monitoringv1alpha1.HTTPConfig) []*monitoringv1alpha1.HTTPConfig {
+	for i := range cs {
+		if c := h(&cs[i]); c != nil {
+			out = append(out, c)
 		}
-	}
-	for _, c := range r.WebhookConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.SlackConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.DiscordConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.WebexConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.WeChatConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.MSTeamsConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.MSTeamsV2Configs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.PagerdutyConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.OpsgenieConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.VictorOpsConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.PushoverConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.SNSConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.TelegramConfigs {
-		add(c.HTTPConfig)
-	}
-	for _, c := range r.RocketChatConfigs {
-		add(c.HTTPConfig)
 	}
 	return out
 }
 
-// dropUnknown drops from the receivers the keys the Alertmanager of
-// version does not know, as prometheus-operator v0.93.1 drops them
-// (the sanitize methods of amcfg.go): a webhook's timeout before 0.28,
-// an HTTP client's follow_redirects before 0.22, its enable_http2 and
-// its TLS min_version and max_version before 0.25.
-func dropUnknown(receivers []*receiver, version string) {
-	m, ok := minor(version)
-	if !ok {
-		return
-	}
-	for _, r := range receivers {
-		if m < 28 {
-			for _, c := range r.WebhookConfigs {
-				c.Timeout = ""
-			}
-		}
-		for _, h := range httpConfigs(r) {
-			if m < 22 {
-				h.FollowRedirects = nil
-			}
-			if m < 25 {
-				h.EnableHTTP2 = nil
-				if h.TLSConfig != nil {
-					h.TLSConfig.MinVersion, h.TLSConfig.MaxVersion = "", ""
-				}
-			}
-		}
-	}
+// receiverHTTPConfigs returns the HTTP client configurations of the
+// integrations of r (e-mail has none).
+func receiverHTTPConfigs(r monitoringv1alpha1.Receiver) []*monitoringv1alpha1.HTTPConfig {
+	var out []*monitoringv1alpha1.HTTPConfig
+	out = appendHTTP(out, r.PagerDutyConfigs, func(c *monitoringv1alpha1.PagerDutyConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.OpsGenieConfigs, func(c *monitoringv1alpha1.OpsGenieConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.DiscordConfigs, func(c *monitoringv1alpha1.DiscordConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.SlackConfigs, func(c *monitoringv1alpha1.SlackConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.WebhookConfigs, func(c *monitoringv1alpha1.WebhookConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.WeChatConfigs, func(c *monitoringv1alpha1.WeChatConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.WebexConfigs, func(c *monitoringv1alpha1.WebexConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.VictorOpsConfigs, func(c *monitoringv1alpha1.VictorOpsConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.PushoverConfigs, func(c *monitoringv1alpha1.PushoverConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.SNSConfigs, func(c *monitoringv1alpha1.SNSConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.TelegramConfigs, func(c *monitoringv1alpha1.TelegramConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.MSTeamsConfigs, func(c *monitoringv1alpha1.MSTeamsConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	out = appendHTTP(out, r.MSTeamsV2Configs, func(c *monitoringv1alpha1.MSTeamsV2Config) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
+	return appendHTTP(out, r.RocketChatConfigs, func(c *monitoringv1alpha1.RocketChatConfig) *monitoringv1alpha1.HTTPConfig { return c.HTTPConfig })
 }
