@@ -198,7 +198,8 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	}
 	in.Server = notOlder(in)
 	server := Target{PrometheusServer: in.Server, Layout: in.Layout, UserConfig: in.UserConfig}
-	if err := cmp.Or(ValidateArgs(server), validateContainers(server), thanos.Validate(operatorThanos(server, corev1.VolumeMount{}))); err != nil {
+	if err := cmp.Or(ValidateArgs(server), validateContainers(server), thanos.Validate(operatorThanos(server, corev1.VolumeMount{})),
+		validateRetentionPercentage(server.Spec)); err != nil {
 		return nil, err
 	}
 	web, err := RenderWeb(in)
