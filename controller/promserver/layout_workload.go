@@ -2,13 +2,11 @@ package promserver
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -341,44 +339,10 @@ func operatorTopologySpread(server Target, shard int) []corev1.TopologySpreadCon
 	return out
 }
 
-// retentionSettings are the storage.tsdb.retention settings of the configuration, which hold
-// the retention from Prometheus 3.11 on, in prometheus-operator's layout
-// (promcfg.go appendStorageSettingsConfig): the time, which a
-// retentionPercentage above 0 stands for the default of, as a size does;
-// the size; the percentage, even 0.
-func retentionSettings(spec v1alpha1.PrometheusServerSpec) yaml.MapSlice {
-	var retention yaml.MapSlice
-	t := promargs.Retention(spec)
-	if spec.Retention == "" && RetentionPercentageSet(spec) {
-		t = ""
-	}
-	if t != "" {
-		retention = append(retention, yaml.MapItem{Key: "time", Value: t})
-	}
-	if spec.RetentionSize != "" {
-		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
-	}
-	if p := spec.RetentionPercentage; p != nil {
-		retention = append(retention, yaml.MapItem{Key: "percentage", Value: p.AsApproximateFloat64()})
-	}
-	return retention
-}
-
 // RetentionPercentageSet tells whether spec's retentionPercentage is set
-// above 0 (0 turns percentage-based retention off).
+// above 0 (promargs.RetentionPercentageSet).
 func RetentionPercentageSet(spec v1alpha1.PrometheusServerSpec) bool {
-	return spec.RetentionPercentage != nil && !spec.RetentionPercentage.IsZero()
-}
-
-// validateRetentionPercentage refuses a retentionPercentage outside 0 to
-// 100, as prometheus-operator's generator does, whatever the version.
-func validateRetentionPercentage(spec v1alpha1.PrometheusServerSpec) error {
-	if p := spec.RetentionPercentage; p != nil {
-		if v := p.AsApproximateFloat64(); v < 0 || v > 100 {
-			return fmt.Errorf("spec.retentionPercentage: must be between 0 and 100, not %s", p)
-		}
-	}
-	return nil
+	return promargs.RetentionPercentageSet(spec)
 }
 
 // operatorReloaderSecurity is the securityContext of the reloaders of a
