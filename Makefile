@@ -200,11 +200,12 @@ images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build 
 # images only: for prometheus-operator's operator (e2e/node's
 # TestOperatorOnNode) the prometheus-config-reloader image it names, and
 # Alertmanager v0.25.0 for the takeover of an Alertmanager older than v0.30
-# (e2e/node's TestAlertmanagerTakeoverOnNode).
-host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar bin/images/alertmanager-v0.25-$(HOST_ARCH).tar
+# (e2e/node's TestAlertmanagerTakeoverOnNode), and a reverse proxy in
+# front of a Prometheus with listenLocal (e2e/node's TestTakeoverOnNode).
+host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar bin/images/alertmanager-v0.25-$(HOST_ARCH).tar bin/images/proxy-$(HOST_ARCH).tar
 
 # Kept: they are what the images hold.
-.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager alertmanager-v0.25 pause prometheus-config-reloader))
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager alertmanager-v0.25 pause prometheus-config-reloader proxy))
 
 bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
@@ -285,6 +286,16 @@ bin/images/prometheus-config-reloader-%.tar: bin/linux-%/prometheus-config-reloa
 bin/images/pause-%.tar: bin/linux-%/pause $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PAUSE_IMAGE) -user 65535:65535 -entrypoint /pause -file /pause=$(CURDIR)/$<
+
+# A test image: a reverse proxy in kube-rbac-proxy's place, for the pods
+# of a Prometheus with listenLocal (internal/testenv/node/proxy).
+PROXY_IMAGE := podreload.dev/proxy:1
+bin/linux-%/proxy: internal/testenv/node/proxy/main.go
+	GOOS=linux GOARCH=$* $(GOBUILD) -o $@ ./internal/testenv/node/proxy
+
+bin/images/proxy-%.tar: bin/linux-%/proxy $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROXY_IMAGE) -user 65534:65534 -entrypoint /proxy -file /proxy=$(CURDIR)/$<
 
 # The upstream kinds the controller reads, generated from the prometheus-operator
 # Go types go.mod requires (ScrapeConfig is monitoring.coreos.com/v1alpha1);

@@ -4,6 +4,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // TakenOver are the settings of a Prometheus or PrometheusAgent taken over
@@ -24,6 +25,12 @@ type TakenOver struct {
 	// running StatefulSet runs when that is newer (a takeover never
 	// downgrades Prometheus).
 	DefaultBase string `json:"-"`
+	// RetentionPercentage is a Prometheus's retentionPercentage: the most
+	// of the data volume's capacity its blocks may take, in the
+	// configuration's storage.tsdb.retention from Prometheus 3.11 (there
+	// is no flag for it before); above 0, it stands for the default
+	// retention time, as retentionSize does.
+	RetentionPercentage *resource.Quantity `json:"-"`
 	// PodManagementPolicy (default Parallel), UpdateStrategy (default
 	// RollingUpdate), MinReadySeconds and
 	// PersistentVolumeClaimRetentionPolicy are the StatefulSets', as

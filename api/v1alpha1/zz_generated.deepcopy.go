@@ -890,6 +890,11 @@ func (in *TakenOver) DeepCopyInto(out *TakenOver) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.RetentionPercentage != nil {
+		in, out := &in.RetentionPercentage, &out.RetentionPercentage
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	if in.PodManagementPolicy != nil {
 		in, out := &in.PodManagementPolicy, &out.PodManagementPolicy
 		*out = new(v1.PodManagementPolicyType)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/podreload/podreload/controller/takeover"
 	"github.com/podreload/podreload/internal/testenv/controlplane"
+	"github.com/podreload/podreload/internal/testenv/metricvalue"
 )
 
 // testNewerCRD: with the Alertmanager CRD of a newer prometheus-operator,
@@ -47,4 +49,55 @@ func testNewerCRD(t *testing.T, env *controlplane.ControlPlane) {
 		}
 	})
 	require.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-newer"}, &appsv1.StatefulSet{})))
+}
+
+// testNewerConfigCRD: with the AlertmanagerConfig CRD of a newer
+// prometheus-operator, an AlertmanagerConfig setting a field of it that
+// the types do not know (which the typed cache drops, and the
+// configuration could not carry) is left out by the field's path, as any
+// other left out: its binding says why, a Warning Event on it, the
+// left-out gauge; another one of the same Alertmanager is in. The field
+// removed, it is in too.
+func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
+	c := controlplane.NewClient(t, env.Config, AddToScheme)
+	ctx := t.Context()
+	ns := "am-newer-amc"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	controlplane.NewerCRD(t, c, "alertmanagerconfigs.monitoring.coreos.com", monitoringv1alpha1.SchemeGroupVersion.String(), monitoringv1alpha1.AlertmanagerConfigKind, ns, "futureRouting")
+	am := testAlertmanager(ns, "main", "podreload")
+	am.Spec.AlertmanagerConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	require.NoError(t, c.Create(ctx, am))
+	config := func(name string) *monitoringv1alpha1.AlertmanagerConfig {
+		amc := &monitoringv1alpha1.AlertmanagerConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"team": "a"}}}
+		amc.Spec.Route = &monitoringv1alpha1.Route{Receiver: "null"}
+		amc.Spec.Receivers = []monitoringv1alpha1.Receiver{{Name: "null"}}
+		return amc
+	}
+	known, newer := config("known"), config("newer")
+	require.NoError(t, c.Create(ctx, known))
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newer)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(monitoringv1alpha1.SchemeGroupVersion.String())
+	u.SetKind(monitoringv1alpha1.AlertmanagerConfigKind)
+	require.NoError(t, unstructured.SetNestedField(u.Object, true, "spec", "futureRouting"))
+	require.NoError(t, c.Create(ctx, u))
+	reg := start(t, env.Config, ns)
+
+	const why = "spec.futureRouting: a field of a newer prometheus-operator, not known to this release"
+	waitAccepted(t, c, newer, am, monitoringv1.ConditionFalse, why)
+	waitAccepted(t, c, known, am, monitoringv1.ConditionTrue, "")
+	eventually(t, func(ct *assert.CollectT) {
+		assert.True(ct, hasEvent(t, c, ns, "newer", "LeftOut", "left out of Alertmanager "+ns+"/main: "+why), "the LeftOut Event on the AlertmanagerConfig")
+	})
+	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+
+	// A typed update writes no field the types do not know.
+	controlplane.Edit(t, c, newer, func(a *monitoringv1alpha1.AlertmanagerConfig) {
+		a.Spec.Route.GroupBy = []string{"alertname"}
+	})
+	waitAccepted(t, c, newer, am, monitoringv1.ConditionTrue, "")
+	eventually(t, func(ct *assert.CollectT) {
+		assert.InDelta(ct, 0, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	})
 }

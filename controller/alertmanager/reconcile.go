@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ type reconciler struct {
 	// bindings is whether the AlertmanagerConfigs get a binding in their
 	// status (their CRD has the status subresource).
 	bindings bool
+	// stored reads the AlertmanagerConfigs as stored, for the fields of
+	// a newer CRD their types drop (unknownConfigFields).
+	stored *takeover.Stored
 }
 
 // synced is what a sync of an Alertmanager did: its Reconciled
@@ -322,17 +326,20 @@ func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanage
 	if err != nil {
 		return configuration{}, refs, err
 	}
+	known, left, err := r.unknownConfigFields(ctx, configs)
+	if err != nil {
+		return configuration{}, refs, err
+	}
 	res := &resolver{reader: r.reader}
-	out, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: am, Base: baseConfig, Configuration: global, Configs: configs, Resolver: res})
+	out, err := amconfig.Generate(ctx, amconfig.Input{Alertmanager: am, Base: baseConfig, Configuration: global, Configs: known, Resolver: res})
 	refs = store.Union(refs, res.refs)
 	if err != nil {
 		return configuration{}, refs, err
 	}
-	r.metrics.leftOut.WithLabelValues(am.Namespace, am.Name).Set(float64(len(out.LeftOut)))
-	left := map[types.NamespacedName]string{}
 	for _, l := range out.LeftOut {
 		left[l.Config] = l.Reason
 	}
+	r.metrics.leftOut.WithLabelValues(am.Namespace, am.Name).Set(float64(len(left)))
 	for _, c := range configs {
 		reason := left[client.ObjectKeyFromObject(c)]
 		if r.tell(c, am, "LeftOut", reasonNote(am, reason)) {
@@ -340,6 +347,27 @@ func (r *reconciler) configure(ctx context.Context, am *monitoringv1.Alertmanage
 		}
 	}
 	return configuration{config: out.Config, templates: templates, selected: configs, leftOut: left}, refs, nil
+}
+
+// unknownConfigFields returns the configs whose fields their Go types all
+// know, and why each other one is left out: it sets a field of a newer
+// prometheus-operator's CRD, which the typed cache dropped and the
+// configuration could not carry (read as stored, once per generation).
+func (r *reconciler) unknownConfigFields(ctx context.Context, configs []*monitoringv1alpha1.AlertmanagerConfig) ([]*monitoringv1alpha1.AlertmanagerConfig, map[types.NamespacedName]string, error) {
+	known := make([]*monitoringv1alpha1.AlertmanagerConfig, 0, len(configs))
+	left := map[types.NamespacedName]string{}
+	for _, c := range configs {
+		unknown, err := r.stored.Unknown(ctx, c, &monitoringv1alpha1.AlertmanagerConfig{})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(unknown) > 0 {
+			left[client.ObjectKeyFromObject(c)] = strings.Join(unknown, "; ")
+			continue
+		}
+		known = append(known, c)
+	}
+	return known, left, nil
 }
 
 // reasonNote is the note of the Event on an AlertmanagerConfig left out of

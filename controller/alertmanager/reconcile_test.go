@@ -121,6 +121,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("from prometheus-operator and back", func(t *testing.T) { testOperator(t, env) })
 	t.Run("AlertmanagerConfig bindings", func(t *testing.T) { testBindings(t, env) })
 	t.Run("a field of a newer prometheus-operator's CRD", func(t *testing.T) { testNewerCRD(t, env) })
+	t.Run("a field of a newer prometheus-operator's AlertmanagerConfig CRD", func(t *testing.T) { testNewerConfigCRD(t, env) })
 	t.Run("AlertmanagerConfigs that reference files", func(t *testing.T) { testFileSystemMode(t, env) })
 }
 

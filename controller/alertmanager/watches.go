@@ -47,6 +47,7 @@ func Setup(m *kube.Manager, logger *slog.Logger, reg prometheus.Registerer, opts
 		logger: logger.With("component", "alertmanager"), writer: m.Writer(), refs: store.NewTracker(), opts: opts,
 		metrics: newMetrics(reg, m.Reconciles(monitoringv1.AlertmanagersKind)), told: map[string]string{}, synced: map[types.NamespacedName]synced{},
 		bound: map[bindingKey]monitoringv1.ConfigResourceCondition{}, unbound: map[bindingKey]bool{},
+		stored: &takeover.Stored{Reader: m.GetAPIReader(), Client: m.GetClient()},
 	}
 	r.lifecycle = newLifecycle(r)
 	b := builder.ControllerManagedBy(m).

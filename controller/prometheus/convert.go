@@ -42,8 +42,8 @@ func convertSpec(in monitoringv1.PrometheusSpec) (spec v1alpha1.PrometheusServer
 func operatorSpec(in monitoringv1.PrometheusSpec, image string) v1alpha1.PrometheusServerSpec {
 	spec := promoperator.CommonSpec(in.CommonPrometheusFields, image)
 	spec.DefaultBase = promoperator.DefaultBase(in.Image, in.BaseImage, in.Version, in.Tag, in.SHA)
-	spec.Retention, spec.RetentionSize = in.Retention, in.RetentionSize
-	if spec.Retention == "" && spec.RetentionSize == "" {
+	spec.Retention, spec.RetentionSize, spec.RetentionPercentage = in.Retention, in.RetentionSize, in.RetentionPercentage
+	if spec.Retention == "" && spec.RetentionSize == "" && !promserver.RetentionPercentageSet(spec) {
 		spec.Retention = promserver.OperatorDefaultRetention
 	}
 	spec.EvaluationInterval = cmp.Or(in.EvaluationInterval, promcfg.DefaultInterval)

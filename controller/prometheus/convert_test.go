@@ -156,6 +156,10 @@ func TestConvertMappedFields(t *testing.T) {
 			return []string{string(s.Retention), string(s.RetentionSize)}
 		},
 			[]string{"", "10GB"}}, // No retention flag, as prometheus-operator: Prometheus' own 15d.
+		{"retentionPercentage", "retentionPercentage: 50", func(s v1alpha1.PrometheusServerSpec) any {
+			return []string{string(s.Retention), s.RetentionPercentage.String()}
+		},
+			[]string{"", "50"}}, // Above 0, no default time, as a retentionSize.
 		{"prometheusRulesExcludedFromEnforce", "{excludedFromEnforcement: [{resource: podmonitors, namespace: a}], prometheusRulesExcludedFromEnforce: [{ruleNamespace: b, ruleName: r}]}",
 			func(s v1alpha1.PrometheusServerSpec) any { return s.ExcludedFromEnforcement },
 			[]monitoringv1.ObjectReference{

@@ -19,7 +19,7 @@ func operatorFields() []takeover.Field {
 		selector = promoperator.MappedSelector
 		nsSel    = promoperator.MappedNamespaceSelector
 	)
-	refuse, mapped := takeover.Refuse, takeover.Mapped
+	mapped := takeover.Mapped
 	return append(append(promoperator.CommonFields(),
 		// PrometheusSpec's own fields.
 		mapped("baseImage", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
@@ -27,7 +27,7 @@ func operatorFields() []takeover.Field {
 		mapped("sha", "spec.image, composed as prometheus-operator's BuildImagePath (deprecated)"),
 		mapped("retention", "spec.retention; unset, with no retentionSize, 24h (prometheus-operator's default, not podreload's 15d)"),
 		mapped("retentionSize", "spec.retentionSize"),
-		refuse("retentionPercentage", "not rendered yet, and unknown to the v0.93.1 operator the takeover hands back to"),
+		mapped("retentionPercentage", "storage.tsdb.retention.percentage of the configuration from Prometheus 3.11 (nothing before: there is no flag), above 0 in place of the default retention time, outside 0 to 100 an error (InvalidSpec), as prometheus-operator v0.94.1's generator renders it (read, not run: TestOperatorConfigDiff runs v0.93.1's, which does not know the field)"),
 		mapped("shardRetentionPolicy", "the StatefulSets of the shards scaled away: deleted, or with whenScaled Retain annotated with prometheus-operator's deletion deadline (now plus retain.retentionPeriod, else the retention; never with a size-based retention alone) and deleted once it is past, as prometheus-operator does with its PrometheusShardRetentionPolicy feature gate on"),
 		mapped("disableCompaction", "spec.disableCompaction: --storage.tsdb.max-block-duration and min-block-duration 2h; with tsdb.outOfOrderTimeWindow, --no-storage.tsdb.allow-overlapping-compaction from Prometheus 2.55"),
 		mapped("rules", "spec.rules: the rules.alert.* flags"),

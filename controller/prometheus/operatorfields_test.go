@@ -131,7 +131,6 @@ disableCompaction: true
 `)
 	require.Equal(t, []string{
 		"containers",
-		"retentionPercentage",
 		"shardingStrategy",
 		"web.tlsConfig.keyFile",
 	}, unsupported)

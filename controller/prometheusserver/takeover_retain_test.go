@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/podreload/podreload/controller/kube"
-	"github.com/podreload/podreload/controller/promserver"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -55,7 +54,7 @@ func (cp *controlPlane) testShardRetention(t *testing.T) {
 		if !assert.NoError(c, cp.c.Get(t.Context(), second(p), &sts), "%s: the second shard retained", p.Name) {
 			return time.Time{}, false
 		}
-		v, ok := sts.Annotations[promserver.AnnotationDeletionDeadline]
+		v, ok := sts.Annotations[takeover.AnnotationDeletionDeadline]
 		if !assert.True(c, ok, "%s: a deletion deadline", p.Name) {
 			return time.Time{}, false
 		}

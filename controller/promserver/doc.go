@@ -14,7 +14,6 @@
 //	watches.go       AddToScheme, NewReconciler, the watches and what each triggers
 //	reconcile.go     the reconciler and its Front; Sync: read the inputs, render, write
 //	write.go         the order of the writes (kube's, takeover's StatefulSet pieces); the objects no longer wanted deleted
-//	retain.go        the shards scaled away, retained until a deadline (a Prometheus's shardRetentionPolicy)
 //	metrics.go       the metrics the kinds that run Prometheus share
 //	selected.go      the table of the kinds a server selects (ServiceMonitor...)
 //	render.go        Render: every object of a server from one snapshot of inputs, the configuration's input

@@ -57,7 +57,7 @@ type Target struct {
 	// (UserConfigured), decided where the server comes from.
 	UserConfig bool
 	// ShardRetention is what becomes of the StatefulSets of the shards
-	// scaled away (retain.go): a Prometheus object's
+	// scaled away (takeover.RetainShards): a Prometheus object's
 	// spec.shardRetentionPolicy; nil deletes them.
 	ShardRetention *monitoringv1.ShardRetentionPolicy
 }

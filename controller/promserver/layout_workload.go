@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	yaml "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -340,18 +339,10 @@ func operatorTopologySpread(server Target, shard int) []corev1.TopologySpreadCon
 	return out
 }
 
-// retentionSettings are the storage.tsdb.retention settings of the configuration, which hold
-// the retention from Prometheus 3.11 on, in prometheus-operator's layout
-// (promcfg.go appendStorageSettingsConfig).
-func retentionSettings(spec v1alpha1.PrometheusServerSpec) yaml.MapSlice {
-	var retention yaml.MapSlice
-	if t := promargs.Retention(spec); t != "" {
-		retention = append(retention, yaml.MapItem{Key: "time", Value: t})
-	}
-	if spec.RetentionSize != "" {
-		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
-	}
-	return retention
+// RetentionPercentageSet tells whether spec's retentionPercentage is set
+// above 0 (promargs.RetentionPercentageSet).
+func RetentionPercentageSet(spec v1alpha1.PrometheusServerSpec) bool {
+	return promargs.RetentionPercentageSet(spec)
 }
 
 // operatorReloaderSecurity is the securityContext of the reloaders of a

@@ -25,6 +25,7 @@ import (
 	"github.com/podreload/podreload/controller/rulefiles"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 const (
@@ -72,8 +73,8 @@ type Reconciler struct {
 	// now is the clock of the shards' retention deadlines.
 	now func() time.Time
 	// retained are the nearest deadlines of the shards each server
-	// retains (retain.go), when it is reconciled again.
-	retained *deadlines
+	// retains (takeover.RetainShards), when it is reconciled again.
+	retained *takeover.Deadlines
 	// front is the kind whose servers the reconciler renders.
 	front Front
 	// own is the kind of the objects the servers come from, as the

@@ -198,7 +198,8 @@ func Render(in Inputs, opts WorkloadOptions, cache *RuleCache) (*Objects, error)
 	}
 	in.Server = notOlder(in)
 	server := Target{PrometheusServer: in.Server, Layout: in.Layout, UserConfig: in.UserConfig}
-	if err := cmp.Or(ValidateArgs(server), validateContainers(server), thanos.Validate(operatorThanos(server, corev1.VolumeMount{}))); err != nil {
+	if err := cmp.Or(ValidateArgs(server), validateContainers(server), thanos.Validate(operatorThanos(server, corev1.VolumeMount{})),
+		promargs.ValidateRetentionPercentage(server.Spec)); err != nil {
 		return nil, err
 	}
 	web, err := RenderWeb(in)
@@ -384,7 +385,7 @@ func ConfigInput(server Target, sel Selected, lookup *store.Lookup, parts *confi
 	}
 	if server.Layout.Operator() && !server.Layout.Agent() && promargs.RetentionInConfig(server.Spec) {
 		// Never nil: the section is written even when it is empty.
-		in.Retention = append(yaml.MapSlice{}, retentionSettings(server.Spec)...)
+		in.Retention = append(yaml.MapSlice{}, promargs.RetentionSettings(server.Spec)...)
 	}
 	return in
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/podreload/podreload/controller/selector"
 	"github.com/podreload/podreload/controller/sidecar"
 	"github.com/podreload/podreload/controller/store"
+	"github.com/podreload/podreload/controller/takeover"
 )
 
 // AddToScheme adds the types PrometheusServers are rendered from: the
@@ -65,7 +66,7 @@ func NewReconciler(m *kube.Manager, logger *slog.Logger, reg prometheus.Register
 		Applied:   sidecar.NewApplyTimes(metrics.applySeconds, time.Now),
 		Coalescer: kube.NewCoalescer(time.Now),
 		now:       time.Now,
-		retained:  &deadlines{at: map[types.NamespacedName]time.Time{}},
+		retained:  takeover.NewDeadlines(),
 		front:     front,
 		own:       own,
 	}, nil

@@ -202,7 +202,7 @@ func (r *Reconciler) deleteExtraParts(ctx context.Context, server Target, parts 
 // deleteExtraShards deletes the StatefulSets server controls that are not
 // among sets: those of the shards it no longer has. Their pods go with
 // them; their volume claims stay, as a StatefulSet's always do. When
-// server retains them (retainShards), each is kept until its deadline,
+// server retains them (takeover.RetainShards), each is kept until its deadline,
 // which it is annotated with first, as prometheus-operator does; the
 // server is reconciled again at the nearest one (Retained).
 func (r *Reconciler) deleteExtraShards(ctx context.Context, server Target, sets []*appsv1.StatefulSet) error {
@@ -218,7 +218,7 @@ func (r *Reconciler) deleteExtraShards(ctx context.Context, server Target, sets 
 			slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return s.Name == sts.Name }) {
 			continue
 		}
-		if retainShards(server) {
+		if takeover.RetainShards(server.ShardRetention) {
 			keep, err := r.retainShard(ctx, server, sts)
 			if err != nil {
 				return err
@@ -239,7 +239,7 @@ func (r *Reconciler) deleteExtraShards(ctx context.Context, server Target, sets 
 // away, with its deletion deadline when it has none, and tells whether it
 // is kept: until the deadline, which the server is then reconciled at.
 func (r *Reconciler) retainShard(ctx context.Context, server Target, sts *appsv1.StatefulSet) (keep bool, err error) {
-	deadline, set, err := shardDeadline(sts)
+	deadline, set, err := takeover.ShardDeadline(sts)
 	if err != nil {
 		// Kept, as prometheus-operator keeps it, until the annotation is
 		// fixed or removed.
@@ -248,14 +248,14 @@ func (r *Reconciler) retainShard(ctx context.Context, server Target, sts *appsv1
 	}
 	now := r.now()
 	if !set {
-		grace, err := retentionGrace(server)
+		grace, err := takeover.RetentionGrace(server.ShardRetention, server.Spec.Retention)
 		if err != nil {
 			return true, err
 		}
 		if grace > 0 {
 			deadline = now.Add(grace).UTC().Truncate(time.Second)
 		}
-		if err := r.Writer.Annotate(ctx, "StatefulSet", sts, AnnotationDeletionDeadline, deadline.Format(time.RFC3339)); err != nil {
+		if err := r.Writer.Annotate(ctx, "StatefulSet", sts, takeover.AnnotationDeletionDeadline, deadline.Format(time.RFC3339)); err != nil {
 			return true, err
 		}
 		r.Logger.Info("retained the StatefulSet of a shard scaled away", "server", client.ObjectKeyFromObject(server), "statefulset", sts.Name, "until", deadline)

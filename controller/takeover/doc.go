@@ -27,5 +27,8 @@
 //	              prometheus-operator merges them (MergeContainers)
 //	decode.go     an object decoded as the API server decodes it: duplicate
 //	              keys, case, the fields its Go type does not know (Decode)
-//	unknown.go    those fields, read as the object is stored, refused by path
+//	unknown.go    those fields, read as the object is stored (Stored, once per
+//	              generation), refused by path
+//	retain.go     the StatefulSets of shards scaled away, retained until their
+//	              deadline (a Prometheus's shardRetentionPolicy)
 package takeover

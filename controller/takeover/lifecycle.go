@@ -117,8 +117,8 @@ type Lifecycle[O client.Object, S any, V Variant[O, S]] struct {
 	// synced is the Reconciled condition of the last sync of each
 	// object, for the status without a sync.
 	synced map[types.NamespacedName]syncedCondition
-	// read is the last object read as stored (unknownFields).
-	read map[types.NamespacedName]readAt
+	// stored reads the objects as stored (unknownFields).
+	stored *Stored
 }
 
 // syncedCondition is the Reconciled condition of a sync of generation.
@@ -132,7 +132,7 @@ func NewLifecycle[O client.Object, S any, V Variant[O, S]](cfg Config, v V) *Lif
 	return &Lifecycle[O, S, V]{
 		cfg: cfg, variant: v, logKey: strings.ToLower(cfg.Kind),
 		refused: map[types.NamespacedName]string{}, synced: map[types.NamespacedName]syncedCondition{},
-		read: map[types.NamespacedName]readAt{},
+		stored: &Stored{Reader: cfg.APIReader, Client: cfg.Client},
 	}
 }
 
@@ -234,7 +234,7 @@ func (l *Lifecycle[O, S, V]) forget(ctx context.Context, key types.NamespacedNam
 	l.mu.Lock()
 	delete(l.refused, key)
 	delete(l.synced, key)
-	delete(l.read, key)
+	l.stored.Forget(key)
 	l.mu.Unlock()
 	return l.variant.Forget(ctx, key)
 }

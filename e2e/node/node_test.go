@@ -274,9 +274,14 @@ func (cl *cluster) describe(t testing.TB) string {
 }
 
 // prometheus gets path of the API of the pod's Prometheus through the API
-// server's proxy, and decodes its data into v.
+// server's proxy, and decodes its data into v. The pod is reached on
+// Prometheus' port, 9090, unless pod names another ("pod:9091", a proxy's
+// in front of Prometheus).
 func (cl *cluster) prometheus(t testing.TB, pod, path string, query url.Values, v any) error {
-	req := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + pod + ":9090/proxy" + path)
+	if !strings.Contains(pod, ":") {
+		pod += ":9090"
+	}
+	req := cl.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods/" + pod + "/proxy" + path)
 	for k, vs := range query {
 		for _, q := range vs {
 			req = req.Param(k, q)

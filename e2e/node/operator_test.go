@@ -165,8 +165,11 @@ func (cl *cluster) startOperator(t testing.TB, id string) *operator.Process {
 // Prometheus pods themselves through the operator's governing Service
 // prometheus-operated (job operatorScrapeJob) and a PrometheusRule name
 // with the recording rule operatorRecord; scrape and evaluation every 5 s.
-// Prometheus is not waited for: see waitOperatorPrometheus.
-func (cl *cluster) operatorPrometheus(t testing.TB, name string, replicas int) *monitoringv1.Prometheus {
+// Each of edits changes the Prometheus and the ServiceMonitor before they
+// are created. Prometheus is not waited for: see waitOperatorPrometheus.
+func (cl *cluster) operatorPrometheus(t testing.TB, name string, replicas int,
+	edits ...func(*monitoringv1.Prometheus, *monitoringv1.ServiceMonitor),
+) *monitoringv1.Prometheus {
 	t.Helper()
 	ctx := t.Context()
 	cl.operatorVolumes(t, replicas, func(i int) string { return operatorClaimName(name, i) }, "prometheus-db")
@@ -214,6 +217,9 @@ func (cl *cluster) operatorPrometheus(t testing.TB, name string, replicas int) *
 			RuleSelector:       selector,
 			EvaluationInterval: "5s",
 		},
+	}
+	for _, edit := range edits {
+		edit(prom, sm)
 	}
 	for _, obj := range []client.Object{sm, rule, prom} {
 		require.NoError(t, cl.c.Create(ctx, obj), "create %T %s", obj, name)

@@ -37,14 +37,24 @@ const takeoverID = "podreload"
 // PrometheusServer of each source and an Alertmanager taken over too, none
 // of whose pods the upgrade may restart or recreate.
 //
+// Beside it, annotated and handed back at the same time, a Prometheus of
+// one replica on a persistent volume with listenLocal, a proxy container
+// in kube-rbac-proxy's place in front of it, and the endpointslice role
+// (localPrometheus, issue 37): the previous release refused those fields,
+// so the current controller takes it over after the upgrade. Taken over
+// and handed back, it keeps its claim and its samples from before, runs
+// the proxy, serves nothing on the pod's port 9090 but everything through
+// the proxy, and discovers and scrapes its target through EndpointSlices.
+//
 // Last, on the same node, a PrometheusAgent is taken over and handed back
 // (testAgentTakeover, issue 39).
 func TestTakeoverOnNode(t *testing.T) {
-	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t)}})
+	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t), proxyImageArchive(t)}})
 	cl.installAlertmanagerCRDs(t)
 	operator := cl.startOperator(t, "")
 	const name = "handed"
 	cl.operatorPrometheus(t, name, 2)
+	cl.localPrometheus(t)
 	cl.operatorAlertmanager(t, name, 2)
 	pods := cl.waitOperatorPrometheus(t, name, 2)
 	amPods := cl.waitAlertmanager(t, name, 2)
@@ -52,6 +62,7 @@ func TestTakeoverOnNode(t *testing.T) {
 	for _, pod := range pods {
 		eventually(t, 2*time.Minute, "series "+operatorRecord+" in "+pod, func() error { return cl.hasSeries(t, pod, operatorRecord) })
 	}
+	local := cl.waitLocalPrometheus(t)
 	claims := cl.operatorClaimUIDs(t, name, 2)
 	before := time.Now()
 
@@ -60,6 +71,7 @@ func TestTakeoverOnNode(t *testing.T) {
 	cl.deployPreviousController(t)
 	servers := cl.createServers(t)
 	cl.annotateController(t, name, takeoverID)
+	cl.annotateController(t, localName, takeoverID)
 	cl.annotateAlertmanager(t, name, takeoverID)
 	t.Run("taken over: the pods roll onto the same claims", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, true)
@@ -71,6 +83,12 @@ func TestTakeoverOnNode(t *testing.T) {
 	t.Run("the Alertmanager taken over: its pods roll onto the same claims", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, amPods, true)
 		require.Equal(t, amClaims, cl.alertmanagerClaimUIDs(t, name, 2), "the same PVCs")
+	})
+	t.Run("the previous release refuses the listenLocal Prometheus", func(t *testing.T) {
+		eventually(t, time.Minute, "UnsupportedFields True", func() error {
+			return cl.prometheusCondition(t, localName, "UnsupportedFields", monitoringv1.ConditionTrue)
+		})
+		cl.waitPodsRunningOurs(t, localName, []string{local.pod}, false)
 	})
 	t.Run("the controller upgraded: no pod restarted or recreated", func(t *testing.T) {
 		workloads := append([]workload{{"prometheus-" + name, pods}, {"alertmanager-" + name, amPods}}, servers...)
@@ -136,10 +154,19 @@ func TestTakeoverOnNode(t *testing.T) {
 		_, err := cl.kube.AppsV1().StatefulSets("default").Get(t.Context(), "prometheus-refused", metav1.GetOptions{})
 		require.True(t, apierrors.IsNotFound(err), "a StatefulSet for a refused Prometheus: %v", err)
 	})
+	t.Run("listenLocal behind a proxy, the endpointslice role: taken over on the same claim", func(t *testing.T) {
+		cl.checkLocal(t, local, true, before)
+	})
 	during := time.Now()
-	eventually(t, time.Minute, "a sample during the takeover", func() error { return cl.seriesAt(t, pods[0], operatorRecord, during) })
+	eventually(t, time.Minute, "a sample during the takeover", func() error {
+		if err := cl.seriesAt(t, pods[0], operatorRecord, during); err != nil {
+			return err
+		}
+		return cl.seriesAt(t, proxied(local.pod), localUp, during)
+	})
 
 	cl.annotateController(t, name, "")
+	cl.annotateController(t, localName, "")
 	t.Run("handed back: the operator's pods on the same claims", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, false)
 		require.Equal(t, claims, cl.operatorClaimUIDs(t, name, 2), "the same PVCs")
@@ -150,6 +177,11 @@ func TestTakeoverOnNode(t *testing.T) {
 		eventually(t, time.Minute, "the reloaders' Role deleted", func() error { return cl.reloaderRoleGone(t, name) })
 		require.NotContains(t, operator.Logs(), "forbidden")
 	})
+	t.Run("listenLocal behind a proxy, the endpointslice role: handed back on the same claim", func(t *testing.T) {
+		cl.checkLocal(t, local, false, before, during)
+	})
+	// Off the node before the agent's gaps are measured.
+	cl.deleteLocalPrometheus(t, local)
 	// On the same node, operator and controller (issue 39).
 	t.Run("a PrometheusAgent remote-writing", cl.testAgentTakeover)
 }

@@ -10,11 +10,13 @@ package promargs
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -313,4 +315,44 @@ func Compaction(spec v1alpha1.PrometheusServerSpec, v promcfg.Version) []monitor
 		OutOfOrder: spec.TSDB != nil && spec.TSDB.OutOfOrderTimeWindow != nil,
 		Storage:    corev1.VolumeMount{MountPath: StorageDir},
 	})
+}
+
+// RetentionSettings are the storage.tsdb.retention settings of the configuration, which hold
+// the retention from Prometheus 3.11 on, in prometheus-operator's layout
+// (promcfg.go appendStorageSettingsConfig): the time, which a
+// retentionPercentage above 0 stands for the default of, as a size does;
+// the size; the percentage, even 0.
+func RetentionSettings(spec v1alpha1.PrometheusServerSpec) yaml.MapSlice {
+	var retention yaml.MapSlice
+	t := Retention(spec)
+	if spec.Retention == "" && RetentionPercentageSet(spec) {
+		t = ""
+	}
+	if t != "" {
+		retention = append(retention, yaml.MapItem{Key: "time", Value: t})
+	}
+	if spec.RetentionSize != "" {
+		retention = append(retention, yaml.MapItem{Key: "size", Value: string(spec.RetentionSize)})
+	}
+	if p := spec.RetentionPercentage; p != nil {
+		retention = append(retention, yaml.MapItem{Key: "percentage", Value: p.AsApproximateFloat64()})
+	}
+	return retention
+}
+
+// RetentionPercentageSet tells whether spec's retentionPercentage is set
+// above 0 (0 turns percentage-based retention off).
+func RetentionPercentageSet(spec v1alpha1.PrometheusServerSpec) bool {
+	return spec.RetentionPercentage != nil && !spec.RetentionPercentage.IsZero()
+}
+
+// ValidateRetentionPercentage refuses a retentionPercentage outside 0 to
+// 100, as prometheus-operator's generator does, whatever the version.
+func ValidateRetentionPercentage(spec v1alpha1.PrometheusServerSpec) error {
+	if p := spec.RetentionPercentage; p != nil {
+		if v := p.AsApproximateFloat64(); v < 0 || v > 100 {
+			return fmt.Errorf("spec.retentionPercentage: must be between 0 and 100, not %s", p)
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package promserver
+package takeover
 
 import (
 	"fmt"
@@ -19,21 +19,20 @@ import (
 // takeover or a hand-back holds after it.
 const AnnotationDeletionDeadline = "operator.prometheus.io/deletion-deadline"
 
-// retainShards tells whether the StatefulSets of the shards server scaled
-// away are retained rather than deleted.
-func retainShards(server Target) bool {
-	p := server.ShardRetention
+// RetainShards tells whether p, a Prometheus's spec.shardRetentionPolicy,
+// retains the StatefulSets of the shards scaled away rather than deleting
+// them.
+func RetainShards(p *monitoringv1.ShardRetentionPolicy) bool {
 	return p != nil && ptr.Deref(p.WhenScaled, monitoringv1.DeleteWhenScaledRetentionType) == monitoringv1.RetainWhenScaledRetentionType
 }
 
-// retentionGrace is how long a retained shard's StatefulSet stays, as
-// prometheus-operator reckons it: the policy's retentionPeriod, else the
-// data's retention (spec.retention, prometheus-operator's default when it
-// is unset without a retentionSize), 0 (forever) with a size-based
-// retention alone.
-func retentionGrace(server Target) (time.Duration, error) {
-	retention := server.Spec.Retention
-	if r := server.ShardRetention.Retain; r != nil {
+// RetentionGrace is how long a retained shard's StatefulSet stays, as
+// prometheus-operator reckons it: p's retentionPeriod, else the data's
+// retention (spec.retention with prometheus-operator's default when it is
+// unset without a retentionSize or retentionPercentage), 0 (forever) when
+// that is empty (a size-based retention alone).
+func RetentionGrace(p *monitoringv1.ShardRetentionPolicy, retention monitoringv1.Duration) (time.Duration, error) {
+	if r := p.Retain; r != nil {
 		retention = r.RetentionPeriod
 	} else if retention == "" {
 		return 0, nil
@@ -45,10 +44,10 @@ func retentionGrace(server Target) (time.Duration, error) {
 	return time.Duration(d), nil
 }
 
-// shardDeadline is when sts, the StatefulSet of a shard scaled away and
+// ShardDeadline is when sts, the StatefulSet of a shard scaled away and
 // retained, is to be deleted, from its AnnotationDeletionDeadline: set
 // tells whether it has one; a zero time is never.
-func shardDeadline(sts *appsv1.StatefulSet) (deadline time.Time, set bool, err error) {
+func ShardDeadline(sts *appsv1.StatefulSet) (deadline time.Time, set bool, err error) {
 	v, set := sts.Annotations[AnnotationDeletionDeadline]
 	if !set {
 		return time.Time{}, false, nil
@@ -60,21 +59,27 @@ func shardDeadline(sts *appsv1.StatefulSet) (deadline time.Time, set bool, err e
 	return deadline, true, nil
 }
 
-// deadlines are the nearest deadline of the shards each server retains.
-type deadlines struct {
+// Deadlines are the nearest deadline of the shards each object retains,
+// when it is to be reconciled again.
+type Deadlines struct {
 	mu sync.Mutex
 	at map[types.NamespacedName]time.Time
 }
 
+// NewDeadlines returns Deadlines that hold none.
+func NewDeadlines() *Deadlines {
+	return &Deadlines{at: map[types.NamespacedName]time.Time{}}
+}
+
 // Forget drops key's deadline: its render finds them again.
-func (d *deadlines) Forget(key types.NamespacedName) {
+func (d *Deadlines) Forget(key types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.at, key)
 }
 
 // At records a deadline of key's, which is kept when it is the nearest.
-func (d *deadlines) At(key types.NamespacedName, t time.Time) {
+func (d *Deadlines) At(key types.NamespacedName, t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if was, ok := d.at[key]; !ok || t.Before(was) {
@@ -86,7 +91,7 @@ func (d *deadlines) At(key types.NamespacedName, t time.Time) {
 // still ahead of now: one past is forgotten, for a render that does not
 // come (the object paused, handed back) would otherwise be asked for
 // again and again; the render at the deadline records those still ahead.
-func (d *deadlines) Due(key types.NamespacedName, now time.Time) (time.Duration, bool) {
+func (d *Deadlines) Due(key types.NamespacedName, now time.Time) (time.Duration, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t, ok := d.at[key]
