@@ -31,54 +31,69 @@ const (
 
 // TestOldPrometheusV2 runs the oldest v2 Prometheus built here on what the
 // takeover renders for a Prometheus object of its version: the
-// configuration Secret and the flags that matter outside a pod. It loads
-// the configuration, and a reload of an edited one is applied; the
-// rendering for the newest version (keys v2.35 does not know) is refused,
-// which shows the version gates are what makes it load.
+// configuration Secret, the web configuration Secret and the flags of the
+// prometheus container, those naming the pod's paths pointed at a
+// directory. It loads them, runs with the rendered flags, and a reload of
+// an edited configuration is applied; the rendering for the newest version
+// (the retention in the configuration file, from Prometheus 3.11) is
+// refused, which shows the version gates are what makes it load.
 func TestOldPrometheusV2(t *testing.T) {
 	bin, err := toolbin.Path(oldPrometheus)
 	require.NoError(t, err) // Never a skip: `make tools` builds it.
 
 	t.Run("newest rendering refused", func(t *testing.T) {
-		config, _ := renderTakenOver(t, "", "15s")
-		dir := t.TempDir()
-		file := writeRendered(t, dir, config)
-		p := start(t, "prometheus", nil, bin, oldArgs(t, oldPrometheusVersion, file, dir, freeAddr(t))...)
-		err := p.wait(t)
-		require.Error(t, err, "Prometheus %s loaded the newest rendering", oldPrometheusVersion)
-		require.Contains(t, p.output(), "field retention not found")
+		r := renderTakenOver(t, "", "15s")
+		require.NotContains(t, r.image, ":"+oldPrometheusVersion)
+		p := start(t, "prometheus", nil, bin, r.localArgs(t, t.TempDir(), freeAddr(t))...)
+		require.Contains(t, p.refused(t), "field tsdb not found in type config.StorageConfig")
 	})
 
 	t.Run("its rendering loaded and reloaded", func(t *testing.T) {
-		config, _ := renderTakenOver(t, oldPrometheusVersion, "15s")
-		dir := t.TempDir()
-		file := writeRendered(t, dir, config)
-		addr := freeAddr(t)
+		r := renderTakenOver(t, oldPrometheusVersion, "15s")
+		require.True(t, strings.HasSuffix(r.image, ":"+oldPrometheusVersion), "image %s", r.image)
+		require.Contains(t, r.args, "--storage.tsdb.retention.time=5d", "the retention of a v2 is a flag")
+		dir, addr := t.TempDir(), freeAddr(t)
 		url := "http://" + addr
-		p := start(t, "prometheus", nil, bin, oldArgs(t, oldPrometheusVersion, file, dir, addr)...)
-		alive := func(err error) error {
-			if e := p.exited(); e != nil {
-				t.Fatalf("%v:\n%s", e, p.output())
+		args := r.localArgs(t, dir, addr)
+		p := start(t, "prometheus", nil, bin, args...)
+		eventually(t, "prometheus ready", func() error {
+			if err := p.exited(); err != nil {
+				t.Fatalf("%v:\n%s", err, p.output())
 			}
-			return err
+			return ok(t.Context(), url+"/-/ready")
+		})
+		var build struct {
+			Version string `json:"version"`
 		}
-		eventually(t, "prometheus ready", func() error { return alive(ok(t.Context(), url+"/-/ready")) })
+		require.NoError(t, getJSON(t.Context(), url+"/api/v1/status/buildinfo", &build))
+		require.Equal(t, strings.TrimPrefix(oldPrometheusVersion, "v"), build.Version)
+		requireFlags(t, url, args)
 		require.Equal(t, 1.0, reloadMetric(t, url))
 		requireScrapeInterval(t, url, "15s")
 
-		edited, _ := renderTakenOver(t, oldPrometheusVersion, "42s")
-		require.NotEqual(t, config, edited)
-		writeRendered(t, dir, edited)
+		edited := renderTakenOver(t, oldPrometheusVersion, "42s")
+		require.NotEqual(t, r.config, edited.config)
+		require.Equal(t, r.args, edited.args, "a reload applies an edit of the configuration alone")
+		writeRendered(t, dir, edited.config)
 		postReload(t, url)
 		requireScrapeInterval(t, url, "42s")
 		require.Equal(t, 1.0, reloadMetric(t, url))
 	})
 }
 
+// takenOver is what the takeover renders for a Prometheus object.
+type takenOver struct {
+	config []byte   // the configuration, before $(POD_NAME) is substituted
+	web    []byte   // the web configuration file; nil when there is none
+	image  string   // the prometheus container's image
+	args   []string // the prometheus container's arguments
+}
+
 // renderTakenOver renders, as the takeover does, a Prometheus object of
 // version (empty: the newest) selecting every ServiceMonitor, scraping at
-// interval: its configuration and its Prometheus flags.
-func renderTakenOver(t *testing.T, version, interval string) ([]byte, []monitoringv1.Argument) {
+// interval, with a retention: its configuration, its web configuration and
+// its prometheus container.
+func renderTakenOver(t *testing.T, version, interval string) takenOver {
 	t.Helper()
 	obj := &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "monitoring", UID: "0ld"},
@@ -100,9 +115,51 @@ func renderTakenOver(t *testing.T, version, interval string) ([]byte, []monitori
 	require.NotNil(t, objs.ConfigSecret)
 	zr, err := gzip.NewReader(bytes.NewReader(objs.ConfigSecret.Data[promserver.ConfigSecretKey]))
 	require.NoError(t, err)
-	config, err := io.ReadAll(zr)
+	var r takenOver
+	r.config, err = io.ReadAll(zr)
 	require.NoError(t, err)
-	return config, promserver.OperatorPrometheusArgs(target)
+	if objs.WebConfigSecret != nil {
+		r.web = objs.WebConfigSecret.Data[promserver.WebConfigSecretKey]
+	}
+	require.Len(t, objs.StatefulSets, 1)
+	for _, c := range objs.StatefulSets[0].Spec.Template.Spec.Containers {
+		if c.Name == "prometheus" {
+			r.image, r.args = c.Image, c.Args
+		}
+	}
+	require.NotEmpty(t, r.args, "no prometheus container")
+	return r
+}
+
+// localArgs writes r's configuration files into dir and returns r's
+// arguments, those naming the pod's paths pointed at dir: the
+// configuration file, the web configuration file and the storage path;
+// Prometheus listens on addr rather than on the pod's port.
+func (r takenOver) localArgs(t *testing.T, dir, addr string) []string {
+	t.Helper()
+	local := map[string]string{
+		"config.file":       writeRendered(t, dir, r.config),
+		"storage.tsdb.path": filepath.Join(dir, "tsdb"),
+	}
+	if r.web != nil {
+		web := filepath.Join(dir, "web-config.yaml")
+		require.NoError(t, os.WriteFile(web, r.web, 0o600))
+		local["web.config.file"] = web
+	}
+	args := []string{"--web.listen-address=" + addr}
+	seen := map[string]bool{}
+	for _, a := range r.args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		seen[name] = true
+		if path, found := local[name]; found {
+			a = "--" + name + "=" + path
+		}
+		args = append(args, a)
+	}
+	for _, name := range []string{"config.file", "storage.tsdb.path", "web.enable-lifecycle"} {
+		require.True(t, seen[name], "the rendered arguments set no --%s: %v", name, r.args)
+	}
+	return args
 }
 
 // writeRendered writes config into dir as the config-reloader would, the
@@ -116,31 +173,20 @@ func writeRendered(t *testing.T, dir string, config []byte) string {
 	return file
 }
 
-// oldArgs are the flags the takeover renders for a Prometheus of version,
-// those naming the pod's paths and address replaced: the configuration
-// file, the storage path and the listen address; the web configuration
-// file, which the pod mounts from a Secret, left out.
-func oldArgs(t *testing.T, version, config, data, addr string) []string {
+// requireFlags requires that Prometheus at url runs with args: each of them
+// as /api/v1/status/flags answers it, a flag without a value as true.
+func requireFlags(t *testing.T, url string, args []string) {
 	t.Helper()
-	_, rendered := renderTakenOver(t, version, "15s")
-	args := []string{"--config.file=" + config, "--storage.tsdb.path=" + filepath.Join(data, "tsdb"), "--web.listen-address=" + addr}
-	seen := map[string]bool{}
-	for _, a := range rendered {
-		seen[a.Name] = true
-		switch a.Name {
-		case "config.file", "storage.tsdb.path", "web.listen-address", "web.config.file":
-			continue
+	var flags map[string]string
+	require.NoError(t, getJSON(t.Context(), url+"/api/v1/status/flags", &flags))
+	for _, a := range args {
+		name, value, found := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !found {
+			value = "true"
 		}
-		if a.Value == "" {
-			args = append(args, "--"+a.Name)
-		} else {
-			args = append(args, "--"+a.Name+"="+a.Value)
-		}
+		require.Contains(t, flags, name, "Prometheus %s has no flag %s", oldPrometheusVersion, a)
+		require.Equal(t, value, flags[name], "flag --%s", name)
 	}
-	for _, name := range []string{"config.file", "storage.tsdb.path", "web.enable-lifecycle", "storage.tsdb.retention.time"} {
-		require.True(t, seen[name], "the rendered flags set no --%s: %v", name, rendered)
-	}
-	return args
 }
 
 // reloadMetric returns prometheus_config_last_reload_successful.
