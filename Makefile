@@ -15,6 +15,9 @@ ALERTMANAGER_VERSION = $(shell cd tools/alertmanager && $(GO) list -mod=readonly
 # An Alertmanager older than v0.30, for the node's takeover of one
 # (tools/alertmanager-v0.25/go.mod, see there why v0.25).
 ALERTMANAGER_V025_VERSION = $(shell cd tools/alertmanager-v0.25 && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/alertmanager | sed 's/^v//')
+# The oldest v2 Prometheus built here (tools/prometheus-v2/go.mod, see
+# there why v2.35): Prometheus 2.X.Y is Go module version v0.X.Y.
+PROMETHEUS_V2_VERSION = $(shell cd tools/prometheus-v2 && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/prometheus | sed -E 's/^v0\.([0-9]+)\.([0-9]+)$$/2.\1.\2/')
 PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
 # The control plane has its own module (tools/controlplane/go.mod, see there why).
 KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -56,7 +59,7 @@ $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 bin/memfloor: $(SOURCES)
 	$(GOBUILD) -o $@ ./internal/memfloor
 
-tools: bin/prometheus bin/promtool bin/projector bin/opconfig bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/opconfig bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator bin/prometheus-v2.35 ## Build the real components tests use (cached in bin/).
 
 # Static, as Prometheus' release binaries are: the packages compile once for
 # these and for the host's image (bin/linux-$(HOST_ARCH)/prometheus), where a
@@ -72,6 +75,11 @@ PROMETHEUS_TAGS := remove_all_sd,enable_kubernetes_sd,enable_dns_sd
 PROMBUILD = cd $(CURDIR)/tools && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(PROMETHEUS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_VERSION)'
 bin/prometheus bin/promtool &: tools/go.mod tools/go.sum
 	$(PROMBUILD) -o $(CURDIR)/bin/ github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+
+# Prometheus v2.35.0 for e2e's TestOldPrometheusV2, static. Its service
+# discoveries have no build tags yet: all of them are compiled in.
+bin/prometheus-v2.35: tools/prometheus-v2/go.mod tools/prometheus-v2/go.sum
+	cd $(CURDIR)/tools/prometheus-v2 && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_V2_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
 
 bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 	cd $(CURDIR)/tools/alertmanager && $(GO) build -mod=readonly -trimpath -ldflags '-X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/alertmanager/cmd/alertmanager
@@ -356,6 +364,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, files of at most 600 l
 	cd tools && $(GO) mod tidy -diff
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/alertmanager-v0.25 && $(GO) mod tidy -diff
+	cd tools/prometheus-v2 && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff

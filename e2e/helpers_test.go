@@ -224,6 +224,17 @@ func (p *process) wait(t testing.TB) error {
 	}
 }
 
+// refused waits for the process to end on its own with an error, as a
+// refusal is meant to end it, and returns its log; cleanup does not report
+// that exit.
+func (p *process) refused(t testing.TB) string {
+	t.Helper()
+	err := p.wait(t)
+	require.Error(t, err, "%s exited cleanly:\n%s", p.name, p.output())
+	p.killed = true // Expected: not an unclean stop.
+	return p.output()
+}
+
 // get returns the status and body of a GET of url.
 func get(ctx context.Context, url string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
