@@ -180,7 +180,9 @@ func firstDifference(want, got []byte) string {
 
 // TestTakeoverCheck checks what `controller takeover-check` tells of
 // the objects in YAML files: a Prometheus, an Alertmanager and a
-// PrometheusAgent it can take over, one of each kind refused (exit status
+// PrometheusAgent it can take over (the Alertmanagers with a note of the
+// AlertmanagerConfigs alertmanagerConfigFileSystemMode leaves out, or none
+// under AllowAll), one of each kind refused (exit status
 // 1), an agent in DaemonSet mode taken over and one that sets what
 // prometheus-operator refuses in that mode, the other kinds skipped.
 func TestTakeoverCheck(t *testing.T) {
@@ -196,7 +198,15 @@ Prometheus team-a/topology-shards (controller-id ""):
   refused, not supported yet: spec.shardingStrategy; annotated, it stays untouched
 Alertmanager monitoring/main (controller-id ""):
   can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  note: spec.alertmanagerConfigFileSystemMode unset (FromAlertmanagerConfigMatcherStrategy, prometheus-operator v0.95's default): of the AlertmanagerConfigs that reference a file of the Alertmanager container (Telegram's botTokenFile, Pushover's userKeyFile and tokenFile), every one but spec.alertmanagerConfiguration's (matcher strategy OnNamespace) are left out, as prometheus-operator v0.95 leaves them out and earlier versions rendered them; set it to AllowAll to keep rendering them
   rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-main (3 replicas each); PVCs and data stay
+Alertmanager monitoring/except-own (controller-id ""):
+  can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  note: spec.alertmanagerConfigFileSystemMode unset (FromAlertmanagerConfigMatcherStrategy, prometheus-operator v0.95's default): of the AlertmanagerConfigs that reference a file of the Alertmanager container (Telegram's botTokenFile, Pushover's userKeyFile and tokenFile), those outside namespace monitoring (matcher strategy OnNamespaceExceptForAlertmanagerNamespace) are left out, as prometheus-operator v0.95 leaves them out and earlier versions rendered them; set it to AllowAll to keep rendering them
+  rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-except-own (1 replicas each); PVCs and data stay
+Alertmanager monitoring/allow-all (controller-id ""):
+  can be taken over: annotate it with operator.prometheus.io/controller-id=<the controller's --controller-id>
+  rolls once, one pod at a time, to podreload's sidecar: StatefulSet alertmanager-allow-all (1 replicas each); PVCs and data stay
 Alertmanager team-a/patched-reloader (controller-id ""):
   refused, not supported yet: spec.containers; annotated, it stays untouched
 PrometheusAgent monitoring/kps-prometheus (controller-id ""):

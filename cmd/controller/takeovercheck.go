@@ -66,6 +66,9 @@ func takeoverCheck(ctx context.Context, kubeconfig string, files []string, stdou
 			continue
 		}
 		fmt.Fprintf(stdout, "  can be taken over: annotate it with %s=<the controller's --controller-id>\n", takeover.AnnotationControllerID)
+		for _, n := range c.Notes {
+			fmt.Fprintf(stdout, "  note: %s\n", n)
+		}
 		if c.DaemonSet != "" {
 			fmt.Fprintf(stdout, "  rolls once, node by node, to podreload's sidecar: DaemonSet %s\n", c.DaemonSet)
 			continue

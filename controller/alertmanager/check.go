@@ -3,6 +3,7 @@ package alertmanager
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 
+	"github.com/podreload/podreload/controller/alertmanager/amconfig"
 	"github.com/podreload/podreload/controller/takeover"
 )
 
@@ -15,11 +16,17 @@ func Checker() takeover.Checker {
 		checkTakeover)
 }
 
-// checkTakeover tells what taking over am would do, without a cluster.
+// checkTakeover tells what taking over am would do, without a cluster,
+// with a note of the AlertmanagerConfigs alertmanagerConfigFileSystemMode
+// leaves out (amconfig.FileSystemNote).
 func checkTakeover(am *monitoringv1.Alertmanager) takeover.Check {
-	return takeover.Check{
+	c := takeover.Check{
 		Kind: monitoringv1.AlertmanagersKind, Namespace: am.Namespace, Name: am.Name,
 		ControllerID: am.Annotations[takeover.AnnotationControllerID],
 		Unsupported:  fromAlertmanager(am), StatefulSets: []string{stsName(am.Name)}, Replicas: replicas(am),
 	}
+	if n := amconfig.FileSystemNote(am); n != "" {
+		c.Notes = append(c.Notes, n)
+	}
+	return c
 }

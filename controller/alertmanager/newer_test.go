@@ -57,7 +57,9 @@ func testNewerCRD(t *testing.T, env *controlplane.ControlPlane) {
 // configuration could not carry) is left out by the field's path, as any
 // other left out: its binding says why, a Warning Event on it, the
 // left-out gauge; another one of the same Alertmanager is in. The field
-// removed, it is in too.
+// removed, it is in too. One with prometheus-operator v0.95's route
+// labels, which the types know, is left out as the configuration cannot
+// carry them (Alertmanager 0.34's).
 func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
 	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
@@ -73,8 +75,12 @@ func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
 		amc.Spec.Receivers = []monitoringv1alpha1.Receiver{{Name: "null"}}
 		return amc
 	}
-	known, newer := config("known"), config("newer")
+	known, newer, labelled := config("known"), config("newer"), config("labelled")
 	require.NoError(t, c.Create(ctx, known))
+	// prometheus-operator v0.95's route labels, which the types know and
+	// the configuration (Alertmanager 0.31.1's) cannot carry.
+	labelled.Spec.Route.Labels = []monitoringv1alpha1.KeyValue{{Key: "team", Value: "a"}}
+	require.NoError(t, c.Create(ctx, labelled))
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newer)
 	require.NoError(t, err)
 	u := &unstructured.Unstructured{Object: obj}
@@ -87,10 +93,12 @@ func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
 	const why = "spec.futureRouting: a field of a newer prometheus-operator, not known to this release"
 	waitAccepted(t, c, newer, am, monitoringv1.ConditionFalse, why)
 	waitAccepted(t, c, known, am, monitoringv1.ConditionTrue, "")
+	waitAccepted(t, c, labelled, am, monitoringv1.ConditionFalse, "route: labels needs Alertmanager 0.34 or later, the configuration is built for 0.31.1")
 	eventually(t, func(ct *assert.CollectT) {
 		assert.True(ct, hasEvent(t, c, ns, "newer", "LeftOut", "left out of Alertmanager "+ns+"/main: "+why), "the LeftOut Event on the AlertmanagerConfig")
 	})
-	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	require.InDelta(t, 2, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	require.NoError(t, c.Delete(ctx, labelled))
 
 	// A typed update writes no field the types do not know.
 	controlplane.Edit(t, c, newer, func(a *monitoringv1alpha1.AlertmanagerConfig) {

@@ -223,6 +223,23 @@ with a configuration of its own (neither ` + "`alertmanagerConfigSelector`" + ` 
 ` + "`alertmanagerConfiguration`" + `): the generated one holds matchers, which 0.22
 brought.
 
+One deliberate difference: an AlertmanagerConfig that prometheus-operator
+v0.93.1 cannot convert once it has passed its checks (a mandatory key,
+such as a Telegram receiver's ` + "`botToken`" + `, whose Secret value is empty)
+makes it fail the whole configuration, every other AlertmanagerConfig's
+change unapplied; podreload leaves that one out, with the reason in its
+status binding, and renders the others as prometheus-operator renders
+them without it (amconfig's TestOperatorWholeFailures). A tenant's
+mistake does not stop every other team's changes, as prometheus-operator
+itself treats an AlertmanagerConfig its checks refuse. The two refusals
+of its sanitize that could do the same from an AlertmanagerConfig (a
+Telegram receiver without a token before Alertmanager 0.31, Pushover's
+files dropped before 0.26 leaving no key) are not reached: its checks
+reject that AlertmanagerConfig first, and podreload leaves it out too
+(TestOperatorConfig's telegram-without-token-v0.30 and
+pushover-files-v0.25). A configuration Secret's base that its sanitize
+refuses fails the configuration in both.
+
 `)
 	b.WriteString(takeover.Matrix(operatorFields()))
 	golden(t, "../../docs/prometheus-operator-alertmanager.md", []byte(b.String()))

@@ -42,6 +42,11 @@ type Check struct {
 	// from a file: a key set twice (the last is read), a field that is
 	// not one but for its case (dropped).
 	Warnings []string
+	// Notes are what taking it over renders differently from what the
+	// prometheus-operator it runs under may render today, by default
+	// (an Alertmanager's AlertmanagerConfigs left out for
+	// alertmanagerConfigFileSystemMode, prometheus-operator v0.95's).
+	Notes []string
 }
 
 // Checker tells, without a cluster, what taking over the objects of one

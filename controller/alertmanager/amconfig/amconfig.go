@@ -18,7 +18,10 @@
 // AlertmanagerConfig that references a file of the container where
 // spec.alertmanagerConfigFileSystemMode forbids it is left out, as
 // prometheus-operator v0.95 rejects it (filesystem.go; unset is v0.95's
-// default, FromAlertmanagerConfigMatcherStrategy).
+// default, FromAlertmanagerConfigMatcherStrategy). The configSecret's
+// base is sanitized for spec.version as prometheus-operator sanitizes the
+// whole document (versions_base.go): its keys that version does not know
+// dropped, an integration it does not know an error.
 //
 // It is pure: the objects in, the configuration out; what the
 // configuration references is read through a Resolver.
@@ -132,6 +135,11 @@ func Generate(ctx context.Context, in Input) (Result, error) {
 	doc, err := parseBase(base)
 	if err != nil {
 		return Result{}, fmt.Errorf("alertmanager %s: base configuration: %w", name, err)
+	}
+	if am.Spec.AlertmanagerConfiguration == nil {
+		if doc, err = sanitizeBase(doc, am.Spec.Version); err != nil {
+			return Result{}, fmt.Errorf("alertmanager %s: base configuration: %w", name, err)
+		}
 	}
 
 	configs := selected(am, in.Configs)

@@ -89,3 +89,36 @@ func checkFiles(am *monitoringv1.Alertmanager, c *monitoringv1alpha1.Alertmanage
 	}
 	return fmt.Errorf("%s: a file of the Alertmanager container, which spec.alertmanagerConfigFileSystemMode %s forbids here", refs[0], why)
 }
+
+// FileSystemNote says which AlertmanagerConfigs of am a takeover leaves
+// out for spec.alertmanagerConfigFileSystemMode when they reference a file
+// of the Alertmanager container, as prometheus-operator v0.95 leaves them
+// out and prometheus-operator before v0.95 rendered them; empty when the
+// mode forbids none, or am generates no configuration (neither
+// spec.alertmanagerConfigSelector nor spec.alertmanagerConfiguration).
+func FileSystemNote(am *monitoringv1.Alertmanager) string {
+	if am.Spec.AlertmanagerConfigSelector == nil && am.Spec.AlertmanagerConfiguration == nil {
+		return ""
+	}
+	mode := fileSystemMode(am)
+	why := "spec.alertmanagerConfigFileSystemMode " + string(mode)
+	if am.Spec.AlertmanagerConfigFileSystemMode == nil || *am.Spec.AlertmanagerConfigFileSystemMode == "" {
+		why = "spec.alertmanagerConfigFileSystemMode unset (" + string(mode) + ", prometheus-operator v0.95's default)"
+	}
+	var which string
+	switch {
+	case mode == monitoringv1.AllowAllAlertmanagerConfigFileSystemMode:
+		return ""
+	case mode == monitoringv1.DenyAllAlertmanagerConfigFileSystemMode:
+		which = "every one, spec.alertmanagerConfiguration's included (InvalidConfiguration)"
+	case am.Spec.AlertmanagerConfigMatcherStrategy.Type == monitoringv1.NoneConfigMatcherStrategyType:
+		return ""
+	case am.Spec.AlertmanagerConfigMatcherStrategy.Type == monitoringv1.OnNamespaceExceptForAlertmanagerNamespaceConfigMatcherStrategyType:
+		which = "those outside namespace " + am.Namespace + " (matcher strategy OnNamespaceExceptForAlertmanagerNamespace)"
+	default:
+		which = "every one but spec.alertmanagerConfiguration's (matcher strategy OnNamespace)"
+	}
+	return fmt.Sprintf("%s: of the AlertmanagerConfigs that reference a file of the Alertmanager container "+
+		"(Telegram's botTokenFile, Pushover's userKeyFile and tokenFile), %s are left out, as prometheus-operator v0.95 "+
+		"leaves them out and earlier versions rendered them; set it to AllowAll to keep rendering them", why, which)
+}

@@ -175,6 +175,33 @@ receivers:
 - name: r`,
 		reason: `route: labels needs Alertmanager 0.34 or later, the configuration is built for 0.31.1`,
 	}, {
+		// prometheus-operator v0.95's route labels in a child route
+		// (raw JSON, decoded by ChildRoutes): left out by its path too.
+		name: "child-route-labels",
+		spec: `
+route:
+  receiver: r
+  routes:
+  - receiver: r
+    labels:
+    - {key: team, value: a}
+receivers:
+- name: r`,
+		reason: `route: routes[0]: labels needs Alertmanager 0.34 or later, the configuration is built for 0.31.1`,
+	}, {
+		// A child route's key that the types do not know (a newer
+		// prometheus-operator's): left out with the decoder's path.
+		name: "child-route-unknown-field",
+		spec: `
+route:
+  receiver: r
+  routes:
+  - receiver: r
+    futureRouting: true
+receivers:
+- name: r`,
+		reason: `route: route[0]: json: unknown field "futureRouting"`,
+	}, {
 		name: "undefined-receiver",
 		spec: `
 route: {receiver: nowhere}

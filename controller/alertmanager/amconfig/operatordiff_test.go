@@ -291,18 +291,22 @@ func TestOperatorBaseErrors(t *testing.T) {
 	opconfig, err := toolbin.Path("opconfig")
 	require.NoError(t, err)
 	want := map[string]string{
-		"broken-secret":                  `alertmanager monitoring/main: base configuration: undefined receiver "nowhere" used in route`,
-		"global-mattermost":              "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost needs Alertmanager 0.32 or later, the configuration is built for 0.31.1",
-		"global-missing":                 "alertmanager monitoring/main: spec.alertmanagerConfiguration: AlertmanagerConfig monitoring/global not found",
-		"global-missing-secret":          `alertmanager monitoring/main: spec.alertmanagerConfiguration.global: slackApiUrl: key "url" of secret monitoring/missing: not found`,
-		"global-root-continue":           "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot continue",
-		"global-root-matchers":           "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot have matchers",
-		"global-discord-v0.24":           "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: receiver slack: discordConfigs needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
-		"global-jira-v0.27":              "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: jira needs Alertmanager 0.28 or later, the Alertmanager runs v0.27.0",
-		"global-rocketchat-v0.27":        "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: rocketChat needs Alertmanager 0.28 or later, the Alertmanager runs v0.27.0",
-		"global-smtp-implicit-tls-v0.30": "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: smtp: forceImplicitTLS needs Alertmanager 0.31 or later, the Alertmanager runs v0.30.0",
-		"global-telegram-v0.23":          "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: telegram needs Alertmanager 0.24 or later, the Alertmanager runs v0.23.0",
-		"global-webex-v0.24":             "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: webex needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
+		"base-discord-v0.24":               "alertmanager monitoring/main: base configuration: receiver default: discord_configs needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
+		"base-opsgenie-teams-v0.23":        "alertmanager monitoring/main: base configuration: receiver default: opsgenie_configs: responders: type teams needs Alertmanager 0.24 or later, the Alertmanager runs v0.23.0",
+		"base-pushover-file-v0.25":         "alertmanager monitoring/main: base configuration: receiver default: pushover_configs: user_key or user_key_file must be set for Alertmanager v0.25.0",
+		"base-telegram-global-token-v0.30": "alertmanager monitoring/main: base configuration: receiver default: telegram_configs: bot_token or bot_token_file must be set for Alertmanager v0.30.0",
+		"broken-secret":                    `alertmanager monitoring/main: base configuration: undefined receiver "nowhere" used in route`,
+		"global-mattermost":                "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost needs Alertmanager 0.32 or later, the configuration is built for 0.31.1",
+		"global-missing":                   "alertmanager monitoring/main: spec.alertmanagerConfiguration: AlertmanagerConfig monitoring/global not found",
+		"global-missing-secret":            `alertmanager monitoring/main: spec.alertmanagerConfiguration.global: slackApiUrl: key "url" of secret monitoring/missing: not found`,
+		"global-root-continue":             "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot continue",
+		"global-root-matchers":             "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot have matchers",
+		"global-discord-v0.24":             "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: receiver slack: discordConfigs needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
+		"global-jira-v0.27":                "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: jira needs Alertmanager 0.28 or later, the Alertmanager runs v0.27.0",
+		"global-rocketchat-v0.27":          "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: rocketChat needs Alertmanager 0.28 or later, the Alertmanager runs v0.27.0",
+		"global-smtp-implicit-tls-v0.30":   "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: smtp: forceImplicitTLS needs Alertmanager 0.31 or later, the Alertmanager runs v0.30.0",
+		"global-telegram-v0.23":            "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: telegram needs Alertmanager 0.24 or later, the Alertmanager runs v0.23.0",
+		"global-webex-v0.24":               "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: webex needs Alertmanager 0.25 or later, the Alertmanager runs v0.24.0",
 	}
 	cases, err := filepath.Glob(filepath.Join("testdata", "base-errors", "*.yaml"))
 	require.NoError(t, err)
