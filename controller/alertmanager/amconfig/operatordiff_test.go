@@ -315,17 +315,25 @@ func TestOperatorBaseErrors(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			require.Contains(t, want, name)
-			cmd := exec.CommandContext(t.Context(), opconfig, "--alertmanager", path)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			_, err := cmd.Output()
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit, "prometheus-operator generates a configuration")
-			require.Equal(t, 1, exit.ExitCode(), stderr.String())
-			t.Logf("prometheus-operator: %s", stderr.String())
+			t.Logf("prometheus-operator: %s", operatorFails(t, opconfig, path, "prometheus-operator generates a configuration"))
 
-			_, err = Generate(t.Context(), caseInput(t, path))
+			_, err := Generate(t.Context(), caseInput(t, path))
 			require.EqualError(t, err, want[name])
 		})
 	}
+}
+
+// operatorFails runs prometheus-operator's generator, opconfig, on the
+// case at path, requires it to fail with exit code 1, and returns what it
+// wrote on stderr; msg says why a configuration generated is a failure.
+func operatorFails(t *testing.T, opconfig, path, msg string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), opconfig, "--alertmanager", path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	_, err := cmd.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, msg)
+	require.Equal(t, 1, exit.ExitCode(), stderr.String())
+	return stderr.String()
 }
