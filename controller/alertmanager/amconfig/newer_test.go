@@ -1,6 +1,7 @@
 package amconfig
 
 import (
+	"cmp"
 	"path/filepath"
 	"testing"
 
@@ -99,7 +100,8 @@ receivers:
 	require.NoError(t, err)
 	am := startAlertmanager(t, bin, Version)
 	for _, version := range []string{"", "v0.34.0", "v0.35.0"} {
-		t.Run("version="+version, func(t *testing.T) {
+		name := "version " + cmp.Or(version, "unset")
+		t.Run(name, func(t *testing.T) {
 			a := alertmanager("")
 			a.Spec.Version = version
 			res, err := Generate(t.Context(), Input{Alertmanager: a, Configs: []*monitoringv1alpha1.AlertmanagerConfig{amc(t, "team-a", "labelled", spec)}})
@@ -110,7 +112,7 @@ receivers:
 			r := cfg.Route.Routes[0]
 			require.Equal(t, model.LabelSet{"team": "a", "summary": "{{ .CommonLabels.alertname }}"}, r.Labels)
 			require.Equal(t, model.LabelSet{"team": "b"}, r.Routes[0].Labels)
-			running, err := config.Load(am.load(t, version, res.Config))
+			running, err := config.Load(am.load(t, name, res.Config))
 			require.NoError(t, err)
 			require.Equal(t, r.Labels, running.Route.Routes[0].Labels, "the labels the Alertmanager runs")
 			require.Equal(t, r.Routes[0].Labels, running.Route.Routes[0].Routes[0].Labels, "the child route's labels the Alertmanager runs")
