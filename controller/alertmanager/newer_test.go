@@ -5,6 +5,8 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	amcfg "github.com/prometheus/alertmanager/config"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,8 +60,9 @@ func testNewerCRD(t *testing.T, env *controlplane.ControlPlane) {
 // other left out: its binding says why, a Warning Event on it, the
 // left-out gauge; another one of the same Alertmanager is in. The field
 // removed, it is in too. One with prometheus-operator v0.95's route
-// labels, which the types know, is left out as the configuration cannot
-// carry them (Alertmanager 0.34's).
+// labels, which the types know, is in on the default version (0.34),
+// its labels in the configuration; with spec.version before 0.34 it is
+// left out, saying why.
 func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
 	c := controlplane.NewClient(t, env.Config, AddToScheme)
 	ctx := t.Context()
@@ -78,7 +81,7 @@ func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
 	known, newer, labelled := config("known"), config("newer"), config("labelled")
 	require.NoError(t, c.Create(ctx, known))
 	// prometheus-operator v0.95's route labels, which the types know and
-	// the configuration (Alertmanager 0.31.1's) cannot carry.
+	// Alertmanager 0.34 reads.
 	labelled.Spec.Route.Labels = []monitoringv1alpha1.KeyValue{{Key: "team", Value: "a"}}
 	require.NoError(t, c.Create(ctx, labelled))
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newer)
@@ -93,11 +96,32 @@ func testNewerConfigCRD(t *testing.T, env *controlplane.ControlPlane) {
 	const why = "spec.futureRouting: a field of a newer prometheus-operator, not known to this release"
 	waitAccepted(t, c, newer, am, monitoringv1.ConditionFalse, why)
 	waitAccepted(t, c, known, am, monitoringv1.ConditionTrue, "")
-	waitAccepted(t, c, labelled, am, monitoringv1.ConditionFalse, "route: labels needs Alertmanager 0.34 or later, the configuration is built for 0.31.1")
+	waitAccepted(t, c, labelled, am, monitoringv1.ConditionTrue, "")
 	eventually(t, func(ct *assert.CollectT) {
 		assert.True(ct, hasEvent(t, c, ns, "newer", "LeftOut", "left out of Alertmanager "+ns+"/main: "+why), "the LeftOut Event on the AlertmanagerConfig")
 	})
-	require.InDelta(t, 2, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	require.InDelta(t, 1, metricvalue.Sum(t, reg, "podreload_controller_alertmanagerconfigs_left_out"), 0)
+	eventually(t, func(ct *assert.CollectT) {
+		var s corev1.Secret
+		if !assert.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main-generated"}, &s)) {
+			return
+		}
+		cfg, err := amcfg.Load(gunzip(t, s.Data[configKey]))
+		if !assert.NoError(ct, err) {
+			return
+		}
+		var labels []model.LabelSet
+		for _, r := range cfg.Route.Routes {
+			if r.Receiver == ns+"/labelled/null" {
+				labels = append(labels, r.Labels)
+			}
+		}
+		assert.Equal(ct, []model.LabelSet{{"team": "a"}}, labels, "the labelled route in the configuration")
+	})
+
+	// Before Alertmanager 0.34 it is left out.
+	controlplane.Edit(t, c, am, func(a *monitoringv1.Alertmanager) { a.Spec.Version = "v0.33.1" })
+	waitAccepted(t, c, labelled, am, monitoringv1.ConditionFalse, "route: labels needs Alertmanager 0.34 or later, the Alertmanager runs v0.33.1")
 	require.NoError(t, c.Delete(ctx, labelled))
 
 	// A typed update writes no field the types do not know.

@@ -42,7 +42,7 @@ const (
 	// alertmanagerImage is our image of Alertmanager (`make host-images`,
 	// ALERTMANAGER_IMAGE); alertmanagerVersion its version, from which the
 	// operator derives Alertmanager's flags.
-	alertmanagerImage, alertmanagerVersion = "quay.io/prometheus/alertmanager:" + alertmanagerVersion, "v0.31.1"
+	alertmanagerImage, alertmanagerVersion = "quay.io/prometheus/alertmanager:" + alertmanagerVersion, "v0.34.0"
 	// alertmanagerConfigLabel selects the AlertmanagerConfigs of an
 	// Alertmanager: alertmanagerConfigLabel=<its name>.
 	alertmanagerConfigLabel = "alertmanager"

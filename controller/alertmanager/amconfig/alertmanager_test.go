@@ -57,19 +57,43 @@ func TestAlertmanagerV025Loads(t *testing.T) {
 // accepts.
 func runsCases(t *testing.T, bin, version string, keep func(string) bool) {
 	t.Helper()
+	am := startAlertmanager(t, bin, version)
+	cases, err := filepath.Glob(filepath.Join("testdata", "operator", "*.yaml"))
+	require.NoError(t, err)
+	for _, c := range cases {
+		in := caseInput(t, c)
+		if !keep(in.Alertmanager.Spec.Version) {
+			continue
+		}
+		res, err := Generate(t.Context(), in)
+		require.NoError(t, err)
+		am.load(t, c, res.Config)
+	}
+}
+
+// runningAlertmanager is an Alertmanager process started by
+// startAlertmanager, reading its configuration from path.
+type runningAlertmanager struct {
+	url, path string
+}
+
+// startAlertmanager starts bin, which must be Alertmanager of version, on
+// a default configuration, and stops it when the test ends.
+func startAlertmanager(t *testing.T, bin, version string) *runningAlertmanager {
+	t.Helper()
 	out, err := exec.CommandContext(t.Context(), bin, "--version").CombinedOutput()
 	require.NoError(t, err)
 	require.Contains(t, string(out), "version "+version+" ", "%s is not of %s", bin, version)
 
 	dir := t.TempDir()
-	path := filepath.Join(dir, "alertmanager.yml")
-	require.NoError(t, os.WriteFile(path, []byte(defaultConfig), 0o600))
+	am := &runningAlertmanager{path: filepath.Join(dir, "alertmanager.yml")}
+	require.NoError(t, os.WriteFile(am.path, []byte(defaultConfig), 0o600))
 	log, err := os.Create(filepath.Join(dir, "log"))
 	require.NoError(t, err)
-	defer log.Close()
+	t.Cleanup(func() { _ = log.Close() })
 	// Port 0: the port is the one Alertmanager logs, none is reserved
 	// ahead for it.
-	cmd := exec.CommandContext(t.Context(), bin, "--config.file="+path, "--storage.path="+filepath.Join(dir, "data"),
+	cmd := exec.CommandContext(t.Context(), bin, "--config.file="+am.path, "--storage.path="+filepath.Join(dir, "data"),
 		"--web.listen-address=127.0.0.1:0", "--cluster.listen-address=")
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
@@ -81,9 +105,8 @@ func runsCases(t *testing.T, bin, version string, keep func(string) bool) {
 			t.Logf("alertmanager's log:\n%s", b)
 		}
 	})
-	var url string
 	wait.Until(t, time.Minute, 50*time.Millisecond, "alertmanager ready", func() error {
-		if url == "" {
+		if am.url == "" {
 			b, err := os.ReadFile(log.Name())
 			if err != nil {
 				return err
@@ -92,38 +115,35 @@ func runsCases(t *testing.T, bin, version string, keep func(string) bool) {
 			if m == nil {
 				return errors.New("alertmanager logs no address yet")
 			}
-			url = "http://" + string(m[1])
+			am.url = "http://" + string(m[1])
 		}
-		_, err := request(http.MethodGet, url+"/-/ready")
+		_, err := request(http.MethodGet, am.url+"/-/ready")
 		return err
 	})
+	return am
+}
 
-	cases, err := filepath.Glob(filepath.Join("testdata", "operator", "*.yaml"))
+// load reloads the Alertmanager with the configuration cfg (of the case
+// name), checks that it runs it and returns the configuration it shows,
+// marshalled again by Alertmanager, its secrets hidden.
+func (am *runningAlertmanager) load(t *testing.T, name string, cfg []byte) string {
+	t.Helper()
+	tmp := am.path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, cfg, 0o600))
+	require.NoError(t, os.Rename(tmp, am.path))
+	_, err := request(http.MethodPost, am.url+"/-/reload")
+	require.NoError(t, err, "%s: alertmanager refuses the configuration:\n%s", name, cfg)
+	body, err := request(http.MethodGet, am.url+"/api/v2/status")
 	require.NoError(t, err)
-	for _, c := range cases {
-		in := caseInput(t, c)
-		if !keep(in.Alertmanager.Spec.Version) {
-			continue
-		}
-		res, err := Generate(t.Context(), in)
-		require.NoError(t, err)
-		tmp := path + ".tmp"
-		require.NoError(t, os.WriteFile(tmp, res.Config, 0o600))
-		require.NoError(t, os.Rename(tmp, path))
-		_, err = request(http.MethodPost, url+"/-/reload")
-		require.NoError(t, err, "%s: alertmanager refuses the configuration:\n%s", c, res.Config)
-		body, err := request(http.MethodGet, url+"/api/v2/status")
-		require.NoError(t, err)
-		var status struct {
-			Config struct {
-				Original string `json:"original"`
-			} `json:"config"`
-		}
-		require.NoError(t, json.Unmarshal(body, &status))
-		// Alertmanager shows the configuration it runs marshalled again,
-		// its secrets hidden: it runs ours when it has its receivers.
-		require.Equal(t, receiverNames(t, res.Config), receiverNames(t, []byte(status.Config.Original)), "%s: alertmanager does not run the configuration", c)
+	var status struct {
+		Config struct {
+			Original string `json:"original"`
+		} `json:"config"`
 	}
+	require.NoError(t, json.Unmarshal(body, &status))
+	// It runs ours when it has its receivers.
+	require.Equal(t, receiverNames(t, cfg), receiverNames(t, []byte(status.Config.Original)), "%s: alertmanager does not run the configuration", name)
+	return status.Config.Original
 }
 
 // listeningRE finds the address Alertmanager listens on in its log.

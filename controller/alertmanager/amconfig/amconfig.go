@@ -42,9 +42,10 @@ import (
 
 // Version is the version of Alertmanager the configuration is built for
 // and loaded with (that of github.com/prometheus/alertmanager in go.mod,
-// the image's): a field that needs a later one is refused, as
-// prometheus-operator refuses it for an Alertmanager of this version.
-const Version = "0.31.1"
+// the image's and the controller's default). The keys an older
+// spec.version does not know are dropped or refused as
+// prometheus-operator does (versions.go).
+const Version = "0.34.0"
 
 // Resolver reads the values the configuration references, in a namespace.
 type Resolver interface {

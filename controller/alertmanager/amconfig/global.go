@@ -62,9 +62,10 @@ type globalConfig struct {
 
 // convertGlobal converts spec.alertmanagerConfiguration.global for an
 // Alertmanager of version; its references are read in the Alertmanager's
-// namespace. Mattermost needs Alertmanager 0.32: refused, as
-// prometheus-operator refuses it for 0.31. Telegram's botToken and
-// botTokenFile (prometheus-operator v0.95) need 0.31: refused before.
+// namespace. Mattermost (Alertmanager 0.32) is not rendered yet: refused
+// on every version, as prometheus-operator refuses it for 0.31.
+// Telegram's botToken and botTokenFile (prometheus-operator v0.95) need
+// 0.31: refused before.
 // The other settings are refused or dropped for the version as
 // prometheus-operator v0.93.1 does (checkGlobalVersion, dropGlobal).
 func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig, version string) (*globalConfig, error) {
@@ -72,7 +73,7 @@ func (r refs) convertGlobal(in *monitoringv1.AlertmanagerGlobalConfig, version s
 		return nil, nil
 	}
 	if in.MattermostConfig != nil {
-		return nil, tooNew("mattermost", "0.32")
+		return nil, notRendered("mattermost", "0.32")
 	}
 	if err := checkGlobalVersion(in, version); err != nil {
 		return nil, err

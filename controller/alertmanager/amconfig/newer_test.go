@@ -1,13 +1,19 @@
 package amconfig
 
 import (
+	"cmp"
 	"path/filepath"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/alertmanager/config"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podreload/podreload/internal/testenv/toolbin"
 )
 
 // TestGlobalTelegram: spec.alertmanagerConfiguration.global.telegram's
@@ -67,4 +73,56 @@ func TestGlobalTelegram(t *testing.T) {
 			require.Equal(t, ptr.Deref(c.tokenFile, ""), tc.BotTokenFile, "the receiver inherits the token file")
 		})
 	}
+}
+
+// TestRouteLabels: route labels (prometheus-operator v0.95) are rendered
+// as Alertmanager 0.34 reads them, on a route and on a child route, from
+// 0.34 and when spec.version is unset (the controller's default is 0.34);
+// before 0.34 the AlertmanagerConfig is left out (TestLeftOut) and the one
+// spec.alertmanagerConfiguration names is an error. prometheus-operator
+// v0.94's generator, the differential's, does not know them: the
+// configuration is checked with Alertmanager 0.34's parser and loaded by
+// the real Alertmanager (bin/alertmanager) instead.
+func TestRouteLabels(t *testing.T) {
+	const spec = `
+route:
+  receiver: r
+  labels:
+  - {key: team, value: a}
+  - {key: summary, value: '{{ .CommonLabels.alertname }}'}
+  routes:
+  - receiver: r
+    labels:
+    - {key: team, value: b}
+receivers:
+- name: r`
+	bin, err := toolbin.Path("alertmanager")
+	require.NoError(t, err)
+	am := startAlertmanager(t, bin, Version)
+	for _, version := range []string{"", "v0.34.0", "v0.35.0"} {
+		name := "version " + cmp.Or(version, "unset")
+		t.Run(name, func(t *testing.T) {
+			a := alertmanager("")
+			a.Spec.Version = version
+			res, err := Generate(t.Context(), Input{Alertmanager: a, Configs: []*monitoringv1alpha1.AlertmanagerConfig{amc(t, "team-a", "labelled", spec)}})
+			require.NoError(t, err)
+			require.Empty(t, res.LeftOut)
+			cfg, err := config.Load(string(res.Config))
+			require.NoError(t, err)
+			r := cfg.Route.Routes[0]
+			require.Equal(t, model.LabelSet{"team": "a", "summary": "{{ .CommonLabels.alertname }}"}, r.Labels)
+			require.Equal(t, model.LabelSet{"team": "b"}, r.Routes[0].Labels)
+			running, err := config.Load(am.load(t, name, res.Config))
+			require.NoError(t, err)
+			require.Equal(t, r.Labels, running.Route.Routes[0].Labels, "the labels the Alertmanager runs")
+			require.Equal(t, r.Routes[0].Labels, running.Route.Routes[0].Routes[0].Labels, "the child route's labels the Alertmanager runs")
+		})
+	}
+	t.Run("configuration-before-0.34", func(t *testing.T) {
+		a := alertmanager("")
+		a.Spec.Version = "v0.33.1"
+		a.Spec.AlertmanagerConfiguration = &monitoringv1.AlertmanagerConfiguration{Name: "global"}
+		_, err := Generate(t.Context(), Input{Alertmanager: a, Configuration: amc(t, "monitoring", "global", spec)})
+		require.EqualError(t, err, "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: labels needs Alertmanager 0.34 or later, the Alertmanager runs v0.33.1")
+	})
 }

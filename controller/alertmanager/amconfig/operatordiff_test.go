@@ -296,7 +296,7 @@ func TestOperatorBaseErrors(t *testing.T) {
 		"base-pushover-file-v0.25":         "alertmanager monitoring/main: base configuration: receiver default: pushover_configs: user_key or user_key_file must be set for Alertmanager v0.25.0",
 		"base-telegram-global-token-v0.30": "alertmanager monitoring/main: base configuration: receiver default: telegram_configs: bot_token or bot_token_file must be set for Alertmanager v0.30.0",
 		"broken-secret":                    `alertmanager monitoring/main: base configuration: undefined receiver "nowhere" used in route`,
-		"global-mattermost":                "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost needs Alertmanager 0.32 or later, the configuration is built for 0.31.1",
+		"global-mattermost":                "alertmanager monitoring/main: spec.alertmanagerConfiguration.global: mattermost (Alertmanager 0.32 or later) is not rendered yet",
 		"global-missing":                   "alertmanager monitoring/main: spec.alertmanagerConfiguration: AlertmanagerConfig monitoring/global not found",
 		"global-missing-secret":            `alertmanager monitoring/main: spec.alertmanagerConfiguration.global: slackApiUrl: key "url" of secret monitoring/missing: not found`,
 		"global-root-continue":             "alertmanager monitoring/main: AlertmanagerConfig monitoring/global: route: the root route cannot continue",

@@ -29,10 +29,10 @@ type receiver struct {
 	RocketChatConfigs []*rocketChatConfig `yaml:"rocketchat_configs,omitempty"`
 }
 
-// tooNew is the error for a field the Alertmanager of Version does not
-// know.
-func tooNew(field, since string) error {
-	return fmt.Errorf("%s needs Alertmanager %s or later, the configuration is built for %s", field, since, Version)
+// notRendered is the error for a field of Alertmanager since or later
+// that the configuration does not render yet.
+func notRendered(field, since string) error {
+	return fmt.Errorf("%s (Alertmanager %s or later) is not rendered yet", field, since)
 }
 
 // convertList converts each element of in with conv; the error names the
@@ -109,11 +109,12 @@ type webhookConfig struct {
 	Timeout      string      `yaml:"timeout,omitempty"`
 }
 
-// webhook converts a webhook configuration. payload needs Alertmanager
-// 0.32: refused, as prometheus-operator refuses it for 0.31.
+// webhook converts a webhook configuration. payload (Alertmanager 0.32)
+// is not rendered yet: refused on every version, as prometheus-operator
+// refuses it for 0.31.
 func (r refs) webhook(in monitoringv1alpha1.WebhookConfig) (*webhookConfig, error) {
 	if in.Payload != nil {
-		return nil, tooNew("payload", "0.32")
+		return nil, notRendered("payload", "0.32")
 	}
 	out := &webhookConfig{SendResolved: in.SendResolved, MaxAlerts: in.MaxAlerts}
 	var err error
@@ -184,11 +185,12 @@ type slackConfirm struct {
 	DismissText string `yaml:"dismiss_text,omitempty"`
 }
 
-// slack converts a Slack configuration. updateMessage needs Alertmanager
-// 0.32: refused, as prometheus-operator refuses it for 0.31.
+// slack converts a Slack configuration. updateMessage (Alertmanager 0.32)
+// is not rendered yet: refused on every version, as prometheus-operator
+// refuses it for 0.31.
 func (r refs) slack(in monitoringv1alpha1.SlackConfig) (*slackConfig, error) {
 	if in.UpdateMessage != nil {
-		return nil, tooNew("updateMessage", "0.32")
+		return nil, notRendered("updateMessage", "0.32")
 	}
 	out := &slackConfig{
 		SendResolved: in.SendResolved,

@@ -328,13 +328,14 @@ type sigv4 struct {
 	ExternalID string `yaml:"external_id,omitempty"`
 }
 
-// sns converts an SNS configuration. useAWSHTTPClient needs Alertmanager
-// 0.33: refused, as prometheus-operator refuses it for 0.31. The role's
+// sns converts an SNS configuration. useAWSHTTPClient (Alertmanager 0.33)
+// is not rendered yet: refused on every version, as prometheus-operator
+// refuses it for 0.31. The role's
 // external id is dropped before 0.33, as prometheus-operator drops it
 // (dropReceiver).
 func (r refs) sns(in monitoringv1alpha1.SNSConfig) (*snsConfig, error) {
 	if in.UseAWSHTTPClient != nil {
-		return nil, tooNew("useAWSHTTPClient", "0.33")
+		return nil, notRendered("useAWSHTTPClient", "0.33")
 	}
 	out := &snsConfig{
 		SendResolved: in.SendResolved,

@@ -24,6 +24,9 @@ type route struct {
 	RepeatInterval      string   `yaml:"repeat_interval,omitempty"`
 	MuteTimeIntervals   []string `yaml:"mute_time_intervals,omitempty"`
 	ActiveTimeIntervals []string `yaml:"active_time_intervals,omitempty"`
+	// Labels are attached to the alerts the route matches, inherited by
+	// its children (Alertmanager 0.34).
+	Labels map[string]string `yaml:"labels,omitempty"`
 }
 
 // inhibitRule is an inhibition rule of Alertmanager's configuration.
@@ -98,14 +101,11 @@ func nonZero(d *monitoringv1.NonEmptyDuration) (string, error) {
 	return string(*d), nil
 }
 
-// route converts in and its children, names prefixed.
+// route converts in and its children, names prefixed. Labels are a list
+// of keys and values in the object (the API server keeps the keys
+// unique), a map in Alertmanager's route; before 0.34 checkVersion
+// refuses them.
 func convertRoute(in *monitoringv1alpha1.Route, key types.NamespacedName) (*route, error) {
-	if len(in.Labels) > 0 {
-		// Route labels came with Alertmanager 0.34 (prometheus-operator
-		// v0.95's route labels say so): the parser of the version the
-		// configuration is built and checked for refuses them.
-		return nil, tooNew("labels", "0.34")
-	}
 	out := &route{
 		Receiver:            prefixed(key, in.Receiver),
 		GroupBy:             in.GroupBy,
@@ -113,6 +113,12 @@ func convertRoute(in *monitoringv1alpha1.Route, key types.NamespacedName) (*rout
 		Continue:            in.Continue,
 		MuteTimeIntervals:   prefixedAll(key, in.MuteTimeIntervals),
 		ActiveTimeIntervals: prefixedAll(key, in.ActiveTimeIntervals),
+	}
+	for _, l := range in.Labels {
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		out.Labels[l.Key] = l.Value
 	}
 	if in.GroupWait != nil {
 		if _, err := model.ParseDuration(string(*in.GroupWait)); err != nil {

@@ -99,16 +99,46 @@ func receiverGates() []gate {
 	}
 }
 
+// routeLabelsSince is the minor version of Alertmanager that reads route
+// labels (prometheus-operator v0.95's labels of a route: "It requires
+// Alertmanager >= 0.34.0").
+const routeLabelsSince = 34
+
 // checkVersion refuses c when one of its receivers sets a key the
 // Alertmanager of version does not know, as prometheus-operator refuses
-// it (the AlertmanagerConfig is then left out).
+// it, or one of its routes labels before 0.34, which an older
+// Alertmanager refuses to load (the AlertmanagerConfig is then left out).
 func checkVersion(c *monitoringv1alpha1.AlertmanagerConfig, version string) error {
 	older := before(version)
+	if older(routeLabelsSince) && c.Spec.Route != nil {
+		if err := checkRouteLabels(c.Spec.Route); err != nil {
+			return fmt.Errorf("route: %w, the Alertmanager runs %s", err, version)
+		}
+	}
 	for _, r := range c.Spec.Receivers {
 		for _, g := range receiverGates() {
 			if older(g.since) && g.set(r) {
 				return fmt.Errorf("receiver %s: %s needs Alertmanager 0.%d or later, the Alertmanager runs %s", r.Name, g.field, g.since, version)
 			}
+		}
+	}
+	return nil
+}
+
+// checkRouteLabels returns an error naming the first route of r's tree,
+// r included, that sets labels.
+func checkRouteLabels(r *monitoringv1alpha1.Route) error {
+	if len(r.Labels) > 0 {
+		return fmt.Errorf("labels needs Alertmanager 0.%d or later", routeLabelsSince)
+	}
+	children, err := r.ChildRoutes()
+	if err != nil {
+		// convertRoute reports it.
+		return nil
+	}
+	for i := range children {
+		if err := checkRouteLabels(&children[i]); err != nil {
+			return fmt.Errorf("routes[%d]: %w", i, err)
 		}
 	}
 	return nil
