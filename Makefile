@@ -21,6 +21,10 @@ PROMETHEUS_V2_VERSION = $(shell cd tools/prometheus-v2 && $(GO) list -mod=readon
 PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
 # Thanos, for the sidecar of the node's takeover test (tools/thanos/go.mod,
 # see there why a module of its own).
+# Thanos' own build tags (its .promu.yml): its label code needs the slice
+# representation of Prometheus' labels; built without it, the sidecar's
+# Store API panics on every series.
+THANOS_TAGS = netgo,slicelabels
 THANOS_VERSION = $(shell cd tools/thanos && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/thanos-io/thanos | sed 's/^v//')
 # The control plane has its own module (tools/controlplane/go.mod, see there why).
 KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -84,7 +88,7 @@ bin/prometheus bin/promtool &: tools/go.mod tools/go.sum
 # A client of the Thanos Store API (Thanos' own storepb), for the node's
 # test of the sidecar taken over (tools/thanos/storequery).
 bin/thanos-storequery: tools/thanos/go.mod tools/thanos/go.sum tools/thanos/storequery/main.go
-	cd $(CURDIR)/tools/thanos && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ ./storequery
+	cd $(CURDIR)/tools/thanos && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(THANOS_TAGS) -o $(CURDIR)/$@ ./storequery
 
 bin/prometheus-v2.35: tools/prometheus-v2/go.mod tools/prometheus-v2/go.sum
 	cd $(CURDIR)/tools/prometheus-v2 && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_V2_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
@@ -311,7 +315,7 @@ bin/images/proxy-%.tar: bin/linux-%/proxy $(IMAGEBUILD_SOURCES)
 # about 5 minutes here.
 THANOS_IMAGE = quay.io/thanos/thanos:v$(THANOS_VERSION)
 bin/linux-%/thanos: tools/thanos/go.mod tools/thanos/go.sum
-	cd $(CURDIR)/tools/thanos && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(THANOS_VERSION)' -o $(CURDIR)/$@ github.com/thanos-io/thanos/cmd/thanos
+	cd $(CURDIR)/tools/thanos && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(THANOS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(THANOS_VERSION)' -o $(CURDIR)/$@ github.com/thanos-io/thanos/cmd/thanos
 
 bin/images/thanos-%.tar: bin/linux-%/thanos $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)

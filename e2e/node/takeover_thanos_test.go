@@ -272,7 +272,7 @@ func (cl *cluster) storeAnswers(ctx context.Context, query, pod string) error {
 	if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 		return fmt.Errorf("%s: no address, or deleted", pod)
 	}
-	out, err := exec.CommandContext(ctx, query, "-addr", p.Status.PodIP+":"+strconv.Itoa(thanos.GRPCPort), "-metric", "up").Output()
+	out, err := cl.node.Command(ctx, query, "-addr", p.Status.PodIP+":"+strconv.Itoa(thanos.GRPCPort), "-metric", "up").Output()
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", pod, err, bytes.TrimSpace(errOutput(err)))
 	}
