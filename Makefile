@@ -19,6 +19,13 @@ ALERTMANAGER_V025_VERSION = $(shell cd tools/alertmanager-v0.25 && $(GO) list -m
 # there why v2.35): Prometheus 2.X.Y is Go module version v0.X.Y.
 PROMETHEUS_V2_VERSION = $(shell cd tools/prometheus-v2 && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus/prometheus | sed -E 's/^v0\.([0-9]+)\.([0-9]+)$$/2.\1.\2/')
 PEER_VERSION = $(shell cd tools && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator | sed 's/^v//')
+# Thanos, for the sidecar of the node's takeover test (tools/thanos/go.mod,
+# see there why a module of its own).
+# Thanos' own build tags (its .promu.yml): its label code needs the slice
+# representation of Prometheus' labels; built without it, the sidecar's
+# Store API panics on every series.
+THANOS_TAGS = netgo,slicelabels
+THANOS_VERSION = $(shell cd tools/thanos && $(GO) list -mod=readonly -m -f '{{.Version}}' github.com/thanos-io/thanos | sed 's/^v//')
 # The control plane has its own module (tools/controlplane/go.mod, see there why).
 KUBERNETES_VERSION = $(shell cd tools/controlplane && $(GO) list -mod=readonly -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_VERSION_FLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION))) -X $(pkg).gitTreeState=clean)
@@ -59,7 +66,7 @@ $(BINARIES:%=bin/%): bin/%: $(SOURCES)
 bin/memfloor: $(SOURCES)
 	$(GOBUILD) -o $@ ./internal/memfloor
 
-tools: bin/prometheus bin/promtool bin/projector bin/opconfig bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator bin/prometheus-v2.35 ## Build the real components tests use (cached in bin/).
+tools: bin/prometheus bin/promtool bin/projector bin/opconfig bin/alertmanager bin/controller-gen bin/helm bin/kube-apiserver bin/etcd bin/kubectl bin/prometheus-operator bin/prometheus-v2.35 bin/thanos-storequery ## Build the real components tests use (cached in bin/).
 
 # Static, as Prometheus' release binaries are: the packages compile once for
 # these and for the host's image (bin/linux-$(HOST_ARCH)/prometheus), where a
@@ -78,6 +85,11 @@ bin/prometheus bin/promtool &: tools/go.mod tools/go.sum
 
 # Prometheus v2.35.0 for e2e's TestOldPrometheusV2, static. Its service
 # discoveries have no build tags yet: all of them are compiled in.
+# A client of the Thanos Store API (Thanos' own storepb), for the node's
+# test of the sidecar taken over (tools/thanos/storequery).
+bin/thanos-storequery: tools/thanos/go.mod tools/thanos/go.sum tools/thanos/storequery/main.go
+	cd $(CURDIR)/tools/thanos && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(THANOS_TAGS) -o $(CURDIR)/$@ ./storequery
+
 bin/prometheus-v2.35: tools/prometheus-v2/go.mod tools/prometheus-v2/go.sum
 	cd $(CURDIR)/tools/prometheus-v2 && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(PROMETHEUS_V2_VERSION)' -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
 
@@ -228,11 +240,12 @@ images: $(foreach a,$(IMAGE_ARCHES),$(IMAGES:%=bin/images/%-$(a).tar)) ## Build 
 # TestOperatorOnNode) the prometheus-config-reloader image it names, and
 # Alertmanager v0.25.0 for the takeover of an Alertmanager older than v0.30
 # (e2e/node's TestAlertmanagerTakeoverOnNode), and a reverse proxy in
-# front of a Prometheus with listenLocal (e2e/node's TestTakeoverOnNode).
-host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar bin/images/alertmanager-v0.25-$(HOST_ARCH).tar bin/images/proxy-$(HOST_ARCH).tar
+# front of a Prometheus with listenLocal, and Thanos for the sidecar of
+# another (e2e/node's TestTakeoverOnNode).
+host-images: $(IMAGES:%=bin/images/%-$(HOST_ARCH).tar) bin/images/prometheus-config-reloader-$(HOST_ARCH).tar bin/images/alertmanager-v0.25-$(HOST_ARCH).tar bin/images/proxy-$(HOST_ARCH).tar bin/images/thanos-$(HOST_ARCH).tar
 
 # Kept: they are what the images hold.
-.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager alertmanager-v0.25 pause prometheus-config-reloader proxy))
+.SECONDARY: $(foreach a,$(IMAGE_ARCHES),$(addprefix bin/linux-$(a)/,$(BINARIES) prometheus alertmanager alertmanager-v0.25 pause prometheus-config-reloader proxy thanos))
 
 bin/linux-%/config-reloader bin/linux-%/rules-reloader bin/linux-%/controller bin/linux-%/collector: $(SOURCES)
 	GOOS=linux GOARCH=$* $(GOBUILD) -o $(CURDIR)/bin/linux-$*/ ./cmd/...
@@ -325,6 +338,18 @@ bin/images/proxy-%.tar: bin/linux-%/proxy $(IMAGEBUILD_SOURCES)
 	@mkdir -p $(@D)
 	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(PROXY_IMAGE) -user 65534:65534 -entrypoint /proxy -file /proxy=$(CURDIR)/$<
 
+# Thanos, static, from tools/thanos; as the upstream image (its
+# Dockerfile): user nobody, entrypoint /bin/thanos. A cold build of it took
+# about 5 minutes here.
+THANOS_IMAGE = quay.io/thanos/thanos:v$(THANOS_VERSION)
+bin/linux-%/thanos: tools/thanos/go.mod tools/thanos/go.sum
+	cd $(CURDIR)/tools/thanos && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -tags $(THANOS_TAGS) -ldflags '-s -w -X $(VERSION).Version=$(THANOS_VERSION)' -o $(CURDIR)/$@ github.com/thanos-io/thanos/cmd/thanos
+
+bin/images/thanos-%.tar: bin/linux-%/thanos $(IMAGEBUILD_SOURCES)
+	@mkdir -p $(@D)
+	$(IMAGEBUILD) -out $(CURDIR)/$@ -name $(THANOS_IMAGE) -user 65534:65534 -entrypoint /bin/thanos \
+		-file /bin/thanos=$(CURDIR)/$< -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt
+
 # The upstream kinds the controller reads, generated from the prometheus-operator
 # Go types go.mod requires (ScrapeConfig is monitoring.coreos.com/v1alpha1);
 # api/v1alpha1/crd_test.go runs the same commands.
@@ -393,6 +418,7 @@ lint: bin/golangci-lint ## gofmt, go vet and tidy checks, files of at most 600 l
 	cd tools/alertmanager && $(GO) mod tidy -diff
 	cd tools/alertmanager-v0.25 && $(GO) mod tidy -diff
 	cd tools/prometheus-v2 && $(GO) mod tidy -diff
+	cd tools/thanos && $(GO) mod tidy -diff
 	cd tools/controller-gen && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/controlplane && $(GO) mod tidy -diff

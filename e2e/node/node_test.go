@@ -98,8 +98,11 @@ func startCluster(t testing.TB, opts node.Options) *cluster {
 	require.NoError(t, err)
 	cl := &cluster{node: n, kube: kube, c: c}
 	t.Cleanup(func() {
+		// To stderr, now: the test's own report (go test prints it when
+		// the test ends, after this) then follows it, its failures last,
+		// where a CI log's tail shows them.
 		if t.Failed() {
-			t.Log(cl.describe(t))
+			fmt.Fprintf(os.Stderr, "%s failed: the node's pods and events\n%s", t.Name(), cl.describe(t))
 		}
 	})
 	return cl

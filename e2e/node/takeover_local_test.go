@@ -157,23 +157,32 @@ func (cl *cluster) checkLocal(t *testing.T, st localState, ours bool, at ...time
 // until its pod st.pod is gone.
 func (cl *cluster) deleteLocalPrometheus(t testing.TB, st localState) {
 	t.Helper()
-	meta := metav1.ObjectMeta{Namespace: "default", Name: localName}
-	for _, obj := range []client.Object{
+	cl.deleteOperatorPrometheus(t, localName, []string{st.pod}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: localService}})
+}
+
+// deleteOperatorPrometheus deletes the Prometheus name of default, the
+// ServiceMonitor and PrometheusRule operatorPrometheus made for it, and
+// extra, and waits until its pods are gone.
+func (cl *cluster) deleteOperatorPrometheus(t testing.TB, name string, pods []string, extra ...client.Object) {
+	t.Helper()
+	meta := metav1.ObjectMeta{Namespace: "default", Name: name}
+	for _, obj := range append([]client.Object{
 		&monitoringv1.Prometheus{ObjectMeta: meta}, &monitoringv1.ServiceMonitor{ObjectMeta: meta}, &monitoringv1.PrometheusRule{ObjectMeta: meta},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: localService}},
-	} {
+	}, extra...) {
 		require.NoError(t, cl.c.Delete(t.Context(), obj), "delete %T", obj)
 	}
-	eventually(t, 2*time.Minute, "pod "+st.pod+" gone", func() error {
-		err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: st.pod}, &corev1.Pod{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return errors.New("the pod is still there")
-	})
+	for _, pod := range pods {
+		eventually(t, 2*time.Minute, "pod "+pod+" gone", func() error {
+			err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: pod}, &corev1.Pod{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return errors.New("the pod is still there")
+		})
+	}
 }
 
 // rolledOut returns nil once the StatefulSet sts of default has replicas

@@ -46,15 +46,24 @@ const takeoverID = "podreload"
 // the proxy, serves nothing on the pod's port 9090 but everything through
 // the proxy, and discovers and scrapes its target through EndpointSlices.
 //
+// Beside them, a Prometheus of two replicas with the Thanos sidecar, a
+// FILESYSTEM bucket on the node (thanosPrometheus, issue 37 item 2),
+// annotated after the upgrade and handed back with the others: a block
+// made before the takeover and one after it are each in the bucket once,
+// uploaded once (no sidecar uploads anything again after a roll), and the
+// sidecars' Store API answers through both rolls, from one pod at least
+// at every instant.
+//
 // Last, on the same node, a PrometheusAgent is taken over and handed back
 // (testAgentTakeover, issue 39).
 func TestTakeoverOnNode(t *testing.T) {
-	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t), proxyImageArchive(t)}})
+	cl := startCluster(t, node.Options{ExtraImages: []string{previousImageArchive(t), proxyImageArchive(t), thanosImageArchive(t)}})
 	cl.installAlertmanagerCRDs(t)
 	operator := cl.startOperator(t, "")
 	const name = "handed"
 	cl.operatorPrometheus(t, name, 2)
 	cl.localPrometheus(t)
+	cl.thanosPrometheus(t)
 	cl.operatorAlertmanager(t, name, 2)
 	pods := cl.waitOperatorPrometheus(t, name, 2)
 	amPods := cl.waitAlertmanager(t, name, 2)
@@ -63,6 +72,7 @@ func TestTakeoverOnNode(t *testing.T) {
 		eventually(t, 2*time.Minute, "series "+operatorRecord+" in "+pod, func() error { return cl.hasSeries(t, pod, operatorRecord) })
 	}
 	local := cl.waitLocalPrometheus(t)
+	th := cl.waitThanosPrometheus(t)
 	claims := cl.operatorClaimUIDs(t, name, 2)
 	before := time.Now()
 
@@ -113,6 +123,8 @@ func TestTakeoverOnNode(t *testing.T) {
 		require.Equal(t, claims, cl.operatorClaimUIDs(t, name, 2), "the same PVCs")
 		require.Equal(t, amClaims, cl.alertmanagerClaimUIDs(t, name, 2), "the same PVCs of the Alertmanager")
 	})
+	cl.annotateController(t, thanosName, takeoverID)
+	watch := cl.watchStores(t, th.pods)
 	t.Run("ConfigApplied", func(t *testing.T) {
 		eventually(t, 2*time.Minute, "ConfigApplied True", func() error {
 			return cl.prometheusCondition(t, name, "ConfigApplied", monitoringv1.ConditionTrue)
@@ -157,6 +169,10 @@ func TestTakeoverOnNode(t *testing.T) {
 	t.Run("listenLocal behind a proxy, the endpointslice role: taken over on the same claim", func(t *testing.T) {
 		cl.checkLocal(t, local, true, before)
 	})
+	t.Run("the Thanos sidecar taken over: its blocks uploaded once, the Store API answering through the roll", func(t *testing.T) {
+		cl.checkThanos(t, th, watch, true)
+		cl.thanosBlock(t, th, "after")
+	})
 	during := time.Now()
 	eventually(t, time.Minute, "a sample during the takeover", func() error {
 		if err := cl.seriesAt(t, pods[0], operatorRecord, during); err != nil {
@@ -167,6 +183,8 @@ func TestTakeoverOnNode(t *testing.T) {
 
 	cl.annotateController(t, name, "")
 	cl.annotateController(t, localName, "")
+	watch = cl.watchStores(t, th.pods)
+	cl.annotateController(t, thanosName, "")
 	t.Run("handed back: the operator's pods on the same claims", func(t *testing.T) {
 		cl.waitPodsRunningOurs(t, name, pods, false)
 		require.Equal(t, claims, cl.operatorClaimUIDs(t, name, 2), "the same PVCs")
@@ -180,8 +198,12 @@ func TestTakeoverOnNode(t *testing.T) {
 	t.Run("listenLocal behind a proxy, the endpointslice role: handed back on the same claim", func(t *testing.T) {
 		cl.checkLocal(t, local, false, before, during)
 	})
+	t.Run("the Thanos sidecar handed back: its blocks uploaded once, the Store API answering through the roll", func(t *testing.T) {
+		cl.checkThanos(t, th, watch, false)
+	})
 	// Off the node before the agent's gaps are measured.
 	cl.deleteLocalPrometheus(t, local)
+	cl.deleteThanosPrometheus(t, th)
 	// On the same node, operator and controller (issue 39).
 	t.Run("a PrometheusAgent remote-writing", cl.testAgentTakeover)
 }

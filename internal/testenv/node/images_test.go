@@ -324,7 +324,7 @@ func TestImageSBOMsAndDigests(t *testing.T) {
 		suffix string
 	}{
 		{name: "podreload"}, {name: "prometheus"}, {name: "alertmanager"}, {name: "pause"}, {name: "prometheus-config-reloader"},
-		{name: "alertmanager-v0.25", suffix: "-v0.25"}, {name: "proxy"},
+		{name: "alertmanager-v0.25", suffix: "-v0.25"}, {name: "proxy"}, {name: "thanos"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := path.Join("images", tc.name+"-"+runtime.GOARCH)

@@ -200,9 +200,12 @@ func Start(t testing.TB, opts Options) *Node {
 	t.Cleanup(func() {
 		signal.Stop(sig)
 		close(done)
+		// To stderr, now: the test's own report (go test prints it when
+		// the test ends, after this) then follows them, its failures
+		// last, where a CI log's tail shows them.
 		if t.Failed() {
 			for _, c := range n.components {
-				t.Logf("--- last lines of %s ---\n%s", c.log, tail(c.log, tailLines))
+				fmt.Fprintf(os.Stderr, "%s failed: --- last lines of %s ---\n%s\n", t.Name(), c.log, tail(c.log, tailLines))
 			}
 		}
 		if err := n.Stop(); err != nil {
@@ -500,6 +503,13 @@ func (n *Node) ContainerPID(containerID string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("container %s is not running", id)
+}
+
+// Command is the command name with args run in the node's network
+// namespace, where the pods' addresses are reached (this machine's
+// namespace reaches the API server alone).
+func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", netnsName, name}, args...)...)
 }
 
 // VolumeDir returns the directory of the node where the kubelet projects
