@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -284,7 +285,8 @@ func (cl *cluster) storeAnswers(ctx context.Context, query, pod string) error {
 
 // errOutput is the standard error of a command that failed, if kept.
 func errOutput(err error) []byte {
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return ee.Stderr
 	}
 	return nil
