@@ -121,7 +121,10 @@ define alertmanager-src
 endef
 bin/alertmanager: tools/alertmanager/go.mod tools/alertmanager/go.sum
 	$(alertmanager-src)
-	cd $(ALERTMANAGER_SRC) && $(GO) build -mod=readonly -trimpath -ldflags '-X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ ./cmd/alertmanager
+	@# Static and stripped as bin/linux-<arch>/alertmanager: the two builds
+	@# then share every compiled package (with cgo, the host's build
+	@# compiled them all once more).
+	cd $(ALERTMANAGER_SRC) && CGO_ENABLED=0 $(GO) build -mod=readonly -trimpath -ldflags '-s -w -X $(VERSION).Version=$(ALERTMANAGER_VERSION)' -o $(CURDIR)/$@ ./cmd/alertmanager
 
 bin/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	cd $(CURDIR)/tools/controller-gen && $(GO) build -mod=readonly -trimpath -o $(CURDIR)/$@ sigs.k8s.io/controller-tools/cmd/controller-gen
