@@ -167,8 +167,15 @@ func (cl *cluster) receiver(t testing.TB) string {
 }
 
 // receiverSamples are the timestamps of the receiver's samples of up for
-// job since since, by series.
+// job since since, by replica (the prometheus_replica external label).
 func (cl *cluster) receiverSamples(t testing.TB, job string, since time.Time) (map[string][]time.Time, error) {
+	return cl.seriesSamples(t, receiverPod, fmt.Sprintf("up{job=%q}", job), "prometheus_replica", since)
+}
+
+// seriesSamples are the timestamps of the samples of the series selector
+// selects in the pod's Prometheus since since, by the value of their
+// label by.
+func (cl *cluster) seriesSamples(t testing.TB, pod, selector, by string, since time.Time) (map[string][]time.Time, error) {
 	var data struct {
 		Result []struct {
 			Metric map[string]string `json:"metric"`
@@ -176,8 +183,8 @@ func (cl *cluster) receiverSamples(t testing.TB, job string, since time.Time) (m
 		} `json:"result"`
 	}
 	window := time.Since(since).Round(time.Second) + time.Second
-	q := url.Values{"query": {fmt.Sprintf("up{job=%q}[%ds]", job, int(window.Seconds()))}}
-	if err := cl.prometheus(t, receiverPod, "/api/v1/query", q, &data); err != nil {
+	q := url.Values{"query": {fmt.Sprintf("%s[%ds]", selector, int(window.Seconds()))}}
+	if err := cl.prometheus(t, pod, "/api/v1/query", q, &data); err != nil {
 		return nil, err
 	}
 	out := map[string][]time.Time{}
@@ -187,7 +194,7 @@ func (cl *cluster) receiverSamples(t testing.TB, job string, since time.Time) (m
 			if !ok {
 				return nil, fmt.Errorf("a sample's timestamp %v", v[0])
 			}
-			out[r.Metric["prometheus_replica"]] = append(out[r.Metric["prometheus_replica"]], time.UnixMilli(int64(ts*1000)))
+			out[r.Metric[by]] = append(out[r.Metric[by]], time.UnixMilli(int64(ts*1000)))
 		}
 	}
 	return out, nil
@@ -220,9 +227,15 @@ func (cl *cluster) receiverLongestGap(t testing.TB, job string, since time.Time)
 		all = append(all, ts...)
 	}
 	require.NotEmpty(t, all, "samples of %s", job)
+	return widestGap(all)
+}
+
+// widestGap is the longest time between two successive instants of all
+// (sorted here), and when it began.
+func widestGap(all []time.Time) (time.Duration, time.Time) {
 	slices.SortFunc(all, time.Time.Compare)
 	var gap time.Duration
-	at := all[0]
+	var at time.Time
 	for i := 1; i < len(all); i++ {
 		if d := all[i].Sub(all[i-1]); d > gap {
 			gap, at = d, all[i-1]

@@ -50,9 +50,10 @@ const takeoverID = "podreload"
 // FILESYSTEM bucket on the node (thanosPrometheus, issue 37 item 2),
 // annotated after the upgrade and handed back with the others: a block
 // made before the takeover and one after it are each in the bucket once,
-// uploaded once (no sidecar uploads anything again after a roll), and the
+// uploaded once (no sidecar uploads anything again after a roll), the
 // sidecars' Store API answers through both rolls, from one pod at least
-// at every instant.
+// at every instant, and the replicas' TSDBs merged have no gap in `up`
+// of a target longer than the scrape interval.
 //
 // Last, on the same node, a PrometheusAgent is taken over and handed back
 // (testAgentTakeover, issue 39).

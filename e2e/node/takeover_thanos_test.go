@@ -44,6 +44,11 @@ const (
 	thanosBackfill = "podreload_thanos_backfill"
 	// thanosSecret holds the bucket's configuration.
 	thanosSecret = "thanos-objstore"
+	// thanosTarget is the target whose `up` the gap through the rolls is
+	// read in: an Alertmanager pod of TestTakeoverOnNode, taken over
+	// before and never restarted after the upgrade; thanosScrape the
+	// Prometheus' scrape interval (operatorPrometheus').
+	thanosTarget, thanosScrape = "alertmanager-handed-0", 5 * time.Second
 )
 
 // thanosImageArchive is the archive of thanosImage.
@@ -67,8 +72,9 @@ type thanosState struct {
 func (cl *cluster) thanosBucketDir() string { return cl.node.HostPathDir("thanos-bucket") }
 
 // thanosPrometheus creates in default, for the operator to run, the
-// Prometheus thanosName of two replicas as operatorPrometheus does, with
-// the Thanos sidecar of thanosImage: a FILESYSTEM bucket from a Secret,
+// Prometheus thanosName of two replicas as operatorPrometheus does,
+// scraping the Alertmanagers' governing Service (thanosTarget among
+// them), with the Thanos sidecar of thanosImage: a FILESYSTEM bucket from a Secret,
 // on a hostPath directory mounted by spec.thanos.volumeMounts, the
 // sidecar asking Prometheus for its configuration every 2 s, and, by
 // spec.containers, a readiness probe of the sidecar's own /-/ready (it
@@ -84,7 +90,8 @@ func (cl *cluster) thanosPrometheus(t testing.TB) {
 		StringData: map[string]string{"objstore.yaml": "type: FILESYSTEM\nconfig:\n  directory: " + thanosBucket + "\n"},
 	}
 	require.NoError(t, cl.c.Create(t.Context(), secret))
-	cl.operatorPrometheus(t, thanosName, 2, func(p *monitoringv1.Prometheus, _ *monitoringv1.ServiceMonitor) {
+	cl.operatorPrometheus(t, thanosName, 2, func(p *monitoringv1.Prometheus, sm *monitoringv1.ServiceMonitor) {
+		sm.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"operated-alertmanager": "true"}}
 		p.Spec.Thanos = &monitoringv1.ThanosSpec{
 			Image:               ptr.To(thanosImage),
 			ObjectStorageConfig: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}, Key: "objstore.yaml"},
@@ -216,6 +223,7 @@ func (cl *cluster) shipper(t testing.TB, pod string) (syncs, uploads float64) {
 // keeps each instant at which none of them answered with a series of its
 // own replica.
 type storeWatch struct {
+	start      time.Time
 	stop, done chan struct{}
 	mu         sync.Mutex
 	polls      int
@@ -228,7 +236,7 @@ func (cl *cluster) watchStores(t testing.TB, pods []string) *storeWatch {
 	t.Helper()
 	query, err := toolbin.Path("thanos-storequery")
 	require.NoError(t, err, "`make bin/thanos-storequery` builds it")
-	w := &storeWatch{stop: make(chan struct{}), done: make(chan struct{}), answered: map[string]int{}}
+	w := &storeWatch{start: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), answered: map[string]int{}}
 	ctx := t.Context()
 	go func() {
 		defer close(w.done)
@@ -303,8 +311,9 @@ func (w *storeWatch) end() (polls int, answered map[string]int, silent []string)
 // checkThanos waits until the pods of thanosPrometheus run the
 // controller's sidecar (ours) or the operator's, its StatefulSet rolled
 // out, then checks that the Store API answered through the roll (w, at
-// every instant from one pod at least, and from each pod), the pods keep
-// their claims, each sidecar (a new process) has synced the TSDB and
+// every instant from one pod at least, and from each pod), the two
+// replicas' TSDBs merged have no gap in `up` of thanosTarget longer than
+// thanosScrape through the roll, the pods keep their claims, each sidecar (a new process) has synced the TSDB and
 // uploaded nothing, the bucket holds every block of st once with the
 // meta.json of its upload, and the first replica's shipper file lists
 // them.
@@ -321,6 +330,20 @@ func (cl *cluster) checkThanos(t *testing.T, st *thanosState, w *storeWatch, our
 		require.Positive(t, answered[pod], "polls %s's Store API answered", pod)
 	}
 	require.Equal(t, st.claims, cl.operatorClaimUIDs(t, thanosName, 2), "the same PVCs")
+	// A sample of each replica after the roll, in both TSDBs.
+	time.Sleep(thanosScrape)
+	var samples []time.Time
+	for _, pod := range st.pods {
+		ts, err := cl.seriesSamples(t, pod, fmt.Sprintf("up{job=%q,pod=%q}", "alertmanager-operated", thanosTarget), "", w.start)
+		require.NoError(t, err)
+		require.NotEmpty(t, ts[""], "samples of up of %s in %s since the roll began", thanosTarget, pod)
+		samples = append(samples, ts[""]...)
+	}
+	gap, at := widestGap(samples)
+	t.Logf("longest gap in up of %s across the replicas' TSDBs through the roll: %v at %s", thanosTarget, gap, at.Format(time.RFC3339Nano))
+	// A scrape's timestamp is its interval's when it starts on time (to
+	// 2 ms), its own when late: a second more for a loaded machine.
+	require.LessOrEqual(t, gap, thanosScrape+time.Second, "the longest gap in up of %s across the replicas, at %s", thanosTarget, at.Format(time.RFC3339Nano))
 
 	for _, pod := range st.pods {
 		eventually(t, 2*time.Minute, "a sync of "+pod+"'s shipper", func() error {
