@@ -132,8 +132,8 @@ func (cl *cluster) thanosTSDB(replica int) string {
 }
 
 // thanosBlock makes, with promtool, a block of thanosBackfill{phase=phase}
-// in the 2-hour range after the last that ended 6 hours before the
-// block of the previous phase (or now), puts it into the first replica's
+// in an aligned 2-hour range (the first block's starts 8 to 10 hours ago,
+// each next one's 2 hours later), puts it into the first replica's
 // TSDB, waits until its sidecar has uploaded it once
 // (thanos_shipper_uploads_total one more) and adds it to st.
 func (cl *cluster) thanosBlock(t testing.TB, st *thanosState, phase string) {
